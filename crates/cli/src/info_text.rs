@@ -1,0 +1,108 @@
+//! Text and JSON renderings of [`memviz_core::info::Info`].
+
+use memviz_core::format::human_size;
+use memviz_core::info::Info;
+use serde_json::json;
+
+/// Human-readable summary.
+pub fn text(file: &str, i: &Info) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("{file}\n"));
+    let fmt = if i.format_notes.is_empty() { String::new() } else { format!(", {}", i.format_notes.join(", ")) };
+    s.push_str(&format!("format: pickle protocol {}{fmt}\n", i.protocol));
+    let r = &i.recording;
+    s.push_str(&format!(
+        "recording (inferred): enabled={} context={} stacks={}{}\n",
+        r.enabled,
+        r.context,
+        r.stacks,
+        if r.has_time { ", time_us recorded" } else { ", no time_us" }
+    ));
+    s.push_str(&format!(
+        "frames: {}  stacks: {}  annotations: {}  allocator_settings: {}\n",
+        i.frames,
+        i.stacks,
+        i.annotations,
+        if i.has_allocator_settings { "yes" } else { "no" }
+    ));
+    for d in &i.devices {
+        s.push_str(&format!("device {}: {} entries\n", d.device, d.entries));
+        if !d.actions.is_empty() {
+            let a: Vec<String> = d.actions.iter().map(|(n, c)| format!("{n}={c}")).collect();
+            s.push_str(&format!("  actions: {}\n", a.join(" ")));
+        }
+        if let Some((a, b)) = d.time_span_us {
+            s.push_str(&format!("  time span: {:.3} s\n", (b - a) as f64 / 1e6));
+        }
+        s.push_str(&format!(
+            "  peak allocated: {} ({} bytes){}\n",
+            human_size(d.peak_allocated_bytes as f64),
+            d.peak_allocated_bytes,
+            match d.peak_allocated_row {
+                Some(r) => format!(" at entry {r}"),
+                None => " before the first entry".into(),
+            }
+        ));
+        s.push_str(&format!("  peak reserved: {} ({} bytes)\n", human_size(d.peak_reserved_bytes as f64), d.peak_reserved_bytes));
+        s.push_str(&format!(
+            "  at snapshot: {} allocated, {} reserved in {} segments ({} expandable); blocks: {} allocated, {} pending free, {} inactive\n",
+            human_size(d.final_allocated_bytes as f64),
+            human_size(d.final_reserved_bytes as f64),
+            d.segments,
+            d.expandable_segments,
+            d.blocks_allocated,
+            d.blocks_pending_free,
+            d.blocks_inactive
+        ));
+        if d.streams > 1 {
+            s.push_str(&format!("  streams: {}\n", d.streams));
+        }
+        if d.ooms > 0 {
+            s.push_str(&format!("  out-of-memory events: {}\n", d.ooms));
+        }
+    }
+    for w in &i.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+/// Machine-readable summary.
+pub fn json(i: &Info) -> String {
+    let devices: Vec<_> = i
+        .devices
+        .iter()
+        .map(|d| {
+            json!({
+                "device": d.device,
+                "entries": d.entries,
+                "actions": d.actions.iter().map(|(n, c)| (n.to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
+                "time_span_us": d.time_span_us.map(|(a, b)| json!([a, b])),
+                "peak_allocated_bytes": d.peak_allocated_bytes,
+                "peak_allocated_entry": d.peak_allocated_row,
+                "peak_reserved_bytes": d.peak_reserved_bytes,
+                "final_allocated_bytes": d.final_allocated_bytes,
+                "final_reserved_bytes": d.final_reserved_bytes,
+                "segments": d.segments,
+                "expandable_segments": d.expandable_segments,
+                "blocks": {"allocated": d.blocks_allocated, "pending_free": d.blocks_pending_free, "inactive": d.blocks_inactive},
+                "streams": d.streams,
+                "ooms": d.ooms,
+            })
+        })
+        .collect();
+    let v = json!({
+        "protocol": i.protocol,
+        "format_notes": i.format_notes,
+        "recording": {"enabled": i.recording.enabled, "context": i.recording.context, "stacks": i.recording.stacks, "has_time": i.recording.has_time},
+        "frames": i.frames,
+        "stacks": i.stacks,
+        "annotations": i.annotations,
+        "has_allocator_settings": i.has_allocator_settings,
+        "devices": devices,
+        "warnings": i.warnings,
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}

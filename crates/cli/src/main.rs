@@ -1,0 +1,88 @@
+//! # memviz
+//!
+//! The command line of memviz: the same answers as the viewer, as text and JSON.
+//! `memviz stats FILE` and `memviz trace FILE` print exactly what PyTorch's
+//! `python -m torch.cuda._memory_viz stats|trace FILE` prints; `memviz info FILE` summarizes.
+//! Every command reads `-` as standard input. Errors are one line on stderr and exit status 1.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use memviz_core::{info, reference, Snapshot};
+
+mod info_text;
+
+/// Viewer and command line for PyTorch CUDA memory snapshots.
+#[derive(Parser)]
+#[command(name = "memviz", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// How the allocator has filled its segments (same text as PyTorch's `_memory_viz stats`).
+    Stats {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+    },
+    /// Every trace entry in a Pythonic style (same text as PyTorch's `_memory_viz trace`).
+    Trace {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+    },
+    /// Devices, entries per action, time span, true peaks, segments, inferred recording settings.
+    Info {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn read_input(path: &str) -> Result<Vec<u8>, String> {
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
+    }
+}
+
+fn load(path: &str) -> Result<Snapshot, String> {
+    let bytes = read_input(path)?;
+    memviz_core::load(&bytes).map_err(|e| format!("{path}: {e}"))
+}
+
+fn run(cli: Cli) -> Result<String, String> {
+    match cli.command {
+        Command::Stats { file } => reference::stats(&load(&file)?).map_err(|e| format!("{file}: {e}")),
+        Command::Trace { file } => reference::trace(&load(&file)?).map_err(|e| format!("{file}: {e}")),
+        Command::Info { file, json } => {
+            let snap = load(&file)?;
+            let i = info::info(&snap);
+            Ok(if json { info_text::json(&i) } else { info_text::text(&file, &i) })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth reporting.
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("memviz: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

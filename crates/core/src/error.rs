@@ -1,0 +1,157 @@
+//! The one error type of the crate: what went wrong, where (byte offsets), and what to do about it.
+
+use std::fmt;
+
+/// Everything that can stop a snapshot from loading. Problems that do not stop it (an unknown action,
+/// a free without its alloc) are [`crate::snapshot::Warning`]s instead.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input is empty.
+    Empty,
+    /// The input is some other kind of file; `kind` names it and the message says what it probably is.
+    NotAPickle {
+        /// What the file looks like.
+        kind: FileKind,
+    },
+    /// The input ends before the pickle does.
+    Truncated {
+        /// Byte offset at which the input ends.
+        offset: u64,
+        /// What was being read ("a string", "an opcode", ...).
+        inside: &'static str,
+        /// The length that was declared for it, when known.
+        declared: Option<u64>,
+    },
+    /// An opcode that would import or run code, or build a class instance. Never executed.
+    ForbiddenOpcode {
+        /// Opcode name, e.g. `REDUCE`.
+        name: &'static str,
+        /// Opcode byte.
+        opcode: u8,
+        /// Byte offset of the opcode.
+        offset: u64,
+    },
+    /// A byte that is not a pickle opcode.
+    UnknownOpcode {
+        /// The byte.
+        opcode: u8,
+        /// Its offset.
+        offset: u64,
+    },
+    /// A PROTO opcode announcing a protocol newer than 5.
+    UnsupportedProtocol {
+        /// The protocol number.
+        version: u8,
+        /// Offset of the PROTO opcode.
+        offset: u64,
+    },
+    /// The opcodes are inconsistent (stack underflow, missing mark, unknown memo index, ...).
+    Malformed {
+        /// Offset of the opcode.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The pickle is fine but is not a memory snapshot.
+    NotASnapshot {
+        /// What was found instead, e.g. "top-level keys are foo, bar".
+        found: String,
+    },
+    /// A snapshot field has a type or value that cannot be used.
+    Schema {
+        /// Where, e.g. `segments[3].blocks[0].size`.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A JSON snapshot that does not parse.
+    Json {
+        /// serde_json's message (with line and column).
+        message: String,
+    },
+    /// Loading was cancelled by the caller.
+    Cancelled,
+}
+
+/// Kinds of files people drop by mistake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A zip archive (what `torch.save` writes).
+    Zip,
+    /// A gzip stream.
+    Gzip,
+    /// HTML (e.g. a page written by `trace_plot`).
+    Html,
+    /// Text that is neither JSON nor a pickle.
+    Text,
+}
+
+impl Error {
+    /// A one-line message a user can act on.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Empty => write!(f, "the file is empty: a memory snapshot is written by torch.cuda.memory._dump_snapshot(\"x.pickle\")"),
+            Error::NotAPickle { kind: FileKind::Zip } => write!(
+                f,
+                "this is a zip file: probably a checkpoint saved with torch.save, not a memory snapshot (make one with torch.cuda.memory._dump_snapshot)"
+            ),
+            Error::NotAPickle { kind: FileKind::Gzip } => write!(f, "this is a gzip file: decompress it first (gunzip) and open the .pickle inside"),
+            Error::NotAPickle { kind: FileKind::Html } => write!(
+                f,
+                "this is an HTML page, not a memory snapshot: open the .pickle it was made from instead"
+            ),
+            Error::NotAPickle { kind: FileKind::Text } => write!(f, "this is a text file, neither a pickle nor a JSON memory snapshot"),
+            Error::Truncated { offset, inside, declared: Some(d) } => write!(
+                f,
+                "the file is truncated: it ends at byte {offset} inside {inside} of declared length {d} (was the dump interrupted or the download incomplete?)"
+            ),
+            Error::Truncated { offset, inside, declared: None } => {
+                write!(f, "the file is truncated: it ends at byte {offset} inside {inside} (was the dump interrupted?)")
+            }
+            Error::ForbiddenOpcode { name, opcode, offset } => write!(
+                f,
+                "refused pickle opcode {name} (0x{opcode:02x}) at byte {offset}: memory snapshots hold only plain data, and memviz never imports or runs code from a file"
+            ),
+            Error::UnknownOpcode { opcode, offset } => {
+                write!(f, "not a valid pickle: unknown opcode 0x{opcode:02x} at byte {offset} (is this really a memory snapshot?)")
+            }
+            Error::UnsupportedProtocol { version, offset } => {
+                write!(f, "pickle protocol {version} (at byte {offset}) is newer than any Python writes; protocols 0 to 5 are supported")
+            }
+            Error::Malformed { offset, reason } => write!(f, "corrupt pickle at byte {offset}: {reason}"),
+            Error::NotASnapshot { found } => write!(f, "not a memory snapshot: {found}"),
+            Error::Schema { path, reason } => write!(f, "unexpected snapshot content at {path}: {reason}"),
+            Error::Json { message } => write!(f, "not a valid JSON memory snapshot: {message}"),
+            Error::Cancelled => write!(f, "loading was cancelled"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Guesses what a file is from its first bytes, for files that are not pickles.
+pub fn sniff(head: &[u8]) -> Option<FileKind> {
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return Some(FileKind::Zip);
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Some(FileKind::Gzip);
+    }
+    let trimmed: &[u8] = {
+        let start = head.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(head.len());
+        &head[start..]
+    };
+    let lower: Vec<u8> = trimmed.iter().take(16).map(u8::to_ascii_lowercase).collect();
+    if lower.starts_with(b"<!doctype") || lower.starts_with(b"<html") {
+        return Some(FileKind::Html);
+    }
+    None
+}

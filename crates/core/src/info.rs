@@ -1,0 +1,281 @@
+//! A summary of a snapshot: devices, entries per action, time span, true peaks, segment counts,
+//! and the recording settings that can be inferred from the data.
+
+use std::collections::HashMap;
+
+use crate::snapshot::{Action, BlockState, Snapshot};
+
+/// Summary of one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// Device index.
+    pub device: i64,
+    /// Trace entries.
+    pub entries: usize,
+    /// Entries per action name, in a stable order, zero counts left out.
+    pub actions: Vec<(&'static str, usize)>,
+    /// First and last `time_us`, when recorded.
+    pub time_span_us: Option<(i64, i64)>,
+    /// Highest live requested bytes at any step (allocations live before the trace included).
+    pub peak_allocated_bytes: u64,
+    /// Trace row at which the allocated peak is first reached (`None`: before the first entry).
+    pub peak_allocated_row: Option<usize>,
+    /// Highest reserved (segment) bytes at any step.
+    pub peak_reserved_bytes: u64,
+    /// Live requested bytes at the end (final snapshot).
+    pub final_allocated_bytes: u64,
+    /// Reserved bytes at the end.
+    pub final_reserved_bytes: u64,
+    /// Final segments of this device.
+    pub segments: usize,
+    /// Of which expandable.
+    pub expandable_segments: usize,
+    /// Blocks by state: allocated, pending free, inactive.
+    pub blocks_allocated: usize,
+    /// Blocks freed by the user but waiting on other streams.
+    pub blocks_pending_free: usize,
+    /// Cached free blocks.
+    pub blocks_inactive: usize,
+    /// Distinct streams in the trace.
+    pub streams: usize,
+    /// OOM events.
+    pub ooms: usize,
+}
+
+/// Recording settings inferred from the data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recording {
+    /// `"all"` (C++ frames seen), `"python"`, or `"none"` (no frames anywhere).
+    pub stacks: &'static str,
+    /// `"all"` (free sites differ from alloc sites), `"alloc"`, `"state"` (frames on blocks only) or `"none"`.
+    pub context: &'static str,
+    /// `"state"` when there is (almost) no trace but segments, else `"all"`.
+    pub enabled: &'static str,
+    /// Whether `time_us` was recorded.
+    pub has_time: bool,
+}
+
+/// Summary of a snapshot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    /// Per device.
+    pub devices: Vec<DeviceInfo>,
+    /// Inferred settings.
+    pub recording: Recording,
+    /// Pickle protocol (0 for JSON).
+    pub protocol: u8,
+    /// Format notes ("json", "bare segment list", "legacy block history").
+    pub format_notes: Vec<&'static str>,
+    /// Interned frames and stacks.
+    pub frames: usize,
+    /// Distinct stacks.
+    pub stacks: usize,
+    /// `external_annotations` entries.
+    pub annotations: usize,
+    /// `allocator_settings` present.
+    pub has_allocator_settings: bool,
+    /// Warnings, as text.
+    pub warnings: Vec<String>,
+}
+
+/// Live requested bytes before the first entry of a device's trace: allocations the trace frees
+/// without having recorded them, plus allocated blocks of the final state that the trace never saw.
+pub fn initial_live_bytes(snap: &Snapshot, device_pos: usize) -> u64 {
+    let Some(dev) = snap.devices.get(device_pos) else { return 0 };
+    let t = &dev.trace;
+    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut initial = 0u64;
+    for row in 0..t.len() {
+        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
+        match a {
+            Action::Alloc => {
+                open.insert(addr, size);
+            }
+            Action::FreeCompleted | Action::Free => {
+                if open.remove(&addr).is_none() {
+                    initial = initial.saturating_add(size);
+                }
+            }
+            _ => {}
+        }
+    }
+    for s in snap.segments.iter().filter(|s| s.device == dev.index) {
+        for b in snap.segment_blocks(s) {
+            if b.state == BlockState::ActiveAllocated && !open.contains_key(&b.address) {
+                initial = initial.saturating_add(b.requested_size);
+            }
+        }
+    }
+    initial
+}
+
+/// Summarizes a snapshot.
+pub fn info(snap: &Snapshot) -> Info {
+    let mut devices = Vec::new();
+    for (pos, d) in snap.devices.iter().enumerate() {
+        let t = &d.trace;
+        let mut counts: HashMap<Action, usize> = HashMap::new();
+        for &a in &t.action {
+            *counts.entry(a).or_default() += 1;
+        }
+        let actions = Action::ALL.iter().filter_map(|a| counts.get(a).map(|&c| (a.name(), c))).collect();
+        let mut span: Option<(i64, i64)> = None;
+        for row in 0..t.len() {
+            if let Some(tu) = t.time_us_at(row) {
+                span = Some(match span {
+                    None => (tu, tu),
+                    Some((a, b)) => (a.min(tu), b.max(tu)),
+                });
+            }
+        }
+        // Allocated: replay from the initial live bytes.
+        let mut live = initial_live_bytes(snap, pos);
+        let mut peak = live;
+        let mut peak_row = None;
+        // Reserved: final reserved minus the trace's net segment change gives the start.
+        let segs: Vec<_> = snap.segments.iter().filter(|s| s.device == d.index).collect();
+        let final_reserved: u64 = segs.iter().map(|s| s.total_size).sum();
+        let mut net: i128 = 0;
+        for row in 0..t.len() {
+            let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
+            match t.action.get(row) {
+                Some(Action::SegmentAlloc | Action::SegmentMap) => net += size,
+                Some(Action::SegmentFree | Action::SegmentUnmap) => net -= size,
+                _ => {}
+            }
+        }
+        let mut reserved = (i128::from(final_reserved) - net).max(0);
+        let mut peak_reserved = reserved;
+        for row in 0..t.len() {
+            let size = t.size_bytes.get(row).copied().unwrap_or(0);
+            match t.action.get(row) {
+                Some(Action::Alloc) => {
+                    live = live.saturating_add(size);
+                    if live > peak {
+                        peak = live;
+                        peak_row = Some(row);
+                    }
+                }
+                Some(Action::FreeCompleted | Action::Free) => live = live.saturating_sub(size),
+                Some(Action::SegmentAlloc | Action::SegmentMap) => {
+                    reserved += i128::from(size);
+                    peak_reserved = peak_reserved.max(reserved);
+                }
+                Some(Action::SegmentFree | Action::SegmentUnmap) => reserved -= i128::from(size),
+                _ => {}
+            }
+        }
+        let mut streams: Vec<u32> = t.stream.clone();
+        streams.sort_unstable();
+        streams.dedup();
+        let blocks = segs.iter().flat_map(|s| snap.segment_blocks(s));
+        let (mut ba, mut bp, mut bi) = (0, 0, 0);
+        let mut final_alloc = 0u64;
+        for b in blocks {
+            match b.state {
+                BlockState::ActiveAllocated => {
+                    ba += 1;
+                    final_alloc += b.requested_size;
+                }
+                BlockState::ActivePendingFree => bp += 1,
+                _ => bi += 1,
+            }
+        }
+        devices.push(DeviceInfo {
+            device: d.index,
+            entries: t.len(),
+            actions,
+            time_span_us: span,
+            peak_allocated_bytes: peak,
+            peak_allocated_row: peak_row,
+            peak_reserved_bytes: peak_reserved.max(0) as u64,
+            final_allocated_bytes: final_alloc,
+            final_reserved_bytes: final_reserved,
+            segments: segs.len(),
+            expandable_segments: segs.iter().filter(|s| s.is_expandable).count(),
+            blocks_allocated: ba,
+            blocks_pending_free: bp,
+            blocks_inactive: bi,
+            streams: streams.len(),
+            ooms: counts.get(&Action::Oom).copied().unwrap_or(0),
+        });
+    }
+    let mut format_notes = Vec::new();
+    if snap.source.json {
+        format_notes.push("json");
+    }
+    if snap.source.bare_segment_list {
+        format_notes.push("bare segment list (PyTorch 1.13 or older)");
+    }
+    if snap.source.legacy_history {
+        format_notes.push("legacy block history");
+    }
+    Info {
+        devices,
+        recording: infer_recording(snap),
+        protocol: snap.source.protocol,
+        format_notes,
+        frames: snap.frames.len(),
+        stacks: snap.stacks.len(),
+        annotations: snap.annotations.len(),
+        has_allocator_settings: snap.allocator_settings.is_some(),
+        warnings: snap.warnings.iter().map(|w| format!("{} x{}", w.example, w.count)).collect(),
+    }
+}
+
+fn is_cpp_frame(snap: &Snapshot, frame: u32) -> bool {
+    let Some(f) = snap.frames.get(frame as usize) else { return false };
+    let file = snap.strings.get(f.filename);
+    let name = snap.strings.get(f.name);
+    [".cpp", ".cc", ".h", ".hpp", ".cu", ".c"].iter().any(|e| file.ends_with(e)) || name.contains("::") || file.is_empty() && !name.is_empty() && f.line == 0 && name.starts_with('_')
+}
+
+fn infer_recording(snap: &Snapshot) -> Recording {
+    let trace_entries: usize = snap.devices.iter().map(|d| d.trace.len()).sum();
+    let trace_frames = snap.devices.iter().any(|d| d.trace.stack.iter().any(|&s| s != 0));
+    let block_frames = snap.blocks.iter().any(|b| b.stack != 0) || snap.segments.iter().any(|s| s.stack != 0);
+    let any_cpp = (0..snap.frames.len() as u32).any(|f| is_cpp_frame(snap, f));
+    let stacks = if !trace_frames && !block_frames {
+        "none"
+    } else if any_cpp {
+        "all"
+    } else {
+        "python"
+    };
+    // Free sites differ from alloc sites only with context="all".
+    let mut free_site_differs = false;
+    'outer: for d in &snap.devices {
+        let t = &d.trace;
+        let mut alloc_stack: HashMap<u64, u32> = HashMap::new();
+        for row in 0..t.len() {
+            let (Some(&a), Some(&addr), Some(&st)) = (t.action.get(row), t.addr.get(row), t.stack.get(row)) else { continue };
+            match a {
+                Action::Alloc => {
+                    alloc_stack.insert(addr, st);
+                }
+                Action::FreeRequested => {
+                    if let Some(&s0) = alloc_stack.get(&addr) {
+                        if s0 != st {
+                            free_site_differs = true;
+                            break 'outer;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let context = if trace_frames {
+        if free_site_differs {
+            "all"
+        } else {
+            "alloc"
+        }
+    } else if block_frames {
+        "state"
+    } else {
+        "none"
+    };
+    let enabled = if trace_entries <= 1 && !snap.segments.is_empty() { "state" } else { "all" };
+    Recording { stacks, context, enabled, has_time: snap.devices.iter().any(|d| d.trace.has_time()) }
+}

@@ -1,0 +1,138 @@
+//! # memviz-core
+//!
+//! Reads PyTorch CUDA memory snapshots (the pickles written by
+//! `torch.cuda.memory._dump_snapshot`, every format variant, and their JSON form) into a compact
+//! columnar model, and answers questions about them: the text of PyTorch's own CLI, the stacked
+//! allocation layout over time, and more. No browser or OS dependencies: bytes in, answers out;
+//! it builds for `wasm32-unknown-unknown` as well as natively.
+//!
+//! ```no_run
+//! let bytes = std::fs::read("snapshot.pickle").unwrap();
+//! let snap = memviz_core::load(&bytes).unwrap();
+//! print!("{}", memviz_core::reference::stats(&snap).unwrap());
+//! ```
+//!
+//! Data flow: [`pickle`] (streaming, non-recursive, never runs code) → [`snapshot`] (the model) →
+//! [`reference`] (PyTorch-compatible text), [`info`] (summary).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod format;
+pub mod info;
+pub mod json;
+pub mod pickle;
+pub mod reference;
+pub mod snapshot;
+pub mod tree;
+
+pub use error::{Error, FileKind};
+pub use snapshot::Snapshot;
+
+/// What the first bytes say the input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Pickle,
+    Json,
+}
+
+fn detect(head: &[u8]) -> Result<Kind, Error> {
+    if head.is_empty() {
+        return Err(Error::Empty);
+    }
+    if let Some(k) = error::sniff(head) {
+        return Err(Error::NotAPickle { kind: k });
+    }
+    match head.iter().find(|c| !c.is_ascii_whitespace()) {
+        Some(b'{') | Some(b'[') => Ok(Kind::Json),
+        Some(_) => Ok(Kind::Pickle),
+        None => Err(Error::NotAPickle { kind: FileKind::Text }),
+    }
+}
+
+/// Loads a snapshot held in memory (pickle or JSON).
+pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
+    match detect(bytes.get(..64).unwrap_or(bytes))? {
+        Kind::Json => json::load(bytes),
+        Kind::Pickle => {
+            let doc = pickle::parse(bytes)?;
+            Snapshot::from_document(&doc)
+        }
+    }
+}
+
+/// Loads a snapshot fed in chunks, reporting progress (bytes consumed).
+pub struct Loader {
+    kind: Option<Kind>,
+    parser: pickle::Parser,
+    json: Vec<u8>,
+    head: Vec<u8>,
+    total_len: Option<u64>,
+    fed: u64,
+}
+
+impl Loader {
+    /// A loader; `total_len` (when known) lets impossible lengths fail early.
+    pub fn new(total_len: Option<u64>) -> Self {
+        let mut parser = pickle::Parser::new();
+        if let Some(n) = total_len {
+            parser.set_total_len(n);
+        }
+        Loader { kind: None, parser, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
+    }
+
+    /// Feeds the next chunk.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        self.fed += chunk.len() as u64;
+        if self.kind.is_none() {
+            self.head.extend_from_slice(chunk.get(..64usize.saturating_sub(self.head.len()).min(chunk.len())).unwrap_or(&[]));
+            if self.head.len() < 64 && self.total_len.is_none_or(|t| self.fed < t) {
+                // Wait for enough bytes to tell what this is; keep the chunk.
+                self.json.extend_from_slice(chunk);
+                return Ok(());
+            }
+            let kind = detect(&self.head)?;
+            self.kind = Some(kind);
+            let held = std::mem::take(&mut self.json);
+            let first: Vec<u8> = if held.is_empty() { chunk.to_vec() } else { [held.as_slice(), chunk].concat() };
+            return match kind {
+                Kind::Json => {
+                    self.json = first;
+                    Ok(())
+                }
+                Kind::Pickle => self.parser.feed(&first),
+            };
+        }
+        match self.kind {
+            Some(Kind::Json) => {
+                self.json.extend_from_slice(chunk);
+                Ok(())
+            }
+            _ => self.parser.feed(chunk),
+        }
+    }
+
+    /// Bytes decoded so far (JSON is decoded at the end).
+    pub fn consumed_bytes(&self) -> u64 {
+        match self.kind {
+            Some(Kind::Pickle) => self.parser.consumed_bytes(),
+            _ => 0,
+        }
+    }
+
+    /// Ends the input and builds the model.
+    pub fn finish(mut self) -> Result<Snapshot, Error> {
+        if self.kind.is_none() {
+            let held = std::mem::take(&mut self.json);
+            return load(&held);
+        }
+        match self.kind {
+            Some(Kind::Json) => json::load(&self.json),
+            _ => {
+                let doc = self.parser.finish()?;
+                Snapshot::from_document(&doc)
+            }
+        }
+    }
+}

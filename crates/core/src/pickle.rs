@@ -1,0 +1,1383 @@
+//! A streaming, non-recursive reader for Python pickles of plain data.
+//!
+//! Snapshot files are pickles of dicts, lists, tuples, strings, numbers, booleans and `None`. This
+//! reader decodes exactly that subset, protocols 0 to 5, into a [`Document`]: an arena of values in
+//! which shared (memoized) objects stay shared, so a frame list referenced a thousand times is
+//! decoded once. It never imports or calls anything: opcodes that would (`GLOBAL`, `REDUCE`,
+//! `BUILD`, ...) are refused with an error that names the opcode and its byte offset.
+//!
+//! Safety on hostile input:
+//! - no recursion anywhere (decoding is a stack machine; the arena drops flat);
+//! - every declared length is checked against the input before anything is allocated for it;
+//! - memo indices are bounded by the number of memo writes, never by the index value.
+//!
+//! Input can be a whole slice ([`parse`]) or chunks ([`Parser::feed`] then [`Parser::finish`]), and
+//! [`Parser::consumed_bytes`] reports progress.
+
+use std::collections::HashMap;
+
+use crate::error::Error;
+
+/// A decoded value. Containers and strings are indices into the owning [`Document`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// Python `None`.
+    None,
+    /// Python `bool`.
+    Bool(bool),
+    /// A Python `int` that fits in `i64`.
+    Int(i64),
+    /// A Python `int` in `i64::MAX+1 ..= u64::MAX` (pointers at or above 2^63).
+    UInt(u64),
+    /// A larger Python `int`: index into [`Document::bigints`] (little-endian two's complement).
+    BigInt(u32),
+    /// Python `float`.
+    Float(f64),
+    /// Python `str`: index into the interned string table.
+    Str(u32),
+    /// Python `bytes` or `bytearray`: index into the byte-string table.
+    Bytes(u32),
+    /// Python `list`.
+    List(u32),
+    /// Python `tuple`.
+    Tuple(u32),
+    /// Python `dict`.
+    Dict(u32),
+    /// Python `set`.
+    Set(u32),
+    /// Python `frozenset`.
+    FrozenSet(u32),
+}
+
+const TAG_NONE: u8 = 0;
+const TAG_BOOL: u8 = 1;
+const TAG_INT: u8 = 2;
+const TAG_UINT: u8 = 3;
+const TAG_BIGINT: u8 = 4;
+const TAG_FLOAT: u8 = 5;
+const TAG_STR: u8 = 6;
+const TAG_BYTES: u8 = 7;
+const TAG_LIST: u8 = 8;
+const TAG_TUPLE: u8 = 9;
+const TAG_DICT: u8 = 10;
+const TAG_SET: u8 = 11;
+const TAG_FROZENSET: u8 = 12;
+
+/// Values packed as (tag, payload) in two columns: 9 bytes a value instead of 16.
+#[derive(Default, Debug)]
+struct Packed {
+    tags: Vec<u8>,
+    payloads: Vec<u64>,
+}
+
+impl Packed {
+    fn push(&mut self, v: Value) {
+        let (t, p) = match v {
+            Value::None => (TAG_NONE, 0),
+            Value::Bool(b) => (TAG_BOOL, u64::from(b)),
+            Value::Int(i) => (TAG_INT, i as u64),
+            Value::UInt(u) => (TAG_UINT, u),
+            Value::BigInt(i) => (TAG_BIGINT, u64::from(i)),
+            Value::Float(f) => (TAG_FLOAT, f.to_bits()),
+            Value::Str(i) => (TAG_STR, u64::from(i)),
+            Value::Bytes(i) => (TAG_BYTES, u64::from(i)),
+            Value::List(i) => (TAG_LIST, u64::from(i)),
+            Value::Tuple(i) => (TAG_TUPLE, u64::from(i)),
+            Value::Dict(i) => (TAG_DICT, u64::from(i)),
+            Value::Set(i) => (TAG_SET, u64::from(i)),
+            Value::FrozenSet(i) => (TAG_FROZENSET, u64::from(i)),
+        };
+        self.tags.push(t);
+        self.payloads.push(p);
+    }
+
+    fn get(&self, i: usize) -> Value {
+        let (Some(&t), Some(&p)) = (self.tags.get(i), self.payloads.get(i)) else {
+            return Value::None;
+        };
+        let idx = p as u32;
+        match t {
+            TAG_BOOL => Value::Bool(p != 0),
+            TAG_INT => Value::Int(p as i64),
+            TAG_UINT => Value::UInt(p),
+            TAG_BIGINT => Value::BigInt(idx),
+            TAG_FLOAT => Value::Float(f64::from_bits(p)),
+            TAG_STR => Value::Str(idx),
+            TAG_BYTES => Value::Bytes(idx),
+            TAG_LIST => Value::List(idx),
+            TAG_TUPLE => Value::Tuple(idx),
+            TAG_DICT => Value::Dict(idx),
+            TAG_SET => Value::Set(idx),
+            TAG_FROZENSET => Value::FrozenSet(idx),
+            _ => Value::None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.tags.len()
+    }
+}
+
+/// How a dict's items are stored.
+#[derive(Clone, Copy, Debug)]
+enum DictRec {
+    /// String keys given once by a shared shape; values at `start..start+shape.len()` of `dict_vals`.
+    Compact { shape: u32, start: u32 },
+    /// Anything else: an index into `generic_dicts`.
+    Generic(u32),
+}
+
+/// A generic dict: ordered pairs plus, for large dicts, an index for Python's "last write wins".
+#[derive(Default, Debug)]
+struct GenericDict {
+    items: Vec<(Value, Value)>,
+    index: Option<HashMap<HashKey, usize>>,
+}
+
+/// Keys that compare equal in Python compare equal here (strings are interned by content).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum HashKey {
+    Int(i128),
+    Str(u32),
+    Unique(u32),
+}
+
+/// The decoded pickle: the root value and the arenas it points into.
+#[derive(Default, Debug)]
+pub struct Document {
+    root: Option<Value>,
+    str_data: String,
+    str_spans: Vec<(usize, usize)>,
+    str_index: HashMap<Box<str>, u32>,
+    bytes: Vec<Box<[u8]>>,
+    /// Integers too large for 64 bits, little-endian two's complement.
+    pub bigints: Vec<Box<[u8]>>,
+    lists: Vec<Vec<Value>>,
+    tuple_items: Vec<Value>,
+    tuples: Vec<(u32, u32)>,
+    shapes: Vec<Box<[u32]>>,
+    shape_index: HashMap<Box<[u32]>, u32>,
+    dict_vals: Packed,
+    dicts: Vec<DictRec>,
+    generic_dicts: Vec<GenericDict>,
+    sets: Vec<Vec<Value>>,
+    /// Count of non-fatal oddities (invalid UTF-8 replaced, duplicate keys, ...), with a sample.
+    pub oddities: Vec<String>,
+    /// Highest protocol number announced by a PROTO opcode (0 when none).
+    pub protocol: u8,
+}
+
+impl Document {
+    /// The top-level value.
+    pub fn root(&self) -> Value {
+        self.root.unwrap_or(Value::None)
+    }
+
+    /// The text of a string value.
+    pub fn str(&self, id: u32) -> &str {
+        match self.str_spans.get(id as usize) {
+            Some(&(s, e)) => self.str_data.get(s..e).unwrap_or(""),
+            None => "",
+        }
+    }
+
+    /// Number of distinct strings.
+    pub fn str_count(&self) -> usize {
+        self.str_spans.len()
+    }
+
+    /// The text of `v` if it is a string.
+    pub fn as_str(&self, v: Value) -> Option<&str> {
+        match v {
+            Value::Str(i) => Some(self.str(i)),
+            _ => None,
+        }
+    }
+
+    /// The bytes of a bytes value.
+    pub fn bytes(&self, id: u32) -> &[u8] {
+        self.bytes.get(id as usize).map_or(&[], |b| b)
+    }
+
+    /// Items of a list, tuple, set or frozenset (empty for anything else).
+    pub fn items(&self, v: Value) -> &[Value] {
+        match v {
+            Value::List(i) => self.lists.get(i as usize).map_or(&[], |l| l.as_slice()),
+            Value::Tuple(i) => match self.tuples.get(i as usize) {
+                Some(&(s, n)) => self.tuple_items.get(s as usize..(s + n) as usize).unwrap_or(&[]),
+                None => &[],
+            },
+            Value::Set(i) | Value::FrozenSet(i) => self.sets.get(i as usize).map_or(&[], |l| l.as_slice()),
+            _ => &[],
+        }
+    }
+
+    /// Number of items of a dict (0 for anything else).
+    pub fn dict_len(&self, v: Value) -> usize {
+        let Value::Dict(i) = v else { return 0 };
+        match self.dicts.get(i as usize) {
+            Some(DictRec::Compact { shape, .. }) => self.shapes.get(*shape as usize).map_or(0, |s| s.len()),
+            Some(DictRec::Generic(g)) => self.generic_dicts.get(*g as usize).map_or(0, |d| d.items.len()),
+            None => 0,
+        }
+    }
+
+    /// The (key, value) pairs of a dict in insertion order.
+    pub fn dict_iter(&self, v: Value) -> DictIter<'_> {
+        let rec = match v {
+            Value::Dict(i) => self.dicts.get(i as usize).copied(),
+            _ => None,
+        };
+        DictIter { doc: self, rec, pos: 0 }
+    }
+
+    /// Looks up a string key in a dict. Linear in the dict's size, which is small for snapshot records.
+    pub fn get(&self, dict: Value, key: &str) -> Option<Value> {
+        let Value::Dict(i) = dict else { return None };
+        match self.dicts.get(i as usize)? {
+            DictRec::Compact { shape, start } => {
+                let keys = self.shapes.get(*shape as usize)?;
+                let pos = keys.iter().position(|&k| self.str(k) == key)?;
+                Some(self.dict_vals.get(*start as usize + pos))
+            }
+            DictRec::Generic(g) => {
+                let d = self.generic_dicts.get(*g as usize)?;
+                d.items.iter().find(|(k, _)| self.as_str(*k) == Some(key)).map(|(_, v)| *v)
+            }
+        }
+    }
+
+    /// The shape id of a compact dict (dicts with the same string keys in the same order share it).
+    pub fn dict_shape(&self, dict: Value) -> Option<u32> {
+        let Value::Dict(i) = dict else { return None };
+        match self.dicts.get(i as usize)? {
+            DictRec::Compact { shape, .. } => Some(*shape),
+            DictRec::Generic(_) => None,
+        }
+    }
+
+    /// The key string ids of a shape.
+    pub fn shape_keys(&self, shape: u32) -> &[u32] {
+        self.shapes.get(shape as usize).map_or(&[], |s| s)
+    }
+
+    /// The value at position `pos` of a compact dict (the shape's `pos`-th key).
+    pub fn compact_value(&self, dict: Value, pos: usize) -> Option<Value> {
+        let Value::Dict(i) = dict else { return None };
+        match self.dicts.get(i as usize)? {
+            DictRec::Compact { start, .. } => Some(self.dict_vals.get(*start as usize + pos)),
+            DictRec::Generic(_) => None,
+        }
+    }
+
+    /// Python's type name of a value, for error messages.
+    pub fn type_name(v: Value) -> &'static str {
+        match v {
+            Value::None => "None",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::UInt(_) | Value::BigInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::Set(_) => "set",
+            Value::FrozenSet(_) => "frozenset",
+        }
+    }
+
+    /// Approximate heap bytes held by the arenas.
+    pub fn heap_bytes(&self) -> usize {
+        self.str_data.capacity()
+            + self.str_spans.capacity() * 16
+            + self.lists.iter().map(|l| l.capacity() * 16 + 24).sum::<usize>()
+            + self.tuple_items.capacity() * 16
+            + self.dict_vals.tags.capacity() * 9
+            + self.dicts.capacity() * 12
+    }
+
+    fn intern_str(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.str_index.get(s) {
+            return id;
+        }
+        let id = self.str_spans.len() as u32;
+        let start = self.str_data.len();
+        self.str_data.push_str(s);
+        self.str_spans.push((start, self.str_data.len()));
+        self.str_index.insert(s.into(), id);
+        id
+    }
+
+    fn hash_key(&self, v: Value, unique: u32) -> HashKey {
+        match v {
+            Value::Int(i) => HashKey::Int(i128::from(i)),
+            Value::UInt(u) => HashKey::Int(i128::from(u)),
+            Value::Bool(b) => HashKey::Int(i128::from(b)),
+            Value::Str(s) => HashKey::Str(s),
+            _ => HashKey::Unique(unique),
+        }
+    }
+}
+
+/// Iterator over a dict's pairs.
+pub struct DictIter<'a> {
+    doc: &'a Document,
+    rec: Option<DictRec>,
+    pos: usize,
+}
+
+impl Iterator for DictIter<'_> {
+    type Item = (Value, Value);
+
+    fn next(&mut self) -> Option<(Value, Value)> {
+        let r = match self.rec? {
+            DictRec::Compact { shape, start } => {
+                let keys = self.doc.shapes.get(shape as usize)?;
+                let k = *keys.get(self.pos)?;
+                (Value::Str(k), self.doc.dict_vals.get(start as usize + self.pos))
+            }
+            DictRec::Generic(g) => *self.doc.generic_dicts.get(g as usize)?.items.get(self.pos)?,
+        };
+        self.pos += 1;
+        Some(r)
+    }
+}
+
+/// Parses a whole pickle held in memory.
+pub fn parse(bytes: &[u8]) -> Result<Document, Error> {
+    let mut p = Parser::new();
+    p.set_total_len(bytes.len() as u64);
+    p.feed(bytes)?;
+    p.finish()
+}
+
+/// Opcodes that would import or call code, or that need objects this reader never builds.
+fn forbidden_name(op: u8) -> Option<&'static str> {
+    Some(match op {
+        b'c' => "GLOBAL",
+        0x93 => "STACK_GLOBAL",
+        b'R' => "REDUCE",
+        b'b' => "BUILD",
+        0x81 => "NEWOBJ",
+        0x92 => "NEWOBJ_EX",
+        b'i' => "INST",
+        b'o' => "OBJ",
+        b'P' => "PERSID",
+        b'Q' => "BINPERSID",
+        0x82 => "EXT1",
+        0x83 => "EXT2",
+        0x84 => "EXT4",
+        0x97 => "NEXT_BUFFER",
+        _ => return None,
+    })
+}
+
+/// Why an opcode could not run yet.
+enum Step {
+    /// Done; `n` bytes consumed.
+    Done(usize),
+    /// Need more input; `what` describes what is incomplete, `declared` its length when known.
+    More { what: &'static str, declared: Option<u64> },
+    /// STOP reached after `n` bytes.
+    Stop(usize),
+}
+
+/// A resumable pickle decoder.
+pub struct Parser {
+    doc: Document,
+    stack: Vec<Value>,
+    marks: Vec<usize>,
+    memo: Vec<Option<Value>>,
+    memo_sparse: HashMap<u64, Value>,
+    memo_writes: u64,
+    /// Bytes of an incomplete opcode carried over between chunks.
+    pending: Vec<u8>,
+    consumed: u64,
+    total_len: Option<u64>,
+    stopped: bool,
+    trailing: u64,
+    /// Containers that were ever given items (a dict given items twice leaves the compact form).
+    dict_filled: Vec<bool>,
+    unique: u32,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Parser {
+    /// A parser with no input yet.
+    pub fn new() -> Self {
+        Parser {
+            doc: Document::default(),
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Vec::new(),
+            memo_sparse: HashMap::new(),
+            memo_writes: 0,
+            pending: Vec::new(),
+            consumed: 0,
+            total_len: None,
+            stopped: false,
+            trailing: 0,
+            dict_filled: Vec::new(),
+            unique: 0,
+        }
+    }
+
+    /// Declares the total input length, so impossible declared lengths fail at once.
+    pub fn set_total_len(&mut self, n: u64) {
+        self.total_len = Some(n);
+    }
+
+    /// Bytes fully decoded so far.
+    pub fn consumed_bytes(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Whether STOP has been seen.
+    pub fn is_done(&self) -> bool {
+        self.stopped
+    }
+
+    /// Feeds the next chunk of input.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        if self.stopped {
+            self.trailing += chunk.len() as u64;
+            return Ok(());
+        }
+        if self.pending.is_empty() {
+            let used = self.run(chunk)?;
+            if !self.stopped {
+                self.pending.extend_from_slice(chunk.get(used..).unwrap_or(&[]));
+            } else {
+                self.trailing += (chunk.len() - used) as u64;
+            }
+        } else {
+            let mut buf = std::mem::take(&mut self.pending);
+            buf.extend_from_slice(chunk);
+            let used = self.run(&buf)?;
+            if !self.stopped {
+                buf.drain(..used);
+                self.pending = buf;
+            } else {
+                self.trailing += (buf.len() - used) as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the input and returns the document.
+    pub fn finish(mut self) -> Result<Document, Error> {
+        if !self.stopped {
+            let offset = self.consumed;
+            if self.consumed == 0 && self.pending.is_empty() {
+                return Err(Error::Empty);
+            }
+            // Re-run the leftover to learn what it was in the middle of.
+            let pending = std::mem::take(&mut self.pending);
+            let (what, declared) = match self.step(&pending, 0) {
+                Ok(Step::More { what, declared }) => (what, declared),
+                Ok(_) => ("the pickle (no STOP opcode)", None),
+                Err(e) => return Err(e),
+            };
+            return Err(Error::Truncated { offset: offset + pending.len() as u64, inside: what, declared });
+        }
+        if self.trailing > 0 {
+            self.doc.oddities.push(format!("{} bytes after the pickle's STOP opcode were ignored", self.trailing));
+        }
+        Ok(self.doc)
+    }
+
+    /// Runs opcodes over `data` until it needs more input or hits STOP; returns bytes used.
+    fn run(&mut self, data: &[u8]) -> Result<usize, Error> {
+        let mut pos = 0;
+        while pos < data.len() {
+            match self.step(data, pos)? {
+                Step::Done(n) => {
+                    pos += n;
+                    self.consumed += n as u64;
+                }
+                Step::Stop(n) => {
+                    pos += n;
+                    self.consumed += n as u64;
+                    self.stopped = true;
+                    return Ok(pos);
+                }
+                Step::More { what, declared } => {
+                    if let (Some(total), Some(d)) = (self.total_len, declared) {
+                        let remaining = total.saturating_sub(self.consumed);
+                        if d > remaining {
+                            return Err(Error::Truncated { offset: total, inside: what, declared: Some(d) });
+                        }
+                    }
+                    return Ok(pos);
+                }
+            }
+        }
+        Ok(pos)
+    }
+
+    fn pop(&mut self, offset: u64, op: &'static str) -> Result<Value, Error> {
+        // A pop may not reach below the innermost mark.
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return Err(Error::Malformed { offset, reason: format!("{op} on an empty stack") });
+        }
+        self.stack.pop().ok_or(Error::Malformed { offset, reason: format!("{op} on an empty stack") })
+    }
+
+    fn pop_mark(&mut self, offset: u64, op: &'static str) -> Result<usize, Error> {
+        self.marks.pop().ok_or(Error::Malformed { offset, reason: format!("{op} without a MARK") })
+    }
+
+    fn push_str(&mut self, raw: &[u8]) -> Value {
+        match std::str::from_utf8(raw) {
+            Ok(s) => Value::Str(self.doc.intern_str(s)),
+            Err(_) => {
+                if self.doc.oddities.len() < 16 {
+                    self.doc.oddities.push("a string with invalid UTF-8 (e.g. a lone surrogate) was decoded lossily".into());
+                }
+                let s = String::from_utf8_lossy(raw).into_owned();
+                Value::Str(self.doc.intern_str(&s))
+            }
+        }
+    }
+
+    fn new_bytes(&mut self, raw: &[u8]) -> Value {
+        self.doc.bytes.push(raw.into());
+        Value::Bytes((self.doc.bytes.len() - 1) as u32)
+    }
+
+    fn new_list(&mut self, items: Vec<Value>) -> Value {
+        self.doc.lists.push(items);
+        Value::List((self.doc.lists.len() - 1) as u32)
+    }
+
+    fn new_tuple(&mut self, items: &[Value]) -> Value {
+        let start = self.doc.tuple_items.len() as u32;
+        self.doc.tuple_items.extend_from_slice(items);
+        self.doc.tuples.push((start, items.len() as u32));
+        Value::Tuple((self.doc.tuples.len() - 1) as u32)
+    }
+
+    fn new_dict(&mut self) -> Value {
+        let g = self.doc.generic_dicts.len() as u32;
+        self.doc.generic_dicts.push(GenericDict::default());
+        self.doc.dicts.push(DictRec::Generic(g));
+        self.dict_filled.push(false);
+        Value::Dict((self.doc.dicts.len() - 1) as u32)
+    }
+
+    fn new_set(&mut self, items: Vec<Value>, frozen: bool) -> Value {
+        self.doc.sets.push(items);
+        let i = (self.doc.sets.len() - 1) as u32;
+        if frozen {
+            Value::FrozenSet(i)
+        } else {
+            Value::Set(i)
+        }
+    }
+
+    fn memo_put(&mut self, idx: u64, v: Value) {
+        self.memo_writes += 1;
+        let dense = self.memo.len() as u64;
+        if idx < dense {
+            if let Some(slot) = self.memo.get_mut(idx as usize) {
+                *slot = Some(v);
+            }
+        } else if idx == dense {
+            self.memo.push(Some(v));
+        } else {
+            self.memo_sparse.insert(idx, v);
+        }
+    }
+
+    fn memo_get(&self, idx: u64, offset: u64) -> Result<Value, Error> {
+        let v = if idx < self.memo.len() as u64 {
+            self.memo.get(idx as usize).copied().flatten()
+        } else {
+            self.memo_sparse.get(&idx).copied()
+        };
+        v.ok_or(Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })
+    }
+
+    /// Adds key/value pairs to a dict, honouring Python semantics (later duplicate keys win).
+    fn dict_set(&mut self, dict: Value, pairs: &[Value], offset: u64) -> Result<(), Error> {
+        let Value::Dict(di) = dict else {
+            return Err(Error::Malformed {
+                offset,
+                reason: format!("SETITEM(S) on a {} (only dicts are supported)", Document::type_name(dict)),
+            });
+        };
+        let di = di as usize;
+        if pairs.len() % 2 != 0 {
+            return Err(Error::Malformed { offset, reason: "SETITEMS with an odd number of items".into() });
+        }
+        let filled = self.dict_filled.get(di).copied().unwrap_or(true);
+        if !filled && !pairs.is_empty() {
+            // Try the compact form: all keys strings, no duplicates.
+            let keys: Option<Vec<u32>> = pairs.chunks_exact(2).map(|kv| match kv[0] {
+                Value::Str(s) => Some(s),
+                _ => None,
+            }).collect();
+            if let Some(keys) = keys {
+                let mut distinct = true;
+                if keys.len() <= 32 {
+                    'outer: for (i, a) in keys.iter().enumerate() {
+                        for b in keys.iter().skip(i + 1) {
+                            if a == b {
+                                distinct = false;
+                                break 'outer;
+                            }
+                        }
+                    }
+                } else {
+                    distinct = false;
+                }
+                if distinct {
+                    let shape = match self.doc.shape_index.get(keys.as_slice()) {
+                        Some(&s) => s,
+                        None => {
+                            let s = self.doc.shapes.len() as u32;
+                            let boxed: Box<[u32]> = keys.into_boxed_slice();
+                            self.doc.shapes.push(boxed.clone());
+                            self.doc.shape_index.insert(boxed, s);
+                            s
+                        }
+                    };
+                    let start = self.doc.dict_vals.len() as u32;
+                    for kv in pairs.chunks_exact(2) {
+                        self.doc.dict_vals.push(kv[1]);
+                    }
+                    // The generic slot allocated at creation stays empty; it costs one empty Vec.
+                    if let Some(rec) = self.doc.dicts.get_mut(di) {
+                        *rec = DictRec::Compact { shape, start };
+                    }
+                    if let Some(f) = self.dict_filled.get_mut(di) {
+                        *f = true;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        if let Some(f) = self.dict_filled.get_mut(di) {
+            *f = true;
+        }
+        // Generic path: move a compact dict to generic storage first.
+        let rec = self.doc.dicts.get(di).copied();
+        let g = match rec {
+            Some(DictRec::Generic(g)) => g as usize,
+            Some(DictRec::Compact { shape, start }) => {
+                let keys = self.doc.shapes.get(shape as usize).cloned().unwrap_or_default();
+                let items: Vec<(Value, Value)> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &k)| (Value::Str(k), self.doc.dict_vals.get(start as usize + i)))
+                    .collect();
+                let g = self.doc.generic_dicts.len();
+                self.doc.generic_dicts.push(GenericDict { items, index: None });
+                if let Some(r) = self.doc.dicts.get_mut(di) {
+                    *r = DictRec::Generic(g as u32);
+                }
+                g
+            }
+            None => return Err(Error::Malformed { offset, reason: "unknown dict".into() }),
+        };
+        for kv in pairs.chunks_exact(2) {
+            let (k, v) = (kv[0], kv[1]);
+            self.unique += 1;
+            let hk = self.doc.hash_key(k, self.unique);
+            let Some(d) = self.doc.generic_dicts.get_mut(g) else { break };
+            if d.index.is_none() && d.items.len() >= 16 {
+                let mut idx = HashMap::new();
+                for (i, (ek, _)) in d.items.iter().enumerate() {
+                    let ehk = match *ek {
+                        Value::Int(x) => HashKey::Int(i128::from(x)),
+                        Value::UInt(x) => HashKey::Int(i128::from(x)),
+                        Value::Bool(x) => HashKey::Int(i128::from(x)),
+                        Value::Str(s) => HashKey::Str(s),
+                        _ => HashKey::Unique(u32::MAX - i as u32),
+                    };
+                    idx.insert(ehk, i);
+                }
+                d.index = Some(idx);
+            }
+            let existing = match &d.index {
+                Some(idx) => idx.get(&hk).copied(),
+                None => d.items.iter().position(|(ek, _)| {
+                    let ehk = match *ek {
+                        Value::Int(x) => HashKey::Int(i128::from(x)),
+                        Value::UInt(x) => HashKey::Int(i128::from(x)),
+                        Value::Bool(x) => HashKey::Int(i128::from(x)),
+                        Value::Str(s) => HashKey::Str(s),
+                        _ => HashKey::Unique(u32::MAX),
+                    };
+                    ehk == hk && !matches!(hk, HashKey::Unique(_))
+                }),
+            };
+            match existing {
+                Some(i) => {
+                    if let Some(slot) = d.items.get_mut(i) {
+                        slot.1 = v;
+                    }
+                }
+                None => {
+                    if let Some(idx) = d.index.as_mut() {
+                        idx.insert(hk, d.items.len());
+                    }
+                    d.items.push((k, v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn list_extend(&mut self, list: Value, items: &[Value], offset: u64) -> Result<(), Error> {
+        match list {
+            Value::List(i) => {
+                if let Some(l) = self.doc.lists.get_mut(i as usize) {
+                    l.extend_from_slice(items);
+                }
+                Ok(())
+            }
+            other => Err(Error::Malformed {
+                offset,
+                reason: format!("APPEND(S) on a {} (only lists are supported)", Document::type_name(other)),
+            }),
+        }
+    }
+
+    /// Decodes one opcode at `data[pos..]`.
+    #[allow(clippy::too_many_lines)]
+    fn step(&mut self, data: &[u8], pos: usize) -> Result<Step, Error> {
+        let offset = self.consumed; // absolute offset of this opcode
+        let rest = data.get(pos..).unwrap_or(&[]);
+        let Some(&op) = rest.first() else {
+            return Ok(Step::More { what: "an opcode", declared: None });
+        };
+        let arg = rest.get(1..).unwrap_or(&[]);
+        macro_rules! need {
+            ($n:expr, $what:expr) => {{
+                let n: u64 = $n;
+                if (arg.len() as u64) < n {
+                    return Ok(Step::More { what: $what, declared: Some(n) });
+                }
+                &arg[..n as usize]
+            }};
+        }
+        macro_rules! le_u {
+            ($n:expr, $what:expr) => {{
+                let b = need!($n, $what);
+                let mut x: u64 = 0;
+                for (i, &byte) in b.iter().enumerate() {
+                    x |= u64::from(byte) << (8 * i);
+                }
+                x
+            }};
+        }
+        if let Some(name) = forbidden_name(op) {
+            return Err(Error::ForbiddenOpcode { name, opcode: op, offset });
+        }
+        let step = match op {
+            0x80 => {
+                // PROTO
+                let v = *need!(1, "the PROTO argument").first().unwrap_or(&0);
+                if v > 5 {
+                    return Err(Error::UnsupportedProtocol { version: v, offset });
+                }
+                self.doc.protocol = self.doc.protocol.max(v);
+                Step::Done(2)
+            }
+            0x95 => {
+                let _ = le_u!(8, "a FRAME header");
+                Step::Done(9)
+            }
+            b'.' => {
+                let v = self.pop(offset, "STOP")?;
+                if !self.stack.is_empty() || !self.marks.is_empty() {
+                    self.doc.oddities.push("values were left on the pickle stack at STOP".into());
+                }
+                self.doc.root = Some(v);
+                Step::Stop(1)
+            }
+            b'(' => {
+                self.marks.push(self.stack.len());
+                Step::Done(1)
+            }
+            b'0' => {
+                // POP: pops the top item, or a mark when the top of the stack is a mark.
+                if self.marks.last().copied() == Some(self.stack.len()) {
+                    self.marks.pop();
+                } else {
+                    self.pop(offset, "POP")?;
+                }
+                Step::Done(1)
+            }
+            b'1' => {
+                let m = self.pop_mark(offset, "POP_MARK")?;
+                self.stack.truncate(m);
+                Step::Done(1)
+            }
+            b'2' => {
+                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "DUP on an empty stack".into() })?;
+                self.stack.push(top);
+                Step::Done(1)
+            }
+            b'N' => {
+                self.stack.push(Value::None);
+                Step::Done(1)
+            }
+            0x88 => {
+                self.stack.push(Value::Bool(true));
+                Step::Done(1)
+            }
+            0x89 => {
+                self.stack.push(Value::Bool(false));
+                Step::Done(1)
+            }
+            b'J' => {
+                let x = le_u!(4, "a BININT") as u32 as i32;
+                self.stack.push(Value::Int(i64::from(x)));
+                Step::Done(5)
+            }
+            b'K' => {
+                let x = le_u!(1, "a BININT1");
+                self.stack.push(Value::Int(x as i64));
+                Step::Done(2)
+            }
+            b'M' => {
+                let x = le_u!(2, "a BININT2");
+                self.stack.push(Value::Int(x as i64));
+                Step::Done(3)
+            }
+            0x8a => {
+                let n = le_u!(1, "a LONG1 length");
+                let b = need!(1 + n, "a LONG1 integer");
+                let v = self.long_from_le(&b[1..]);
+                self.stack.push(v);
+                Step::Done(2 + n as usize)
+            }
+            0x8b => {
+                let n = le_u!(4, "a LONG4 length") as u32 as i32;
+                if n < 0 {
+                    return Err(Error::Malformed { offset, reason: "LONG4 with a negative length".into() });
+                }
+                let n = n as u64;
+                let b = need!(4 + n, "a LONG4 integer");
+                let v = self.long_from_le(&b[4..]);
+                self.stack.push(v);
+                Step::Done(5 + n as usize)
+            }
+            b'G' => {
+                let b = need!(8, "a BINFLOAT");
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                self.stack.push(Value::Float(f64::from_be_bytes(a)));
+                Step::Done(9)
+            }
+            0x8c => {
+                let n = le_u!(1, "a SHORT_BINUNICODE length");
+                let b = need!(1 + n, "a string");
+                let v = self.push_str(&b[1..]);
+                self.stack.push(v);
+                Step::Done(2 + n as usize)
+            }
+            b'X' => {
+                let n = le_u!(4, "a BINUNICODE length");
+                let b = need!(4 + n, "a string");
+                let v = self.push_str(&b[4..]);
+                self.stack.push(v);
+                Step::Done(5 + n as usize)
+            }
+            0x8d => {
+                let n = le_u!(8, "a BINUNICODE8 length");
+                let total = n.checked_add(8).ok_or(Error::Truncated { offset, inside: "a string", declared: Some(n) })?;
+                let b = need!(total, "a string");
+                let v = self.push_str(&b[8..]);
+                self.stack.push(v);
+                Step::Done(9 + n as usize)
+            }
+            b'T' | b'U' | b'B' | b'C' | 0x8e | 0x96 => {
+                // BINSTRING (4), SHORT_BINSTRING (1), BINBYTES (4), SHORT_BINBYTES (1), BINBYTES8, BYTEARRAY8
+                let width: u64 = match op {
+                    b'U' | b'C' => 1,
+                    b'T' | b'B' => 4,
+                    _ => 8,
+                };
+                let n = le_u!(width, "a length");
+                let total = n.checked_add(width).ok_or(Error::Truncated { offset, inside: "a byte string", declared: Some(n) })?;
+                let b = need!(total, "a byte string");
+                let payload = &b[width as usize..];
+                let v = if op == b'T' || op == b'U' {
+                    // Python 2 str: decoded as ASCII/latin-1 text by Python 3's default.
+                    let s: String = payload.iter().map(|&c| c as char).collect();
+                    Value::Str(self.doc.intern_str(&s))
+                } else {
+                    self.new_bytes(payload)
+                };
+                self.stack.push(v);
+                Step::Done(1 + total as usize)
+            }
+            b'I' | b'L' | b'F' | b'S' | b'V' | b'p' | b'g' => {
+                // Text opcodes: argument runs to the next newline.
+                let Some(nl) = arg.iter().position(|&c| c == b'\n') else {
+                    return Ok(Step::More { what: "a text-protocol argument line", declared: None });
+                };
+                if nl > 1 << 20 && !matches!(op, b'S' | b'V') {
+                    return Err(Error::Malformed { offset, reason: "a text opcode argument longer than 1 MiB".into() });
+                }
+                let line = &arg[..nl];
+                self.text_op(op, line, offset)?;
+                Step::Done(2 + nl)
+            }
+            b'h' => {
+                let i = le_u!(1, "a BINGET index");
+                let v = self.memo_get(i, offset)?;
+                self.stack.push(v);
+                Step::Done(2)
+            }
+            b'j' => {
+                let i = le_u!(4, "a LONG_BINGET index");
+                let v = self.memo_get(i, offset)?;
+                self.stack.push(v);
+                Step::Done(5)
+            }
+            b'q' => {
+                let i = le_u!(1, "a BINPUT index");
+                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "BINPUT on an empty stack".into() })?;
+                self.memo_put(i, top);
+                Step::Done(2)
+            }
+            b'r' => {
+                let i = le_u!(4, "a LONG_BINPUT index");
+                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "LONG_BINPUT on an empty stack".into() })?;
+                self.memo_put(i, top);
+                Step::Done(5)
+            }
+            0x94 => {
+                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "MEMOIZE on an empty stack".into() })?;
+                let idx = self.memo.len() as u64 + self.memo_sparse.len() as u64;
+                self.memo_put(idx, top);
+                Step::Done(1)
+            }
+            b']' => {
+                let v = self.new_list(Vec::new());
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            b'}' => {
+                let v = self.new_dict();
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            b')' => {
+                let v = self.new_tuple(&[]);
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            0x8f => {
+                let v = self.new_set(Vec::new(), false);
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            0x85 | 0x86 | 0x87 => {
+                let n = (op - 0x84) as usize;
+                let floor = self.marks.last().copied().unwrap_or(0);
+                if self.stack.len() < floor + n {
+                    return Err(Error::Malformed { offset, reason: format!("TUPLE{n} with fewer than {n} items on the stack") });
+                }
+                let at = self.stack.len() - n;
+                let items: Vec<Value> = self.stack.split_off(at);
+                let v = self.new_tuple(&items);
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            b't' | b'l' | b'd' | 0x91 => {
+                let m = self.pop_mark(offset, "TUPLE/LIST/DICT/FROZENSET")?;
+                let items = self.stack.split_off(m.min(self.stack.len()));
+                let v = match op {
+                    b't' => self.new_tuple(&items),
+                    b'l' => self.new_list(items),
+                    b'd' => {
+                        let d = self.new_dict();
+                        self.dict_set(d, &items, offset)?;
+                        d
+                    }
+                    _ => self.new_set(items, true),
+                };
+                self.stack.push(v);
+                Step::Done(1)
+            }
+            b'a' => {
+                let item = self.pop(offset, "APPEND")?;
+                let list = *self.stack.last().ok_or(Error::Malformed { offset, reason: "APPEND without a list".into() })?;
+                self.list_extend(list, &[item], offset)?;
+                Step::Done(1)
+            }
+            b'e' => {
+                let m = self.pop_mark(offset, "APPENDS")?;
+                let items = self.stack.split_off(m.min(self.stack.len()));
+                let list = *self.stack.last().ok_or(Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
+                self.list_extend(list, &items, offset)?;
+                Step::Done(1)
+            }
+            b's' => {
+                let v = self.pop(offset, "SETITEM")?;
+                let k = self.pop(offset, "SETITEM")?;
+                let d = *self.stack.last().ok_or(Error::Malformed { offset, reason: "SETITEM without a dict".into() })?;
+                self.dict_set(d, &[k, v], offset)?;
+                Step::Done(1)
+            }
+            b'u' => {
+                let m = self.pop_mark(offset, "SETITEMS")?;
+                let items = self.stack.split_off(m.min(self.stack.len()));
+                let d = *self.stack.last().ok_or(Error::Malformed { offset, reason: "SETITEMS without a dict".into() })?;
+                self.dict_set(d, &items, offset)?;
+                Step::Done(1)
+            }
+            0x90 => {
+                let m = self.pop_mark(offset, "ADDITEMS")?;
+                let items = self.stack.split_off(m.min(self.stack.len()));
+                match self.stack.last() {
+                    Some(Value::Set(i)) => {
+                        let i = *i as usize;
+                        if let Some(s) = self.doc.sets.get_mut(i) {
+                            s.extend_from_slice(&items);
+                        }
+                    }
+                    _ => return Err(Error::Malformed { offset, reason: "ADDITEMS without a set".into() }),
+                }
+                Step::Done(1)
+            }
+            0x98 => Step::Done(1), // READONLY_BUFFER: a no-op on an in-band buffer
+            other => return Err(Error::UnknownOpcode { opcode: other, offset }),
+        };
+        Ok(step)
+    }
+
+    fn long_from_le(&mut self, b: &[u8]) -> Value {
+        if b.is_empty() {
+            return Value::Int(0);
+        }
+        let negative = b.last().is_some_and(|&x| x & 0x80 != 0);
+        // Strip redundant sign-extension bytes.
+        let mut n = b.len();
+        while n > 1 {
+            let top = b[n - 1];
+            let next_sign = b[n - 2] & 0x80 != 0;
+            if (top == 0 && !next_sign && !negative) || (top == 0xff && next_sign && negative) {
+                n -= 1;
+            } else {
+                break;
+            }
+        }
+        let b = &b[..n];
+        if b.len() <= 8 {
+            let mut x: u64 = if negative { u64::MAX } else { 0 };
+            for (i, &byte) in b.iter().enumerate() {
+                x &= !(0xffu64 << (8 * i));
+                x |= u64::from(byte) << (8 * i);
+            }
+            return Value::Int(x as i64);
+        }
+        if b.len() == 9 && !negative && b[8] == 0 {
+            let mut x: u64 = 0;
+            for (i, &byte) in b.iter().take(8).enumerate() {
+                x |= u64::from(byte) << (8 * i);
+            }
+            return Value::UInt(x);
+        }
+        self.doc.bigints.push(b.into());
+        Value::BigInt((self.doc.bigints.len() - 1) as u32)
+    }
+
+    fn text_op(&mut self, op: u8, line: &[u8], offset: u64) -> Result<(), Error> {
+        let bad = |what: &str| Error::Malformed { offset, reason: format!("bad {what} argument in a text-protocol opcode") };
+        match op {
+            b'I' => {
+                let s = std::str::from_utf8(line).map_err(|_| bad("INT"))?.trim();
+                let v = match s {
+                    "01" => Value::Bool(true),
+                    "00" => Value::Bool(false),
+                    _ => self.parse_decimal(s).ok_or_else(|| bad("INT"))?,
+                };
+                self.stack.push(v);
+            }
+            b'L' => {
+                let s = std::str::from_utf8(line).map_err(|_| bad("LONG"))?.trim();
+                let s = s.strip_suffix('L').unwrap_or(s);
+                let v = self.parse_decimal(s).ok_or_else(|| bad("LONG"))?;
+                self.stack.push(v);
+            }
+            b'F' => {
+                let s = std::str::from_utf8(line).map_err(|_| bad("FLOAT"))?.trim();
+                let f: f64 = match s {
+                    "nan" => f64::NAN,
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    _ => s.parse().map_err(|_| bad("FLOAT"))?,
+                };
+                self.stack.push(Value::Float(f));
+            }
+            b'S' => {
+                let raw = unescape_py_string_literal(line).ok_or_else(|| bad("STRING"))?;
+                let s: String = raw.iter().map(|&c| c as char).collect();
+                let v = Value::Str(self.doc.intern_str(&s));
+                self.stack.push(v);
+            }
+            b'V' => {
+                let s = raw_unicode_escape(line).ok_or_else(|| bad("UNICODE"))?;
+                let v = Value::Str(self.doc.intern_str(&s));
+                self.stack.push(v);
+            }
+            b'p' => {
+                let s = std::str::from_utf8(line).map_err(|_| bad("PUT"))?.trim();
+                let i: u64 = s.parse().map_err(|_| bad("PUT"))?;
+                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "PUT on an empty stack".into() })?;
+                self.memo_put(i, top);
+            }
+            b'g' => {
+                let s = std::str::from_utf8(line).map_err(|_| bad("GET"))?.trim();
+                let i: u64 = s.parse().map_err(|_| bad("GET"))?;
+                let v = self.memo_get(i, offset)?;
+                self.stack.push(v);
+            }
+            _ => return Err(Error::UnknownOpcode { opcode: op, offset }),
+        }
+        Ok(())
+    }
+
+    fn parse_decimal(&mut self, s: &str) -> Option<Value> {
+        if let Ok(i) = s.parse::<i64>() {
+            return Some(Value::Int(i));
+        }
+        if let Ok(u) = s.parse::<u64>() {
+            return Some(Value::UInt(u));
+        }
+        // Arbitrary precision: build little-endian two's complement bytes.
+        let (neg, digits) = match s.strip_prefix('-') {
+            Some(d) => (true, d),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        if digits.is_empty() || digits.len() > 10_000 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let mut mag: Vec<u8> = vec![0];
+        for d in digits.bytes() {
+            let mut carry = u32::from(d - b'0');
+            for byte in &mut mag {
+                let x = u32::from(*byte) * 10 + carry;
+                *byte = (x & 0xff) as u8;
+                carry = x >> 8;
+            }
+            while carry > 0 {
+                mag.push((carry & 0xff) as u8);
+                carry >>= 8;
+            }
+        }
+        mag.push(0); // room for the sign bit
+        if neg {
+            let mut carry = 1u16;
+            for byte in &mut mag {
+                let x = u16::from(!*byte) + carry;
+                *byte = (x & 0xff) as u8;
+                carry = x >> 8;
+            }
+        }
+        Some(self.long_from_le(&mag))
+    }
+}
+
+/// Decodes a Python 2 `repr`-style quoted string literal (protocol 0 `STRING`).
+fn unescape_py_string_literal(line: &[u8]) -> Option<Vec<u8>> {
+    let q = *line.first()?;
+    if (q != b'\'' && q != b'"') || line.len() < 2 || *line.last()? != q {
+        return None;
+    }
+    let body = &line[1..line.len() - 1];
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let c = body[i];
+        if c != b'\\' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let e = *body.get(i + 1)?;
+        i += 2;
+        match e {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'\\' => out.push(b'\\'),
+            b'\'' => out.push(b'\''),
+            b'"' => out.push(b'"'),
+            b'a' => out.push(7),
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'v' => out.push(11),
+            b'x' => {
+                let h = std::str::from_utf8(body.get(i..i + 2)?).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 2;
+            }
+            b'0'..=b'7' => {
+                let mut v = u32::from(e - b'0');
+                let mut k = 0;
+                while k < 2 {
+                    match body.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                            k += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push((v & 0xff) as u8);
+            }
+            other => {
+                out.push(b'\\');
+                out.push(other);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Decodes Python's `raw-unicode-escape` (protocol 0 `UNICODE`): only `\uXXXX` and `\UXXXXXXXX` escape.
+fn raw_unicode_escape(line: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        let c = line[i];
+        if c == b'\\' && matches!(line.get(i + 1), Some(b'u') | Some(b'U')) {
+            let w = if line[i + 1] == b'u' { 4 } else { 8 };
+            let h = std::str::from_utf8(line.get(i + 2..i + 2 + w)?).ok()?;
+            let cp = u32::from_str_radix(h, 16).ok()?;
+            out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+            i += 2 + w;
+        } else {
+            out.push(c as char);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(bytes: &[u8]) -> Result<Document, Error> {
+        parse(bytes)
+    }
+
+    #[test]
+    fn reads_small_protocol_4_dict() {
+        // pickle.dumps({'a': [1, 2], 'b': (None, True)}, protocol=4)
+        let b = b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
+        let d = p(b).expect("parses");
+        let root = d.root();
+        assert_eq!(d.dict_len(root), 2);
+        let a = d.get(root, "a").expect("a");
+        assert_eq!(d.items(a), &[Value::Int(1), Value::Int(2)]);
+        let bv = d.get(root, "b").expect("b");
+        assert_eq!(d.items(bv), &[Value::None, Value::Bool(true)]);
+    }
+
+    #[test]
+    fn refuses_reduce_with_offset() {
+        let b = b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.";
+        match p(b) {
+            Err(Error::ForbiddenOpcode { name, offset, .. }) => {
+                assert_eq!(name, "GLOBAL");
+                assert_eq!(offset, 2);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chunked_equals_whole() {
+        let b = b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
+        for cut in 1..b.len() {
+            let mut ps = Parser::new();
+            ps.feed(&b[..cut]).expect("feed");
+            ps.feed(&b[cut..]).expect("feed");
+            let d = ps.finish().expect("finish");
+            assert_eq!(d.dict_len(d.root()), 2);
+        }
+    }
+
+    #[test]
+    fn truncation_reports_declared_length() {
+        let b = b"\x80\x04X\x00\x01\x00\x00abc";
+        match p(b) {
+            Err(Error::Truncated { declared: Some(256), .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn big_and_negative_longs() {
+        // 2**63 + 5 as LONG1 (9 bytes), -1 as LONG1, 2**70 as LONG1
+        let b = b"\x80\x02]q\x00(\x8a\x09\x05\x00\x00\x00\x00\x00\x00\x80\x00\x8a\x01\xff\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40e.";
+        let d = p(b).expect("parses");
+        let items = d.items(d.root());
+        assert_eq!(items[0], Value::UInt((1u64 << 63) + 5));
+        assert_eq!(items[1], Value::Int(-1));
+        assert!(matches!(items[2], Value::BigInt(_)));
+    }
+
+    #[test]
+    fn memo_index_bomb_is_cheap() {
+        // LONG_BINPUT 0xffffffff then LONG_BINGET of it.
+        let b = b"\x80\x02]r\xff\xff\xff\xffj\xff\xff\xff\xff\x86.";
+        let d = p(b).expect("parses");
+        assert_eq!(d.items(d.root()).len(), 2);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_recurse() {
+        let mut b = vec![0x80, 2];
+        let n = 200_000;
+        for _ in 0..n {
+            b.push(b']');
+        }
+        for _ in 0..n - 1 {
+            b.push(b'a');
+        }
+        b.push(b'.');
+        let d = p(&b).expect("parses");
+        drop(d);
+    }
+
+    #[test]
+    fn protocol_0_text_opcodes() {
+        // pickle.dumps({'k': [1, 2.5, 'x', 10**20, True]}, protocol=0)
+        let b = b"(dp0\nVk\np1\n(lp2\nI1\naF2.5\naVx\np3\naL100000000000000000000L\naI01\nas.";
+        let d = p(b).expect("parses");
+        let l = d.get(d.root(), "k").expect("k");
+        let items = d.items(l);
+        assert_eq!(items[0], Value::Int(1));
+        assert_eq!(items[1], Value::Float(2.5));
+        assert_eq!(d.as_str(items[2]), Some("x"));
+        assert!(matches!(items[3], Value::BigInt(_)));
+        assert_eq!(items[4], Value::Bool(true));
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins() {
+        // {'a': 1, 'a': 2} via SETITEMS with duplicate keys
+        let b = b"\x80\x02}(X\x01\x00\x00\x00aK\x01X\x01\x00\x00\x00aK\x02u.";
+        let d = p(b).expect("parses");
+        assert_eq!(d.dict_len(d.root()), 1);
+        assert_eq!(d.get(d.root(), "a"), Some(Value::Int(2)));
+    }
+}
