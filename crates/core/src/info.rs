@@ -109,6 +109,33 @@ pub fn initial_live_bytes(snap: &Snapshot, device_pos: usize) -> u64 {
     initial
 }
 
+/// Live requested bytes after each alloc or free of a device's trace, as (row, bytes), starting
+/// from [`initial_live_bytes`]. A lifetime counts with its alloc's size; a second alloc at a live
+/// address leaves the first lifetime live (as the timeline draws it).
+pub fn live_bytes_by_row(snap: &Snapshot, device_pos: usize) -> Vec<(u32, u64)> {
+    let Some(dev) = snap.devices.get(device_pos) else { return Vec::new() };
+    let t = &dev.trace;
+    let mut live = initial_live_bytes(snap, device_pos);
+    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for row in 0..t.len() {
+        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
+        match a {
+            Action::Alloc => {
+                open.insert(addr, size);
+                live = live.saturating_add(size);
+            }
+            Action::FreeCompleted | Action::Free => {
+                let freed = open.remove(&addr).unwrap_or(size);
+                live = live.saturating_sub(freed);
+            }
+            _ => continue,
+        }
+        out.push((row as u32, live));
+    }
+    out
+}
+
 /// Summarizes a snapshot.
 pub fn info(snap: &Snapshot) -> Info {
     let mut devices = Vec::new();
@@ -129,9 +156,15 @@ pub fn info(snap: &Snapshot) -> Info {
             }
         }
         // Allocated: replay from the initial live bytes.
-        let mut live = initial_live_bytes(snap, pos);
-        let mut peak = live;
+        let series = live_bytes_by_row(snap, pos);
+        let mut peak = initial_live_bytes(snap, pos);
         let mut peak_row = None;
+        for &(row, live) in &series {
+            if live > peak {
+                peak = live;
+                peak_row = Some(row as usize);
+            }
+        }
         // Reserved: final reserved minus the trace's net segment change gives the start.
         let segs: Vec<_> = snap.segments.iter().filter(|s| s.device == d.index).collect();
         let final_reserved: u64 = segs.iter().map(|s| s.total_size).sum();
@@ -147,21 +180,13 @@ pub fn info(snap: &Snapshot) -> Info {
         let mut reserved = (i128::from(final_reserved) - net).max(0);
         let mut peak_reserved = reserved;
         for row in 0..t.len() {
-            let size = t.size_bytes.get(row).copied().unwrap_or(0);
+            let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
             match t.action.get(row) {
-                Some(Action::Alloc) => {
-                    live = live.saturating_add(size);
-                    if live > peak {
-                        peak = live;
-                        peak_row = Some(row);
-                    }
-                }
-                Some(Action::FreeCompleted | Action::Free) => live = live.saturating_sub(size),
                 Some(Action::SegmentAlloc | Action::SegmentMap) => {
-                    reserved += i128::from(size);
+                    reserved += size;
                     peak_reserved = peak_reserved.max(reserved);
                 }
-                Some(Action::SegmentFree | Action::SegmentUnmap) => reserved -= i128::from(size),
+                Some(Action::SegmentFree | Action::SegmentUnmap) => reserved -= size,
                 _ => {}
             }
         }

@@ -25,6 +25,7 @@ pub mod json;
 pub mod pickle;
 pub mod reference;
 pub mod snapshot;
+pub mod timeline;
 pub mod tree;
 
 pub use error::{Error, FileKind};

@@ -769,6 +769,16 @@ impl Parser {
                 &arg[..n as usize]
             }};
         }
+        macro_rules! need_payload {
+            ($header:expr, $n:expr, $what:expr) => {{
+                let header: u64 = $header;
+                let n: u64 = $n;
+                match header.checked_add(n) {
+                    Some(total) if (arg.len() as u64) >= total => &arg[header as usize..total as usize],
+                    _ => return Ok(Step::More { what: $what, declared: Some(n) }),
+                }
+            }};
+        }
         macro_rules! le_u {
             ($n:expr, $what:expr) => {{
                 let b = need!($n, $what);
@@ -856,8 +866,8 @@ impl Parser {
             }
             0x8a => {
                 let n = le_u!(1, "a LONG1 length");
-                let b = need!(1 + n, "a LONG1 integer");
-                let v = self.long_from_le(&b[1..]);
+                let b = need_payload!(1, n, "a LONG1 integer");
+                let v = self.long_from_le(b);
                 self.stack.push(v);
                 Step::Done(2 + n as usize)
             }
@@ -867,8 +877,8 @@ impl Parser {
                     return Err(Error::Malformed { offset, reason: "LONG4 with a negative length".into() });
                 }
                 let n = n as u64;
-                let b = need!(4 + n, "a LONG4 integer");
-                let v = self.long_from_le(&b[4..]);
+                let b = need_payload!(4, n, "a LONG4 integer");
+                let v = self.long_from_le(b);
                 self.stack.push(v);
                 Step::Done(5 + n as usize)
             }
@@ -881,23 +891,22 @@ impl Parser {
             }
             0x8c => {
                 let n = le_u!(1, "a SHORT_BINUNICODE length");
-                let b = need!(1 + n, "a string");
-                let v = self.push_str(&b[1..]);
+                let b = need_payload!(1, n, "a string");
+                let v = self.push_str(b);
                 self.stack.push(v);
                 Step::Done(2 + n as usize)
             }
             b'X' => {
                 let n = le_u!(4, "a BINUNICODE length");
-                let b = need!(4 + n, "a string");
-                let v = self.push_str(&b[4..]);
+                let b = need_payload!(4, n, "a string");
+                let v = self.push_str(b);
                 self.stack.push(v);
                 Step::Done(5 + n as usize)
             }
             0x8d => {
                 let n = le_u!(8, "a BINUNICODE8 length");
-                let total = n.checked_add(8).ok_or(Error::Truncated { offset, inside: "a string", declared: Some(n) })?;
-                let b = need!(total, "a string");
-                let v = self.push_str(&b[8..]);
+                let b = need_payload!(8, n, "a string");
+                let v = self.push_str(b);
                 self.stack.push(v);
                 Step::Done(9 + n as usize)
             }
@@ -909,9 +918,8 @@ impl Parser {
                     _ => 8,
                 };
                 let n = le_u!(width, "a length");
-                let total = n.checked_add(width).ok_or(Error::Truncated { offset, inside: "a byte string", declared: Some(n) })?;
-                let b = need!(total, "a byte string");
-                let payload = &b[width as usize..];
+                let payload = need_payload!(width, n, "a byte string");
+                let total = width + n;
                 let v = if op == b'T' || op == b'U' {
                     // Python 2 str: decoded as ASCII/latin-1 text by Python 3's default.
                     let s: String = payload.iter().map(|&c| c as char).collect();
