@@ -1,0 +1,139 @@
+//! The texts shown for things the user points at (reference study, section 2.5), shared by the
+//! page and the command line.
+
+use crate::format::{addr_label, size_with_bytes, stack_lines};
+use crate::snapshot::{Action, Snapshot};
+use crate::timeline::{Element, Layout, Origin};
+
+/// Shown when a stack is empty.
+pub const NO_FRAMES: &str = "No stack trace recorded for this allocation. Possible reasons:
+  - it was allocated before _record_memory_history was enabled (or evicted from the ring buffer);
+  - recording used context=None or stacks that exclude it;
+  - it was allocated in backward on an autograd thread with stacks=\"python\" (no Python frames);
+  - it was rebuilt from the final segment snapshot.";
+
+/// Shown for the summarized band.
+pub const SUMMARIZED: &str = "Small allocations summarized into one band to keep drawing fast. \
+Raise Detail to draw more of them individually.";
+
+/// Formats a µs timestamp as UTC `YYYY-MM-DD HH:MM:SS.ffffff`.
+pub fn utc_time(time_us: i64) -> String {
+    let secs = time_us.div_euclid(1_000_000);
+    let micros = time_us.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if mo <= 2 { y + 1 } else { y };
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02}.{micros:06} UTC")
+}
+
+fn push_stack(snap: &Snapshot, stack: u32, out: &mut String) {
+    let lines = stack_lines(snap, stack);
+    if lines.is_empty() {
+        out.push_str(NO_FRAMES);
+        out.push('\n');
+    } else {
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+}
+
+/// Text for a timeline element: label, size, totals, stream, pool, time, metadata, then frames.
+pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element: u32) -> String {
+    let Some(e) = layout.elements.get(element as usize) else { return String::new() };
+    let Some(dev) = snap.devices.get(device_pos) else { return String::new() };
+    let t = &dev.trace;
+    let prefix = if matches!(layout.options.mode, crate::timeline::Mode::Allocations) { 'b' } else { 's' };
+    let mut out = String::new();
+    let what = if prefix == 'b' { "allocation" } else { "segment" };
+    out.push_str(&format!("{} {} {what}\n", addr_label(prefix, e.addr, e.version), size_with_bytes(e.size_bytes)));
+    if e.origin == Origin::Traced {
+        out.push_str(&format!("Total memory used after allocation: {}\n", size_with_bytes(e.total_after_alloc_bytes)));
+    }
+    let mut facts = vec![format!("stream {}", e.stream)];
+    let row = e.alloc_row.or(e.free_row).map(|r| r as usize);
+    if let Some(r) = row {
+        if let Some(p) = t.pool.get(r).filter(|&p| p != 0).and_then(|p| snap.pools.get(p as usize)) {
+            facts.push(format!("pool_id ({}, {})", p.0, p.1));
+        }
+        if let Some(tu) = t.time_us_at(r) {
+            facts.push(format!("allocated at {}", utc_time(tu)));
+        }
+    }
+    out.push_str(&facts.join(", "));
+    out.push('\n');
+    out.push_str(&lifetime_text(layout, e, t.len()));
+    match e.origin {
+        Origin::Traced => {}
+        Origin::FreedWithoutAlloc => out.push_str("alloc not recorded, stack trace for free:\n"),
+        Origin::Ghost => out.push_str(
+            "[Ghost block] allocated before the trace starts and still allocated in the final snapshot; stack from the snapshot:\n",
+        ),
+    }
+    if let Some(r) = row {
+        if let Some(cc) = t.compile_context.get(r).filter(|&c| c != 0) {
+            let s = snap.strings.get(cc);
+            if s != "N/A" {
+                out.push_str(&format!("Compile context: {s}\n"));
+            }
+        }
+        if let Some(m) = t.user_metadata.get(r).filter(|&m| m != 0) {
+            out.push_str(&format!("User Metadata: {}\n", snap.strings.get(m)));
+        }
+        if let Some(c) = t.category.get(r).filter(|&c| c != 0) {
+            out.push_str(&format!("Category: {}\n", snap.strings.get(c)));
+        }
+    }
+    push_stack(snap, e.stack, &mut out);
+    if let Some(r) = e.alloc_row {
+        if let Ok(i) = t.forward_stack.binary_search_by_key(&r, |&(x, _)| x) {
+            if let Some(&(_, fs)) = t.forward_stack.get(i) {
+                out.push_str("=== Forward Pass Stack Trace (where this tensor was created) ===\n");
+                for f in snap.stack_frames(fs) {
+                    out.push_str(snap.strings.get(f.name));
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
+    match (e.alloc_row, e.free_row) {
+        (Some(a), Some(f)) => format!("allocated at entry {a}, freed at entry {f} (steps {}..{})\n", e.alloc_step, e.free_step.unwrap_or(layout.steps)),
+        (Some(a), None) => format!("allocated at entry {a}, still allocated at the end\n"),
+        (None, Some(f)) => format!("live before the trace, freed at entry {f}\n"),
+        (None, None) => "live for the whole trace\n".to_string(),
+    }
+}
+
+/// Text for an `oom` entry.
+pub fn oom_text(snap: &Snapshot, device_pos: usize, row: usize) -> String {
+    let Some(dev) = snap.devices.get(device_pos) else { return String::new() };
+    let t = &dev.trace;
+    if t.action.get(row) != Some(&Action::Oom) {
+        return String::new();
+    }
+    let size = t.size_bytes.get(row).copied().unwrap_or(0);
+    let free = t.device_free_at(row).unwrap_or(0);
+    let mut out = format!(
+        "OOM at entry {row}: requested {}, device had {} free\n",
+        size_with_bytes(size),
+        size_with_bytes(free)
+    );
+    push_stack(snap, t.stack.get(row).copied().unwrap_or(0), &mut out);
+    out
+}
