@@ -26,6 +26,7 @@ pub mod json;
 pub mod pickle;
 pub mod reference;
 pub mod snapshot;
+pub mod state;
 pub mod timeline;
 pub mod tree;
 
