@@ -123,21 +123,81 @@ REAL_NAMES = [
     "gpt_amp_annotated",
 ]
 
-# Local paths of the recording machine -> neutral ones.  Library paths
-# (`/opt/.../site-packages/...`) are kept as they are.
-PATH_REWRITES = [
-    ("/work/main/devgen/gen_snapshots.py", "/home/user/project/train.py"),
-    ("/work/main/devgen/", "/home/user/project/"),
-    ("/tmp/torchinductor_root/", "/tmp/torchinductor_user/"),
-    ("/root/", "/home/user/"),
-]
+# Frame file names are rewritten by rule, so that nothing about the machine
+# that recorded a snapshot ends up in the repository:
+#   * library files (anything under site-packages/dist-packages or a Python
+#     install) and C++ frames (relative names, "??") are kept as they are;
+#   * TorchInductor's generated code moves to /tmp/torchinductor_user/...;
+#   * any other absolute path is a local script: the script of the
+#     `<module>` frames (the program that was run) becomes
+#     /home/user/project/train.py, the others model.py, utils.py, ... in
+#     the order of their original paths.
+PROJECT = "/home/user/project/"
+LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3")
+INDUCTOR_PREFIX = "/tmp/torchinductor_"
 
 
-def neutral_path(filename: str) -> str:
-    for old, new in PATH_REWRITES:
-        if filename.startswith(old):
-            return new + filename[len(old):]
-    return filename
+def is_library(filename: str) -> bool:
+    return any(m in filename for m in LIBRARY_MARKERS)
+
+
+def is_neutral(filename: str) -> bool:
+    return (not filename.startswith("/") or is_library(filename) or filename.startswith(PROJECT)
+            or filename.startswith(INDUCTOR_PREFIX + "user/"))
+
+
+def iter_frames(snapshot):
+    segments = snapshot["segments"] if isinstance(snapshot, dict) else snapshot
+    for seg in segments:
+        yield seg.get("frames")
+        for b in seg.get("blocks", []):
+            yield b.get("frames")
+            for h in b.get("history", []) or []:
+                yield h.get("frames")
+    if isinstance(snapshot, dict):
+        for trace in snapshot.get("device_traces", []):
+            for e in trace:
+                yield e.get("frames")
+
+
+def entry_scripts(snapshot) -> set[str]:
+    out = set()
+    for frames in iter_frames(snapshot):
+        for f in frames or []:
+            fn = f.get("filename")
+            if f.get("name") == "<module>" and isinstance(fn, str) and not is_neutral(fn):
+                out.add(fn)
+    return out
+
+
+LOCAL_NAMES = ["model.py", "utils.py", "data.py", "layers.py"]
+
+
+def local_names(snapshot) -> dict[str, str]:
+    """Neutral names for the local scripts of one snapshot."""
+    entry = entry_scripts(snapshot)
+    local = set()
+    for frames in iter_frames(snapshot):
+        for f in frames or []:
+            fn = f.get("filename")
+            if isinstance(fn, str) and not is_neutral(fn) and not fn.startswith(INDUCTOR_PREFIX):
+                local.add(fn)
+    names = {}
+    for fn in sorted(entry)[:1]:
+        names[fn] = PROJECT + "train.py"
+    others = [fn for fn in sorted(local) if fn not in names]
+    for i, fn in enumerate(others):
+        names[fn] = PROJECT + (LOCAL_NAMES[i] if i < len(LOCAL_NAMES) else f"module{i}.py")
+    return names
+
+
+def neutral_path(filename: str, names: dict[str, str]) -> str:
+    if is_neutral(filename):
+        return filename
+    if filename.startswith(INDUCTOR_PREFIX):
+        rest = filename[len(INDUCTOR_PREFIX):].split("/", 1)
+        return INDUCTOR_PREFIX + "user/" + (rest[1] if len(rest) > 1 else "")
+    return names[filename]
 
 
 def rewrite_frames_in_place(snapshot) -> dict:
@@ -147,16 +207,16 @@ def rewrite_frames_in_place(snapshot) -> dict:
     PyTorch shared (and pickle memoized) stay shared.  Replacement strings are
     cached by the identity of the original string, so two frames that shared
     one string object still share one after the rewrite, and two that did not
-    still do not.
+    still do not.  Returns {new file name: number of frame dicts changed}.
     """
+    names = local_names(snapshot)
     seen_frames: set[int] = set()
     new_strings: dict[int, str] = {}
     keep_alive = []
     counts: dict[str, int] = {}
-
-    def fix_frames(frames):
+    for frames in iter_frames(snapshot):
         if not isinstance(frames, list):
-            return
+            continue
         for f in frames:
             if not isinstance(f, dict) or id(f) in seen_frames:
                 continue
@@ -164,50 +224,26 @@ def rewrite_frames_in_place(snapshot) -> dict:
             old = f.get("filename")
             if not isinstance(old, str):
                 continue
-            new = neutral_path(old)
+            new = neutral_path(old, names)
             if new == old:
                 continue
             key = id(old)
             if key not in new_strings:
-                new_strings[key] = new
+                # a new string object per original object (not one per value)
+                new_strings[key] = new.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
                 keep_alive.append(old)
             f["filename"] = new_strings[key]
-            counts[old] = counts.get(old, 0) + 1
-
-    segments = snapshot["segments"] if isinstance(snapshot, dict) else snapshot
-    for seg in segments:
-        fix_frames(seg.get("frames"))
-        for b in seg.get("blocks", []):
-            fix_frames(b.get("frames"))
-            for h in b.get("history", []) or []:
-                fix_frames(h.get("frames"))
-    if isinstance(snapshot, dict):
-        for trace in snapshot.get("device_traces", []):
-            for e in trace:
-                fix_frames(e.get("frames"))
+            counts[new] = counts.get(new, 0) + 1
     return counts
 
 
-def check_no_local_paths(obj) -> list[str]:
+def check_no_local_paths(snapshot) -> list[str]:
     bad = []
-    stack = [obj]
-    seen = set()
-    while stack:
-        o = stack.pop()
-        if isinstance(o, str):
-            if any(o.startswith(old) or old in o for old, _ in PATH_REWRITES[:3]):
-                bad.append(o)
-        elif isinstance(o, (list, tuple)):
-            if id(o) in seen:
-                continue
-            seen.add(id(o))
-            stack.extend(o)
-        elif isinstance(o, dict):
-            if id(o) in seen:
-                continue
-            seen.add(id(o))
-            stack.extend(o.keys())
-            stack.extend(o.values())
+    for frames in iter_frames(snapshot):
+        for f in frames or []:
+            fn = f.get("filename")
+            if isinstance(fn, str) and not is_neutral(fn):
+                bad.append(fn)
     return bad
 
 
@@ -231,7 +267,7 @@ def make_real(src_dir: Path, out_dir: Path, ref: Reference | None) -> None:
             "bytes": dst.stat().st_size,
             "trace_entries": [len(t) for t in traces],
             "segments": len(snapshot["segments"]),
-            "rewritten_filenames": {neutral_path(k): v for k, v in sorted(counts.items())},
+            "rewritten_filenames": dict(sorted(counts.items())),
             "ref": write_refs(ref, dst),
         }
         files.append(record)
@@ -240,10 +276,10 @@ def make_real(src_dir: Path, out_dir: Path, ref: Reference | None) -> None:
         out_dir / "manifest.json",
         {
             "about": "Real snapshots recorded with PyTorch 2.11 (CUDA, one H200). Local script paths "
-            "were rewritten to /home/user/project/...; library paths are unchanged. Re-dumped "
-            "with pickle protocol 4, object sharing preserved.",
+            "were rewritten to /home/user/project/train.py (the script that was run) and "
+            "model.py, ... (other local scripts), TorchInductor's cache to /tmp/torchinductor_user/; library paths are "
+            "unchanged. Re-dumped with pickle protocol 4, object sharing preserved.",
             "reference_sha256": ref.sha256 if ref else None,
-            "path_rewrites": [{"from_prefix": a, "to_prefix": b} for a, b in PATH_REWRITES],
             "files": files,
         },
     )
@@ -997,18 +1033,19 @@ def v_expandable():
     for a in tmp:
         dev.free(a)
     dev.free(small[1])
-    dev.exp_unmap_free(vr, st["empty_cache"])   # unmaps the middle: the segment splits in two
+    dev.exp_unmap_free(vr, st["empty_cache"])   # unmaps the middle: the range splits in two
     dev.exp_malloc(vr, 8 << 20, st["linear"])
-    dev.free(tail)
-    dev.exp_unmap_free(vr, st["empty_cache"])
-    del keep
+    t2 = dev.exp_malloc(vr, 30 << 20, st["linear"])  # maps more after `tail`
+    dev.free(t2)
+    dev.exp_unmap_free(vr, st["empty_cache"])   # unmaps the end again
+    del keep, tail
     return snapshot([dev], allocator_settings("expandable_segments:True", True), []), (
         "Expandable segments: `segment_map`/`segment_unmap` instead of segment_alloc/free, "
         "`is_expandable: True`, one segment per contiguous mapped range (an unmap in the "
         "middle splits a range in two).")
 
 
-def big_address(base, seed, desc):
+def big_address(base, seed, desc, top=None):
     S = Stacks()
     st = common_stacks(S)
     dev = Device(0, seed=seed, base=base)
@@ -1018,6 +1055,11 @@ def big_address(base, seed, desc):
     b = dev.malloc(100, st["data"])
     dev.free(a)
     dev.empty_cache(st["empty_cache"])
+    if top is not None:
+        dev.next_va = top  # one more segment close to the top of the address range
+        c = dev.malloc((26 << 20) - 1000, st["linear"])
+        assert dev.live[c][0].address == top
+        del c
     del b
     return snapshot([dev], allocator_settings(), []), desc
 
@@ -1031,7 +1073,8 @@ def v_addr_2_53():
 def v_addr_2_63():
     return big_address((1 << 63) + (1 << 40) + 2097152, 15,
                        "Addresses >= 2^63 and < 2^64 (XPU-style pointers; LONG1 with 9 bytes) in "
-                       "segments, blocks and trace entries; the last segment ends near 2^64.")
+                       "segments, blocks and trace entries; the last segment ends 2 MiB below 2^64.",
+                       top=(1 << 64) - (28 << 20))
 
 
 def v_profile_plot():
@@ -1053,9 +1096,9 @@ def v_profile_plot():
     }
     plan = [
         ("a", 0, 1048576, "activation"), ("a", 1048576, 4194304, "activation"),
-        ("g", 5242880, 4194304, "gradient"), ("free", 0), ("o", 9437184, 4194304, "optimizer_state"),
-        ("x", 13631488, 512, "unknown"), ("free", 1048576), ("a", 0, 2048, "temporary"),
-        ("free", 13631488), ("free", 5242880),
+        ("g", 5242880, 4194304, "gradient"), ("free", 0), ("o", 25165824, 4194304, "optimizer_state"),
+        ("x", 29360128, 512, "unknown"), ("free", 1048576), ("a", 0, 2048, "temporary"),
+        ("free", 29360128), ("free", 5242880),
     ]
     for p in plan:
         if p[0] == "free":
@@ -1079,7 +1122,7 @@ def v_profile_plot():
         blocks.append({"size": e["size"], "state": "active_allocated", "requested_size": e["size"],
                        "frames": e["frames"]})
         end = off + e["size"]
-    total = 13631488 + 512
+    total = 29360128 + 512
     if end < total:
         blocks.append({"size": total - end, "state": "inactive"})
     blocks_sum = sum(b["size"] for b in blocks)
@@ -1503,7 +1546,17 @@ def v_repr_surrogate():
 
 
 def v_json_twin():
-    snap = typical(seed=50)
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=50)
+    warm_model(dev, st, 2)
+    x = dev.malloc(393216, st["data"])
+    h = dev.malloc(524288, st["free_site"])
+    dev.free(x)
+    g = dev.malloc(50331648, st["empty_cache"])
+    dev.free(h)
+    del g
+    snap = snapshot([dev], allocator_settings(), annotations(0, T0 + 100, ["ProfilerStep#0"]))
     text = json.dumps(snap, indent=None, separators=(",", ":"), ensure_ascii=False)
     back = json.loads(text)  # tuples become lists; sharing is lost
     return back, text, (
@@ -1678,10 +1731,13 @@ def make_hostile(out_dir: Path, fixtures: Path) -> None:
     zbuf = io.BytesIO()
     with zipfile.ZipFile(zbuf, "w", zipfile.ZIP_STORED) as z:
         # What torch.save writes: a zip whose data.pkl uses GLOBAL/REDUCE/BINPERSID.
-        data_pkl = (b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01X\x0c\x00\x00\x00fc1.weight"
-                    b"q\x02ctorch._utils\n_rebuild_tensor_v2\nq\x03((X\x07\x00\x00\x00storageq\x04"
-                    b"ctorch\nFloatStorage\nq\x05X\x01\x00\x00\x000q\x06X\x04\x00\x00\x00cuda:0q\x07"
-                    b"K\x10tq\x08QK\x00K\x04K\x04\x86q\tK\x04K\x01\x86q\n\x89h\x00)Rq\x0btq\x0cRq\rs.")
+        def bu(text):
+            return b"X" + struct.pack("<I", len(text)) + text.encode()
+
+        data_pkl = (b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01" + bu("fc1.weight") + b"q\x02"
+                    + b"ctorch._utils\n_rebuild_tensor_v2\nq\x03((" + bu("storage") + b"q\x04"
+                    + b"ctorch\nFloatStorage\nq\x05" + bu("0") + b"q\x06" + bu("cuda:0") + b"q\x07"
+                    + b"K\x10tq\x08QK\x00K\x04K\x04\x86q\tK\x04K\x01\x86q\n\x89h\x00)Rq\x0btq\x0cRq\rs.")
         for nm, payload in [("archive/data.pkl", data_pkl), ("archive/byteorder", b"little"),
                             ("archive/data/0", bytes(64)), ("archive/version", b"3\n"),
                             ("archive/.data/serialization_id", b"0123456789012345678901234567890123456789")]:

@@ -10,7 +10,12 @@ const UNITS: [&str; 8] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi"];
 
 /// PyTorch CLI's `_format_size`: `f"{num:3.1f}{unit}B"` in steps of 1024, e.g. `20.0MiB`, `512.0B`.
 pub fn py_size(num: i128) -> String {
-    let mut x = num as f64;
+    py_size_f64(num as f64)
+}
+
+/// [`py_size`] of a value already converted to float (Python converts ints the same way).
+pub fn py_size_f64(num: f64) -> String {
+    let mut x = num;
     for unit in UNITS {
         if x.abs() < 1024.0 {
             return format!("{x:3.1}{unit}B");
@@ -214,6 +219,9 @@ pub fn py_str(s: &str, out: &mut String) {
             c if c == quote => {
                 out.push('\\');
                 out.push(c);
+            }
+            c if (crate::pickle::SURROGATE_BASE..=crate::pickle::SURROGATE_BASE + 0x7ff).contains(&(c as u32)) => {
+                let _ = write!(out, "\\u{:04x}", c as u32 - crate::pickle::SURROGATE_BASE + 0xd800);
             }
             c if py_printable(c) => out.push(c),
             c => {

@@ -244,7 +244,7 @@ pub fn info(snap: &Snapshot) -> Info {
         stacks: snap.stacks.len(),
         annotations: snap.annotations.len(),
         has_allocator_settings: snap.allocator_settings.is_some(),
-        warnings: snap.warnings.iter().map(|w| format!("{} x{}", w.example, w.count)).collect(),
+        warnings: snap.warnings.iter().map(|w| if w.count > 1 { format!("{} ({} times in all)", w.example, w.count) } else { w.example.clone() }).collect(),
     }
 }
 

@@ -270,7 +270,7 @@ impl Document {
         }
     }
 
-    /// Python's type name of a value, for error messages.
+    /// Python's type name of a value with an article, for error messages ("an int", "a str").
     pub fn type_name(v: Value) -> &'static str {
         match v {
             Value::None => "None",
@@ -284,6 +284,16 @@ impl Document {
             Value::Dict(_) => "dict",
             Value::Set(_) => "set",
             Value::FrozenSet(_) => "frozenset",
+        }
+    }
+
+    /// [`Document::type_name`] with "a"/"an" in front.
+    pub fn a_type_name(v: Value) -> String {
+        let n = Self::type_name(v);
+        match n {
+            "None" => "None".into(),
+            "int" => "an int".into(),
+            _ => format!("a {n}"),
         }
     }
 
@@ -538,10 +548,10 @@ impl Parser {
         match std::str::from_utf8(raw) {
             Ok(s) => Value::Str(self.doc.intern_str(s)),
             Err(_) => {
-                if self.doc.oddities.len() < 16 {
-                    self.doc.oddities.push("a string with invalid UTF-8 (e.g. a lone surrogate) was decoded lossily".into());
+                let s = decode_surrogatepass(raw);
+                if self.doc.oddities.len() < 16 && s.contains('\u{fffd}') {
+                    self.doc.oddities.push("a string with invalid UTF-8 was decoded lossily".into());
                 }
-                let s = String::from_utf8_lossy(raw).into_owned();
                 Value::Str(self.doc.intern_str(&s))
             }
         }
@@ -610,7 +620,7 @@ impl Parser {
         let Value::Dict(di) = dict else {
             return Err(Error::Malformed {
                 offset,
-                reason: format!("SETITEM(S) on a {} (only dicts are supported)", Document::type_name(dict)),
+                reason: format!("SETITEM(S) on {} (only dicts are supported)", Document::a_type_name(dict)),
             });
         };
         let di = di as usize;
@@ -746,7 +756,7 @@ impl Parser {
             }
             other => Err(Error::Malformed {
                 offset,
-                reason: format!("APPEND(S) on a {} (only lists are supported)", Document::type_name(other)),
+                reason: format!("APPEND(S) on {} (only lists are supported)", Document::a_type_name(other)),
             }),
         }
     }
@@ -1198,6 +1208,42 @@ impl Parser {
         }
         Some(self.long_from_le(&mag))
     }
+}
+
+/// First code point of the range that stands for lone surrogates (U+D800..U+DFFF), which Python
+/// pickles with the `surrogatepass` error handler but Rust strings cannot hold.
+pub const SURROGATE_BASE: u32 = 0x10_F800;
+
+/// Decodes UTF-8 as Python's `surrogatepass` does: encoded lone surrogates become
+/// `SURROGATE_BASE + (cp - 0xD800)`; other invalid bytes become U+FFFD.
+fn decode_surrogatepass(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or(""));
+                match bad {
+                    [0xed, b1 @ 0xa0..=0xbf, b2 @ 0x80..=0xbf, ..] => {
+                        let cp = 0xd000 | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
+                        out.push(char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'));
+                        rest = &bad[3..];
+                    }
+                    _ => {
+                        out.push('\u{fffd}');
+                        let skip = e.error_len().unwrap_or(bad.len()).max(1);
+                        rest = bad.get(skip..).unwrap_or(&[]);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Decodes a Python 2 `repr`-style quoted string literal (protocol 0 `STRING`).

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Error;
-use crate::format::{py_repr, py_size};
+use crate::format::{py_repr, py_size, py_size_f64};
+use crate::tree::Tree;
 use crate::snapshot::{Action, BlockState, Snapshot};
 
 /// Bytes a page of the `stats` drawing stands for.
@@ -195,9 +196,16 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
         for row in 0..t.len() {
             let action = t.action.get(row).copied().unwrap_or(Action::Unknown);
             let addr = t.addr.get(row).copied().unwrap_or(0);
-            let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
-            count = row as i128;
             let raw = t.raw_at(row);
+            // Sizes beyond 64 bits are kept only in the verbatim entry.
+            let big_size: Option<f64> = raw.and_then(|r| match r.get("size") {
+                Some(Tree::Int(i)) if *i > i128::from(u64::MAX) || *i < 0 => Some(*i as f64),
+                Some(Tree::BigInt(s)) => s.parse::<f64>().ok(),
+                _ => None,
+            });
+            let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
+            let size_text = big_size.map_or_else(|| py_size(size), py_size_f64);
+            count = row as i128;
             let known = matches!(
                 action,
                 Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
@@ -215,34 +223,38 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
                             None => ("MEM".to_owned(), i128::from(addr)),
                         },
                     };
-                    out.push_str(&format!("{n} = {seg_name}[{offset}:{}]\n", py_size(size)));
+                    out.push_str(&format!("{n} = {seg_name}[{offset}:{size_text}]\n"));
                     alloc_names.insert(addr, n);
                     count += size;
                 }
                 (Action::FreeRequested, _) => {
                     let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("del {name} # {}\n", py_size(size)));
+                    out.push_str(&format!("del {name} # {size_text}\n"));
                 }
                 (Action::FreeCompleted, _) => {
                     count -= size;
                     let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("# free completed for {name} {}\n", py_size(size)));
+                    out.push_str(&format!("# free completed for {name} {size_text}\n"));
                 }
                 (Action::SegmentAlloc, _) => {
                     let n = short_name(next_name);
                     next_name += 1;
-                    out.push_str(&format!("{n} = cudaMalloc({addr}, {})\n", py_size(size)));
+                    out.push_str(&format!("{n} = cudaMalloc({addr}, {size_text})\n"));
                     intervals.push(addr, size.max(0) as u128);
                     interval_names.push(n.clone());
                     seg_names.insert(addr, n);
                 }
                 (Action::SegmentFree, _) => {
                     let name = seg_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("cudaFree({name}) # {}\n", py_size(size)));
+                    out.push_str(&format!("cudaFree({name}) # {size_text}\n"));
                 }
                 (Action::Oom, _) => {
-                    let free = i128::from(t.device_free_at(row).unwrap_or(0));
-                    out.push_str(&format!("raise OutOfMemoryError # {} requested, {} free in CUDA\n", py_size(size), py_size(free)));
+                    let free_text = match raw.and_then(|r| r.get("device_free")) {
+                        Some(Tree::Int(i)) => py_size(*i),
+                        Some(Tree::BigInt(s)) => py_size_f64(s.parse::<f64>().unwrap_or(0.0)),
+                        _ => py_size(i128::from(t.device_free_at(row).unwrap_or(0))),
+                    };
+                    out.push_str(&format!("raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA\n"));
                 }
                 (_, Some(tree)) => {
                     out.push_str(&py_repr(snap, tree));

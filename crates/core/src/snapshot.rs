@@ -204,10 +204,19 @@ pub struct SparseColumn<T: Copy + PartialEq> {
 }
 
 impl<T: Copy + PartialEq> SparseColumn<T> {
-    fn push(&mut self, row: usize, v: T) {
+    /// Sets row `row` (rows are pushed in order); rows before the first value get `absent`.
+    fn push(&mut self, row: usize, v: T, absent: T) {
         match self.default {
-            None => {
+            None if row == 0 => {
                 self.default = Some(v);
+            }
+            None => {
+                self.default = Some(absent);
+                if v != absent {
+                    self.values.reserve(row + 1);
+                    self.values.resize(row, absent);
+                    self.values.push(v);
+                }
             }
             Some(d) => {
                 if self.values.is_empty() {
@@ -572,9 +581,15 @@ struct Builder<'d> {
     pool_map: HashMap<(i128, i128), u32>,
     warnings: Warnings,
     scratch: Vec<u32>,
+    /// Entries, blocks and tree nodes the model may still expand to. Shared (memoized) objects
+    /// let a small file name one big list many times; this keeps the work proportional to the file.
+    expansion_left: usize,
 }
 
 const MAX_REPORTED_KEYS: usize = 12;
+
+/// Most device traces loaded; later ones are dropped with a warning.
+pub const MAX_DEVICES: usize = 4096;
 
 impl<'d> Builder<'d> {
     fn new(doc: &'d Document) -> Self {
@@ -590,11 +605,26 @@ impl<'d> Builder<'d> {
             pool_map: HashMap::new(),
             warnings: Warnings::default(),
             scratch: Vec::new(),
+            expansion_left: 1_000_000 + doc.heap_bytes() / 2,
         };
         b.stream_index(0);
         b.snap.pools.push((0, 0));
         b.pool_map.insert((0, 0), 0);
         b
+    }
+
+    /// Takes `n` off the expansion budget; an error naming `path` once it is spent.
+    fn spend(&mut self, n: usize, path: impl FnOnce() -> String) -> Result<(), Error> {
+        match self.expansion_left.checked_sub(n) {
+            Some(left) => {
+                self.expansion_left = left;
+                Ok(())
+            }
+            None => Err(Error::Schema {
+                path: path(),
+                reason: "shared references expand this file to far more entries than it holds (a crafted file?); refusing to expand it".into(),
+            }),
+        }
     }
 
     fn string(&mut self, v: Value) -> Option<u32> {
@@ -686,7 +716,7 @@ impl<'d> Builder<'d> {
         let extra = if plain && order_ok {
             None
         } else {
-            Some(Box::new(FrameExtra { dict: tree::from_value(doc, v, &mut |_| None) }))
+            Some(Box::new(FrameExtra { dict: tree::from_value_budgeted(doc, v, &mut self.expansion_left, &mut |_| None) }))
         };
         let id = if extra.is_none() {
             let ck = (filename, line, name ^ if name_first { 0x8000_0000 } else { 0 });
@@ -743,6 +773,7 @@ impl<'d> Builder<'d> {
 
     /// Stack of a `forward_frames` list of strings: each string becomes a frame's name.
     fn string_stack(&mut self, v: Value) -> Option<u32> {
+        self.expansion_left = self.expansion_left.checked_sub(self.doc.items(v).len())?;
         let items = self.doc.items(v).to_vec();
         let mut ids = Vec::with_capacity(items.len());
         for x in items {
@@ -765,10 +796,13 @@ impl<'d> Builder<'d> {
     fn tree_of(&mut self, v: Value) -> Tree {
         let doc = self.doc;
         let mut cache: Vec<(Value, u32)> = Vec::new();
-        let t = tree::from_value(doc, v, &mut |x| {
+        let start = self.expansion_left;
+        let mut budget = start;
+        let t = tree::from_value_budgeted(doc, v, &mut budget, &mut |x| {
             cache.push((x, 0));
             None
         });
+        self.expansion_left = budget;
         // Frame lists inside the tree: intern them now so the tree can point at stacks.
         let lists: Vec<Value> = cache.into_iter().map(|(x, _)| x).collect();
         let mut ids: HashMap<u32, u32> = HashMap::new();
@@ -782,10 +816,14 @@ impl<'d> Builder<'d> {
         if ids.is_empty() {
             return t;
         }
-        tree::from_value(doc, v, &mut |x| match x {
+        let first = start - budget;
+        let mut budget = start;
+        let t = tree::from_value_budgeted(doc, v, &mut budget, &mut |x| match x {
             Value::List(li) => ids.get(&li).copied(),
             _ => None,
-        })
+        });
+        self.expansion_left = start.saturating_sub(first + (start - budget));
+        t
     }
 
     fn trace(&mut self, list: Value, device_index: i64) -> Trace {
@@ -857,7 +895,7 @@ impl<'d> Builder<'d> {
                 None => {
                     if !matches!(e, Value::Dict(_)) {
                         self.warnings.add(WarningKind::OddField, || {
-                            format!("device {device_index} entry {row} is a {}, not a dict; skipped", Document::type_name(e))
+                            format!("device {device_index} entry {row} is {}, not a dict; skipped", Document::a_type_name(e))
                         });
                         continue;
                     }
@@ -925,13 +963,13 @@ impl<'d> Builder<'d> {
                 }
             };
             if time.is_some() || t.time_us.is_present() {
-                t.time_us.push(r, time.unwrap_or(i64::MIN));
+                t.time_us.push(r, time.unwrap_or(i64::MIN), i64::MIN);
             }
             if let Some(v) = vals[K_POOL] {
                 let p = self.pool_index(v);
-                t.pool.push(r, p);
+                t.pool.push(r, p, 0);
             } else if t.pool.is_present() {
-                t.pool.push(r, 0);
+                t.pool.push(r, 0, 0);
             }
             for (slot, col) in [(K_META, 0usize), (K_CC, 1), (K_CAT, 2)] {
                 let id = match vals[slot] {
@@ -947,7 +985,7 @@ impl<'d> Builder<'d> {
                     _ => &mut t.category,
                 };
                 if vals[slot].is_some() || column.is_present() {
-                    column.push(r, id);
+                    column.push(r, id, 0);
                 }
             }
             if let Some(v) = vals[K_FREE] {
@@ -994,14 +1032,14 @@ impl<'d> Builder<'d> {
         let doc = self.doc;
         for (si, &s) in doc.items(list).iter().enumerate() {
             if !matches!(s, Value::Dict(_)) {
-                return Err(Error::Schema { path: format!("segments[{si}]"), reason: format!("a {}, expected a dict", Document::type_name(s)) });
+                return Err(Error::Schema { path: format!("segments[{si}]"), reason: format!("{}, expected a dict", Document::a_type_name(s)) });
             }
             let field_u64 = |key: &str| -> Result<u64, Error> {
                 match doc.get(s, key) {
                     None => Ok(0),
                     Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
                         path: format!("segments[{si}].{key}"),
-                        reason: format!("a {}, expected a non-negative int", Document::type_name(v)),
+                        reason: format!("{}, expected a non-negative int", Document::a_type_name(v)),
                     }),
                 }
             };
@@ -1020,13 +1058,14 @@ impl<'d> Builder<'d> {
             let first_block = self.snap.blocks.len() as u32;
             let blocks_v = doc.get(s, "blocks").unwrap_or(Value::None);
             if !matches!(blocks_v, Value::List(_) | Value::None) {
-                return Err(Error::Schema { path: format!("segments[{si}].blocks"), reason: format!("a {}, expected a list", Document::type_name(blocks_v)) });
+                return Err(Error::Schema { path: format!("segments[{si}].blocks"), reason: format!("{}, expected a list", Document::a_type_name(blocks_v)) });
             }
+            self.spend(doc.items(blocks_v).len(), || format!("segments[{si}].blocks"))?;
             let mut offset = address;
             for (bi, &b) in doc.items(blocks_v).iter().enumerate() {
                 let path = || format!("segments[{si}].blocks[{bi}]");
                 if !matches!(b, Value::Dict(_)) {
-                    return Err(Error::Schema { path: path(), reason: format!("a {}, expected a dict", Document::type_name(b)) });
+                    return Err(Error::Schema { path: path(), reason: format!("{}, expected a dict", Document::a_type_name(b)) });
                 }
                 let size = match doc.get(b, "size") {
                     Some(v) => as_u64(v).ok_or_else(|| Error::Schema { path: format!("{}.size", path()), reason: "expected a non-negative int".into() })?,
@@ -1153,19 +1192,27 @@ impl Snapshot {
                 if let Some(tv) = traces {
                     b.snap.source.has_device_traces = true;
                     if !matches!(tv, Value::List(_)) {
-                        return Err(Error::Schema { path: "device_traces".into(), reason: format!("a {}, expected a list", Document::type_name(tv)) });
+                        return Err(Error::Schema { path: "device_traces".into(), reason: format!("{}, expected a list", Document::a_type_name(tv)) });
                     }
-                    for (i, &dt) in doc.items(tv).iter().enumerate() {
+                    let lists = doc.items(tv);
+                    if lists.len() > MAX_DEVICES {
+                        let n = lists.len();
+                        b.warnings.add(WarningKind::Elided, || {
+                            format!("device_traces has {n} lists, more than any machine has devices; only the first {MAX_DEVICES} were loaded")
+                        });
+                    }
+                    for (i, &dt) in lists.iter().take(MAX_DEVICES).enumerate() {
                         if !matches!(dt, Value::List(_)) {
-                            return Err(Error::Schema { path: format!("device_traces[{i}]"), reason: format!("a {}, expected a list", Document::type_name(dt)) });
+                            return Err(Error::Schema { path: format!("device_traces[{i}]"), reason: format!("{}, expected a list", Document::a_type_name(dt)) });
                         }
+                        b.spend(doc.items(dt).len(), || format!("device_traces[{i}]"))?;
                         let trace = b.trace(dt, i as i64);
                         b.snap.devices.push(Device { index: i as i64, trace });
                     }
                 }
                 if let Some(sv) = segs {
                     if !matches!(sv, Value::List(_)) {
-                        return Err(Error::Schema { path: "segments".into(), reason: format!("a {}, expected a list", Document::type_name(sv)) });
+                        return Err(Error::Schema { path: "segments".into(), reason: format!("{}, expected a list", Document::a_type_name(sv)) });
                     }
                     b.segments(sv)?;
                 }
@@ -1185,7 +1232,7 @@ impl Snapshot {
             }
             other => {
                 return Err(Error::NotASnapshot {
-                    found: format!("the file holds a {}, not a dict with 'segments' and 'device_traces'", Document::type_name(other)),
+                    found: format!("the file holds {}, not a dict with 'segments' and 'device_traces'", Document::a_type_name(other)),
                 })
             }
         }

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::snapshot::{Action, BlockState, Snapshot};
+use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
 /// Default number of drawn allocations (PyTorch's viewer uses 15000).
 pub const DEFAULT_MAX_ENTRIES: usize = 15_000;
@@ -685,6 +685,45 @@ impl Layout {
     }
 }
 
+/// Step of the event whose trace time is nearest to `time_us`, for placing timed marks (such as
+/// `external_annotations`) on the step axis. `trace` is the trace the layout was built from; its
+/// times are taken as recorded, in non-decreasing order (events without a time count as earlier
+/// than any time). Ties go to the earlier event. `None` when no event has a time.
+pub fn step_at_time(layout: &Layout, trace: &Trace, time_us: i64) -> Option<f64> {
+    let time_of = |i: usize| -> Option<i64> {
+        let row = *layout.event_row.get(i)?;
+        if row == u32::MAX {
+            return None;
+        }
+        trace.time_us_at(row as usize)
+    };
+    let n = layout.event_step.len();
+    // First event with a time >= time_us.
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if time_of(mid).is_none_or(|t| t < time_us) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let after = (lo..n).find_map(|i| time_of(i).map(|t| (i, t)));
+    let before = (0..lo).rev().find_map(|i| time_of(i).map(|t| (i, t)));
+    let best = match (before, after) {
+        (Some((i, a)), Some((j, b))) => {
+            if time_us.abs_diff(a) <= time_us.abs_diff(b) {
+                i
+            } else {
+                j
+            }
+        }
+        (Some((i, _)), None) | (None, Some((i, _))) => i,
+        (None, None) => return None,
+    };
+    layout.event_step.get(best).map(|&s| f64::from(s))
+}
+
 fn ghost(addr: u64, size: u64, stack: u32, stream: u32, version: u32) -> Element {
     Element {
         addr,
@@ -824,5 +863,38 @@ mod tests {
         }
         assert!(checked > 10);
         assert_eq!(l.hit_test(1.0, l.peak_bytes as f64 * 10.0), None);
+    }
+
+    #[test]
+    fn step_at_time_finds_the_nearest_timed_event() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resnet50_fixed.pickle");
+        let Ok(bytes) = std::fs::read(base) else { return };
+        let snap = crate::load(&bytes).expect("load");
+        let l = Layout::build(&snap, 0, Options::default());
+        let t = &snap.devices[0].trace;
+        let timed: Vec<(u32, i64)> = (0..l.event_step.len())
+            .filter_map(|i| {
+                let r = l.event_row[i];
+                (r != u32::MAX).then(|| t.time_us_at(r as usize).map(|tu| (l.event_step[i], tu))).flatten()
+            })
+            .collect();
+        assert!(timed.len() > 100);
+        // An event's own time maps to the first event with that time.
+        for &(step, tu) in timed.iter().step_by(97) {
+            let got = step_at_time(&l, t, tu).expect("timed");
+            let first = timed.iter().find(|x| x.1 == tu).expect("present").0;
+            assert_eq!(got, f64::from(first), "time {tu} (event step {step})");
+        }
+        // Before the first and after the last event.
+        assert_eq!(step_at_time(&l, t, timed[0].1 - 1_000_000), Some(f64::from(timed[0].0)));
+        let last = timed[timed.len() - 1];
+        assert_eq!(step_at_time(&l, t, last.1 + 1_000_000), Some(f64::from(timed.iter().find(|x| x.1 == last.1).expect("last").0)));
+        // Between two events: the nearer one.
+        if let Some(w) = timed.windows(2).find(|w| w[1].1 - w[0].1 >= 10) {
+            assert_eq!(step_at_time(&l, t, w[0].1 + 1), Some(f64::from(w[0].0)));
+            assert_eq!(step_at_time(&l, t, w[1].1 - 1), Some(f64::from(w[1].0)));
+        }
+        // A trace without times.
+        assert_eq!(step_at_time(&l, &Trace::default(), 5), None);
     }
 }

@@ -67,6 +67,16 @@ pub fn from_value(doc: &Document, root: Value, stack_of: &mut dyn FnMut(Value) -
     convert(doc, root, 0, &mut budget, stack_of)
 }
 
+/// [`from_value`] with at most `*budget` nodes (and never more than [`MAX_NODES`]); the nodes made
+/// are taken off `*budget`.
+pub fn from_value_budgeted(doc: &Document, root: Value, budget: &mut usize, stack_of: &mut dyn FnMut(Value) -> Option<u32>) -> Tree {
+    let mut b = (*budget).min(MAX_NODES);
+    let start = b;
+    let t = convert(doc, root, 0, &mut b, stack_of);
+    *budget -= start - b;
+    t
+}
+
 fn convert(doc: &Document, v: Value, depth: usize, budget: &mut usize, stack_of: &mut dyn FnMut(Value) -> Option<u32>) -> Tree {
     if *budget == 0 || depth > MAX_DEPTH {
         return Tree::Elided;
@@ -117,9 +127,17 @@ fn big_to_tree(le: &[u8]) -> Tree {
     Tree::BigInt(bigint_to_decimal(le))
 }
 
-/// Decimal text of a little-endian two's complement integer of any size.
+/// Integers longer than this many bytes are not converted to decimal (the conversion is quadratic;
+/// Python itself refuses to print ints of more than 4300 digits).
+pub const MAX_DECIMAL_BYTES: usize = 4096;
+
+/// Decimal text of a little-endian two's complement integer of any size (a placeholder for
+/// integers longer than [`MAX_DECIMAL_BYTES`]).
 pub fn bigint_to_decimal(le: &[u8]) -> String {
     let negative = le.last().is_some_and(|&b| b & 0x80 != 0);
+    if le.len() > MAX_DECIMAL_BYTES {
+        return format!("<{}int of {} bits>", if negative { "negative " } else { "" }, le.len() * 8);
+    }
     let mut mag: Vec<u8> = le.to_vec();
     if negative {
         let mut carry = 1u16;

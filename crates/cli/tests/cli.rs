@@ -1,0 +1,213 @@
+//! The `memviz` binary end to end: the same text as PyTorch's CLI, one-line errors with exit
+//! status 1, `-` for standard input, help and version, and `info --json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_memviz"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run memviz")
+}
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = bin().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn memviz");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Write from another thread so a large output cannot block the child while we write.
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for memviz");
+    let _ = writer.join();
+    out
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+}
+
+fn data(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
+}
+
+fn fixture(name: &str) -> Option<PathBuf> {
+    let p = fixtures().join(name);
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!("note: {} is absent; skipping", p.display());
+        None
+    }
+}
+
+fn first_diff(expected: &[u8], actual: &[u8]) -> String {
+    let e = String::from_utf8_lossy(expected);
+    let a = String::from_utf8_lossy(actual);
+    for (i, (x, y)) in e.split('\n').zip(a.split('\n')).enumerate() {
+        if x != y {
+            return format!("line {}: expected {x:?}, got {y:?}", i + 1);
+        }
+    }
+    format!("expected {} lines, got {}", e.split('\n').count(), a.split('\n').count())
+}
+
+/// Stdout, when the command succeeded with nothing on stderr.
+fn ok_stdout(args: &[&str], out: &Output) -> Vec<u8> {
+    assert!(out.status.success(), "memviz {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout.clone()
+}
+
+#[test]
+fn stats_and_trace_print_what_pytorch_prints() {
+    let mut n = 0;
+    let mut failures = Vec::new();
+    for dir in [fixtures(), data("real"), data("synth")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            eprintln!("note: {} is absent; skipping", dir.display());
+            continue;
+        };
+        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+            let Some(stem) = name.strip_suffix(".pickle") else { continue };
+            for cmd in ["stats", "trace"] {
+                let reference = dir.join(format!("{stem}.ref.{cmd}.txt"));
+                let Ok(expected) = std::fs::read(&reference) else { continue };
+                let path = f.to_string_lossy().into_owned();
+                let out = run(&[cmd, &path]);
+                n += 1;
+                if !out.status.success() {
+                    failures.push(format!("{cmd} {name}: exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+                } else if out.stdout != expected {
+                    failures.push(format!("{cmd} {name}: {}", first_diff(&expected, &out.stdout)));
+                } else if !out.stderr.is_empty() {
+                    failures.push(format!("{cmd} {name}: unexpected stderr {}", String::from_utf8_lossy(&out.stderr)));
+                }
+            }
+        }
+    }
+    eprintln!("compared {n} outputs");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn dash_reads_standard_input() {
+    let Some(p) = fixture("oom.pickle") else { return };
+    let bytes = std::fs::read(&p).expect("read");
+    for cmd in ["stats", "trace"] {
+        let expected = std::fs::read(fixtures().join(format!("oom.ref.{cmd}.txt"))).expect("reference");
+        let out = run_stdin(&[cmd, "-"], &bytes);
+        assert_eq!(ok_stdout(&[cmd, "-"], &out), expected, "{cmd} -: {}", first_diff(&expected, &out.stdout));
+    }
+    let from_file = run(&["info", "--json", &p.to_string_lossy()]);
+    let from_stdin = run_stdin(&["info", "--json", "-"], &bytes);
+    assert_eq!(ok_stdout(&[], &from_stdin), ok_stdout(&[], &from_file));
+    // A bad file on stdin is named "-" in the message.
+    let out = run_stdin(&["stats", "-"], b"PK\x03\x04not really a zip");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("-: ") && err.contains("zip"), "{err}");
+}
+
+#[test]
+fn bad_files_exit_1_with_one_line_on_stderr() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memviz-cli-tests");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut cases: Vec<(PathBuf, &str)> = vec![(dir.join("does-not-exist.pickle"), "cannot read")];
+    let mut write = |name: &str, bytes: &[u8], needle: &'static str| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).expect("write");
+        cases.push((p, needle));
+    };
+    write("empty.pickle", b"", "empty");
+    write("checkpoint.pt", b"PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl", "torch.save");
+    write("page.html", b"<!DOCTYPE html><html><body></body></html>", "HTML");
+    write("truncated.pickle", b"\x80\x04\x8c\x20abc", "truncated");
+    write("evil.pickle", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.", "GLOBAL");
+    write("not_a_snapshot.pickle", b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.", "top-level keys are foo, bar");
+    if let Some(p) = fixture("oom.pickle") {
+        let b = std::fs::read(p).expect("read");
+        write("cut.pickle", &b[..b.len() / 2], "truncated");
+    }
+    for (p, needle) in &cases {
+        let path = p.to_string_lossy().into_owned();
+        for args in [vec!["stats", path.as_str()], vec!["trace", path.as_str()], vec!["info", path.as_str()], vec!["info", "--json", path.as_str()]] {
+            let out = run(&args);
+            assert_eq!(out.status.code(), Some(1), "memviz {args:?}");
+            assert!(out.stdout.is_empty(), "memviz {args:?} wrote to stdout");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "memviz {args:?}: stderr is not one line: {err:?}");
+            assert!(err.ends_with('\n'));
+            assert!(err.starts_with("memviz: error: "), "{err}");
+            assert!(err.contains(&path), "the message names the file: {err}");
+            assert!(err.contains(needle), "memviz {args:?}: {err:?} lacks {needle:?}");
+        }
+    }
+    // `trace` on a snapshot without a trace (and `stats` on one without segments).
+    let bare = b"\x80\x04]\x94.";
+    let p = dir.join("bare.pickle");
+    std::fs::write(&p, bare).expect("write");
+    let out = run(&["trace", &p.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(&["--version"]);
+    let v = String::from_utf8_lossy(&ok_stdout(&["--version"], &out)).into_owned();
+    assert_eq!(v.trim(), format!("memviz {}", env!("CARGO_PKG_VERSION")));
+    let out = run(&["--help"]);
+    let h = String::from_utf8_lossy(&ok_stdout(&["--help"], &out)).into_owned();
+    for cmd in ["stats", "trace", "info"] {
+        assert!(h.contains(cmd), "--help lists {cmd}: {h}");
+        let out = run(&[cmd, "--help"]);
+        let h = String::from_utf8_lossy(&ok_stdout(&[cmd, "--help"], &out)).into_owned();
+        assert!(h.contains("Usage: memviz") && h.contains(cmd) && h.contains("<FILE>"), "{cmd} --help: {h}");
+        assert!(h.contains("standard input"), "{cmd} --help mentions `-`: {h}");
+    }
+    // No arguments or an unknown command: usage on stderr, non-zero exit, nothing on stdout.
+    for args in [&[][..], &["frobnicate"][..], &["stats"][..]] {
+        let out = run(args);
+        assert!(!out.status.success(), "memviz {args:?}");
+        assert!(out.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"), "memviz {args:?}");
+    }
+}
+
+/// Peaks computed independently by `tests/gen/check_info.py` (plain `pickle.load`, the definition
+/// of crates/core/src/info.rs).
+const PEAKS: &[(&str, u64, u64, Option<u64>)] = &[
+    // (fixture, entries, peak allocated bytes, row of the peak)
+    ("resnet50_fixed.pickle", 10_184, 443_710_928, Some(3133)),
+    ("resnet50_buggy.pickle", 9_870, 470_210_256, Some(2302)),
+    ("oom.pickle", 46, 2_740_593_636, Some(44)),
+    ("state_only.pickle", 1, 2_640_957_440, None),
+];
+
+#[test]
+fn info_json_has_the_independently_checked_peaks() {
+    for &(name, entries, peak, row) in PEAKS {
+        let Some(p) = fixture(name) else { continue };
+        let args = ["info", "--json", &p.to_string_lossy()].map(str::to_owned);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &out)).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+        let d = &v["devices"][0];
+        assert_eq!(d["device"], 0, "{name}");
+        assert_eq!(d["entries"].as_u64(), Some(entries), "{name}");
+        assert_eq!(d["peak_allocated_bytes"].as_u64(), Some(peak), "{name}");
+        assert_eq!(d["peak_allocated_entry"].as_u64(), row, "{name}");
+        assert_eq!(v["protocol"], 4, "{name}");
+        assert!(v["recording"]["stacks"].is_string());
+        // The text form states the same peak.
+        let out = run(&["info", &p.to_string_lossy()]);
+        let text = String::from_utf8_lossy(&ok_stdout(&[], &out)).into_owned();
+        assert!(text.contains(&format!("({peak} bytes)")), "{name}: {text}");
+    }
+}
