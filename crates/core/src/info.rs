@@ -1,7 +1,8 @@
 //! A summary of a snapshot: devices, entries per action, time span, true peaks, segment counts,
 //! and the recording settings that can be inferred from the data.
 
-use std::collections::HashMap;
+
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::snapshot::{Action, BlockState, Snapshot};
 
@@ -83,7 +84,7 @@ pub struct Info {
 pub fn initial_live_bytes(snap: &Snapshot, device_pos: usize) -> u64 {
     let Some(dev) = snap.devices.get(device_pos) else { return 0 };
     let t = &dev.trace;
-    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut open: HashMap<u64, u64> = HashMap::default();
     let mut initial = 0u64;
     for row in 0..t.len() {
         let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
@@ -116,7 +117,7 @@ pub fn live_bytes_by_row(snap: &Snapshot, device_pos: usize) -> Vec<(u32, u64)> 
     let Some(dev) = snap.devices.get(device_pos) else { return Vec::new() };
     let t = &dev.trace;
     let mut live = initial_live_bytes(snap, device_pos);
-    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut open: HashMap<u64, u64> = HashMap::default();
     let mut out = Vec::new();
     for row in 0..t.len() {
         let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
@@ -141,7 +142,7 @@ pub fn info(snap: &Snapshot) -> Info {
     let mut devices = Vec::new();
     for (pos, d) in snap.devices.iter().enumerate() {
         let t = &d.trace;
-        let mut counts: HashMap<Action, usize> = HashMap::new();
+        let mut counts: HashMap<Action, usize> = HashMap::default();
         for &a in &t.action {
             *counts.entry(a).or_default() += 1;
         }
@@ -271,7 +272,7 @@ fn infer_recording(snap: &Snapshot) -> Recording {
     let mut free_site_differs = false;
     'outer: for d in &snap.devices {
         let t = &d.trace;
-        let mut alloc_stack: HashMap<u64, u32> = HashMap::new();
+        let mut alloc_stack: HashMap<u64, u32> = HashMap::default();
         for row in 0..t.len() {
             let (Some(&a), Some(&addr), Some(&st)) = (t.action.get(row), t.addr.get(row), t.stack.get(row)) else { continue };
             match a {

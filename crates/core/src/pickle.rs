@@ -15,6 +15,9 @@
 //! [`Parser::consumed_bytes`] reports progress.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::error::Error;
 
@@ -49,6 +52,21 @@ pub enum Value {
     FrozenSet(u32),
 }
 
+const MEMO_OTHER: u8 = 255;
+
+impl Value {
+    fn hash_bits<H: Hasher>(&self, h: &mut H) {
+        match *self {
+            Value::None => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Int(i) => (2u8, i).hash(h),
+            Value::UInt(u) => (3u8, u).hash(h),
+            Value::Float(f) => (4u8, f.to_bits()).hash(h),
+            Value::Str(s) => (5u8, s).hash(h),
+            Value::BigInt(i) | Value::Bytes(i) | Value::List(i) | Value::Tuple(i) | Value::Dict(i) | Value::Set(i) | Value::FrozenSet(i) => (6u8, i).hash(h),
+        }
+    }
+}
 const TAG_NONE: u8 = 0;
 const TAG_BOOL: u8 = 1;
 const TAG_INT: u8 = 2;
@@ -121,6 +139,8 @@ impl Packed {
 /// How a dict's items are stored.
 #[derive(Clone, Copy, Debug)]
 enum DictRec {
+    /// A dict that has not been given items yet.
+    Empty,
     /// String keys given once by a shared shape; values at `start..start+shape.len()` of `dict_vals`.
     Compact { shape: u32, start: u32 },
     /// Anything else: an index into `generic_dicts`.
@@ -148,7 +168,7 @@ pub struct Document {
     root: Option<Value>,
     str_data: String,
     str_spans: Vec<(usize, usize)>,
-    str_index: HashMap<Box<str>, u32>,
+    str_index: FxHashMap<Box<str>, u32>,
     bytes: Vec<Box<[u8]>>,
     /// Integers too large for 64 bits, little-endian two's complement.
     pub bigints: Vec<Box<[u8]>>,
@@ -156,7 +176,7 @@ pub struct Document {
     tuple_items: Vec<Value>,
     tuples: Vec<(u32, u32)>,
     shapes: Vec<Box<[u32]>>,
-    shape_index: HashMap<Box<[u32]>, u32>,
+    shape_index: FxHashMap<Box<[u32]>, u32>,
     dict_vals: Packed,
     dicts: Vec<DictRec>,
     generic_dicts: Vec<GenericDict>,
@@ -218,7 +238,7 @@ impl Document {
         match self.dicts.get(i as usize) {
             Some(DictRec::Compact { shape, .. }) => self.shapes.get(*shape as usize).map_or(0, |s| s.len()),
             Some(DictRec::Generic(g)) => self.generic_dicts.get(*g as usize).map_or(0, |d| d.items.len()),
-            None => 0,
+            Some(DictRec::Empty) | None => 0,
         }
     }
 
@@ -244,6 +264,7 @@ impl Document {
                 let d = self.generic_dicts.get(*g as usize)?;
                 d.items.iter().find(|(k, _)| self.as_str(*k) == Some(key)).map(|(_, v)| *v)
             }
+            DictRec::Empty => None,
         }
     }
 
@@ -252,7 +273,7 @@ impl Document {
         let Value::Dict(i) = dict else { return None };
         match self.dicts.get(i as usize)? {
             DictRec::Compact { shape, .. } => Some(*shape),
-            DictRec::Generic(_) => None,
+            DictRec::Generic(_) | DictRec::Empty => None,
         }
     }
 
@@ -266,7 +287,7 @@ impl Document {
         let Value::Dict(i) = dict else { return None };
         match self.dicts.get(i as usize)? {
             DictRec::Compact { start, .. } => Some(self.dict_vals.get(*start as usize + pos)),
-            DictRec::Generic(_) => None,
+            DictRec::Generic(_) | DictRec::Empty => None,
         }
     }
 
@@ -348,6 +369,7 @@ impl Iterator for DictIter<'_> {
                 (Value::Str(k), self.doc.dict_vals.get(start as usize + self.pos))
             }
             DictRec::Generic(g) => *self.doc.generic_dicts.get(g as usize)?.items.get(self.pos)?,
+            DictRec::Empty => return None,
         };
         self.pos += 1;
         Some(r)
@@ -398,8 +420,12 @@ pub struct Parser {
     doc: Document,
     stack: Vec<Value>,
     marks: Vec<usize>,
-    memo: Vec<Option<Value>>,
-    memo_sparse: HashMap<u64, Value>,
+    /// Memo slots packed as (tag, id): values the pickler memoizes are strings and containers,
+    /// all held by u32 ids. Tag 0 = unset, `MEMO_OTHER` = look in `memo_other`.
+    memo_tags: Vec<u8>,
+    memo_ids: Vec<u32>,
+    memo_other: FxHashMap<u64, Value>,
+    memo_sparse: FxHashMap<u64, Value>,
     memo_writes: u64,
     /// Bytes of an incomplete opcode carried over between chunks.
     pending: Vec<u8>,
@@ -407,9 +433,16 @@ pub struct Parser {
     total_len: Option<u64>,
     stopped: bool,
     trailing: u64,
-    /// Containers that were ever given items (a dict given items twice leaves the compact form).
-    dict_filled: Vec<bool>,
     unique: u32,
+    /// Reused buffer for items popped off the stack.
+    scratch: Vec<Value>,
+    /// Last shape used, to skip hashing for runs of same-shaped dicts.
+    last_shape: u32,
+    /// Leaf dicts (string keys, scalar values) by content hash, for deduplication.
+    leaf_index: FxHashMap<u64, u32>,
+    /// The most recently created dict, while it may still be deduplicated: (dict id, memo slot
+    /// that holds it, whether it escaped through DUP/GET or a second memo write).
+    fresh: Option<(u32, Option<u64>, bool)>,
 }
 
 impl Default for Parser {
@@ -425,16 +458,21 @@ impl Parser {
             doc: Document::default(),
             stack: Vec::new(),
             marks: Vec::new(),
-            memo: Vec::new(),
-            memo_sparse: HashMap::new(),
+            memo_tags: Vec::new(),
+            memo_ids: Vec::new(),
+            memo_other: FxHashMap::default(),
+            memo_sparse: FxHashMap::default(),
             memo_writes: 0,
             pending: Vec::new(),
             consumed: 0,
             total_len: None,
             stopped: false,
             trailing: 0,
-            dict_filled: Vec::new(),
             unique: 0,
+            scratch: Vec::new(),
+            last_shape: u32::MAX,
+            leaf_index: FxHashMap::default(),
+            fresh: None,
         }
     }
 
@@ -537,11 +575,11 @@ impl Parser {
         if self.stack.len() <= floor {
             return Err(Error::Malformed { offset, reason: format!("{op} on an empty stack") });
         }
-        self.stack.pop().ok_or(Error::Malformed { offset, reason: format!("{op} on an empty stack") })
+        self.stack.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} on an empty stack") })
     }
 
     fn pop_mark(&mut self, offset: u64, op: &'static str) -> Result<usize, Error> {
-        self.marks.pop().ok_or(Error::Malformed { offset, reason: format!("{op} without a MARK") })
+        self.marks.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} without a MARK") })
     }
 
     fn push_str(&mut self, raw: &[u8]) -> Value {
@@ -575,11 +613,10 @@ impl Parser {
     }
 
     fn new_dict(&mut self) -> Value {
-        let g = self.doc.generic_dicts.len() as u32;
-        self.doc.generic_dicts.push(GenericDict::default());
-        self.doc.dicts.push(DictRec::Generic(g));
-        self.dict_filled.push(false);
-        Value::Dict((self.doc.dicts.len() - 1) as u32)
+        self.doc.dicts.push(DictRec::Empty);
+        let id = (self.doc.dicts.len() - 1) as u32;
+        self.fresh = Some((id, None, false));
+        Value::Dict(id)
     }
 
     fn new_set(&mut self, items: Vec<Value>, frozen: bool) -> Value {
@@ -594,25 +631,155 @@ impl Parser {
 
     fn memo_put(&mut self, idx: u64, v: Value) {
         self.memo_writes += 1;
-        let dense = self.memo.len() as u64;
-        if idx < dense {
-            if let Some(slot) = self.memo.get_mut(idx as usize) {
-                *slot = Some(v);
+        if let (Some((id, slot, escaped)), Value::Dict(d)) = (self.fresh.as_mut(), v) {
+            if *id == d {
+                if slot.is_some() {
+                    *escaped = true;
+                }
+                *slot = Some(idx);
             }
+        }
+        let (tag, id) = match v {
+            Value::Str(i) => (1, i),
+            Value::List(i) => (2, i),
+            Value::Dict(i) => (3, i),
+            Value::Tuple(i) => (4, i),
+            Value::Bytes(i) => (5, i),
+            Value::Set(i) => (6, i),
+            Value::FrozenSet(i) => (7, i),
+            Value::BigInt(i) => (8, i),
+            _ => (MEMO_OTHER, 0),
+        };
+        let dense = self.memo_tags.len() as u64;
+        if idx < dense {
+            let i = idx as usize;
+            self.memo_tags[i] = tag;
+            self.memo_ids[i] = id;
         } else if idx == dense {
-            self.memo.push(Some(v));
+            self.memo_tags.push(tag);
+            self.memo_ids.push(id);
         } else {
             self.memo_sparse.insert(idx, v);
+            return;
+        }
+        if tag == MEMO_OTHER {
+            self.memo_other.insert(idx, v);
         }
     }
 
-    fn memo_get(&self, idx: u64, offset: u64) -> Result<Value, Error> {
-        let v = if idx < self.memo.len() as u64 {
-            self.memo.get(idx as usize).copied().flatten()
+    fn memo_len(&self) -> u64 {
+        self.memo_tags.len() as u64 + self.memo_sparse.len() as u64
+    }
+
+    fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
+        let v = if idx < self.memo_tags.len() as u64 {
+            let i = idx as usize;
+            let id = self.memo_ids[i];
+            match self.memo_tags[i] {
+                1 => Some(Value::Str(id)),
+                2 => Some(Value::List(id)),
+                3 => Some(Value::Dict(id)),
+                4 => Some(Value::Tuple(id)),
+                5 => Some(Value::Bytes(id)),
+                6 => Some(Value::Set(id)),
+                7 => Some(Value::FrozenSet(id)),
+                8 => Some(Value::BigInt(id)),
+                MEMO_OTHER => self.memo_other.get(&idx).copied(),
+                _ => None,
+            }
         } else {
             self.memo_sparse.get(&idx).copied()
         };
-        v.ok_or(Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })
+        let v = v.ok_or_else(|| Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })?;
+        self.note_escape(v);
+        Ok(v)
+    }
+
+    /// A second reference to the fresh dict exists: it can no longer be deduplicated.
+    fn note_escape(&mut self, v: Value) {
+        if let (Some((id, _, escaped)), Value::Dict(d)) = (self.fresh.as_mut(), v) {
+            if *id == d {
+                *escaped = true;
+            }
+        }
+    }
+
+    /// Drains the stack above `mark` into the scratch buffer.
+    fn take_items(&mut self, mark: usize) -> Vec<Value> {
+        let mut items = std::mem::take(&mut self.scratch);
+        items.clear();
+        let m = mark.min(self.stack.len());
+        items.extend(self.stack.drain(m..));
+        items
+    }
+
+    fn give_back(&mut self, items: Vec<Value>) {
+        self.scratch = items;
+    }
+
+    /// The shape for a batch of pairs whose keys are all distinct strings (`None` otherwise).
+    fn shape_for(&mut self, pairs: &[Value]) -> Option<u32> {
+        let n = pairs.len() / 2;
+        if n == 0 || n > 32 {
+            return None;
+        }
+        // Fast path: same keys as the last dict.
+        if let Some(keys) = self.doc.shapes.get(self.last_shape as usize) {
+            if keys.len() == n && pairs.chunks_exact(2).zip(keys.iter()).all(|(kv, &k)| kv[0] == Value::Str(k)) {
+                return Some(self.last_shape);
+            }
+        }
+        let mut keys = Vec::with_capacity(n);
+        for kv in pairs.chunks_exact(2) {
+            match kv[0] {
+                Value::Str(s) => keys.push(s),
+                _ => return None,
+            }
+        }
+        for (i, a) in keys.iter().enumerate() {
+            if keys[i + 1..].contains(a) {
+                return None;
+            }
+        }
+        let shape = match self.doc.shape_index.get(keys.as_slice()) {
+            Some(&s) => s,
+            None => {
+                let s = self.doc.shapes.len() as u32;
+                let boxed: Box<[u32]> = keys.into_boxed_slice();
+                self.doc.shapes.push(boxed.clone());
+                self.doc.shape_index.insert(boxed, s);
+                s
+            }
+        };
+        self.last_shape = shape;
+        Some(shape)
+    }
+
+    /// Makes the fresh dict `di` an alias of the equal leaf dict `canon`: the new dict's slot is
+    /// dropped and the stack and memo point at `canon`. Returns false when that is not safe.
+    fn try_alias(&mut self, di: u32, canon: u32, shape: u32, pairs: &[Value]) -> bool {
+        let Some(DictRec::Compact { shape: cs, start }) = self.doc.dicts.get(canon as usize).copied() else { return false };
+        if cs != shape || pairs.chunks_exact(2).enumerate().any(|(i, kv)| self.doc.dict_vals.get(start as usize + i) != kv[1]) {
+            return false;
+        }
+        let Some((fid, slot, escaped)) = self.fresh else { return false };
+        let last = self.doc.dicts.len() as u32 - 1;
+        if fid != di || escaped || di != last || self.stack.last() != Some(&Value::Dict(di)) {
+            return false;
+        }
+        self.doc.dicts.pop();
+        if let Some(top) = self.stack.last_mut() {
+            *top = Value::Dict(canon);
+        }
+        if let Some(idx) = slot {
+            if idx < self.memo_tags.len() as u64 {
+                self.memo_ids[idx as usize] = canon;
+            } else if let Some(v) = self.memo_sparse.get_mut(&idx) {
+                *v = Value::Dict(canon);
+            }
+        }
+        self.fresh = None;
+        true
     }
 
     /// Adds key/value pairs to a dict, honouring Python semantics (later duplicate keys win).
@@ -627,60 +794,54 @@ impl Parser {
         if pairs.len() % 2 != 0 {
             return Err(Error::Malformed { offset, reason: "SETITEMS with an odd number of items".into() });
         }
-        let filled = self.dict_filled.get(di).copied().unwrap_or(true);
-        if !filled && !pairs.is_empty() {
-            // Try the compact form: all keys strings, no duplicates.
-            let keys: Option<Vec<u32>> = pairs.chunks_exact(2).map(|kv| match kv[0] {
-                Value::Str(s) => Some(s),
-                _ => None,
-            }).collect();
-            if let Some(keys) = keys {
-                let mut distinct = true;
-                if keys.len() <= 32 {
-                    'outer: for (i, a) in keys.iter().enumerate() {
-                        for b in keys.iter().skip(i + 1) {
-                            if a == b {
-                                distinct = false;
-                                break 'outer;
-                            }
-                        }
-                    }
-                } else {
-                    distinct = false;
-                }
-                if distinct {
-                    let shape = match self.doc.shape_index.get(keys.as_slice()) {
-                        Some(&s) => s,
-                        None => {
-                            let s = self.doc.shapes.len() as u32;
-                            let boxed: Box<[u32]> = keys.into_boxed_slice();
-                            self.doc.shapes.push(boxed.clone());
-                            self.doc.shape_index.insert(boxed, s);
-                            s
-                        }
-                    };
-                    let start = self.doc.dict_vals.len() as u32;
+        let fresh = matches!(self.doc.dicts.get(di), Some(DictRec::Empty));
+        if fresh && !pairs.is_empty() {
+            if let Some(shape) = self.shape_for(pairs) {
+                // Leaf dicts (scalars and strings only) are deduplicated by content.
+                let leaf = pairs.len() <= 16
+                    && pairs.chunks_exact(2).all(|kv| {
+                        matches!(kv[1], Value::None | Value::Bool(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Str(_))
+                    });
+                let mut hash = None;
+                if leaf {
+                    let mut h = FxHasher::default();
+                    shape.hash(&mut h);
                     for kv in pairs.chunks_exact(2) {
-                        self.doc.dict_vals.push(kv[1]);
+                        kv[1].hash_bits(&mut h);
                     }
-                    // The generic slot allocated at creation stays empty; it costs one empty Vec.
-                    if let Some(rec) = self.doc.dicts.get_mut(di) {
-                        *rec = DictRec::Compact { shape, start };
+                    let hv = h.finish();
+                    hash = Some(hv);
+                    if let Some(&canon) = self.leaf_index.get(&hv) {
+                        if self.try_alias(di as u32, canon, shape, pairs) {
+                            return Ok(());
+                        }
                     }
-                    if let Some(f) = self.dict_filled.get_mut(di) {
-                        *f = true;
-                    }
-                    return Ok(());
                 }
+                let start = self.doc.dict_vals.len() as u32;
+                for kv in pairs.chunks_exact(2) {
+                    self.doc.dict_vals.push(kv[1]);
+                }
+                if let Some(rec) = self.doc.dicts.get_mut(di) {
+                    *rec = DictRec::Compact { shape, start };
+                }
+                if let Some(hv) = hash {
+                    self.leaf_index.entry(hv).or_insert(di as u32);
+                }
+                return Ok(());
             }
-        }
-        if let Some(f) = self.dict_filled.get_mut(di) {
-            *f = true;
         }
         // Generic path: move a compact dict to generic storage first.
         let rec = self.doc.dicts.get(di).copied();
         let g = match rec {
             Some(DictRec::Generic(g)) => g as usize,
+            Some(DictRec::Empty) => {
+                let g = self.doc.generic_dicts.len();
+                self.doc.generic_dicts.push(GenericDict::default());
+                if let Some(r) = self.doc.dicts.get_mut(di) {
+                    *r = DictRec::Generic(g as u32);
+                }
+                g
+            }
             Some(DictRec::Compact { shape, start }) => {
                 let keys = self.doc.shapes.get(shape as usize).cloned().unwrap_or_default();
                 let items: Vec<(Value, Value)> = keys
@@ -843,7 +1004,8 @@ impl Parser {
                 Step::Done(1)
             }
             b'2' => {
-                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "DUP on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "DUP on an empty stack".into() })?;
+                self.note_escape(top);
                 self.stack.push(top);
                 Step::Done(1)
             }
@@ -966,19 +1128,19 @@ impl Parser {
             }
             b'q' => {
                 let i = le_u!(1, "a BINPUT index");
-                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "BINPUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "BINPUT on an empty stack".into() })?;
                 self.memo_put(i, top);
                 Step::Done(2)
             }
             b'r' => {
                 let i = le_u!(4, "a LONG_BINPUT index");
-                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "LONG_BINPUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "LONG_BINPUT on an empty stack".into() })?;
                 self.memo_put(i, top);
                 Step::Done(5)
             }
             0x94 => {
-                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "MEMOIZE on an empty stack".into() })?;
-                let idx = self.memo.len() as u64 + self.memo_sparse.len() as u64;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "MEMOIZE on an empty stack".into() })?;
+                let idx = self.memo_len();
                 self.memo_put(idx, top);
                 Step::Done(1)
             }
@@ -1009,57 +1171,63 @@ impl Parser {
                     return Err(Error::Malformed { offset, reason: format!("TUPLE{n} with fewer than {n} items on the stack") });
                 }
                 let at = self.stack.len() - n;
-                let items: Vec<Value> = self.stack.split_off(at);
+                let items = self.take_items(at);
                 let v = self.new_tuple(&items);
+                self.give_back(items);
                 self.stack.push(v);
                 Step::Done(1)
             }
             b't' | b'l' | b'd' | 0x91 => {
                 let m = self.pop_mark(offset, "TUPLE/LIST/DICT/FROZENSET")?;
-                let items = self.stack.split_off(m.min(self.stack.len()));
+                let items = self.take_items(m);
                 let v = match op {
                     b't' => self.new_tuple(&items),
-                    b'l' => self.new_list(items),
+                    b'l' => self.new_list(items.clone()),
                     b'd' => {
                         let d = self.new_dict();
+                        self.fresh = None;
                         self.dict_set(d, &items, offset)?;
                         d
                     }
-                    _ => self.new_set(items, true),
+                    _ => self.new_set(items.clone(), true),
                 };
+                self.give_back(items);
                 self.stack.push(v);
                 Step::Done(1)
             }
             b'a' => {
                 let item = self.pop(offset, "APPEND")?;
-                let list = *self.stack.last().ok_or(Error::Malformed { offset, reason: "APPEND without a list".into() })?;
+                let list = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "APPEND without a list".into() })?;
                 self.list_extend(list, &[item], offset)?;
                 Step::Done(1)
             }
             b'e' => {
                 let m = self.pop_mark(offset, "APPENDS")?;
-                let items = self.stack.split_off(m.min(self.stack.len()));
-                let list = *self.stack.last().ok_or(Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
+                let items = self.take_items(m);
+                let list = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
                 self.list_extend(list, &items, offset)?;
+                self.give_back(items);
                 Step::Done(1)
             }
             b's' => {
                 let v = self.pop(offset, "SETITEM")?;
                 let k = self.pop(offset, "SETITEM")?;
-                let d = *self.stack.last().ok_or(Error::Malformed { offset, reason: "SETITEM without a dict".into() })?;
+                let d = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "SETITEM without a dict".into() })?;
                 self.dict_set(d, &[k, v], offset)?;
                 Step::Done(1)
             }
             b'u' => {
                 let m = self.pop_mark(offset, "SETITEMS")?;
-                let items = self.stack.split_off(m.min(self.stack.len()));
-                let d = *self.stack.last().ok_or(Error::Malformed { offset, reason: "SETITEMS without a dict".into() })?;
-                self.dict_set(d, &items, offset)?;
+                let items = self.take_items(m);
+                let d = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "SETITEMS without a dict".into() })?;
+                let r = self.dict_set(d, &items, offset);
+                self.give_back(items);
+                r?;
                 Step::Done(1)
             }
             0x90 => {
                 let m = self.pop_mark(offset, "ADDITEMS")?;
-                let items = self.stack.split_off(m.min(self.stack.len()));
+                let items: Vec<Value> = self.stack.drain(m.min(self.stack.len())..).collect();
                 match self.stack.last() {
                     Some(Value::Set(i)) => {
                         let i = *i as usize;
@@ -1155,7 +1323,7 @@ impl Parser {
             b'p' => {
                 let s = std::str::from_utf8(line).map_err(|_| bad("PUT"))?.trim();
                 let i: u64 = s.parse().map_err(|_| bad("PUT"))?;
-                let top = *self.stack.last().ok_or(Error::Malformed { offset, reason: "PUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "PUT on an empty stack".into() })?;
                 self.memo_put(i, top);
             }
             b'g' => {

@@ -7,7 +7,8 @@
 //! expandable segments, addresses at or above 2^63, profile_plot pickles with `category`, several
 //! devices. Inconsistent traces load with [`Warning`]s.
 
-use std::collections::HashMap;
+
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::error::Error;
 use crate::pickle::{Document, Value};
@@ -403,7 +404,7 @@ pub struct Strings {
 
 impl Default for Strings {
     fn default() -> Self {
-        let mut s = Strings { data: String::new(), spans: Vec::new(), index: HashMap::new() };
+        let mut s = Strings { data: String::new(), spans: Vec::new(), index: HashMap::default() };
         s.intern("");
         s
     }
@@ -597,12 +598,12 @@ impl<'d> Builder<'d> {
             doc,
             snap: Snapshot::default(),
             str_map: vec![u32::MAX; doc.str_count()],
-            stack_map: HashMap::new(),
-            frame_map: HashMap::new(),
-            frame_by_content: HashMap::new(),
-            stack_by_content: HashMap::new(),
-            stream_map: HashMap::new(),
-            pool_map: HashMap::new(),
+            stack_map: HashMap::default(),
+            frame_map: HashMap::default(),
+            frame_by_content: HashMap::default(),
+            stack_by_content: HashMap::default(),
+            stream_map: HashMap::default(),
+            pool_map: HashMap::default(),
             warnings: Warnings::default(),
             scratch: Vec::new(),
             expansion_left: 1_000_000 + doc.heap_bytes() / 2,
@@ -805,7 +806,7 @@ impl<'d> Builder<'d> {
         self.expansion_left = budget;
         // Frame lists inside the tree: intern them now so the tree can point at stacks.
         let lists: Vec<Value> = cache.into_iter().map(|(x, _)| x).collect();
-        let mut ids: HashMap<u32, u32> = HashMap::new();
+        let mut ids: HashMap<u32, u32> = HashMap::default();
         for l in lists {
             if let Value::List(li) = l {
                 if let Some(s) = self.stack(l) {
@@ -837,7 +838,7 @@ impl<'d> Builder<'d> {
         t.stream.reserve_exact(n);
         t.stack.reserve_exact(n);
         // Per-shape key positions, cached.
-        let mut shape_pos: HashMap<u32, [Option<usize>; 12]> = HashMap::new();
+        let mut shape_pos: HashMap<u32, [Option<usize>; 12]> = HashMap::default();
         const K_ACTION: usize = 0;
         const K_ADDR: usize = 1;
         const K_SIZE: usize = 2;
@@ -1130,7 +1131,7 @@ impl<'d> Builder<'d> {
     fn check_consistency(&mut self) {
         for d in &self.snap.devices {
             let t = &d.trace;
-            let mut live: HashMap<u64, usize> = HashMap::new();
+            let mut live: HashMap<u64, usize> = HashMap::default();
             for row in 0..t.len() {
                 let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
                 match a {

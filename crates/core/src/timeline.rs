@@ -14,7 +14,8 @@
 //! [`Layout::band_offset_at`] (binary search in the band's vertices), [`Layout::hit_test`],
 //! [`Layout::max_live_between`] (block maxima), [`Layout::live_bytes_at`].
 
-use std::collections::HashMap;
+
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
@@ -254,8 +255,8 @@ impl Layout {
             Mode::MappedPages => (Action::SegmentMap, &[Action::SegmentUnmap]),
         };
         // Phase 1: pair events into lifetimes.
-        let mut open: HashMap<u64, u32> = HashMap::new();
-        let mut versions: HashMap<u64, u32> = HashMap::new();
+        let mut open: HashMap<u64, u32> = HashMap::default();
+        let mut versions: HashMap<u64, u32> = HashMap::default();
         let mut actions: Vec<(u32, u32)> = Vec::new(); // (element, trace row)
         let mut initially: Vec<u32> = Vec::new();
         for row in 0..t.len() {

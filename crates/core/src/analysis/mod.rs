@@ -1,0 +1,499 @@
+//! Analyses that answer "why is my memory this high?": the live set at a moment ([`live`]),
+//! iterations, growth and memory carried across iterations ([`growth`]), out-of-memory
+//! explanations ([`oom`]), fragmentation over time ([`fragmentation`]), two snapshots side by side
+//! ([`compare`]), memory by category ([`categories`]) and exports ([`export`]).
+//!
+//! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
+//! indices as [`crate::timeline::Layout::elements`], so the page can highlight what an analysis
+//! names) and the live requested bytes after every trace entry. Sizes are requested bytes, as on
+//! the timeline and in [`crate::info`], unless a name says otherwise.
+
+pub mod categories;
+pub mod compare;
+pub mod export;
+pub mod fragmentation;
+pub mod growth;
+pub mod live;
+pub mod oom;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::format::frame_visible;
+use crate::snapshot::{Action, BlockState, Frame, Snapshot};
+use crate::timeline::Origin;
+
+/// What an analysis could not do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnalysisError {
+    /// The snapshot has no device at this position (or no device with this index).
+    NoDevice(String),
+    /// An entry index past the end of the trace.
+    EntryOutOfRange {
+        /// The entry asked for.
+        entry: u64,
+        /// Entries in the trace.
+        entries: usize,
+    },
+    /// A moment that is not `peak`, `start`, `end` or an entry number.
+    BadMoment(String),
+    /// A category timeline file that cannot be read.
+    BadTimeline(String),
+}
+
+impl fmt::Display for AnalysisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnalysisError::NoDevice(s) => write!(f, "{s}"),
+            AnalysisError::EntryOutOfRange { entry, entries } => {
+                write!(f, "entry {entry} is out of range: the trace has {entries} entries (0..{})", entries.saturating_sub(1))
+            }
+            AnalysisError::BadMoment(s) => write!(f, "'{s}' is not a moment: use peak, start, end or an entry number"),
+            AnalysisError::BadTimeline(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl std::error::Error for AnalysisError {}
+
+/// Picks a device: by index as written in the file, or the default one (the longest trace).
+/// Returns its position in [`Snapshot::devices`].
+pub fn device_position(snap: &Snapshot, device_index: Option<i64>) -> Result<usize, AnalysisError> {
+    match device_index {
+        Some(i) => snap.devices.iter().position(|d| d.index == i).ok_or_else(|| {
+            let have: Vec<String> = snap.devices.iter().map(|d| d.index.to_string()).collect();
+            AnalysisError::NoDevice(if have.is_empty() {
+                format!("device {i} not found: the snapshot has no devices")
+            } else {
+                format!("device {i} not found; devices: {}", have.join(", "))
+            })
+        }),
+        None => snap.default_device().ok_or_else(|| AnalysisError::NoDevice("the snapshot has no devices".into())),
+    }
+}
+
+/// A moment of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// Where live bytes are highest (the first entry reaching the peak).
+    Peak,
+    /// Before the first entry.
+    Start,
+    /// After the last entry.
+    End,
+    /// Just after this entry (trace row).
+    Entry(u32),
+}
+
+impl Moment {
+    /// Reads `peak`, `start`, `end` or an entry number.
+    pub fn parse(s: &str) -> Result<Moment, AnalysisError> {
+        match s.trim() {
+            "peak" => Ok(Moment::Peak),
+            "start" => Ok(Moment::Start),
+            "end" => Ok(Moment::End),
+            t => t.parse::<u32>().map(Moment::Entry).map_err(|_| AnalysisError::BadMoment(s.to_string())),
+        }
+    }
+
+    /// The trace row after which the moment lies (`None`: before the first entry).
+    pub fn resolve(self, replay: &Replay) -> Result<Option<u32>, AnalysisError> {
+        match self {
+            Moment::Peak => Ok(replay.peak_row),
+            Moment::Start => Ok(None),
+            Moment::End => Ok(replay.rows.checked_sub(1).map(|r| r as u32)),
+            Moment::Entry(e) => {
+                if (e as usize) < replay.rows {
+                    Ok(Some(e))
+                } else {
+                    Err(AnalysisError::EntryOutOfRange { entry: u64::from(e), entries: replay.rows })
+                }
+            }
+        }
+    }
+}
+
+/// One allocation lifetime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Life {
+    /// Address.
+    pub addr: u64,
+    /// Requested bytes.
+    pub size_bytes: u64,
+    /// Stack of the alloc (or of the free, or of the final block).
+    pub stack: u32,
+    /// Stream index.
+    pub stream: u32,
+    /// Trace row of the alloc (`None`: live before the trace).
+    pub alloc_row: Option<u32>,
+    /// Trace row of the free (`None`: still live at the end).
+    pub free_row: Option<u32>,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl Life {
+    /// Whether the allocation is live just after trace row `row` (`None`: before the first entry).
+    pub fn live_after(&self, row: Option<u32>) -> bool {
+        let allocated = match (self.alloc_row, row) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(r)) => a <= r,
+        };
+        let not_freed = match (self.free_row, row) {
+            (None, _) => true,
+            (Some(_), None) => true,
+            (Some(f), Some(r)) => f > r,
+        };
+        allocated && not_freed
+    }
+
+    /// Whether the allocation stays live to the end of the trace.
+    pub fn never_freed(&self) -> bool {
+        self.free_row.is_none()
+    }
+}
+
+/// Every allocation lifetime of one device and the live bytes after every trace entry.
+#[derive(Clone, Debug, Default)]
+pub struct Replay {
+    /// Position in [`Snapshot::devices`].
+    pub device_pos: usize,
+    /// Device index as in the file.
+    pub device: i64,
+    /// Lifetimes, indexed like [`crate::timeline::Layout::elements`] in allocation mode.
+    pub lives: Vec<Life>,
+    /// Entries in the trace.
+    pub rows: usize,
+    /// Live requested bytes before the first entry.
+    pub initial_bytes: u64,
+    /// Live requested bytes just after each entry.
+    pub live_after_bytes: Vec<u64>,
+    /// Highest live bytes (the initial bytes included).
+    pub peak_bytes: u64,
+    /// First entry at which the peak is reached (`None`: before the first entry).
+    pub peak_row: Option<u32>,
+}
+
+impl Replay {
+    /// Pairs allocs and frees of device `device_pos` into lifetimes, adds the allocations of the
+    /// final state that the trace never saw, and sums live bytes after every entry. O(n).
+    pub fn build(snap: &Snapshot, device_pos: usize) -> Replay {
+        let mut r = Replay { device_pos, ..Replay::default() };
+        let Some(dev) = snap.devices.get(device_pos) else { return r };
+        r.device = dev.index;
+        let t = &dev.trace;
+        let n = t.len();
+        r.rows = n;
+        let mut open: HashMap<u64, u32> = HashMap::new();
+        for row in 0..n {
+            let Some(&a) = t.action.get(row) else { continue };
+            if !matches!(a, Action::Alloc | Action::FreeCompleted | Action::Free) {
+                continue;
+            }
+            let addr = t.addr.get(row).copied().unwrap_or(0);
+            let size = t.size_bytes.get(row).copied().unwrap_or(0);
+            let stack = t.stack.get(row).copied().unwrap_or(0);
+            let stream = t.stream.get(row).copied().unwrap_or(0);
+            if a == Action::Alloc {
+                let e = r.lives.len() as u32;
+                r.lives.push(Life { addr, size_bytes: size, stack, stream, alloc_row: Some(row as u32), free_row: None, origin: Origin::Traced });
+                open.insert(addr, e);
+            } else {
+                match open.remove(&addr) {
+                    Some(e) => {
+                        if let Some(l) = r.lives.get_mut(e as usize) {
+                            l.free_row = Some(row as u32);
+                        }
+                    }
+                    None => r.lives.push(Life {
+                        addr,
+                        size_bytes: size,
+                        stack,
+                        stream,
+                        alloc_row: None,
+                        free_row: Some(row as u32),
+                        origin: Origin::FreedWithoutAlloc,
+                    }),
+                }
+            }
+        }
+        for s in snap.segments.iter().filter(|s| s.device == dev.index) {
+            for b in snap.segment_blocks(s) {
+                if b.state == BlockState::ActiveAllocated && !open.contains_key(&b.address) {
+                    r.lives.push(Life {
+                        addr: b.address,
+                        size_bytes: b.requested_size,
+                        stack: b.stack,
+                        stream: s.stream,
+                        alloc_row: None,
+                        free_row: None,
+                        origin: Origin::Ghost,
+                    });
+                }
+            }
+        }
+        // Live bytes: a difference array over rows.
+        let mut delta = vec![0i128; n];
+        let mut initial: i128 = 0;
+        for l in &r.lives {
+            let s = i128::from(l.size_bytes);
+            match l.alloc_row {
+                Some(a) => {
+                    if let Some(d) = delta.get_mut(a as usize) {
+                        *d += s;
+                    }
+                }
+                None => initial += s,
+            }
+            if let Some(f) = l.free_row {
+                if let Some(d) = delta.get_mut(f as usize) {
+                    *d -= s;
+                }
+            }
+        }
+        let clamp = |x: i128| -> u64 { x.clamp(0, i128::from(u64::MAX)) as u64 };
+        r.initial_bytes = clamp(initial);
+        r.peak_bytes = r.initial_bytes;
+        let mut cur = initial;
+        r.live_after_bytes.reserve(n);
+        for (row, d) in delta.iter().enumerate() {
+            cur += d;
+            let v = clamp(cur);
+            if v > r.peak_bytes {
+                r.peak_bytes = v;
+                r.peak_row = Some(row as u32);
+            }
+            r.live_after_bytes.push(v);
+        }
+        r
+    }
+
+    /// Live requested bytes just after `row` (`None`: before the first entry).
+    pub fn live_at(&self, row: Option<u32>) -> u64 {
+        match row {
+            None => self.initial_bytes,
+            Some(r) => self.live_after_bytes.get(r as usize).copied().unwrap_or(self.initial_bytes),
+        }
+    }
+
+    /// Indices of the lifetimes live just after `row`, in index order.
+    pub fn live_elements(&self, row: Option<u32>) -> Vec<u32> {
+        (0..self.lives.len() as u32).filter(|&i| self.lives.get(i as usize).is_some_and(|l| l.live_after(row))).collect()
+    }
+
+    /// The highest live bytes within rows `[a, b)` and the first row reaching it.
+    pub fn peak_between(&self, a: u32, b: u32) -> Option<(u32, u64)> {
+        let hi = (b as usize).min(self.live_after_bytes.len());
+        let lo = (a as usize).min(hi);
+        let mut best: Option<(u32, u64)> = None;
+        for (i, &v) in self.live_after_bytes.get(lo..hi).unwrap_or(&[]).iter().enumerate() {
+            if best.is_none_or(|(_, bv)| v > bv) {
+                best = Some(((lo + i) as u32, v));
+            }
+        }
+        best
+    }
+}
+
+/// Time of a trace row, if recorded.
+pub fn time_of_row(snap: &Snapshot, device_pos: usize, row: Option<u32>) -> Option<i64> {
+    let r = row?;
+    snap.devices.get(device_pos)?.trace.time_us_at(r as usize)
+}
+
+/// Visible frames of a stack, innermost first (PyTorch's filter: interpreter noise hidden).
+pub fn visible_frames<'a>(snap: &'a Snapshot, stack: u32) -> impl Iterator<Item = &'a Frame> + 'a {
+    snap.stack_frames(stack).filter(move |f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
+}
+
+/// Whether a frame is a source frame (Python, TorchScript, inductor): it has a line number.
+pub fn is_source_frame(f: &Frame) -> bool {
+    f.line > 0
+}
+
+/// C++ frames of the allocator and of tensor creation, which say nothing about who allocated.
+fn is_allocator_internal(name: &str) -> bool {
+    const INTERNAL: [&str; 9] = [
+        "CachingAllocator",
+        "at::detail::empty",
+        "at::native::empty",
+        "empty_strided",
+        "empty_cuda",
+        "empty_generic",
+        "create_out",
+        "set_output_raw_strided",
+        "TensorIteratorBase",
+    ];
+    INTERNAL.iter().any(|p| name.contains(p))
+}
+
+/// The frame that best says where an allocation comes from: the innermost visible source frame
+/// (`file:line`); for stacks without one (C++ only, as in backward with `stacks="all"`), the
+/// innermost autograd node (`...Backward0::apply`), else the innermost visible C++ frame outside
+/// the allocator. `None` for stacks without frames.
+pub fn site_frame(snap: &Snapshot, stack: u32) -> Option<u32> {
+    let ids = snap.stacks.get(stack);
+    let visible = |&&id: &&u32| -> bool {
+        snap.frames.get(id as usize).is_some_and(|f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
+    };
+    let frame = |id: u32| snap.frames.get(id as usize);
+    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(is_source_frame)) {
+        return Some(id);
+    }
+    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(|f| snap.strings.get(f.name).contains("autograd::generated::"))) {
+        return Some(id);
+    }
+    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(|f| !is_allocator_internal(snap.strings.get(f.name)))) {
+        return Some(id);
+    }
+    ids.iter().filter(visible).copied().next()
+}
+
+/// A path shortened for display: from `site-packages/` or `dist-packages/` on when present.
+pub fn short_path(path: &str) -> &str {
+    for marker in ["site-packages/", "dist-packages/"] {
+        if let Some(i) = path.rfind(marker) {
+            return path.get(i + marker.len()..).unwrap_or(path);
+        }
+    }
+    path
+}
+
+/// A C++ function name without its parameter list (`ns::f(int, char)` → `ns::f`).
+pub fn cpp_short_name(name: &str) -> &str {
+    let trimmed = name.trim_end();
+    let trimmed = trimmed.strip_suffix(" const").unwrap_or(trimmed);
+    if !trimmed.ends_with(')') {
+        return name;
+    }
+    let mut depth = 0i32;
+    for (i, c) in trimmed.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return trimmed.get(..i).unwrap_or(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
+/// Short label of a frame: `file.py:12 (func)` for source frames, the short function name else.
+pub fn frame_label(snap: &Snapshot, f: &Frame) -> String {
+    let name = snap.strings.get(f.name);
+    if is_source_frame(f) {
+        format!("{}:{} ({})", short_path(snap.strings.get(f.filename)), f.line, name)
+    } else {
+        cpp_short_name(name).to_string()
+    }
+}
+
+/// Label of a stack's site ([`site_frame`]), or `<no frames>`.
+pub fn site_label(snap: &Snapshot, stack: u32) -> String {
+    match site_frame(snap, stack).and_then(|id| snap.frames.get(id as usize)) {
+        Some(f) => frame_label(snap, f),
+        None => NO_FRAMES_LABEL.to_string(),
+    }
+}
+
+/// Label used for allocations recorded without frames.
+pub const NO_FRAMES_LABEL: &str = "<no frames>";
+
+/// Identity of a frame by content (file, line, function), for merging equal frames.
+pub type FrameKey = (u32, i64, u32);
+
+/// The content key of a frame.
+pub fn frame_key(f: &Frame) -> FrameKey {
+    (f.filename, f.line, f.name)
+}
+
+/// Bytes and counts of a group of allocations, largest first; ties by key order for stable output.
+pub(crate) fn sort_groups<K: Ord>(v: &mut [(K, u64, usize)]) {
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+}
+
+/// Human size used in analysis texts: `97.5 MiB`.
+pub fn size_text(bytes: u64) -> String {
+    crate::format::human_size(bytes as f64)
+}
+
+/// Signed human size: `+8.0 MiB`, `-1.2 KiB`.
+pub fn signed_size_text(bytes: i128) -> String {
+    let s = size_text(bytes.unsigned_abs().min(u128::from(u64::MAX)) as u64);
+    if bytes < 0 {
+        format!("-{s}")
+    } else {
+        format!("+{s}")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use std::path::PathBuf;
+
+    use crate::Snapshot;
+
+    /// A fixture by name: `shared/fixtures/NAME` or `tests/data/real/NAME`; `None` when absent.
+    pub fn fixture(name: &str) -> Option<Snapshot> {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cands: [PathBuf; 2] = [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)];
+        for p in cands {
+            if let Ok(b) = std::fs::read(&p) {
+                return crate::load(&b).ok();
+            }
+        }
+        eprintln!("note: fixture {name} is absent; skipping");
+        None
+    }
+
+    /// Path of a fixture file (for non-snapshot inputs).
+    pub fn fixture_path(name: &str) -> Option<PathBuf> {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)].into_iter().find(|p| p.is_file())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{Layout, Mode, Options};
+
+    #[test]
+    fn lifetimes_match_the_timeline_elements() {
+        for name in ["resnet50_fixed.pickle", "oom.pickle", "growth_leak.pickle", "multistream.pickle", "expandable_segments.pickle", "state_only.pickle"] {
+            let Some(snap) = test_util::fixture(name) else { continue };
+            for pos in 0..snap.devices.len() {
+                let r = Replay::build(&snap, pos);
+                let l = Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations });
+                assert_eq!(r.lives.len(), l.elements.len(), "{name}");
+                for (a, b) in r.lives.iter().zip(&l.elements) {
+                    assert_eq!((a.addr, a.size_bytes, a.stack, a.alloc_row, a.free_row, a.origin), (b.addr, b.size_bytes, b.stack, b.alloc_row, b.free_row, b.origin), "{name}");
+                }
+                let info = crate::info::info(&snap);
+                assert_eq!(r.peak_bytes, info.devices[pos].peak_allocated_bytes, "{name}");
+                assert_eq!(r.peak_row.map(|x| x as usize), info.devices[pos].peak_allocated_row, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn cpp_names_lose_their_parameters() {
+        assert_eq!(cpp_short_name("at::native::f(at::Tensor const&, long)"), "at::native::f");
+        assert_eq!(cpp_short_name("std::error_code::default_error_condition() const"), "std::error_code::default_error_condition");
+        assert_eq!(cpp_short_name("torch::cuda::(anonymous namespace)::gather_with_cpp()"), "torch::cuda::(anonymous namespace)::gather_with_cpp");
+        assert_eq!(cpp_short_name("pthread_condattr_setpshared"), "pthread_condattr_setpshared");
+        assert_eq!(cpp_short_name("broken)"), "broken)");
+    }
+
+    #[test]
+    fn moments_parse() {
+        assert_eq!(Moment::parse("peak"), Ok(Moment::Peak));
+        assert_eq!(Moment::parse("12"), Ok(Moment::Entry(12)));
+        assert!(Moment::parse("-3").is_err());
+    }
+}
