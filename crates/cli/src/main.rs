@@ -43,19 +43,29 @@ enum Command {
     },
 }
 
-fn read_input(path: &str) -> Result<Vec<u8>, String> {
-    if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
-        Ok(buf)
-    } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
-    }
-}
+/// Bytes read from a file at a time: the whole file is never held in memory.
+const CHUNK_BYTES: usize = 4 << 20;
 
 fn load(path: &str) -> Result<Snapshot, String> {
-    let bytes = read_input(path)?;
-    memviz_core::load(&bytes).map_err(|e| format!("{path}: {e}"))
+    let (mut reader, total): (Box<dyn Read>, Option<u64>) = if path == "-" {
+        (Box::new(std::io::stdin().lock()), None)
+    } else {
+        let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let len = f.metadata().ok().map(|m| m.len());
+        (Box::new(f), len)
+    };
+    let mut loader = memviz_core::Loader::new(total);
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read {path}: {e}")),
+        };
+        loader.feed(&buf[..n]).map_err(|e| format!("{path}: {e}"))?;
+    }
+    loader.finish().map_err(|e| format!("{path}: {e}"))
 }
 
 fn run(cli: Cli) -> Result<String, String> {

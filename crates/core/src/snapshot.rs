@@ -657,7 +657,9 @@ impl<'d> Builder<'d> {
         if items.len() != 2 {
             return 0;
         }
-        let (Some(a), Some(b)) = (as_i128(self.doc, items[0]), as_i128(self.doc, items[1])) else { return 0 };
+        let (Some(a), Some(b)) = (items.get(0).and_then(|x| as_i128(self.doc, x)), items.get(1).and_then(|x| as_i128(self.doc, x))) else {
+            return 0;
+        };
         if let Some(&i) = self.pool_map.get(&(a, b)) {
             return i;
         }
@@ -748,12 +750,12 @@ impl<'d> Builder<'d> {
             return Some(s);
         }
         let items = self.doc.items(v);
-        if !items.iter().all(|x| matches!(x, Value::Dict(_))) {
+        if !items.all_dicts() {
             return None;
         }
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
-        for &f in items {
+        for f in items {
             let id = self.frame(f);
             ids.push(id);
         }
@@ -868,7 +870,7 @@ impl<'d> Builder<'d> {
                 _ => return None,
             })
         };
-        for (row, &e) in entries.iter().enumerate() {
+        for (row, e) in entries.iter().enumerate() {
             let mut vals: [Option<Value>; 12] = [None; 12];
             let mut unknown_key = false;
             match doc.dict_shape(e) {
@@ -1031,7 +1033,7 @@ impl<'d> Builder<'d> {
 
     fn segments(&mut self, list: Value) -> Result<(), Error> {
         let doc = self.doc;
-        for (si, &s) in doc.items(list).iter().enumerate() {
+        for (si, s) in doc.items(list).iter().enumerate() {
             if !matches!(s, Value::Dict(_)) {
                 return Err(Error::Schema { path: format!("segments[{si}]"), reason: format!("{}, expected a dict", Document::a_type_name(s)) });
             }
@@ -1063,7 +1065,7 @@ impl<'d> Builder<'d> {
             }
             self.spend(doc.items(blocks_v).len(), || format!("segments[{si}].blocks"))?;
             let mut offset = address;
-            for (bi, &b) in doc.items(blocks_v).iter().enumerate() {
+            for (bi, b) in doc.items(blocks_v).iter().enumerate() {
                 let path = || format!("segments[{si}].blocks[{bi}]");
                 if !matches!(b, Value::Dict(_)) {
                     return Err(Error::Schema { path: path(), reason: format!("{}, expected a dict", Document::a_type_name(b)) });
@@ -1084,7 +1086,7 @@ impl<'d> Builder<'d> {
                     (st, req)
                 } else if let Some(h) = doc.get(b, "history") {
                     self.snap.source.legacy_history = true;
-                    let first = doc.items(h).first().copied().unwrap_or(Value::None);
+                    let first = doc.items(h).first().unwrap_or(Value::None);
                     let st = doc.get(first, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
                     let req = doc.get(first, "real_size").and_then(as_u64).unwrap_or(size);
                     (st, req)
@@ -1116,7 +1118,7 @@ impl<'d> Builder<'d> {
 
     fn annotations(&mut self, list: Value) {
         let doc = self.doc;
-        for &a in doc.items(list) {
+        for a in doc.items(list) {
             let name = doc.get(a, "name").and_then(|v| self.string(v)).unwrap_or(0);
             let start = doc.get(a, "stage").and_then(|v| doc.as_str(v)) == Some("START");
             let device = doc.get(a, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
@@ -1202,7 +1204,7 @@ impl Snapshot {
                             format!("device_traces has {n} lists, more than any machine has devices; only the first {MAX_DEVICES} were loaded")
                         });
                     }
-                    for (i, &dt) in lists.iter().take(MAX_DEVICES).enumerate() {
+                    for (i, dt) in lists.iter().take(MAX_DEVICES).enumerate() {
                         if !matches!(dt, Value::List(_)) {
                             return Err(Error::Schema { path: format!("device_traces[{i}]"), reason: format!("{}, expected a list", Document::a_type_name(dt)) });
                         }

@@ -95,11 +95,11 @@ fn convert(doc: &Document, v: Value, depth: usize, budget: &mut usize, stack_of:
             if let Some(id) = stack_of(v) {
                 return Tree::Stack(id);
             }
-            Tree::List(doc.items(v).iter().map(|&x| convert(doc, x, depth + 1, budget, stack_of)).collect())
+            Tree::List(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect())
         }
-        Value::Tuple(_) => Tree::Tuple(doc.items(v).iter().map(|&x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
-        Value::Set(_) => Tree::Set(doc.items(v).iter().map(|&x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
-        Value::FrozenSet(_) => Tree::FrozenSet(doc.items(v).iter().map(|&x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
+        Value::Tuple(_) => Tree::Tuple(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
+        Value::Set(_) => Tree::Set(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
+        Value::FrozenSet(_) => Tree::FrozenSet(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
         Value::Dict(_) => Tree::Dict(
             doc.dict_iter(v)
                 .map(|(k, x)| {

@@ -1,0 +1,311 @@
+//! Two snapshots side by side: aligned by iteration when both have iterations (see
+//! [`super::growth::find_iterations`]), else by position in the trace (entry / entries). Gives
+//! both total curves on one x axis (for drawing) and, at matched points (both peaks, each
+//! iteration's peak, the end), live bytes per stack that differ, in both directions.
+//!
+//! Stacks from different files are matched by content: the visible source frames
+//! (`file:line (function)`, innermost first), or the visible C++ frames for stacks without source
+//! frames, or by source line only ([`KeyMode::Line`]).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::growth::{find_iterations, Iterations};
+use super::{frame_label, is_source_frame, site_label, visible_frames, Replay, NO_FRAMES_LABEL};
+use crate::snapshot::Snapshot;
+
+/// How stacks of the two files are matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum KeyMode {
+    /// By the whole visible stack.
+    #[default]
+    Stack,
+    /// By source line (site) only.
+    Line,
+}
+
+/// Options of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompareOptions {
+    /// Curve points.
+    pub points: usize,
+    /// Stack matching.
+    pub key: KeyMode,
+    /// Differences kept per direction and point (0: all).
+    pub top: usize,
+    /// Most per-iteration points compared.
+    pub max_iterations: usize,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { points: 500, key: KeyMode::Stack, top: 10, max_iterations: 20 }
+    }
+}
+
+/// How the two traces were put on one axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Alignment {
+    /// x is the iteration (x = k + fraction of iteration k), over the iterations both have.
+    Iterations {
+        /// Iterations of A.
+        a: usize,
+        /// Iterations of B.
+        b: usize,
+    },
+    /// x is the position in the trace, 0 to 1.
+    Proportion,
+}
+
+/// One x of the overlaid curves: the highest live bytes of each trace over the slice of x.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CurvePoint {
+    /// Start of the slice.
+    pub x: f64,
+    /// A's highest live bytes in the slice.
+    pub a_bytes: u64,
+    /// B's.
+    pub b_bytes: u64,
+}
+
+/// Live bytes of one stack in both traces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackDiff {
+    /// The stack's key (its frames, innermost first, joined by ` ← `).
+    pub key: String,
+    /// Its site (source line).
+    pub site: String,
+    /// Bytes in A.
+    pub a_bytes: u64,
+    /// Bytes in B.
+    pub b_bytes: u64,
+    /// Allocations in A.
+    pub a_count: usize,
+    /// Allocations in B.
+    pub b_count: usize,
+}
+
+impl StackDiff {
+    /// B minus A.
+    pub fn delta(&self) -> i128 {
+        i128::from(self.b_bytes) - i128::from(self.a_bytes)
+    }
+}
+
+/// Two moments compared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchedPoint {
+    /// `peak`, `iteration 2 peak`, `end`.
+    pub label: String,
+    /// Row in A.
+    pub a_row: Option<u32>,
+    /// Row in B.
+    pub b_row: Option<u32>,
+    /// Live bytes in A.
+    pub a_bytes: u64,
+    /// Live bytes in B.
+    pub b_bytes: u64,
+    /// Stacks with more bytes in B, largest difference first.
+    pub more_in_b: Vec<StackDiff>,
+    /// Stacks with more bytes in A, largest difference first.
+    pub more_in_a: Vec<StackDiff>,
+}
+
+/// The comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// How the axes were aligned.
+    pub alignment: Alignment,
+    /// Peak of A and its row.
+    pub a_peak: (u64, Option<u32>),
+    /// Peak of B and its row.
+    pub b_peak: (u64, Option<u32>),
+    /// Iterations of A.
+    pub a_iterations: Iterations,
+    /// Iterations of B.
+    pub b_iterations: Iterations,
+    /// Overlaid curves.
+    pub curve: Vec<CurvePoint>,
+    /// Matched moments.
+    pub points: Vec<MatchedPoint>,
+}
+
+/// The key of a stack for matching across files.
+pub fn stack_key(snap: &Snapshot, stack: u32, mode: KeyMode) -> String {
+    if mode == KeyMode::Line {
+        return site_label(snap, stack);
+    }
+    let src: Vec<String> = visible_frames(snap, stack).filter(|f| is_source_frame(f)).map(|f| frame_label(snap, f)).collect();
+    if !src.is_empty() {
+        return src.join(" ← ");
+    }
+    let all: Vec<String> = visible_frames(snap, stack).map(|f| frame_label(snap, f)).collect();
+    if all.is_empty() {
+        NO_FRAMES_LABEL.to_string()
+    } else {
+        all.join(" ← ")
+    }
+}
+
+fn by_key(snap: &Snapshot, replay: &Replay, row: Option<u32>, mode: KeyMode, cache: &mut HashMap<u32, (String, String)>) -> HashMap<String, (String, u64, usize)> {
+    let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
+    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
+        let (k, s) = cache.entry(l.stack).or_insert_with(|| (stack_key(snap, l.stack, mode), site_label(snap, l.stack))).clone();
+        let e = out.entry(k).or_insert((s, 0, 0));
+        e.1 = e.1.saturating_add(l.size_bytes);
+        e.2 += 1;
+    }
+    out
+}
+
+struct Side<'a> {
+    snap: &'a Snapshot,
+    replay: Replay,
+    its: Iterations,
+    cache: HashMap<u32, (String, String)>,
+}
+
+/// Maps x (iteration coordinate) to a row of a side.
+fn row_at_x(its: &Iterations, x: f64) -> u32 {
+    let k = (x.floor().max(0.0) as usize).min(its.list.len().saturating_sub(1));
+    let Some(it) = its.list.get(k) else { return 0 };
+    let frac = (x - k as f64).clamp(0.0, 1.0);
+    it.start_row + (f64::from(it.end_row.saturating_sub(it.start_row)) * frac) as u32
+}
+
+fn max_in(replay: &Replay, a: u32, b: u32) -> u64 {
+    let hi = (b as usize).min(replay.live_after_bytes.len());
+    let lo = (a as usize).min(hi);
+    let m = replay.live_after_bytes.get(lo..hi).and_then(|s| s.iter().copied().max());
+    m.unwrap_or_else(|| replay.live_at(if lo == 0 { None } else { Some(lo as u32 - 1) }))
+}
+
+/// Compares device `a_pos` of `a` with device `b_pos` of `b`.
+pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: CompareOptions) -> Comparison {
+    let mk = |snap, pos| {
+        let replay = Replay::build(snap, pos);
+        let its = find_iterations(snap, &replay);
+        Side { snap, replay, its, cache: HashMap::new() }
+    };
+    let mut sa = mk(a, a_pos);
+    let mut sb = mk(b, b_pos);
+    let used = sa.its.list.len().min(sb.its.list.len());
+    let alignment = if used >= 2 { Alignment::Iterations { a: sa.its.list.len(), b: sb.its.list.len() } } else { Alignment::Proportion };
+    let np = opts.points.max(1);
+    let mut curve = Vec::with_capacity(np);
+    for i in 0..np {
+        let (x0, x1) = match alignment {
+            Alignment::Iterations { .. } => (i as f64 * used as f64 / np as f64, (i + 1) as f64 * used as f64 / np as f64),
+            Alignment::Proportion => (i as f64 / np as f64, (i + 1) as f64 / np as f64),
+        };
+        let bytes = |s: &Side| -> u64 {
+            let (r0, r1) = match alignment {
+                Alignment::Iterations { .. } => (row_at_x(&s.its, x0), row_at_x(&s.its, x1)),
+                Alignment::Proportion => {
+                    let n = s.replay.rows as f64;
+                    ((x0 * n) as u32, (x1 * n) as u32)
+                }
+            };
+            max_in(&s.replay, r0, r1.max(r0 + 1))
+        };
+        curve.push(CurvePoint { x: x0, a_bytes: bytes(&sa), b_bytes: bytes(&sb) });
+    }
+    let mut pairs: Vec<(String, Option<u32>, Option<u32>)> = vec![("peak".into(), sa.replay.peak_row, sb.replay.peak_row)];
+    if used >= 2 {
+        for k in 0..used.min(opts.max_iterations) {
+            if let (Some(ia), Some(ib)) = (sa.its.list.get(k), sb.its.list.get(k)) {
+                pairs.push((format!("iteration {} peak", k + 1), Some(ia.peak_row), Some(ib.peak_row)));
+            }
+        }
+    }
+    pairs.push(("end".into(), sa.replay.rows.checked_sub(1).map(|r| r as u32), sb.replay.rows.checked_sub(1).map(|r| r as u32)));
+    let mut points = Vec::new();
+    for (label, ra, rb) in pairs {
+        let ka = by_key(sa.snap, &sa.replay, ra, opts.key, &mut sa.cache);
+        let kb = by_key(sb.snap, &sb.replay, rb, opts.key, &mut sb.cache);
+        let mut diffs: Vec<StackDiff> = Vec::new();
+        for (k, (site, bytes, count)) in &ka {
+            let (bb, bc) = kb.get(k).map_or((0, 0), |x| (x.1, x.2));
+            diffs.push(StackDiff { key: k.clone(), site: site.clone(), a_bytes: *bytes, b_bytes: bb, a_count: *count, b_count: bc });
+        }
+        for (k, (site, bytes, count)) in &kb {
+            if !ka.contains_key(k) {
+                diffs.push(StackDiff { key: k.clone(), site: site.clone(), a_bytes: 0, b_bytes: *bytes, a_count: 0, b_count: *count });
+            }
+        }
+        let mut more_in_b: Vec<StackDiff> = diffs.iter().filter(|d| d.delta() > 0).cloned().collect();
+        let mut more_in_a: Vec<StackDiff> = diffs.into_iter().filter(|d| d.delta() < 0).collect();
+        more_in_b.sort_by(|x, y| y.delta().cmp(&x.delta()).then_with(|| x.key.cmp(&y.key)));
+        more_in_a.sort_by(|x, y| x.delta().cmp(&y.delta()).then_with(|| x.key.cmp(&y.key)));
+        if opts.top > 0 {
+            more_in_b.truncate(opts.top);
+            more_in_a.truncate(opts.top);
+        }
+        points.push(MatchedPoint { label, a_row: ra, b_row: rb, a_bytes: sa.replay.live_at(ra), b_bytes: sb.replay.live_at(rb), more_in_b, more_in_a });
+    }
+    Comparison {
+        alignment,
+        a_peak: (sa.replay.peak_bytes, sa.replay.peak_row),
+        b_peak: (sb.replay.peak_bytes, sb.replay.peak_row),
+        a_iterations: sa.its,
+        b_iterations: sb.its,
+        curve,
+        points,
+    }
+}
+
+fn diff_json(d: &StackDiff) -> Value {
+    json!({"key": d.key, "site": d.site, "a_bytes": d.a_bytes, "b_bytes": d.b_bytes, "delta_bytes": i64::try_from(d.delta()).unwrap_or(if d.delta() < 0 { i64::MIN } else { i64::MAX }), "a_count": d.a_count, "b_count": d.b_count})
+}
+
+impl Comparison {
+    /// JSON for the page and `memviz compare --json`.
+    pub fn to_json(&self) -> Value {
+        let alignment = match &self.alignment {
+            Alignment::Iterations { a, b } => json!({"kind": "iterations", "a_iterations": a, "b_iterations": b}),
+            Alignment::Proportion => json!({"kind": "proportion"}),
+        };
+        json!({
+            "alignment": alignment,
+            "a": {"peak_bytes": self.a_peak.0, "peak_entry": self.a_peak.1, "iterations": self.a_iterations.to_json()},
+            "b": {"peak_bytes": self.b_peak.0, "peak_entry": self.b_peak.1, "iterations": self.b_iterations.to_json()},
+            "curve": {
+                "x": self.curve.iter().map(|p| p.x).collect::<Vec<_>>(),
+                "a_bytes": self.curve.iter().map(|p| p.a_bytes).collect::<Vec<_>>(),
+                "b_bytes": self.curve.iter().map(|p| p.b_bytes).collect::<Vec<_>>(),
+            },
+            "points": self.points.iter().map(|p| json!({
+                "label": p.label,
+                "a_entry": p.a_row,
+                "b_entry": p.b_row,
+                "a_bytes": p.a_bytes,
+                "b_bytes": p.b_bytes,
+                "more_in_b": p.more_in_b.iter().map(diff_json).collect::<Vec<_>>(),
+                "more_in_a": p.more_in_a.iter().map(diff_json).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::test_util::fixture;
+
+    // Figures from tests/gen/verify_compare.py.
+    #[test]
+    fn buggy_against_fixed() {
+        let (Some(a), Some(b)) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle")) else { return };
+        let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, ..CompareOptions::default() });
+        assert_eq!(c.alignment, Alignment::Iterations { a: 5, b: 5 });
+        assert_eq!(c.a_peak, (443_710_928, Some(3133)));
+        assert_eq!(c.b_peak, (470_210_256, Some(2302)));
+        let p = &c.points[0];
+        assert_eq!((p.a_bytes, p.b_bytes), (443_710_928, 470_210_256));
+        let total: i128 = p.more_in_b.iter().chain(&p.more_in_a).map(StackDiff::delta).sum();
+        let _ = total;
+        assert!(p.more_in_b.first().is_some_and(|d| d.key == NO_FRAMES_LABEL));
+        assert_eq!(c.curve.len(), 500);
+    }
+}

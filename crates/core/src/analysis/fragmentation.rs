@@ -1,0 +1,374 @@
+//! Fragmentation over time: reserved minus allocated bytes, free bytes inside segments and the
+//! largest free block after every trace entry, sampled to at most N points for drawing.
+//!
+//! The allocator state is replayed forward from the state before the first entry (as
+//! [`crate::state::History`] reconstructs it). Free ranges are kept in an ordered map with a
+//! multiset of their sizes; each entry recomputes only the free ranges around the address range
+//! it touches, so a whole trace costs O(n log n), not O(events × segments).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{size_text, Replay};
+use crate::snapshot::{Action, Snapshot};
+use crate::state::{rounded_size, AllocatorState, FreeRange, History};
+
+/// Free ranges of an allocator state, kept up to date event by event.
+#[derive(Clone, Debug)]
+pub struct FreeTracker {
+    /// The replayed state (segments and live blocks).
+    pub state: AllocatorState,
+    free: BTreeMap<u64, FreeRange>,
+    sizes: BTreeMap<u64, u32>,
+    free_bytes: u64,
+    reserved_bytes: u64,
+    allocated_bytes: u64,
+}
+
+impl FreeTracker {
+    /// Starts from a state.
+    pub fn new(state: AllocatorState) -> FreeTracker {
+        let mut t = FreeTracker { free: BTreeMap::new(), sizes: BTreeMap::new(), free_bytes: 0, reserved_bytes: state.reserved_bytes(), allocated_bytes: state.allocated_bytes(), state };
+        for f in t.state.free_ranges() {
+            t.add_free(f);
+        }
+        t
+    }
+
+    fn add_free(&mut self, f: FreeRange) {
+        if f.size_bytes == 0 {
+            return;
+        }
+        *self.sizes.entry(f.size_bytes).or_default() += 1;
+        self.free_bytes = self.free_bytes.saturating_add(f.size_bytes);
+        if let Some(old) = self.free.insert(f.addr, f) {
+            self.drop_size(old.size_bytes);
+        }
+    }
+
+    fn drop_size(&mut self, size: u64) {
+        if let Some(c) = self.sizes.get_mut(&size) {
+            *c -= 1;
+            if *c == 0 {
+                self.sizes.remove(&size);
+            }
+        }
+        self.free_bytes = self.free_bytes.saturating_sub(size);
+    }
+
+    /// Recomputes the free ranges touching `[lo, hi)` from the current segments and blocks.
+    fn recompute(&mut self, lo: u64, hi: u64) {
+        let (mut l, mut r) = (u128::from(lo), u128::from(hi));
+        // Free ranges touching or overlapping [lo, hi): the one before lo, then those starting up to hi.
+        let mut gone: Vec<u64> = Vec::new();
+        if let Some((&a, f)) = self.free.range(..lo).next_back() {
+            if u128::from(a) + u128::from(f.size_bytes) >= l {
+                gone.push(a);
+            }
+        }
+        gone.extend(self.free.range(lo..=hi).map(|(&a, _)| a));
+        for a in gone {
+            if let Some(f) = self.free.remove(&a) {
+                l = l.min(u128::from(f.addr));
+                r = r.max(u128::from(f.addr) + u128::from(f.size_bytes));
+                self.drop_size(f.size_bytes);
+            }
+        }
+        // Segments overlapping [l, r): the one holding l, then those starting inside.
+        let l64 = l.min(u128::from(u64::MAX)) as u64;
+        let r64 = r.min(u128::from(u64::MAX)) as u64;
+        let mut segs: Vec<(u64, u64, u32, u32)> = Vec::new();
+        if let Some((_, s)) = self.state.segments.range(..=l64).next_back() {
+            if u128::from(s.addr) + u128::from(s.size_bytes) > l {
+                segs.push((s.addr, s.size_bytes, s.stream, s.pool));
+            }
+        }
+        let first = segs.first().map(|s| s.0);
+        let more: Vec<(u64, u64, u32, u32)> =
+            self.state.segments.range(l64..r64).filter(|(&a, _)| Some(a) != first).map(|(_, s)| (s.addr, s.size_bytes, s.stream, s.pool)).collect();
+        segs.extend(more);
+        let mut found = Vec::new();
+        for (sa, ss, stream, pool) in segs {
+            let s_end = u128::from(sa) + u128::from(ss);
+            let cs = l.max(u128::from(sa));
+            let ce = r.min(s_end);
+            if cs >= ce {
+                continue;
+            }
+            // Cursor: the end of the last block of this segment that starts before cs.
+            let mut cursor = cs;
+            let cs64 = cs as u64;
+            if let Some((&ba, b)) = self.state.blocks.range(sa..cs64).next_back() {
+                cursor = cursor.max(u128::from(ba) + u128::from(b.size_bytes));
+            }
+            for (&ba, b) in self.state.blocks.range(cs64..) {
+                let ba128 = u128::from(ba);
+                if ba128 >= ce {
+                    break;
+                }
+                if ba128 > cursor {
+                    found.push(FreeRange { addr: cursor as u64, size_bytes: (ba128 - cursor) as u64, stream, pool });
+                }
+                cursor = cursor.max(ba128 + u128::from(b.size_bytes));
+            }
+            if ce > cursor {
+                found.push(FreeRange { addr: cursor as u64, size_bytes: (ce - cursor) as u64, stream, pool });
+            }
+        }
+        for f in found {
+            self.add_free(f);
+        }
+    }
+
+    /// Applies one trace entry.
+    pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        let end = |a: u64, s: u64| a.saturating_add(s);
+        match action {
+            Action::Alloc | Action::FreeCompleted | Action::Free => {
+                let before = self.state.blocks.get(&addr).map(|b| (b.size_bytes, b.requested_bytes));
+                self.state.apply(action, addr, size, stream, stack);
+                let after = self.state.blocks.get(&addr).map(|b| (b.size_bytes, b.requested_bytes));
+                self.allocated_bytes = self.allocated_bytes.saturating_sub(before.map_or(0, |b| b.1)).saturating_add(after.map_or(0, |b| b.1));
+                let extent = before.map_or(0, |b| b.0).max(after.map_or(0, |b| b.0)).max(if action == Action::Alloc { rounded_size(size) } else { 0 });
+                if before != after {
+                    self.recompute(addr, end(addr, extent));
+                }
+            }
+            Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap => {
+                let old = self.state.segments.get(&addr).map_or(0, |s| s.size_bytes);
+                self.state.apply(action, addr, size, stream, stack);
+                self.reserved_bytes = self.state.reserved_bytes();
+                self.recompute(addr, end(addr, size.max(old)));
+            }
+            _ => {}
+        }
+    }
+
+    /// Segment bytes.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reserved_bytes
+    }
+
+    /// Live requested bytes in blocks.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes
+    }
+
+    /// Free bytes inside segments.
+    pub fn free_bytes(&self) -> u64 {
+        self.free_bytes
+    }
+
+    /// Largest free block.
+    pub fn largest_free_bytes(&self) -> u64 {
+        self.sizes.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Current free ranges, by address.
+    pub fn free_ranges(&self) -> Vec<FreeRange> {
+        self.free.values().copied().collect()
+    }
+}
+
+/// The allocator's memory just after one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FragPoint {
+    /// Trace row (`None`: before the first entry).
+    pub row: Option<u32>,
+    /// Time of the row.
+    pub time_us: Option<i64>,
+    /// Segment bytes.
+    pub reserved_bytes: u64,
+    /// Live requested bytes in blocks.
+    pub allocated_bytes: u64,
+    /// Free bytes inside segments (rounded block sizes taken out).
+    pub free_bytes: u64,
+    /// Largest free block.
+    pub largest_free_bytes: u64,
+}
+
+impl FragPoint {
+    /// Reserved minus allocated (cached plus rounding).
+    pub fn unused_bytes(&self) -> u64 {
+        self.reserved_bytes.saturating_sub(self.allocated_bytes)
+    }
+
+    /// Share of free bytes outside the largest free block (0: one free block; near 1: shattered).
+    pub fn fragmentation(&self) -> f64 {
+        if self.free_bytes == 0 {
+            0.0
+        } else {
+            1.0 - self.largest_free_bytes as f64 / self.free_bytes as f64
+        }
+    }
+}
+
+/// Fragmentation over a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FragSeries {
+    /// Device index.
+    pub device: i64,
+    /// Entries in the trace.
+    pub entries: usize,
+    /// Sampled points: the state before the first entry, then for each bucket of entries the one
+    /// with the most reserved-but-unallocated bytes (ties: the first), then the last entry.
+    pub points: Vec<FragPoint>,
+    /// The moment with the most reserved-but-unallocated bytes.
+    pub max_unused: Option<FragPoint>,
+    /// The moment with the most free bytes outside the largest free block.
+    pub max_scattered: Option<FragPoint>,
+}
+
+/// Fragmentation after every entry of device `device_pos`, sampled to at most `max_points` points.
+pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usize) -> FragSeries {
+    let device = snap.devices.get(device_pos).map_or(0, |d| d.index);
+    let history = History::build(snap, device_pos);
+    let mut tr = FreeTracker::new(history.initial().clone());
+    let Some(dev) = snap.devices.get(device_pos) else {
+        return FragSeries { device, entries: 0, points: Vec::new(), max_unused: None, max_scattered: None };
+    };
+    let t = &dev.trace;
+    let n = t.len();
+    let point = |tr: &FreeTracker, row: Option<u32>| FragPoint {
+        row,
+        time_us: row.and_then(|r| t.time_us_at(r as usize)),
+        reserved_bytes: tr.reserved_bytes(),
+        allocated_bytes: tr.allocated_bytes(),
+        free_bytes: tr.free_bytes(),
+        largest_free_bytes: tr.largest_free_bytes(),
+    };
+    let first = point(&tr, None);
+    let mut points = vec![first];
+    let mut max_unused = first;
+    let mut max_scattered = first;
+    let buckets = max_points.saturating_sub(2).max(1);
+    let per = n.div_ceil(buckets).max(1);
+    let mut best: Option<FragPoint> = None;
+    for row in 0..n {
+        let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row)) else { continue };
+        tr.apply(a, addr, size, stream, stack);
+        let p = point(&tr, Some(row as u32));
+        if p.unused_bytes() > max_unused.unused_bytes() {
+            max_unused = p;
+        }
+        if p.free_bytes.saturating_sub(p.largest_free_bytes) > max_scattered.free_bytes.saturating_sub(max_scattered.largest_free_bytes) {
+            max_scattered = p;
+        }
+        if best.is_none_or(|b| p.unused_bytes() > b.unused_bytes()) {
+            best = Some(p);
+        }
+        if (row + 1) % per == 0 || row + 1 == n {
+            if let Some(b) = best.take() {
+                if row + 1 == n && b.row != p.row {
+                    points.push(b);
+                    points.push(p);
+                } else {
+                    points.push(b);
+                }
+            }
+        }
+    }
+    if max_points > 0 && points.len() > max_points {
+        points.truncate(max_points);
+    }
+    FragSeries { device, entries: n, points, max_unused: Some(max_unused), max_scattered: Some(max_scattered) }
+}
+
+fn point_json(p: &FragPoint) -> Value {
+    json!({
+        "entry": p.row,
+        "time_us": p.time_us,
+        "reserved_bytes": p.reserved_bytes,
+        "allocated_bytes": p.allocated_bytes,
+        "unused_bytes": p.unused_bytes(),
+        "free_bytes": p.free_bytes,
+        "largest_free_bytes": p.largest_free_bytes,
+        "fragmentation": p.fragmentation(),
+    })
+}
+
+impl FragSeries {
+    /// JSON for the page and `memviz fragmentation --json`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "device": self.device,
+            "entries": self.entries,
+            "max_unused": self.max_unused.as_ref().map(point_json),
+            "max_scattered": self.max_scattered.as_ref().map(point_json),
+            "points": self.points.iter().map(point_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// One line about the worst moment.
+    pub fn summary(&self) -> String {
+        match &self.max_unused {
+            Some(p) if p.reserved_bytes > 0 => format!(
+                "most reserved but unallocated: {} of {} reserved{} (free inside segments {}, largest free block {})",
+                size_text(p.unused_bytes()),
+                size_text(p.reserved_bytes),
+                p.row.map_or_else(|| " before the first entry".to_string(), |r| format!(" at entry {r}")),
+                size_text(p.free_bytes),
+                size_text(p.largest_free_bytes)
+            ),
+            _ => "no segments reserved".into(),
+        }
+    }
+}
+
+/// Reserved minus allocated at the peak of live bytes (for quick summaries).
+pub fn unused_at_peak(snap: &Snapshot, replay: &Replay) -> Option<FragPoint> {
+    let history = History::build(snap, replay.device_pos);
+    let st = history.state_after(snap, replay.peak_row.map(|r| r as usize));
+    let tr = FreeTracker::new(st);
+    Some(FragPoint {
+        row: replay.peak_row,
+        time_us: super::time_of_row(snap, replay.device_pos, replay.peak_row),
+        reserved_bytes: tr.reserved_bytes(),
+        allocated_bytes: tr.allocated_bytes(),
+        free_bytes: tr.free_bytes(),
+        largest_free_bytes: tr.largest_free_bytes(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::test_util::fixture;
+
+    fn sorted(mut v: Vec<FreeRange>) -> Vec<(u64, u64)> {
+        v.sort_by_key(|f| f.addr);
+        v.into_iter().map(|f| (f.addr, f.size_bytes)).collect()
+    }
+
+    #[test]
+    fn incremental_free_ranges_equal_recomputed_ones() {
+        for name in ["resnet50_fixed.pickle", "oom.pickle", "expandable_segments.pickle", "multistream.pickle", "growth_leak.pickle", "gpt_amp_annotated.pickle"] {
+            let Some(snap) = fixture(name) else { continue };
+            for pos in 0..snap.devices.len() {
+                let h = History::build(&snap, pos);
+                let mut tr = FreeTracker::new(h.initial().clone());
+                let t = &snap.devices[pos].trace;
+                let stride = (t.len() / 300).max(1);
+                for k in 0..t.len() {
+                    tr.apply(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k]);
+                    if k % stride == 0 || k + 1 == t.len() {
+                        let want = sorted(tr.state.free_ranges());
+                        assert_eq!(sorted(tr.free_ranges()), want, "{name} after entry {k}");
+                        assert_eq!(tr.largest_free_bytes(), want.iter().map(|x| x.1).max().unwrap_or(0), "{name} {k}");
+                        assert_eq!(tr.allocated_bytes(), tr.state.allocated_bytes(), "{name} {k}");
+                        assert_eq!(tr.reserved_bytes(), tr.state.reserved_bytes(), "{name} {k}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn series_is_sampled() {
+        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let s = fragmentation_series(&snap, 0, 100);
+        assert!(s.points.len() <= 100 && s.points.len() > 50, "{}", s.points.len());
+        assert!(s.points.windows(2).all(|w| w[0].row < w[1].row || w[0].row.is_none()));
+    }
+}
