@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use memviz_core::{info, reference, Snapshot};
 
+mod analysis_cmds;
 mod info_text;
 
 /// Viewer and command line for PyTorch CUDA memory snapshots.
@@ -40,6 +41,109 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// What is live at a moment (default: the peak), by source line, by stack and as a tree.
+    Live {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// `peak`, `start`, `end`, or an entry number (the state just after that entry).
+        #[arg(long, default_value = "peak")]
+        at: String,
+        /// Device index (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Lines and stacks listed.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
+    /// Iterations, memory growth, memory kept from one iteration into the next, out-of-memory events.
+    Insights {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Device index (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Explains each out-of-memory event: request, free memory, fragmentation, holders, what to try.
+    Oom {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Device index (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reserved minus allocated, free memory in segments and the largest free block over time.
+    Fragmentation {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Device index (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Most points in the series.
+        #[arg(long, default_value_t = 200)]
+        points: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compares two snapshots: aligned curves and live bytes per stack at matched moments.
+    Compare {
+        /// Snapshot A.
+        a: String,
+        /// Snapshot B.
+        b: String,
+        /// Device index in both (default: each file's device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Differences listed per direction and moment.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Match stacks by the whole stack or by source line.
+        #[arg(long, value_enum, default_value = "stack")]
+        by: analysis_cmds::CompareBy,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Memory by category: a profiler memory timeline (.json, .json.gz) or categories inferred from a snapshot.
+    Categories {
+        /// Profiler `export_memory_timeline` output or a snapshot; `-` for standard input.
+        file: String,
+        /// Device index for snapshots (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Most points in the timeline.
+        #[arg(long, default_value_t = 500)]
+        points: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack).
+    Export {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: analysis_cmds::ExportFormat,
+        /// `peak`, `start`, `end`, or an entry number.
+        #[arg(long, default_value = "peak")]
+        at: String,
+        /// Device index (default: the device with the longest trace).
+        #[arg(long)]
+        device: Option<i64>,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<String>,
     },
 }
 
@@ -76,6 +180,19 @@ fn run(cli: Cli) -> Result<String, String> {
             let snap = load(&file)?;
             let i = info::info(&snap);
             Ok(if json { info_text::json(&i) } else { info_text::text(&file, &i) })
+        }
+        Command::Live { file, at, device, json, top } => analysis_cmds::live(&file, &load(&file)?, &at, device, json, top),
+        Command::Insights { file, device, json } => analysis_cmds::insights(&file, &load(&file)?, device, json),
+        Command::Oom { file, device, json } => analysis_cmds::oom(&file, &load(&file)?, device, json),
+        Command::Fragmentation { file, device, points, json } => analysis_cmds::fragmentation(&file, &load(&file)?, device, points, json),
+        Command::Compare { a, b, device, top, by, json } => analysis_cmds::compare(&a, &load(&a)?, &b, &load(&b)?, device, top, by, json),
+        Command::Categories { file, device, points, json } => analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json),
+        Command::Export { file, format, at, device, output } => {
+            let text = analysis_cmds::export(&file, &load(&file)?, &at, device, format)?;
+            match output {
+                Some(path) => std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}")),
+                None => Ok(text),
+            }
         }
     }
 }

@@ -289,9 +289,10 @@ fn stack_is_optimizer(snap: &Snapshot, stack: u32) -> bool {
 /// - each iteration's backward starts at its first allocation made by autograd (`_make_grads`,
 ///   the autograd engine, or a region named like `backward`); before it: activation when still
 ///   live when backward starts, else temporary;
-/// - from backward on: gradient when the size is a parameter's and it is still live when the
-///   optimizer step starts (the iteration's end without one), else temporary when freed within
-///   the iteration, else unknown;
+/// - from backward on: gradient when the size is a parameter's (the sizes of the optimizer's
+///   persistent state, else of the tensors live since before the trace) and it is still live
+///   when the optimizer step starts (the iteration's end without one), else temporary when freed
+///   within the iteration, else unknown;
 /// - iterations without a backward: activation when still live at the iteration's end, else
 ///   temporary; outside iterations: unknown.
 pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usize) -> SnapshotCategories {
@@ -316,8 +317,27 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         notes.push("categories recorded in the snapshot (profile_plot)".into());
     } else {
         names = CATEGORY_NAMES.iter().map(|s| s.to_string()).collect();
-        let param_sizes: HashSet<u64> = replay.lives.iter().filter(|l| l.alloc_row.is_none() && l.free_row.is_none()).map(|l| l.size_bytes).collect();
         let mut optim: HashMap<u32, bool> = HashMap::new();
+        let mut is_opt = |l: &super::Life| l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || *optim.entry(l.stack).or_insert_with_key(|&s| stack_is_optimizer(snap, s));
+        // Parameter sizes: those of the optimizer's persistent state, else of what was live before the trace.
+        let mut param_sizes: HashSet<u64> = HashSet::new();
+        let mut opt_flags = vec![false; replay.lives.len()];
+        for (e, l) in replay.lives.iter().enumerate() {
+            let o = is_opt(l);
+            if let Some(slot) = opt_flags.get_mut(e) {
+                *slot = o;
+            }
+            if let (true, Some(a)) = (o, l.alloc_row) {
+                let end = its.of_row(a).and_then(|k| its.list.get(k)).map_or(a, |it| it.end_row);
+                if l.free_row.is_none_or(|f| f >= end) {
+                    param_sizes.insert(l.size_bytes);
+                }
+            }
+        }
+        let from_optimizer = !param_sizes.is_empty();
+        if !from_optimizer {
+            param_sizes = replay.lives.iter().filter(|l| l.alloc_row.is_none() && l.free_row.is_none()).map(|l| l.size_bytes).collect();
+        }
         let mut backward: HashMap<u32, bool> = HashMap::new();
         // Backward start per iteration.
         let bw_regions: Vec<u32> = {
@@ -360,7 +380,7 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
                 Some(a) => {
                     let k = its.of_row(a);
                     let it = k.and_then(|k| its.list.get(k));
-                    let is_opt = its.in_optimizer(a) || *optim.entry(l.stack).or_insert_with_key(|&s| stack_is_optimizer(snap, s));
+                    let is_opt = opt_flags.get(e).copied().unwrap_or(false);
                     match (k, it) {
                         _ if is_opt => {
                             let end = it.map_or(a, |i| i.end_row);
@@ -379,8 +399,9 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
                                 }
                             }
                             Some(_) => {
-                                let due = opt_start_in(k).unwrap_or(it.end_row.saturating_sub(1));
-                                if param_sizes.contains(&l.size_bytes) && l.free_row.is_none_or(|f| f > due) {
+                                // Still live when the optimizer step starts (or the iteration ends).
+                                let due = opt_start_in(k).unwrap_or(it.end_row);
+                                if param_sizes.contains(&l.size_bytes) && l.free_row.is_none_or(|f| f >= due) {
                                     Category::Gradient
                                 } else if l.free_row.is_some_and(|f| f < it.end_row) {
                                     Category::Temporary
@@ -408,36 +429,60 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         if its.list.is_empty() {
             notes.push("no iterations found: allocations made during the trace are unknown".into());
         }
-        if param_sizes.is_empty() {
-            notes.push("nothing was live before the trace: no parameter sizes to recognise gradients by".into());
+        if from_optimizer {
+            notes.push("gradients recognised by the sizes of the optimizer's state tensors".into());
+        } else if param_sizes.is_empty() {
+            notes.push("no optimizer state and nothing live before the trace: no parameter sizes to recognise gradients by".into());
+        } else {
+            notes.push("gradients recognised by the sizes of tensors live since before the trace".into());
         }
     }
-    // Bytes per category after every row, then sampled.
+    // Bytes per category after every row, sampled on the fly: for each slice of rows, the row
+    // with the highest total (memory stays proportional to the points kept).
     let n = replay.rows;
-    let mut delta: Vec<Vec<(usize, i128)>> = vec![Vec::new(); n];
+    let mut offsets = vec![0u32; n + 1];
     let mut cur = [0i128; 8];
     for (l, &c) in replay.lives.iter().zip(&per_element) {
-        let ci = c as usize;
         match l.alloc_row {
             None => {
-                if let Some(x) = cur.get_mut(ci) {
+                if let Some(x) = cur.get_mut(c as usize) {
                     *x += i128::from(l.size_bytes);
                 }
             }
             Some(a) => {
-                if let Some(d) = delta.get_mut(a as usize) {
-                    d.push((ci, i128::from(l.size_bytes)));
+                if let Some(o) = offsets.get_mut(a as usize + 1) {
+                    *o += 1;
                 }
             }
         }
-        if let Some(f) = l.free_row {
-            if let Some(d) = delta.get_mut(f as usize) {
-                d.push((ci, -i128::from(l.size_bytes)));
+        if let Some(o) = l.free_row.and_then(|f| offsets.get_mut(f as usize + 1)) {
+            *o += 1;
+        }
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut fill = offsets.clone();
+    // (category, freed, bytes): 16 bytes an event.
+    let mut events: Vec<(u8, bool, u64)> = vec![(0, false, 0); offsets.last().copied().unwrap_or(0) as usize];
+    for (l, &c) in replay.lives.iter().zip(&per_element) {
+        let mut put = |row: u32, freed: bool| {
+            if let Some(slot) = fill.get_mut(row as usize) {
+                if let Some(e) = events.get_mut(*slot as usize) {
+                    *e = (c as u8, freed, l.size_bytes);
+                }
+                *slot += 1;
             }
+        };
+        if let Some(a) = l.alloc_row {
+            put(a, false);
+        }
+        if let Some(f) = l.free_row {
+            put(f, true);
         }
     }
     let snapshot = |cur: &[i128; 8]| -> Vec<u64> { cur.iter().map(|&x| x.clamp(0, i128::from(u64::MAX)) as u64).collect() };
-    let mut full = CategoryTimeline {
+    let mut timeline = CategoryTimeline {
         categories: names,
         times_us: vec![None],
         rows: vec![None],
@@ -445,26 +490,41 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         inferred: !recorded,
         source: if recorded { "snapshot (profile_plot categories)".into() } else { "inferred from the snapshot".into() },
     };
-    let mut at_peak = Vec::new();
-    for (row, d) in delta.iter().enumerate() {
-        for &(ci, x) in d {
-            if let Some(c) = cur.get_mut(ci) {
-                *c += x;
+    let mut at_peak: Vec<(Category, u64)> = Category::ALL.iter().zip(snapshot(&cur)).map(|(&c, b)| (c, b)).collect();
+    let buckets = max_points.max(3) - 2;
+    let per = n.div_ceil(buckets).max(1);
+    let mut best: Option<(u64, u32, Vec<u64>)> = None;
+    for row in 0..n {
+        let (a, b) = (offsets.get(row).copied().unwrap_or(0) as usize, offsets.get(row + 1).copied().unwrap_or(0) as usize);
+        for &(ci, freed, size) in events.get(a..b).unwrap_or(&[]) {
+            if let Some(x) = cur.get_mut(ci as usize) {
+                *x += if freed { -i128::from(size) } else { i128::from(size) };
             }
         }
-        full.times_us.push(t.and_then(|t| t.time_us_at(row)));
-        full.rows.push(Some(row as u32));
-        full.bytes.push(snapshot(&cur));
+        let now = snapshot(&cur);
+        let total = now.iter().fold(0u64, |s, &x| s.saturating_add(x));
         if Some(row as u32) == replay.peak_row {
-            at_peak = Category::ALL.iter().zip(snapshot(&cur)).map(|(&c, b)| (c, b)).collect();
+            at_peak = Category::ALL.iter().zip(now.iter().copied()).map(|(&c, b)| (c, b)).collect();
+        }
+        let last = row + 1 == n;
+        if best.as_ref().is_none_or(|b| total > b.0) {
+            best = Some((total, row as u32, now.clone()));
+        }
+        if (row + 1) % per == 0 || last {
+            if let Some((_, r, v)) = best.take() {
+                let is_last = r as usize + 1 == n;
+                timeline.times_us.push(t.and_then(|t| t.time_us_at(r as usize)));
+                timeline.rows.push(Some(r));
+                timeline.bytes.push(v);
+                if last && !is_last {
+                    timeline.times_us.push(t.and_then(|t| t.time_us_at(row)));
+                    timeline.rows.push(Some(row as u32));
+                    timeline.bytes.push(now);
+                }
+            }
         }
     }
-    if replay.peak_row.is_none() {
-        if let Some(first) = full.bytes.first() {
-            at_peak = Category::ALL.iter().zip(first.iter().copied()).map(|(&c, b)| (c, b)).collect();
-        }
-    }
-    SnapshotCategories { per_element, timeline: full.downsample(max_points), at_peak, notes }
+    SnapshotCategories { per_element, timeline, at_peak, notes }
 }
 
 /// [`infer`] with iterations found from the snapshot.
@@ -488,11 +548,12 @@ impl SnapshotCategories {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::{fixture, fixture_path};
 
-    // Figures from tests/gen/verify_categories.py.
+    // Figures from: python3 tests/gen/verify_categories.py ../shared/fixtures/resnet50_profile.timeline.json.gz
     #[test]
     fn profiler_timeline_json_and_gz_agree() {
         let (Some(a), Some(b)) = (fixture_path("resnet50_profile.timeline.json"), fixture_path("resnet50_profile.timeline.json.gz")) else { return };
@@ -502,9 +563,34 @@ mod tests {
         assert_eq!(ta.categories.len(), 8);
         assert_eq!(ta.bytes.len(), 7834);
         assert!(!ta.inferred);
+        assert_eq!(ta.peak(), Some((2551, 415_178_728)));
+        assert_eq!(ta.times_us[2551], Some(1_795_967_804_567_671));
+        assert_eq!(ta.bytes[2551], vec![102_440_608, 105_115_648, 606_112, 0, 70_457_344, 91_183_104, 1_204_224, 44_171_688]);
         let d = ta.downsample(100);
         assert!(d.bytes.len() <= 100);
         assert_eq!(d.peak().map(|p| p.1), ta.peak().map(|p| p.1));
+    }
+
+    fn at_peak(name: &str) -> Option<Vec<u64>> {
+        let snap = fixture(name)?;
+        let c = infer_categories(&snap, 0, 200);
+        assert!(c.timeline.inferred);
+        assert!(c.timeline.bytes.len() <= 200);
+        Some(c.at_peak.iter().map(|x| x.1).collect())
+    }
+
+    // python3 tests/gen/verify_categories.py ../shared/fixtures/resnet50_fixed.pickle (and _buggy)
+    #[test]
+    fn inferred_categories_at_the_peak() {
+        if let Some(v) = at_peak("resnet50_fixed.pickle") {
+            assert_eq!(v, vec![137_650_152, 102_228_128, 0, 11_821_060, 69_109_156, 89_348_000, 0, 33_554_432]);
+        }
+        if let Some(v) = at_peak("resnet50_buggy.pickle") {
+            assert_eq!(v, vec![137_650_152, 102_228_128, 0, 10_057_732, 84_491_684, 102_228_128, 0, 33_554_432]);
+        }
+        if let Some(v) = at_peak("gpt_amp_annotated.pickle") {
+            assert_eq!(v, vec![368_450_624, 736_835_584, 0, 1_048_576_004, 1_645_609_060, 0, 0, 33_554_432]);
+        }
     }
 
     #[test]
@@ -514,6 +600,6 @@ mod tests {
         assert!(read_profiler_timeline(b"[[1,2],[[0,1]]]").is_err());
         let raw = read_profiler_timeline(b"[[-1,1,100,0],[5000,2,50,4],[9000,4,-50,4]]").expect("raw");
         assert_eq!(raw.bytes.last().map(|r| r[0]), Some(100));
-        assert_eq!(raw.times_us, vec![Some(5), Some(5), Some(9)]);
+        assert_eq!(raw.times_us, vec![Some(5), Some(9)]);
     }
 }

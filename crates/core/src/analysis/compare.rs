@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::growth::{find_iterations, Iterations};
-use super::{frame_label, is_source_frame, site_label, visible_frames, Replay, NO_FRAMES_LABEL};
+use super::{frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
 use crate::snapshot::Snapshot;
 
 /// How stacks of the two files are matched.
@@ -151,7 +151,11 @@ pub fn stack_key(snap: &Snapshot, stack: u32, mode: KeyMode) -> String {
 fn by_key(snap: &Snapshot, replay: &Replay, row: Option<u32>, mode: KeyMode, cache: &mut HashMap<u32, (String, String)>) -> HashMap<String, (String, u64, usize)> {
     let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
     for l in replay.lives.iter().filter(|l| l.live_after(row)) {
-        let (k, s) = cache.entry(l.stack).or_insert_with(|| (stack_key(snap, l.stack, mode), site_label(snap, l.stack))).clone();
+        let (k, s) = if is_unrecorded(l) {
+            (BEFORE_TRACE_LABEL.to_string(), BEFORE_TRACE_LABEL.to_string())
+        } else {
+            cache.entry(l.stack).or_insert_with(|| (stack_key(snap, l.stack, mode), site_label(snap, l.stack))).clone()
+        };
         let e = out.entry(k).or_insert((s, 0, 0));
         e.1 = e.1.saturating_add(l.size_bytes);
         e.2 += 1;
@@ -289,23 +293,50 @@ impl Comparison {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
 
-    // Figures from tests/gen/verify_compare.py.
+    // Figures from: python3 tests/gen/verify_compare.py ../shared/fixtures/resnet50_fixed.pickle ../shared/fixtures/resnet50_buggy.pickle
     #[test]
     fn buggy_against_fixed() {
         let (Some(a), Some(b)) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle")) else { return };
-        let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, ..CompareOptions::default() });
+        let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, top: 0, ..CompareOptions::default() });
         assert_eq!(c.alignment, Alignment::Iterations { a: 5, b: 5 });
         assert_eq!(c.a_peak, (443_710_928, Some(3133)));
         assert_eq!(c.b_peak, (470_210_256, Some(2302)));
         let p = &c.points[0];
-        assert_eq!((p.a_bytes, p.b_bytes), (443_710_928, 470_210_256));
+        assert_eq!((p.label.as_str(), p.a_bytes, p.b_bytes), ("peak", 443_710_928, 470_210_256));
         let total: i128 = p.more_in_b.iter().chain(&p.more_in_a).map(StackDiff::delta).sum();
-        let _ = total;
-        assert!(p.more_in_b.first().is_some_and(|d| d.key == NO_FRAMES_LABEL));
+        assert_eq!(total, 26_499_328);
+        let b3: Vec<(&str, u64, usize, u64, usize)> = p.more_in_b.iter().take(3).map(|d| (d.key.as_str(), d.a_bytes, d.a_count, d.b_bytes, d.b_count)).collect();
+        assert_eq!(
+            b3,
+            vec![
+                (NO_FRAMES_LABEL, 0, 0, 145_840_288, 167),
+                ("torch/nn/modules/conv.py:548 (_conv_forward)", 36_126_720, 29, 43_954_176, 51),
+                ("torch/nn/functional.py:2846 (batch_norm)", 30_569_984, 84, 38_125_056, 149),
+            ]
+        );
+        let a2: Vec<(&str, i128)> = p.more_in_a.iter().take(2).map(|d| (d.key.as_str(), d.delta())).collect();
+        assert_eq!(
+            a2,
+            vec![("torch::autograd::generated::ConvolutionBackward0_apply_functional", -91_820_032), ("torch::autograd::generated::details::mm_mat1_backward", -33_554_432)]
+        );
+        assert_eq!(c.points.len(), 1 + 5 + 1);
         assert_eq!(c.curve.len(), 500);
+        // Curves reach each trace's peak.
+        assert_eq!(c.curve.iter().map(|p| p.a_bytes).max(), Some(443_710_928));
+        assert_eq!(c.curve.iter().map(|p| p.b_bytes).max(), Some(470_210_256));
+    }
+
+    #[test]
+    fn without_iterations_by_proportion() {
+        let (Some(a), Some(b)) = (fixture("oom.pickle"), fixture("multistream.pickle")) else { return };
+        let c = compare(&a, 0, &b, 0, CompareOptions { points: 40, ..CompareOptions::default() });
+        assert_eq!(c.alignment, Alignment::Proportion);
+        assert_eq!(c.curve.len(), 40);
+        assert_eq!(c.points.len(), 2);
     }
 }

@@ -6,7 +6,7 @@
 //! multiset of their sizes; each entry recomputes only the free ranges around the address range
 //! it touches, so a whole trace costs O(n log n), not O(events × segments).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
@@ -121,16 +121,26 @@ impl FreeTracker {
         }
     }
 
-    /// Applies one trace entry.
+    /// Applies one trace entry (an alloc's block gets the rounded requested size).
     pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        self.apply_sized(action, addr, size, stream, stack, None);
+    }
+
+    /// Applies one trace entry; `block_bytes` is the allocator's real block size of an alloc when
+    /// known (from the final segments, for allocations still live there).
+    pub fn apply_sized(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32, block_bytes: Option<u64>) {
         let end = |a: u64, s: u64| a.saturating_add(s);
         match action {
             Action::Alloc | Action::FreeCompleted | Action::Free => {
                 let before = self.state.blocks.get(&addr).map(|b| (b.size_bytes, b.requested_bytes));
                 self.state.apply(action, addr, size, stream, stack);
+                if let (Action::Alloc, Some(real), Some(b)) = (action, block_bytes, self.state.blocks.get_mut(&addr)) {
+                    b.size_bytes = real;
+                }
                 let after = self.state.blocks.get(&addr).map(|b| (b.size_bytes, b.requested_bytes));
                 self.allocated_bytes = self.allocated_bytes.saturating_sub(before.map_or(0, |b| b.1)).saturating_add(after.map_or(0, |b| b.1));
                 let extent = before.map_or(0, |b| b.0).max(after.map_or(0, |b| b.0)).max(if action == Action::Alloc { rounded_size(size) } else { 0 });
+                let extent = extent.max(block_bytes.unwrap_or(0));
                 if before != after {
                     self.recompute(addr, end(addr, extent));
                 }
@@ -230,6 +240,7 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
     };
     let t = &dev.trace;
     let n = t.len();
+    let real = final_block_sizes(snap, device_pos);
     let point = |tr: &FreeTracker, row: Option<u32>| FragPoint {
         row,
         time_us: row.and_then(|r| t.time_us_at(r as usize)),
@@ -247,7 +258,7 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
     let mut best: Option<FragPoint> = None;
     for row in 0..n {
         let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row)) else { continue };
-        tr.apply(a, addr, size, stream, stack);
+        tr.apply_sized(a, addr, size, stream, stack, real.get(&(row as u32)).copied());
         let p = point(&tr, Some(row as u32));
         if p.unused_bytes() > max_unused.unused_bytes() {
             max_unused = p;
@@ -273,6 +284,34 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
         points.truncate(max_points);
     }
     FragSeries { device, entries: n, points, max_unused: Some(max_unused), max_scattered: Some(max_scattered) }
+}
+
+/// Real block sizes of the allocs whose blocks are still live in the final segments, by alloc
+/// row: the same block sizes [`History`] gives when it undoes the trace from the final state.
+pub fn final_block_sizes(snap: &Snapshot, device_pos: usize) -> HashMap<u32, u64> {
+    let mut out = HashMap::new();
+    let Some(dev) = snap.devices.get(device_pos) else { return out };
+    let t = &dev.trace;
+    let mut open: HashMap<u64, u32> = HashMap::new();
+    for row in 0..t.len() {
+        let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
+        match a {
+            Action::Alloc => {
+                open.insert(addr, row as u32);
+            }
+            Action::FreeCompleted | Action::Free => {
+                open.remove(&addr);
+            }
+            _ => {}
+        }
+    }
+    let fin = AllocatorState::from_snapshot(snap, device_pos);
+    for (addr, row) in open {
+        if let Some(b) = fin.blocks.get(&addr) {
+            out.insert(row, b.size_bytes);
+        }
+    }
+    out
 }
 
 fn point_json(p: &FragPoint) -> Value {
@@ -332,6 +371,7 @@ pub fn unused_at_peak(snap: &Snapshot, replay: &Replay) -> Option<FragPoint> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
@@ -361,6 +401,49 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// With real block sizes for the allocations still live at the end, the forward replay gives
+    /// the same free ranges as the backward one of `History::state_after`.
+    #[test]
+    fn forward_replay_equals_history() {
+        for name in ["resnet50_fixed.pickle", "oom.pickle", "expandable_segments.pickle", "multistream.pickle"] {
+            let Some(snap) = fixture(name) else { continue };
+            let h = History::build(&snap, 0);
+            let real = final_block_sizes(&snap, 0);
+            let mut tr = FreeTracker::new(h.initial().clone());
+            let t = &snap.devices[0].trace;
+            let stride = (t.len() / 40).max(1);
+            for k in 0..t.len() {
+                tr.apply_sized(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k], real.get(&(k as u32)).copied());
+                if k % stride == 0 || k + 1 == t.len() {
+                    let want = h.state_after(&snap, Some(k));
+                    assert_eq!(sorted(tr.free_ranges()), sorted(want.normalized().free_ranges()), "{name} after entry {k}");
+                }
+            }
+        }
+    }
+
+    // Figures from: python3 tests/gen/verify_fragmentation.py ../shared/fixtures/resnet50_fixed.pickle 369 3399 4180
+    // and ... oom.pickle 36 45
+    #[test]
+    fn verified_points() {
+        if let Some(snap) = fixture("resnet50_fixed.pickle") {
+            let s = fragmentation_series(&snap, 0, 100_000);
+            let at = |r: u32| s.points.iter().find(|p| p.row == Some(r)).map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes));
+            assert_eq!(at(369), Some((287_309_824, 223_186_224, 64_084_480, 33_554_432)));
+            assert_eq!(at(3399), Some((478_150_656, 428_490_192, 46_733_824, 12_582_912)));
+            assert_eq!(at(4180), Some((478_150_656, 273_436_712, 201_792_000, 20_971_520)));
+            let m = s.max_unused.expect("max");
+            assert_eq!((m.row, m.unused_bytes()), (Some(4180), 204_713_944));
+        }
+        if let Some(snap) = fixture("oom.pickle") {
+            let s = fragmentation_series(&snap, 0, 1000);
+            let at = |r: u32| s.points.iter().find(|p| p.row == Some(r)).map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes));
+            assert_eq!(at(36), Some((2_730_491_904, 1_852_844_522, 876_256_256, 413_138_944)));
+            assert_eq!(at(45), Some((2_751_463_424, 2_740_593_636, 9_246_208, 2_059_264)));
+            assert_eq!(s.max_unused.map(|m| (m.row, m.unused_bytes())), Some((Some(36), 877_647_382)));
         }
     }
 

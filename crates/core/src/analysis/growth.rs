@@ -83,7 +83,7 @@ pub struct Iterations {
     pub source: Option<BoundarySource>,
     /// The iterations, in order.
     pub list: Vec<Iteration>,
-    /// Rows `[a, b)` inside `Optimizer.step` regions.
+    /// Rows `[a, b)` inside `Optimizer.step` regions (empty when a step made no entry).
     pub optimizer_windows: Vec<(u32, u32)>,
 }
 
@@ -194,7 +194,8 @@ fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option
                 let e = f.ends.iter().copied().find(|&e| e >= *s).or_else(|| f.ends.get(i).copied());
                 let a = idx.row_at(*s, false);
                 let b = e.map_or(idx.rows, |e| idx.row_at(e, true));
-                if a < b {
+                // Empty windows (steps that allocate nothing) still mark where a step began.
+                if a <= b {
                     windows.push((a, b));
                 }
             }
@@ -588,7 +589,7 @@ pub fn carry_over(snap: &Snapshot, replay: &Replay, its: &Iterations, growing: &
     let optimizer = |l: &super::Life| l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || optim_stacks.get(&l.stack).copied().unwrap_or(false);
     // Reference sizes: the optimizer's persistent state, else what was live before the trace.
     let mut reference: HashMap<u64, usize> = HashMap::new();
-    let mut reference_name = "optimizer state";
+    let mut reference_name = "optimizer state tensors";
     for l in &replay.lives {
         let Some(a) = l.alloc_row else { continue };
         if !optimizer(l) {
@@ -688,7 +689,7 @@ fn make_carry(
     let live_at_peaks_of: Vec<usize> = list.iter().skip(k + 1).filter(|it| last_alloc <= it.peak_row && it.peak_row < first_free).map(|it| it.index).collect();
     let mut sites: HashMap<String, (u64, usize)> = HashMap::new();
     for l in &lives {
-        let s = sites.entry(site_label(snap, l.stack)).or_default();
+        let s = sites.entry(super::life_site_label(snap, l)).or_default();
         s.0 = s.0.saturating_add(l.size_bytes);
         s.1 += 1;
     }
@@ -707,6 +708,15 @@ fn make_carry(
         sites,
         kept_to_end: lives.iter().filter(|l| l.never_freed()).count(),
         elements,
+    }
+}
+
+/// `1 allocation`, `3 allocations`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }
 
@@ -778,7 +788,8 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             elements,
         });
     }
-    for c in carry.iter().filter(|c| c.kind == CarryKind::Gradients && c.bytes >= threshold) {
+    let grads: Vec<&CarryOver> = carry.iter().filter(|c| c.kind == CarryKind::Gradients && c.bytes >= threshold).collect();
+    if let Some(&c) = grads.first() {
         let from = list.get(c.from_iteration);
         let mut details = vec![format!(
             "{} allocations ({}) made in iteration {} (entries {}..{}) are still live at the peak of {}{}",
@@ -810,8 +821,22 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
                 ));
             }
         }
-        if let Some(f) = from {
-            details.push(format!("peak of iteration {} (before they existed): {} at entry {}", f.index + 1, size_text(f.peak_bytes), f.peak_row));
+        if let Some((row, bytes)) = from.and_then(|f| replay.peak_between(f.start_row, c.alloc_rows.0)) {
+            details.push(format!(
+                "for comparison, iteration {} peaked at {} (entry {}) before the first of them was allocated",
+                c.from_iteration + 1,
+                size_text(bytes),
+                row
+            ));
+        }
+        if grads.len() > 1 {
+            let more: Vec<String> = grads.iter().skip(1).take(8).map(|g| (g.from_iteration + 1).to_string()).collect();
+            details.push(format!(
+                "the same happens after {} more iterations ({}{})",
+                grads.len() - 1,
+                more.join(", "),
+                if grads.len() > 9 { ", ..." } else { "" }
+            ));
         }
         findings.push(Finding {
             problem: true,
@@ -828,7 +853,7 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
                 "If gradients are accumulated across iterations on purpose, this memory is expected.".into(),
             ],
             bytes: c.bytes,
-            elements: c.elements.clone(),
+            elements: grads.iter().flat_map(|g| g.elements.iter().copied()).collect(),
         });
     }
     let held: Vec<&CarryOver> = carry.iter().filter(|c| c.kind == CarryKind::HeldOver && c.bytes >= threshold).collect();
@@ -839,9 +864,9 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             .take(5)
             .map(|c| {
                 format!(
-                    "{} ({} allocations) from iteration {} live at the peak of iteration {}, mostly {}",
+                    "{} ({}) from iteration {} live at the peak of iteration {}, mostly {}",
                     size_text(c.bytes),
-                    c.count,
+                    plural(c.count, "allocation"),
                     c.from_iteration + 1,
                     c.from_iteration + 2,
                     c.sites.first().map_or("", |s| s.0.as_str())
@@ -864,19 +889,23 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
         });
     }
     for kind in [CarryKind::OptimizerState, CarryKind::AllocatedOnce] {
-        for c in carry.iter().filter(|c| c.kind == kind && c.kept_to_end * 2 >= c.count && c.bytes >= (1 << 20)) {
+        let all: Vec<&CarryOver> = carry.iter().filter(|c| c.kind == kind && c.bytes >= (1 << 20)).collect();
+        if let Some(&c) = all.first() {
             let (title, why) = match kind {
                 CarryKind::OptimizerState => (
-                    format!("Optimizer state: {} ({} tensors) allocated in iteration {} and kept (expected)", size_text(c.bytes), c.count, c.from_iteration + 1),
+                    format!("Optimizer state: {} ({}) allocated in iteration {} and kept (expected)", size_text(c.bytes), plural(c.count, "tensor"), c.from_iteration + 1),
                     "allocated by the optimizer (momentum buffers, Adam moments) on its first step; its size stays the same afterwards",
                 ),
                 _ => (
-                    format!("Allocated once in iteration {} and kept: {} ({} allocations, expected)", c.from_iteration + 1, size_text(c.bytes), c.count),
+                    format!("Allocated once in iteration {} and kept: {} ({}, expected)", c.from_iteration + 1, size_text(c.bytes), plural(c.count, "allocation")),
                     "state created on first use (library workspaces such as cuBLAS's, caches) that later iterations reuse",
                 ),
             };
             let mut details = vec![why.to_string()];
-            details.extend(c.sites.iter().take(3).map(|(s, b, n)| format!("{} in {} allocations from {}", size_text(*b), n, s)));
+            details.extend(c.sites.iter().take(3).map(|(s, b, n)| format!("{} in {} from {}", size_text(*b), plural(*n, "allocation"), s)));
+            if all.len() > 1 {
+                details.push(format!("allocated afresh {} more times (the state was freed in between)", all.len() - 1));
+            }
             findings.push(Finding { problem: false, kind: c.kind.name(), title, details, suggestions: Vec::new(), bytes: c.bytes, elements: c.elements.clone() });
         }
     }
@@ -890,10 +919,15 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             problem: false,
             kind: "steady",
             title: format!("No growth and nothing carried into the next forward pass across {} iterations ({src})", list.len()),
-            details: vec![format!(
-                "peaks per iteration: {}",
-                list.iter().map(|i| size_text(i.peak_bytes)).collect::<Vec<_>>().join(", ")
-            )],
+            details: vec![if list.len() <= 8 {
+                format!("peaks per iteration: {}", list.iter().map(|i| size_text(i.peak_bytes)).collect::<Vec<_>>().join(", "))
+            } else {
+                format!(
+                    "peaks per iteration from {} to {}",
+                    size_text(list.iter().map(|i| i.peak_bytes).min().unwrap_or(0)),
+                    size_text(list.iter().map(|i| i.peak_bytes).max().unwrap_or(0))
+                )
+            }],
             suggestions: Vec::new(),
             bytes: 0,
             elements: Vec::new(),
@@ -997,6 +1031,7 @@ impl Insights {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
@@ -1006,6 +1041,108 @@ mod tests {
         assert_eq!(family_of("ProfilerStep#12"), ("ProfilerStep#N".into(), true));
         assert_eq!(family_of("## step 3 ##"), ("## step N ##".into(), true));
         assert_eq!(family_of("Optimizer.step#SGD.step"), ("Optimizer.step#SGD.step".into(), false));
+    }
+
+    fn problems(i: &Insights) -> Vec<&'static str> {
+        i.findings.iter().filter(|f| f.problem).map(|f| f.kind).collect()
+    }
+
+    // Figures from: python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_buggy.pickle
+    #[test]
+    fn buggy_resnet_keeps_its_gradients() {
+        let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
+        let i = insights(&snap, 0);
+        assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "Optimizer.step#SGD.step".into(), edge: Edge::End }));
+        let rows: Vec<(u32, u32, u32, u64)> = i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_row, it.peak_bytes)).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0, 1846, 1845, 375_664_840),
+                (1846, 3867, 2302, 470_210_256),
+                (3867, 5868, 4303, 470_210_256),
+                (5868, 7869, 6304, 470_210_256),
+                (7869, 9870, 8305, 470_210_256)
+            ]
+        );
+        assert_eq!(problems(&i), vec!["gradients"]);
+        let g = i.carry_over.iter().find(|c| c.kind == CarryKind::Gradients).expect("gradients");
+        assert_eq!((g.count, g.bytes, g.alloc_rows, g.without_frames, g.size_matches), (161, 102_228_128, (371, 1673), 161, 161));
+        assert_eq!(g.live_at_peaks_of, vec![1, 2, 3, 4]);
+        let once = i.carry_over.iter().find(|c| c.kind == CarryKind::AllocatedOnce).expect("once");
+        assert_eq!((once.count, once.bytes), (1, 33_554_432));
+        let f = i.findings.iter().find(|f| f.kind == "gradients").expect("finding");
+        assert!(f.suggestions[0].contains("zero_grad(set_to_none=True)"));
+        assert_eq!(f.elements.len(), 161);
+        assert_eq!(i.growth.as_ref().map(|g| (g.bytes_per_iteration, g.significant)), Some((0, false)));
+    }
+
+    // python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_fixed.pickle
+    #[test]
+    fn fixed_resnet_has_no_problem() {
+        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let i = insights(&snap, 0);
+        assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "Optimizer.zero_grad#SGD.zero_grad".into(), edge: Edge::End }));
+        let ends: Vec<u32> = i.iterations.list.iter().map(|it| it.end_row).collect();
+        assert_eq!(ends, vec![2168, 4181, 6182, 8183, 10184]);
+        assert!(problems(&i).is_empty(), "{:?}", i.findings);
+        let kinds: Vec<(CarryKind, usize, u64)> = i.carry_over.iter().map(|c| (c.kind, c.count, c.bytes)).collect();
+        assert_eq!(kinds, vec![(CarryKind::OptimizerState, 161, 102_228_128), (CarryKind::AllocatedOnce, 1, 33_554_432)]);
+    }
+
+    // python3 tests/gen/verify_growth.py tests/data/real/growth_leak.pickle
+    #[test]
+    fn growth_leak_grows_by_the_kept_graph() {
+        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let i = insights(&snap, 0);
+        assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "ProfilerStep#N".into(), edge: Edge::Start }));
+        assert_eq!(i.iterations.list.len(), 8);
+        assert_eq!(i.iterations.list[7].label, "ProfilerStep#7");
+        let g = i.growth.as_ref().expect("growth");
+        assert!(g.significant);
+        assert_eq!(g.bytes_per_iteration, 8_398_852);
+        assert_eq!(g.end_bytes, vec![128_133_164, 136_532_016, 144_930_868, 153_329_720, 161_728_572, 170_127_424, 178_526_276, 186_925_128]);
+        let per: Vec<(String, i64)> = g.stacks.iter().map(|s| (site_label(&snap, s.stack), s.bytes_per_iteration)).collect();
+        assert_eq!(
+            per,
+            vec![
+                ("torch/nn/functional.py:1723 (relu)".to_string(), 8_388_608),
+                ("torch/nn/modules/linear.py:134 (forward)".to_string(), 10_240),
+                ("/home/user/project/train.py:21 (growth_leak)".to_string(), 4),
+            ]
+        );
+        assert_eq!(problems(&i), vec!["growth"]);
+    }
+
+    // python3 tests/gen/verify_growth.py tests/data/real/gpt_amp_annotated.pickle
+    #[test]
+    fn gpt_steps_are_the_outermost_numbered_regions() {
+        let Some(snap) = fixture("gpt_amp_annotated.pickle") else { return };
+        let i = insights(&snap, 0);
+        let rows: Vec<(u32, u32, u64)> = i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_bytes)).collect();
+        assert_eq!(rows, vec![(0, 1996, 3_062_635_688), (1996, 3796, 3_833_025_704), (3796, 5593, 3_833_025_704)]);
+        assert!(problems(&i).is_empty());
+    }
+
+    #[test]
+    fn without_annotations_the_curve_gives_iterations() {
+        let Some(mut snap) = fixture("resnet50_buggy.pickle") else { return };
+        snap.annotations.clear();
+        let i = insights(&snap, 0);
+        assert!(matches!(i.iterations.source, Some(BoundarySource::Periodic { .. })));
+        assert_eq!(i.iterations.list.len(), 5);
+        assert_eq!(problems(&i), vec!["gradients"]);
+        assert_eq!(i.carry_over.iter().find(|c| c.kind == CarryKind::Gradients).map(|c| c.bytes), Some(102_228_128));
+        let Some(mut snap) = fixture("resnet50_fixed.pickle") else { return };
+        snap.annotations.clear();
+        let i = insights(&snap, 0);
+        assert_eq!(i.iterations.list.len(), 5);
+        assert!(problems(&i).is_empty());
+        // Short or aperiodic traces give no iterations rather than made-up ones.
+        for name in ["multistream.pickle", "metadata_mempool.pickle", "oom.pickle"] {
+            let Some(mut snap) = fixture(name) else { continue };
+            snap.annotations.clear();
+            assert!(find_iterations(&snap, &Replay::build(&snap, 0)).list.is_empty(), "{name}");
+        }
     }
 
     #[test]

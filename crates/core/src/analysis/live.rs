@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{frame_key, site_frame, site_label, sort_groups, time_of_row, visible_frames, AnalysisError, FrameKey, Moment, Replay};
+use super::{frame_key, is_unrecorded, site_frame, site_label, sort_groups, time_of_row, visible_frames, AnalysisError, FrameKey, Moment, Replay};
 use crate::format::frame_visible;
 use crate::snapshot::Snapshot;
 
@@ -16,6 +16,8 @@ use crate::snapshot::Snapshot;
 pub struct StackGroup {
     /// Stack id (0: no frames).
     pub stack: u32,
+    /// Allocations without frames that were live before the trace (kept apart from stack 0).
+    pub before_trace: bool,
     /// Live requested bytes.
     pub bytes: u64,
     /// Live allocations.
@@ -38,8 +40,10 @@ pub struct SiteGroup {
 /// A node of the stack tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreeNode {
-    /// Frame id (`None` for the root and for the `<no frames>` node).
+    /// Frame id (`None` for the root and for the `<no frames>` nodes).
     pub frame: Option<u32>,
+    /// The node of allocations without frames that were live before the trace.
+    pub before_trace: bool,
     /// Parent node (`None` for the root).
     pub parent: Option<u32>,
     /// Depth (root 0, outermost frames 1).
@@ -52,8 +56,12 @@ pub struct TreeNode {
     pub children: Vec<u32>,
 }
 
+/// Key of the tree node for allocations without frames that were live before the trace.
+const BEFORE_TRACE_KEY: FrameKey = (u32::MAX, i64::MIN, u32::MAX);
+
 /// Live bytes by stack as a tree: node 0 is the root (everything), its children the outermost
-/// visible frames. Stacks without frames hang under one `<no frames>` child.
+/// visible frames. Stacks without frames hang under a `<no frames>` child (allocations live
+/// before the trace under their own child).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StackTree {
     /// Nodes; 0 is the root.
@@ -63,7 +71,7 @@ pub struct StackTree {
 impl StackTree {
     /// Builds the tree from per-stack totals.
     pub fn build(snap: &Snapshot, groups: &[StackGroup]) -> StackTree {
-        let mut nodes = vec![TreeNode { frame: None, parent: None, depth: 0, bytes: 0, count: 0, children: Vec::new() }];
+        let mut nodes = vec![TreeNode { frame: None, before_trace: false, parent: None, depth: 0, bytes: 0, count: 0, children: Vec::new() }];
         let mut index: HashMap<(u32, Option<FrameKey>), u32> = HashMap::new();
         let mut path: Vec<(Option<u32>, Option<FrameKey>)> = Vec::new();
         for g in groups {
@@ -74,7 +82,8 @@ impl StackTree {
             }));
             path.reverse();
             if path.is_empty() {
-                path.push((None, None));
+                // Distinct keys for "no frames" and "no frames, before the trace".
+                path.push((None, if g.before_trace { Some(BEFORE_TRACE_KEY) } else { None }));
             }
             if let Some(root) = nodes.get_mut(0) {
                 root.bytes = root.bytes.saturating_add(g.bytes);
@@ -87,7 +96,7 @@ impl StackTree {
                     None => {
                         let n = nodes.len() as u32;
                         let depth = nodes.get(cur as usize).map_or(0, |p| p.depth + 1);
-                        nodes.push(TreeNode { frame: fid, parent: Some(cur), depth, bytes: 0, count: 0, children: Vec::new() });
+                        nodes.push(TreeNode { frame: fid, before_trace: key == Some(BEFORE_TRACE_KEY), parent: Some(cur), depth, bytes: 0, count: 0, children: Vec::new() });
                         if let Some(p) = nodes.get_mut(cur as usize) {
                             p.children.push(n);
                         }
@@ -114,6 +123,7 @@ impl StackTree {
         match self.nodes.get(node as usize) {
             Some(TreeNode { frame: Some(f), .. }) => snap.frames.get(*f as usize).map_or_else(String::new, |fr| super::frame_label(snap, fr)),
             Some(TreeNode { parent: None, .. }) => "all".into(),
+            Some(TreeNode { before_trace: true, .. }) => super::BEFORE_TRACE_LABEL.into(),
             Some(_) => super::NO_FRAMES_LABEL.into(),
             None => String::new(),
         }
@@ -154,33 +164,39 @@ pub fn live_set(snap: &Snapshot, replay: &Replay, at: Moment) -> Result<LiveSet,
 
 /// Groups an arbitrary set of elements (for example the allocations a finding names).
 pub fn group(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>, elements: Vec<u32>) -> LiveSet {
-    let mut by_stack_map: HashMap<u32, (u64, usize)> = HashMap::new();
+    let mut by_stack_map: HashMap<(u32, bool), (u64, usize)> = HashMap::new();
     let mut total = 0u64;
     for &e in &elements {
         if let Some(l) = replay.lives.get(e as usize) {
-            let g = by_stack_map.entry(l.stack).or_default();
+            let g = by_stack_map.entry((l.stack, is_unrecorded(l))).or_default();
             g.0 = g.0.saturating_add(l.size_bytes);
             g.1 += 1;
             total = total.saturating_add(l.size_bytes);
         }
     }
-    let mut v: Vec<(u32, u64, usize)> = by_stack_map.into_iter().map(|(k, (b, c))| (k, b, c)).collect();
+    let mut v: Vec<((u32, bool), u64, usize)> = by_stack_map.into_iter().map(|(k, (b, c))| (k, b, c)).collect();
     sort_groups(&mut v);
-    let by_stack: Vec<StackGroup> = v.into_iter().map(|(stack, bytes, count)| StackGroup { stack, bytes, count }).collect();
+    let by_stack: Vec<StackGroup> = v.into_iter().map(|((stack, before_trace), bytes, count)| StackGroup { stack, before_trace, bytes, count }).collect();
     // Sites: merge stacks that share a site frame (by content).
-    let mut site_map: HashMap<Option<FrameKey>, (Option<u32>, u64, usize)> = HashMap::new();
+    // (before the trace, site frame by content) -> (site frame id, bytes, count)
+    type SiteTotals = HashMap<(bool, Option<FrameKey>), (Option<u32>, u64, usize)>;
+    let mut site_map: SiteTotals = HashMap::new();
     for g in &by_stack {
         let f = site_frame(snap, g.stack);
         let key = f.and_then(|id| snap.frames.get(id as usize)).map(frame_key);
-        let s = site_map.entry(key).or_insert((f, 0, 0));
+        let s = site_map.entry((g.before_trace, key)).or_insert((f, 0, 0));
         s.1 = s.1.saturating_add(g.bytes);
         s.2 += g.count;
     }
     let mut sites: Vec<SiteGroup> = site_map
-        .into_values()
-        .map(|(frame, bytes, count)| SiteGroup {
+        .into_iter()
+        .map(|((before, _), (frame, bytes, count))| SiteGroup {
             frame,
-            label: frame.and_then(|id| snap.frames.get(id as usize)).map_or_else(|| super::NO_FRAMES_LABEL.to_string(), |f| super::frame_label(snap, f)),
+            label: if before {
+                super::BEFORE_TRACE_LABEL.to_string()
+            } else {
+                frame.and_then(|id| snap.frames.get(id as usize)).map_or_else(|| super::NO_FRAMES_LABEL.to_string(), |f| super::frame_label(snap, f))
+            },
             bytes,
             count,
         })
@@ -201,6 +217,15 @@ pub fn group(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>,
     }
 }
 
+/// Label of a stack group: its site, or [`super::BEFORE_TRACE_LABEL`].
+pub fn group_label(snap: &Snapshot, g: &StackGroup) -> String {
+    if g.before_trace {
+        super::BEFORE_TRACE_LABEL.to_string()
+    } else {
+        site_label(snap, g.stack)
+    }
+}
+
 /// Frames of a stack as JSON objects, innermost first, visible frames only.
 pub fn stack_json(snap: &Snapshot, stack: u32) -> Value {
     Value::Array(
@@ -218,7 +243,7 @@ impl LiveSet {
             .by_stack
             .iter()
             .take(lim(self.by_stack.len()))
-            .map(|g| json!({"stack": g.stack, "site": site_label(snap, g.stack), "bytes": g.bytes, "count": g.count, "frames": stack_json(snap, g.stack)}))
+            .map(|g| json!({"stack": g.stack, "before_trace": g.before_trace, "site": group_label(snap, g), "bytes": g.bytes, "count": g.count, "frames": stack_json(snap, g.stack)}))
             .collect();
         let sites: Vec<Value> = self
             .by_site
@@ -283,11 +308,13 @@ pub fn moment_text(m: Moment) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
 
-    // Figures from tests/gen/verify_live.py (plain pickle.load replay).
+    // Figures from tests/gen/verify_live.py (plain pickle.load replay):
+    //   python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_buggy.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_buggy() {
         let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
@@ -295,19 +322,59 @@ mod tests {
         let l = live_set(&snap, &r, Moment::Peak).expect("live set");
         assert_eq!(l.row, Some(2302));
         assert_eq!(l.total_bytes, 470_210_256);
-        assert_eq!(l.count, 1111);
+        assert_eq!(l.count, 857);
         assert_eq!(l.tree.nodes[0].bytes, l.total_bytes);
-        let top = &l.by_site[0];
-        assert_eq!((top.label.as_str(), top.bytes, top.count), ("<no frames>", 239_407_008, 324 + 162));
+        // The two frame-less groups are separate children of the root.
+        let kids: Vec<(String, u64)> = l.tree.nodes[0].children.iter().map(|&c| (l.tree.label(&snap, c), l.tree.nodes[c as usize].bytes)).collect();
+        assert_eq!(
+            kids,
+            vec![
+                ("/home/user/project/train.py:305 (<module>)".to_string(), 186_719_816),
+                ("<no frames>".to_string(), 145_840_288),
+                ("<no frames, allocated before the trace>".to_string(), 137_650_152)
+            ]
+        );
+        let got: Vec<(&str, u64, usize)> = l.by_site.iter().take(4).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("<no frames>", 145_840_288, 167),
+                ("<no frames, allocated before the trace>", 137_650_152, 324),
+                ("torch/optim/sgd.py:455 (_multi_tensor_sgd)", 102_228_128, 161),
+                ("torch/nn/modules/conv.py:548 (_conv_forward)", 43_954_176, 51),
+            ]
+        );
         let b: u64 = l.by_site.iter().map(|s| s.bytes).sum();
         assert_eq!(b, l.total_bytes);
     }
 
+    // python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_fixed.pickle peak
+    #[test]
+    fn peak_live_set_of_resnet50_fixed_names_backward_nodes() {
+        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let r = Replay::build(&snap, 0);
+        let l = live_set(&snap, &r, Moment::Peak).expect("live set");
+        assert_eq!((l.row, l.total_bytes, l.count), (Some(3133), 443_710_928, 682));
+        let got: Vec<(&str, u64, usize)> = l.by_site.iter().take(5).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("<no frames, allocated before the trace>", 137_650_152, 324),
+                ("torch/optim/sgd.py:455 (_multi_tensor_sgd)", 102_228_128, 161),
+                ("torch::autograd::generated::ConvolutionBackward0_apply_functional", 91_820_032, 26),
+                ("torch/nn/modules/conv.py:548 (_conv_forward)", 36_126_720, 29),
+                ("torch::autograd::generated::details::mm_mat1_backward", 33_554_432, 1),
+            ]
+        );
+    }
+
+    // python3 tests/gen/verify_live.py tests/data/real/growth_leak.pickle 17
     #[test]
     fn live_set_at_an_entry_and_out_of_range() {
         let Some(snap) = fixture("growth_leak.pickle") else { return };
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Entry(17)).expect("live set");
+        assert_eq!((l.total_bytes, l.count), (128_133_164, 13));
         assert_eq!(l.total_bytes, r.live_at(Some(17)));
         assert!(live_set(&snap, &r, Moment::Entry(10_000)).is_err());
         let s = live_set(&snap, &r, Moment::Start).expect("start");

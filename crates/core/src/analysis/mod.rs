@@ -96,6 +96,12 @@ impl Moment {
         }
     }
 
+    /// The moment under a step of a timeline layout (the last event at or before it), for the
+    /// page: `Moment::at_step(&layout, step)`.
+    pub fn at_step(layout: &crate::timeline::Layout, step: f64) -> Moment {
+        layout.row_at(step).map_or(Moment::Start, Moment::Entry)
+    }
+
     /// The trace row after which the moment lies (`None`: before the first entry).
     pub fn resolve(self, replay: &Replay) -> Result<Option<u32>, AnalysisError> {
         match self {
@@ -404,6 +410,24 @@ pub fn site_label(snap: &Snapshot, stack: u32) -> String {
 /// Label used for allocations recorded without frames.
 pub const NO_FRAMES_LABEL: &str = "<no frames>";
 
+/// Label of allocations without frames that were live before the trace began (parameters and
+/// other tensors created before recording, or whose alloc left the ring buffer).
+pub const BEFORE_TRACE_LABEL: &str = "<no frames, allocated before the trace>";
+
+/// Whether a lifetime has no frames and was live before the trace began.
+pub fn is_unrecorded(l: &Life) -> bool {
+    l.alloc_row.is_none() && l.stack == 0
+}
+
+/// Site label of a lifetime: [`site_label`], or [`BEFORE_TRACE_LABEL`].
+pub fn life_site_label(snap: &Snapshot, l: &Life) -> String {
+    if is_unrecorded(l) {
+        BEFORE_TRACE_LABEL.to_string()
+    } else {
+        site_label(snap, l.stack)
+    }
+}
+
 /// Identity of a frame by content (file, line, function), for merging equal frames.
 pub type FrameKey = (u32, i64, u32);
 
@@ -433,6 +457,7 @@ pub fn signed_size_text(bytes: i128) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 pub(crate) mod test_util {
     use std::path::PathBuf;
 
@@ -459,6 +484,7 @@ pub(crate) mod test_util {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::timeline::{Layout, Mode, Options};
@@ -481,6 +507,42 @@ mod tests {
         }
     }
 
+    /// Every analysis on every small test file (format variants, inconsistent traces, hostile
+    /// inputs that load): no panics, and the live set at the peak adds up.
+    #[test]
+    fn every_analysis_runs_on_every_small_file() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        let mut n = 0;
+        for dir in ["synth", "hostile", "real"] {
+            let Ok(rd) = std::fs::read_dir(base.join(dir)) else { continue };
+            let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pickle" || x == "json")).collect();
+            paths.sort();
+            for p in paths {
+                let Ok(bytes) = std::fs::read(&p) else { continue };
+                if bytes.len() > 1 << 20 {
+                    continue;
+                }
+                let Ok(snap) = crate::load(&bytes) else { continue };
+                n += 1;
+                for pos in 0..snap.devices.len() {
+                    let r = Replay::build(&snap, pos);
+                    for m in [Moment::Peak, Moment::Start, Moment::End] {
+                        let l = live::live_set(&snap, &r, m).expect("live set");
+                        assert_eq!(l.total_bytes, r.live_at(m.resolve(&r).expect("moment")), "{p:?}");
+                        let _ = export::live_set_csv(&snap, &r, &l);
+                        let _ = export::speedscope(&snap, &l, "x");
+                    }
+                    let i = growth::insights_with(&snap, &r);
+                    let _ = i.to_json(&snap);
+                    let _ = fragmentation::fragmentation_series(&snap, pos, 50).to_json();
+                    let _ = categories::infer_categories(&snap, pos, 50).to_json();
+                    let _ = compare::compare(&snap, pos, &snap, pos, compare::CompareOptions::default()).to_json();
+                }
+            }
+        }
+        assert!(n > 20, "only {n} files");
+    }
+
     #[test]
     fn cpp_names_lose_their_parameters() {
         assert_eq!(cpp_short_name("at::native::f(at::Tensor const&, long)"), "at::native::f");
@@ -488,6 +550,19 @@ mod tests {
         assert_eq!(cpp_short_name("torch::cuda::(anonymous namespace)::gather_with_cpp()"), "torch::cuda::(anonymous namespace)::gather_with_cpp");
         assert_eq!(cpp_short_name("pthread_condattr_setpshared"), "pthread_condattr_setpshared");
         assert_eq!(cpp_short_name("broken)"), "broken)");
+    }
+
+    #[test]
+    fn moment_at_a_step_matches_the_timeline() {
+        let Some(snap) = test_util::fixture("growth_leak.pickle") else { return };
+        let l = Layout::build(&snap, 0, Options::default());
+        let r = Replay::build(&snap, 0);
+        for step in [0.0, 3.5, f64::from(l.peak_step), f64::from(l.steps)] {
+            let m = Moment::at_step(&l, step);
+            let row = m.resolve(&r).expect("moment");
+            assert_eq!(r.live_at(row), l.live_bytes_at(step), "step {step}");
+        }
+        assert_eq!(Moment::at_step(&l, f64::from(l.peak_step)).resolve(&r).expect("peak"), r.peak_row);
     }
 
     #[test]

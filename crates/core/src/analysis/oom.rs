@@ -170,7 +170,7 @@ fn explain_one(snap: &Snapshot, replay: &Replay, history: &History, row: usize) 
             "live tensors held {:.0}% of the reserved memory: the memory was really in use",
             allocated as f64 * 100.0 / reserved as f64
         ));
-        suggestions.push("Reduce what is live at once: a smaller batch size or sequence length, activation checkpointing (`torch.utils.checkpoint`), mixed precision (autocast to bf16/fp16), or freeing tensors earlier; the top holders below show what to look at first.".into());
+        suggestions.push("Reduce what is live at once: a smaller batch size or sequence length, activation checkpointing (`torch.utils.checkpoint`), mixed precision (autocast to bf16/fp16), or freeing tensors earlier; the top holders show what to look at first.".into());
     } else if reserved > 0 {
         diagnosis.push(format!(
             "only {:.0}% of the reserved memory held live tensors: the rest was cached free blocks",
@@ -263,11 +263,12 @@ impl OomReport {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
 
-    // Figures from tests/gen/verify_oom.py.
+    // Figures from: python3 tests/gen/verify_oom.py ../shared/fixtures/oom.pickle
     #[test]
     fn oom_fixture_is_explained() {
         let Some(snap) = fixture("oom.pickle") else { return };
@@ -278,8 +279,50 @@ mod tests {
         assert_eq!(o.row, 45);
         assert_eq!(o.requested_bytes, 546_068_992);
         assert_eq!(o.device_free_bytes, Some(146_806_013_952));
+        assert_eq!(o.reserved_bytes, 2_751_463_424);
+        assert_eq!(o.allocated_bytes, 2_740_593_636);
+        assert_eq!(o.free_in_segments_bytes, 9_246_208);
+        assert_eq!(o.largest_free_bytes, 2_059_264);
+        assert_eq!(o.released_before, 5);
+        let top = &o.holders.by_site[0];
+        assert_eq!((top.label.as_str(), top.bytes, top.count), ("/home/user/project/train.py:205 (oom)", 2_740_593_636, 10));
         assert!(o.diagnosis.iter().any(|d| d.contains("own cap")));
         assert!(o.suggestions.iter().any(|s| s.contains("empty_cache")));
+        assert!(!o.suggestions.iter().any(|s| s.contains("expandable_segments")));
+    }
+
+    /// A 100 MiB segment holding 30 + 20 + 20 + 30 MiB; the 20 and the last 30 are freed; 40 MiB
+    /// is then requested: 50 MiB free, but no block of 40 MiB.
+    #[test]
+    fn fragmentation_suggests_expandable_segments() {
+        const MIB: u64 = 1 << 20;
+        let base = 0x7f00_0000_0000u64;
+        let e = |action: &str, addr: u64, size: u64| serde_json::json!({"action": action, "addr": addr, "size": size, "stream": 0});
+        let mut trace = vec![e("segment_alloc", base, 100 * MIB)];
+        for (off, sz) in [(0, 30), (30, 20), (50, 20), (70, 30)] {
+            trace.push(e("alloc", base + off * MIB, sz * MIB));
+        }
+        for off in [30, 70] {
+            let sz = if off == 30 { 20 } else { 30 };
+            trace.push(e("free_requested", base + off * MIB, sz * MIB));
+            trace.push(e("free_completed", base + off * MIB, sz * MIB));
+        }
+        trace.push(serde_json::json!({"action": "oom", "size": 40 * MIB, "stream": 0, "device_free": MIB}));
+        let blk = |sz: u64, st: &str| serde_json::json!({"size": sz * MIB, "requested_size": sz * MIB, "state": st, "frames": []});
+        let snap_json = serde_json::json!({
+            "segments": [{"device": 0, "address": base, "total_size": 100 * MIB, "allocated_size": 50 * MIB, "active_size": 50 * MIB,
+                "requested_size": 50 * MIB, "stream": 0, "segment_type": "large", "segment_pool_id": [0, 0], "is_expandable": false, "frames": [],
+                "blocks": [blk(30, "active_allocated"), blk(20, "inactive"), blk(20, "active_allocated"), blk(30, "inactive")]}],
+            "device_traces": [trace],
+        });
+        let snap = crate::load(snap_json.to_string().as_bytes()).expect("json snapshot");
+        let o = explain(&snap, &Replay::build(&snap, 0));
+        assert_eq!(o.len(), 1);
+        let o = &o[0];
+        assert_eq!((o.reserved_bytes, o.allocated_bytes, o.free_in_segments_bytes, o.largest_free_bytes), (100 * MIB, 50 * MIB, 50 * MIB, 30 * MIB));
+        assert!(o.diagnosis.iter().any(|d| d.starts_with("fragmentation")), "{:?}", o.diagnosis);
+        assert!(o.diagnosis.iter().any(|d| d.contains("GPU was full")), "{:?}", o.diagnosis);
+        assert!(o.suggestions.iter().any(|s| s.contains("expandable_segments:True")));
     }
 
     #[test]

@@ -1,0 +1,489 @@
+//! The analysis commands: `live`, `insights`, `oom`, `fragmentation`, `compare`, `categories` and
+//! `export`. Each prints text, or with `--json` the JSON of the matching
+//! `memviz_core::analysis` result (the same the page uses).
+
+use std::fmt::Write as _;
+
+use memviz_core::analysis::categories::{self, CategoryTimeline};
+use memviz_core::analysis::compare::{self, Alignment, CompareOptions, KeyMode};
+use memviz_core::analysis::export;
+use memviz_core::analysis::fragmentation;
+use memviz_core::analysis::growth::{self, BoundarySource, Edge, Insights};
+use memviz_core::analysis::live::{self, LiveSet};
+use memviz_core::analysis::oom::{self, OomReport};
+use memviz_core::analysis::{device_position, signed_size_text, site_label, size_text, Moment, Replay};
+use memviz_core::describe::utc_time;
+use memviz_core::Snapshot;
+
+/// Output format of `memviz export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One allocation a row.
+    Csv,
+    /// The live set with every allocation.
+    Json,
+    /// A speedscope profile (bytes by stack).
+    Speedscope,
+}
+
+/// How `memviz compare` matches stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareBy {
+    /// The whole visible stack.
+    Stack,
+    /// The source line only.
+    Line,
+}
+
+/// The whole input (`-`: standard input), for inputs that are not snapshots.
+pub fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `1.5 GiB (1610612736 bytes)`.
+fn sz(bytes: u64) -> String {
+    format!("{} ({bytes} bytes)", size_text(bytes))
+}
+
+fn when(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>) -> String {
+    let t = row.and_then(|r| snap.devices.get(replay.device_pos)?.trace.time_us_at(r as usize));
+    let time = t.map_or(String::new(), |t| format!(" ({})", utc_time(t)));
+    match (moment, row) {
+        (_, None) => "before the first entry".into(),
+        (Moment::Peak, Some(r)) => format!("at the peak, after entry {r}{time}"),
+        (Moment::End, Some(r)) => format!("at the end, after entry {r}{time}"),
+        (_, Some(r)) => format!("after entry {r}{time}"),
+    }
+}
+
+fn frames_preview(snap: &Snapshot, stack: u32, n: usize) -> Vec<String> {
+    let v: Vec<String> = memviz_core::analysis::visible_frames(snap, stack).take(n + 1).map(|f| memviz_core::analysis::frame_label(snap, f)).collect();
+    let mut out: Vec<String> = v.iter().take(n).cloned().collect();
+    if v.len() > n {
+        out.push("...".into());
+    }
+    out
+}
+
+fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{file}: device {}, live {}", l.device, when(snap, replay, l.moment, l.row));
+    let _ = writeln!(s, "{} in {} allocations", sz(l.total_bytes), l.count);
+    let _ = writeln!(s, "\nBy source line (top {}):", top.min(l.by_site.len()));
+    let _ = writeln!(s, "{:>14} {:>10} {:>7}  line", "bytes", "", "count");
+    for g in l.by_site.iter().take(top) {
+        let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, g.label);
+    }
+    let _ = writeln!(s, "\nBy stack (top {}):", top.min(l.by_stack.len()));
+    for g in l.by_stack.iter().take(top) {
+        let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, live::group_label(snap, g));
+        for f in frames_preview(snap, g.stack, 4).into_iter().skip(1) {
+            let _ = writeln!(s, "{:>34}  {f}", "");
+        }
+    }
+    s
+}
+
+/// `memviz live`.
+pub fn live(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, json: bool, top: usize) -> Result<String, String> {
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let moment = Moment::parse(at).map_err(|e| e.to_string())?;
+    let replay = Replay::build(snap, pos);
+    let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
+    Ok(if json { pretty(&l.to_json(snap, top)) } else { live_text(file, snap, &replay, &l, top) })
+}
+
+fn oom_text(snap: &Snapshot, o: &OomReport, s: &mut String) {
+    let _ = writeln!(s, "Out of memory at entry {}{}", o.row, o.time_us.map_or(String::new(), |t| format!(" ({})", utc_time(t))));
+    let _ = writeln!(s, "  requested:            {}", sz(o.requested_bytes));
+    if let Some(df) = o.device_free_bytes {
+        let _ = writeln!(s, "  device free:          {}", sz(df));
+    }
+    let _ = writeln!(s, "  reserved:             {}", sz(o.reserved_bytes));
+    let _ = writeln!(s, "  allocated:            {} (blocks {})", sz(o.allocated_bytes), size_text(o.allocated_block_bytes));
+    let _ = writeln!(s, "  free in segments:     {}", sz(o.free_in_segments_bytes));
+    let _ = writeln!(s, "  largest free block:   {} on the request's stream", sz(o.largest_free_bytes));
+    let _ = writeln!(s, "  requested from:       {}", site_label(snap, o.stack));
+    if o.pools.len() > 1 || o.pools.iter().any(|p| p.pool != 0) {
+        let _ = writeln!(s, "  by stream and pool:");
+        for p in &o.pools {
+            let pool = snap.pools.get(p.pool as usize).map_or_else(String::new, |x| format!(" pool ({}, {})", x.0, x.1));
+            let _ = writeln!(
+                s,
+                "    stream {}{pool}: {} segments, {} reserved, {} free, largest free block {}",
+                p.stream,
+                p.segments,
+                size_text(p.reserved_bytes),
+                size_text(p.free_bytes),
+                size_text(p.largest_free_bytes)
+            );
+        }
+    }
+    let _ = writeln!(s, "  what happened:");
+    for d in &o.diagnosis {
+        let _ = writeln!(s, "    - {d}");
+    }
+    let _ = writeln!(s, "  top holders:");
+    for g in o.holders.by_site.iter().take(5) {
+        let _ = writeln!(s, "    {:>14} {:>10} {:>5}  {}", g.bytes, size_text(g.bytes), g.count, g.label);
+    }
+    let _ = writeln!(s, "  what to try:");
+    for t in &o.suggestions {
+        let _ = writeln!(s, "    - {t}");
+    }
+}
+
+/// `memviz oom`.
+pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, String> {
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let replay = Replay::build(snap, pos);
+    let reports = oom::explain(snap, &replay);
+    if json {
+        return Ok(pretty(&serde_json::json!({"device": replay.device, "ooms": reports.iter().map(|o| o.to_json(snap)).collect::<Vec<_>>()})));
+    }
+    let mut s = format!("{file}: device {}\n", replay.device);
+    if reports.is_empty() {
+        s.push_str("no out-of-memory entries in the trace\n");
+    }
+    for o in &reports {
+        oom_text(snap, o, &mut s);
+    }
+    Ok(s)
+}
+
+fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
+    let mut s = format!("{file}: device {}\n", i.device);
+    let list = &i.iterations.list;
+    match &i.iterations.source {
+        None => s.push_str("iterations: none found (no repeated annotation, no periodic shape)\n"),
+        Some(BoundarySource::Annotation { family, edge }) => {
+            let _ = writeln!(
+                s,
+                "iterations: {} ({} of the '{family}' annotations)",
+                list.len(),
+                if *edge == Edge::Start { "from the STARTs" } else { "ending at the ENDs" }
+            );
+        }
+        Some(BoundarySource::Periodic { period_rows, score }) => {
+            let _ = writeln!(s, "iterations: {} (periodic live-bytes curve, about {period_rows} entries each, autocorrelation {score:.2})", list.len());
+        }
+    }
+    if !list.is_empty() {
+        let _ = writeln!(s, "  {:>3}  {:<20} {:>15}  {:>14} {:>10}  {:>14}", "#", "entries", "label", "peak bytes", "", "end bytes");
+        for it in list.iter().filter(|it| list.len() <= 15 || it.index < 10 || it.index + 3 >= list.len()) {
+            if list.len() > 15 && it.index + 3 == list.len() {
+                let _ = writeln!(s, "  ... {} more", list.len() - 13);
+            }
+            let _ = writeln!(
+                s,
+                "  {:>3}  {:<20} {:>15}  {:>14} {:>10}  {:>14}   peak at entry {}",
+                it.index + 1,
+                format!("{}..{}", it.start_row, it.end_row),
+                it.label,
+                it.peak_bytes,
+                size_text(it.peak_bytes),
+                it.end_bytes,
+                it.peak_row
+            );
+        }
+    }
+    if let Some(g) = &i.growth {
+        if g.significant {
+            let _ = writeln!(s, "growth: {} bytes per iteration ({})", g.bytes_per_iteration, signed_size_text(i128::from(g.bytes_per_iteration)));
+            for st in g.stacks.iter().take(10) {
+                let _ = writeln!(s, "  {:>12} bytes/iteration  {}", st.bytes_per_iteration, site_label(snap, st.stack));
+            }
+        } else {
+            let _ = writeln!(s, "growth: no steady growth (trend of live bytes at iteration ends: {} bytes per iteration)", g.bytes_per_iteration);
+        }
+    }
+    s.push('\n');
+    for f in &i.findings {
+        let _ = writeln!(s, "[{}] {}", if f.problem { "problem" } else { "note" }, f.title);
+        for d in &f.details {
+            let _ = writeln!(s, "    - {d}");
+        }
+        for t in &f.suggestions {
+            let _ = writeln!(s, "    try: {t}");
+        }
+    }
+    if i.findings.is_empty() {
+        s.push_str("no findings (too few iterations to judge growth; no out-of-memory entries)\n");
+    }
+    for o in &i.ooms {
+        s.push('\n');
+        oom_text(snap, o, &mut s);
+    }
+    s
+}
+
+/// `memviz insights`.
+pub fn insights(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, String> {
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let i = growth::insights(snap, pos);
+    Ok(if json { pretty(&i.to_json(snap)) } else { insights_text(file, snap, &i) })
+}
+
+/// `memviz fragmentation`.
+pub fn fragmentation(file: &str, snap: &Snapshot, device: Option<i64>, points: usize, json: bool) -> Result<String, String> {
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let f = fragmentation::fragmentation_series(snap, pos, points.max(2));
+    if json {
+        return Ok(pretty(&f.to_json()));
+    }
+    let mut s = format!("{file}: device {}, {} entries\n{}\n", f.device, f.entries, f.summary());
+    if let Some(p) = f.max_scattered {
+        let _ = writeln!(
+            s,
+            "most free memory outside the largest free block: {} of {} free{} (largest free block {})",
+            size_text(p.free_bytes.saturating_sub(p.largest_free_bytes)),
+            size_text(p.free_bytes),
+            p.row.map_or_else(|| " before the first entry".into(), |r| format!(" at entry {r}")),
+            size_text(p.largest_free_bytes)
+        );
+    }
+    let _ = writeln!(s, "{:>8} {:>14} {:>14} {:>14} {:>14} {:>14}", "entry", "reserved", "allocated", "unused", "free", "largest free");
+    let step = (f.points.len() / 20).max(1);
+    for p in f.points.iter().step_by(step) {
+        let _ = writeln!(
+            s,
+            "{:>8} {:>14} {:>14} {:>14} {:>14} {:>14}",
+            p.row.map_or("start".to_string(), |r| r.to_string()),
+            p.reserved_bytes,
+            p.allocated_bytes,
+            p.unused_bytes(),
+            p.free_bytes,
+            p.largest_free_bytes
+        );
+    }
+    Ok(s)
+}
+
+/// `memviz compare`.
+#[allow(clippy::too_many_arguments)]
+pub fn compare(a_name: &str, a: &Snapshot, b_name: &str, b: &Snapshot, device: Option<i64>, top: usize, by: CompareBy, json: bool) -> Result<String, String> {
+    let pa = device_position(a, device).map_err(|e| format!("{a_name}: {e}"))?;
+    let pb = device_position(b, device).map_err(|e| format!("{b_name}: {e}"))?;
+    let key = if by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
+    let c = compare::compare(a, pa, b, pb, CompareOptions { key, top, ..CompareOptions::default() });
+    if json {
+        return Ok(pretty(&c.to_json()));
+    }
+    let mut s = format!("A: {a_name}\nB: {b_name}\n");
+    let _ = writeln!(
+        s,
+        "aligned by {}",
+        match c.alignment {
+            Alignment::Iterations { a, b } => format!("iteration (A has {a}, B has {b})"),
+            Alignment::Proportion => "position in the trace (no iterations in both)".into(),
+        }
+    );
+    let _ = writeln!(
+        s,
+        "peak: A {} at entry {}, B {} at entry {} ({})",
+        sz(c.a_peak.0),
+        c.a_peak.1.map_or("-".into(), |r| r.to_string()),
+        sz(c.b_peak.0),
+        c.b_peak.1.map_or("-".into(), |r| r.to_string()),
+        signed_size_text(i128::from(c.b_peak.0) - i128::from(c.a_peak.0))
+    );
+    let _ = writeln!(s, "\n{:<22} {:>14} {:>8} {:>14} {:>8} {:>12}", "moment", "A bytes", "A entry", "B bytes", "B entry", "B - A");
+    for p in &c.points {
+        let _ = writeln!(
+            s,
+            "{:<22} {:>14} {:>8} {:>14} {:>8} {:>12}",
+            p.label,
+            p.a_bytes,
+            p.a_row.map_or("-".into(), |r| r.to_string()),
+            p.b_bytes,
+            p.b_row.map_or("-".into(), |r| r.to_string()),
+            signed_size_text(i128::from(p.b_bytes) - i128::from(p.a_bytes))
+        );
+    }
+    for p in c.points.iter().filter(|p| p.label == "peak" || p.label == "end") {
+        let _ = writeln!(
+            s,
+            "\nat the {}: A {} (entry {}), B {} (entry {}), B - A = {}",
+            p.label,
+            size_text(p.a_bytes),
+            p.a_row.map_or("-".into(), |r| r.to_string()),
+            size_text(p.b_bytes),
+            p.b_row.map_or("-".into(), |r| r.to_string()),
+            signed_size_text(i128::from(p.b_bytes) - i128::from(p.a_bytes))
+        );
+        for (title, list) in [("more in B", &p.more_in_b), ("more in A", &p.more_in_a)] {
+            if list.is_empty() {
+                continue;
+            }
+            let _ = writeln!(s, "  {title}:");
+            for d in list {
+                let key = if d.key.chars().count() > 140 { format!("{}...", d.key.chars().take(140).collect::<String>()) } else { d.key.clone() };
+                let _ = writeln!(s, "    {:>11}  A {:>10} ({:>4})  B {:>10} ({:>4})  {key}", signed_size_text(d.delta()), size_text(d.a_bytes), d.a_count, size_text(d.b_bytes), d.b_count);
+            }
+        }
+    }
+    Ok(s)
+}
+
+fn timeline_text(s: &mut String, t: &CategoryTimeline) {
+    let _ = writeln!(s, "source: {}{}", t.source, if t.inferred { " (INFERRED: a best guess, not recorded by PyTorch)" } else { "" });
+    let _ = writeln!(s, "points: {}", t.bytes.len());
+    if let Some((i, total)) = t.peak() {
+        let at = match (t.rows.get(i).copied().flatten(), t.times_us.get(i).copied().flatten()) {
+            (Some(r), _) => format!("entry {r}"),
+            (None, Some(tu)) => format!("time {tu} us"),
+            _ => "start".into(),
+        };
+        let _ = writeln!(s, "peak: {} at {at}", sz(total));
+        if let Some(row) = t.bytes.get(i) {
+            for (name, b) in t.categories.iter().zip(row) {
+                let _ = writeln!(s, "  {:<16} {:>14} {:>10}", name, b, size_text(*b));
+            }
+        }
+    }
+}
+
+/// `memviz categories`: a profiler timeline (`.json`, `.json.gz`) or a snapshot.
+pub fn categories(file: &str, bytes: &[u8], device: Option<i64>, points: usize, json: bool) -> Result<String, String> {
+    let head = bytes.iter().find(|c| !c.is_ascii_whitespace()).copied();
+    let is_timeline = bytes.starts_with(&[0x1f, 0x8b]) || head == Some(b'[');
+    if is_timeline {
+        let t = categories::read_profiler_timeline(bytes).map_err(|e| format!("{file}: {e}"))?;
+        let t = t.downsample(points);
+        if json {
+            return Ok(pretty(&t.to_json()));
+        }
+        let mut s = format!("{file}\n");
+        timeline_text(&mut s, &t);
+        return Ok(s);
+    }
+    let snap = memviz_core::load(bytes).map_err(|e| format!("{file}: {e}"))?;
+    let pos = device_position(&snap, device).map_err(|e| e.to_string())?;
+    let c = categories::infer_categories(&snap, pos, points);
+    if json {
+        return Ok(pretty(&c.to_json()));
+    }
+    let mut s = format!("{file}: device {}\n", snap.devices.get(pos).map_or(0, |d| d.index));
+    for n in &c.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    timeline_text(&mut s, &c.timeline);
+    Ok(s)
+}
+
+/// `memviz export`: the text to write.
+pub fn export(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, format: ExportFormat) -> Result<String, String> {
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let moment = Moment::parse(at).map_err(|e| e.to_string())?;
+    let replay = Replay::build(snap, pos);
+    let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
+    Ok(match format {
+        ExportFormat::Csv => export::live_set_csv(snap, &replay, &l),
+        ExportFormat::Json => pretty(&export::live_set_json(snap, &replay, &l)),
+        ExportFormat::Speedscope => {
+            let name = format!("{} live at {} (device {})", file.rsplit('/').next().unwrap_or(file), live::moment_text(moment), l.device);
+            let mut s = serde_json::to_string(&export::speedscope(snap, &l, &name)).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn path(name: &str) -> Option<PathBuf> {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)].into_iter().find(|p| p.is_file())
+    }
+
+    fn load(name: &str) -> Option<(String, Snapshot)> {
+        let p = path(name)?;
+        let b = std::fs::read(&p).ok()?;
+        Some((name.to_string(), memviz_core::load(&b).ok()?))
+    }
+
+    // The figures below are those of tests/gen/verify_*.py (see the tests in memviz_core::analysis).
+    #[test]
+    fn live_text_shows_verified_figures() {
+        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let t = live(&f, &s, "peak", None, false, 5).expect("live");
+        assert!(t.contains("at the peak, after entry 2302"), "{t}");
+        assert!(t.contains("(470210256 bytes) in 857 allocations"), "{t}");
+        assert!(t.contains("145840288"), "{t}");
+        let j = live(&f, &s, "peak", None, true, 5).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&j).expect("valid json");
+        assert_eq!(v["total_bytes"], 470_210_256u64);
+        assert!(live(&f, &s, "99999", None, false, 5).is_err());
+        assert!(live(&f, &s, "peak", Some(7), false, 5).is_err());
+    }
+
+    #[test]
+    fn insights_text_on_the_resnet_pair() {
+        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let t = insights(&f, &s, None, false).expect("insights");
+        assert!(t.contains("[problem] Gradients stay alive"), "{t}");
+        assert!(t.contains("97.5 MiB (161 tensors)"), "{t}");
+        assert!(t.contains("zero_grad(set_to_none=True)"), "{t}");
+        let Some((f, s)) = load("resnet50_fixed.pickle") else { return };
+        let t = insights(&f, &s, None, false).expect("insights");
+        assert!(!t.contains("[problem]"), "{t}");
+    }
+
+    #[test]
+    fn insights_text_on_growth_leak() {
+        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let t = insights(&f, &s, None, false).expect("insights");
+        assert!(t.contains("growth: 8398852 bytes per iteration"), "{t}");
+        assert!(t.contains("8388608 bytes/iteration  torch/nn/functional.py:1723 (relu)"), "{t}");
+    }
+
+    #[test]
+    fn oom_text_shows_verified_figures() {
+        let Some((f, s)) = load("oom.pickle") else { return };
+        let t = oom(&f, &s, None, false).expect("oom");
+        assert!(t.contains("(546068992 bytes)"), "{t}");
+        assert!(t.contains("(146806013952 bytes)"), "{t}");
+        let j = oom(&f, &s, None, true).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&j).expect("valid json");
+        assert_eq!(v["ooms"][0]["requested_bytes"], 546_068_992u64);
+    }
+
+    #[test]
+    fn categories_reads_the_profiler_export() {
+        let Some(p) = path("resnet50_profile.timeline.json.gz") else { return };
+        let b = std::fs::read(&p).expect("read");
+        let t = categories("x.json.gz", &b, None, 200, false).expect("categories");
+        assert!(t.contains("PyTorch profiler"), "{t}");
+        let Some(p) = path("growth_leak.pickle") else { return };
+        let b = std::fs::read(&p).expect("read");
+        let t = categories("g.pickle", &b, None, 200, false).expect("categories");
+        assert!(t.contains("INFERRED"), "{t}");
+    }
+
+    #[test]
+    fn exports_are_well_formed() {
+        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let csv = export(&f, &s, "peak", None, ExportFormat::Csv).expect("csv");
+        assert!(csv.starts_with("element,address,size_bytes"));
+        let ss = export(&f, &s, "peak", None, ExportFormat::Speedscope).expect("speedscope");
+        let v: serde_json::Value = serde_json::from_str(&ss).expect("json");
+        assert_eq!(v["profiles"][0]["endValue"], 191_109_188u64);
+    }
+}
