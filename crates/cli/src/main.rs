@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use memviz_core::{info, reference, Snapshot};
 
 mod analysis_cmds;
+mod html;
 mod info_text;
 
 /// Viewer and command line for PyTorch CUDA memory snapshots.
@@ -24,6 +25,42 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Write a self-contained HTML page with the Active Memory Timeline of FILE (works offline,
+    /// from file://). Mirrors PyTorch's `_memory_viz trace_plot`.
+    TracePlot {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Output page.
+        #[arg(short, long, default_value = "output.html")]
+        output: String,
+        /// Device to show first (default: the device with the longest trace).
+        #[arg(short, long)]
+        device: Option<i64>,
+        /// Plot segments (cudaMalloc/cudaFree) instead of allocations.
+        #[arg(short, long)]
+        segments: bool,
+        /// Hide allocations freed within the trace (only what is never freed remains).
+        #[arg(short, long = "filter-freed", alias = "filter_freed")]
+        filter_freed: bool,
+    },
+    /// Write a self-contained HTML page with the Allocator State History of FILE. Mirrors
+    /// PyTorch's `_memory_viz segment_plot`.
+    SegmentPlot {
+        /// Snapshot pickle (or JSON); `-` for standard input.
+        file: String,
+        /// Output page.
+        #[arg(short, long, default_value = "output.html")]
+        output: String,
+        /// Device to show first.
+        #[arg(short, long)]
+        device: Option<i64>,
+    },
+    /// Write the empty viewer as one offline HTML file that accepts dropped snapshots.
+    Viewer {
+        /// Output page.
+        #[arg(short, long, default_value = "memviz.html")]
+        output: String,
+    },
     /// How the allocator has filled its segments (same text as PyTorch's `_memory_viz stats`).
     Stats {
         /// Snapshot pickle (or JSON); `-` for standard input.
@@ -172,8 +209,48 @@ fn load(path: &str) -> Result<Snapshot, String> {
     loader.finish().map_err(|e| format!("{path}: {e}"))
 }
 
+/// Reads a whole input (for embedding into a page).
+fn read_all(path: &str) -> Result<Vec<u8>, String> {
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
+    }
+}
+
+fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Result<String, String> {
+    let viewer = html::VIEWER.as_ref().ok_or_else(|| html::NO_VIEWER.to_string())?;
+    let (bytes, name) = match file {
+        Some(f) => {
+            let bytes = read_all(f)?;
+            // Check it loads, so a bad file fails here rather than in the page.
+            memviz_core::load(&bytes).map_err(|e| format!("{f}: {e}"))?;
+            let name = if f == "-" { "snapshot.pickle".to_string() } else { std::path::Path::new(f).file_name().map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned()) };
+            (Some(bytes), name)
+        }
+        None => (None, String::new()),
+    };
+    let embedded: Vec<html::Embedded<'_>> = bytes.as_deref().map(|b| vec![html::Embedded { name: &name, bytes: b }]).unwrap_or_default();
+    let title = if name.is_empty() { "memviz".to_string() } else { format!("{name} · memviz") };
+    let page = html::page(viewer, &title, &embedded, opts);
+    std::fs::write(output, page.as_bytes()).map_err(|e| format!("cannot write {output}: {e}"))?;
+    Ok(format!("wrote {output} ({} bytes)\n", page.len()))
+}
+
 fn run(cli: Cli) -> Result<String, String> {
     match cli.command {
+        Command::TracePlot { file, output, device, segments, filter_freed } => {
+            let view = if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" };
+            write_page(Some(&file), &output, &html::PageOptions { view: Some(view.into()), device, filter_freed })
+        }
+        Command::SegmentPlot { file, output, device } => write_page(
+            Some(&file),
+            &output,
+            &html::PageOptions { view: Some("allocator-state-history".into()), device, filter_freed: false },
+        ),
+        Command::Viewer { output } => write_page(None, &output, &html::PageOptions::default()),
         Command::Stats { file } => reference::stats(&load(&file)?).map_err(|e| format!("{file}: {e}")),
         Command::Trace { file } => reference::trace(&load(&file)?).map_err(|e| format!("{file}: {e}")),
         Command::Info { file, json } => {
