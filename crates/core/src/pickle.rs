@@ -174,6 +174,51 @@ impl Packed {
         }
     }
 
+    /// Appends values `start..start+n`, decoding sequentially.
+    fn get_run(&self, start: usize, n: usize, out: &mut Vec<Value>) {
+        if n == 0 {
+            return;
+        }
+        let b = start / PACK_BLOCK;
+        let (mut n32, mut n64) = (
+            self.block_w32.get(b).copied().unwrap_or(0) as usize,
+            self.block_w64.get(b).copied().unwrap_or(0) as usize,
+        );
+        for &bt in self.tags.get(b * PACK_BLOCK..start).unwrap_or(&[]) {
+            match tag_width(bt) {
+                1 => n32 += 1,
+                2 => n64 += 1,
+                _ => {}
+            }
+        }
+        for &t in self.tags.get(start..start + n).unwrap_or(&[]) {
+            let p32 = self.w32.get(n32).copied().unwrap_or(0);
+            let p64 = self.w64.get(n64).copied().unwrap_or(0);
+            match tag_width(t) {
+                1 => n32 += 1,
+                2 => n64 += 1,
+                _ => {}
+            }
+            out.push(match t {
+                TAG_BOOL => Value::Bool(false),
+                TAG_BOOL_TRUE => Value::Bool(true),
+                TAG_INT32 => Value::Int(i64::from(p32 as i32)),
+                TAG_INT => Value::Int(p64 as i64),
+                TAG_UINT => Value::UInt(p64),
+                TAG_FLOAT => Value::Float(f64::from_bits(p64)),
+                TAG_BIGINT => Value::BigInt(p32),
+                TAG_STR => Value::Str(p32),
+                TAG_BYTES => Value::Bytes(p32),
+                TAG_LIST => Value::List(p32),
+                TAG_TUPLE => Value::Tuple(p32),
+                TAG_DICT => Value::Dict(p32),
+                TAG_SET => Value::Set(p32),
+                TAG_FROZENSET => Value::FrozenSet(p32),
+                _ => Value::None,
+            });
+        }
+    }
+
     fn len(&self) -> usize {
         self.tags.len()
     }
@@ -451,6 +496,15 @@ impl Document {
         self.shapes.get(shape as usize).map_or(&[], |s| s)
     }
 
+    /// Appends all values of a compact dict, in key order, decoding them in one pass.
+    pub fn compact_values(&self, dict: Value, out: &mut Vec<Value>) {
+        let Value::Dict(i) = dict else { return };
+        if let Some(DictRec::Compact { shape, start }) = self.dicts.get(i as usize) {
+            let n = self.shapes.get(*shape as usize).map_or(0, |s| s.len());
+            self.dict_vals.get_run(*start as usize, n, out);
+        }
+    }
+
     /// The value at position `pos` of a compact dict (the shape's `pos`-th key).
     pub fn compact_value(&self, dict: Value, pos: usize) -> Option<Value> {
         let Value::Dict(i) = dict else { return None };
@@ -711,16 +765,23 @@ impl Parser {
 
     /// Runs opcodes over `data` until it needs more input or hits STOP; returns bytes used.
     fn run(&mut self, data: &[u8]) -> Result<usize, Error> {
+        let base = self.consumed;
         let mut pos = 0;
         while pos < data.len() {
+            // Fast paths for the opcodes that make up most of a snapshot; everything else (and
+            // any incomplete opcode) goes through `step`.
+            if let Some(n) = self.fast_op(data, pos, base)? {
+                pos += n;
+                continue;
+            }
+            self.consumed = base + pos as u64;
             match self.step(data, pos)? {
                 Step::Done(n) => {
                     pos += n;
-                    self.consumed += n as u64;
                 }
                 Step::Stop(n) => {
                     pos += n;
-                    self.consumed += n as u64;
+                    self.consumed = base + pos as u64;
                     self.stopped = true;
                     return Ok(pos);
                 }
@@ -735,7 +796,81 @@ impl Parser {
                 }
             }
         }
+        self.consumed = base + pos as u64;
         Ok(pos)
+    }
+
+    /// Decodes one common opcode in place; `None` when `step` must handle it.
+    #[inline(always)]
+    fn fast_op(&mut self, data: &[u8], pos: usize, base: u64) -> Result<Option<usize>, Error> {
+        let rest = &data[pos..];
+        let Some(&op) = rest.first() else { return Ok(None) };
+        let n = match op {
+            b'h' => {
+                let Some(&i) = rest.get(1) else { return Ok(None) };
+                let v = self.memo_get(u64::from(i), base + pos as u64)?;
+                self.stack.push(v);
+                2
+            }
+            b'j' => {
+                let Some(b) = rest.get(1..5) else { return Ok(None) };
+                let i = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let v = self.memo_get(u64::from(i), base + pos as u64)?;
+                self.stack.push(v);
+                5
+            }
+            b'K' => {
+                let Some(&i) = rest.get(1) else { return Ok(None) };
+                self.stack.push(Value::Int(i64::from(i)));
+                2
+            }
+            b'M' => {
+                let Some(b) = rest.get(1..3) else { return Ok(None) };
+                self.stack.push(Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
+                3
+            }
+            b'J' => {
+                let Some(b) = rest.get(1..5) else { return Ok(None) };
+                self.stack.push(Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))));
+                5
+            }
+            0x8a => {
+                let Some(&len) = rest.get(1) else { return Ok(None) };
+                if len == 0 || len > 8 {
+                    return Ok(None);
+                }
+                let Some(b) = rest.get(2..2 + len as usize) else { return Ok(None) };
+                let mut x: u64 = if b[b.len() - 1] & 0x80 != 0 { u64::MAX } else { 0 };
+                for (k, &byte) in b.iter().enumerate() {
+                    x &= !(0xffu64 << (8 * k));
+                    x |= u64::from(byte) << (8 * k);
+                }
+                self.stack.push(Value::Int(x as i64));
+                2 + len as usize
+            }
+            b'(' => {
+                self.marks.push(self.stack.len());
+                1
+            }
+            0x94 => {
+                let Some(&top) = self.stack.last() else { return Ok(None) };
+                let idx = self.memo_len();
+                self.memo_put(idx, top);
+                1
+            }
+            b'}' => {
+                let v = self.new_dict();
+                self.stack.push(v);
+                1
+            }
+            b']' => {
+                let v = self.new_list(Vec::new());
+                self.stack.push(v);
+                1
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(n))
     }
 
     fn pop(&mut self, offset: u64, op: &'static str) -> Result<Value, Error> {

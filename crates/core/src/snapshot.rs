@@ -606,7 +606,7 @@ impl<'d> Builder<'d> {
             pool_map: HashMap::default(),
             warnings: Warnings::default(),
             scratch: Vec::new(),
-            expansion_left: 1_000_000 + doc.heap_bytes() / 2,
+            expansion_left: 250_000 + doc.heap_bytes() / 2,
         };
         b.stream_index(0);
         b.snap.pools.push((0, 0));
@@ -840,7 +840,11 @@ impl<'d> Builder<'d> {
         t.stream.reserve_exact(n);
         t.stack.reserve_exact(n);
         // Per-shape key positions, cached.
-        let mut shape_pos: HashMap<u32, [Option<usize>; 12]> = HashMap::default();
+        // Per shape: the slot of each key position (or NO_SLOT), and whether a key is unknown.
+        let mut shape_slots: HashMap<u32, (Vec<u8>, bool)> = HashMap::default();
+        let mut last_shape: Option<(u32, Vec<u8>, bool)> = None;
+        let mut row_vals: Vec<Value> = Vec::with_capacity(16);
+        const NO_SLOT: u8 = u8::MAX;
         const K_ACTION: usize = 0;
         const K_ADDR: usize = 1;
         const K_SIZE: usize = 2;
@@ -875,23 +879,26 @@ impl<'d> Builder<'d> {
             let mut unknown_key = false;
             match doc.dict_shape(e) {
                 Some(shape) => {
-                    let pos = shape_pos.entry(shape).or_insert_with(|| {
-                        let mut p = [None; 12];
-                        for (i, &k) in doc.shape_keys(shape).iter().enumerate() {
-                            match key_slot(doc.str(k)) {
-                                Some(s) => p[s] = Some(i),
-                                None => p[11] = p[11].or(None),
-                            }
-                        }
-                        p
-                    });
-                    let pos = *pos;
-                    if doc.shape_keys(shape).iter().any(|&k| key_slot(doc.str(k)).is_none()) {
-                        unknown_key = true;
+                    if last_shape.as_ref().is_none_or(|(ls, _, _)| *ls != shape) {
+                        let (slots, unknown) = shape_slots
+                            .entry(shape)
+                            .or_insert_with(|| {
+                                let keys = doc.shape_keys(shape);
+                                let slots: Vec<u8> = keys.iter().map(|&k| key_slot(doc.str(k)).map_or(NO_SLOT, |x| x as u8)).collect();
+                                let unknown = slots.contains(&NO_SLOT);
+                                (slots, unknown)
+                            })
+                            .clone();
+                        last_shape = Some((shape, slots, unknown));
                     }
-                    for (s, p) in pos.iter().enumerate() {
-                        if let Some(p) = p {
-                            vals[s] = doc.compact_value(e, *p);
+                    if let Some((_, slots, unknown)) = &last_shape {
+                        unknown_key = *unknown;
+                        row_vals.clear();
+                        doc.compact_values(e, &mut row_vals);
+                        for (&slot, &v) in slots.iter().zip(row_vals.iter()) {
+                            if let Some(x) = vals.get_mut(slot as usize) {
+                                *x = Some(v);
+                            }
                         }
                     }
                 }
@@ -1181,7 +1188,18 @@ impl Snapshot {
                 let segs = doc.get(root, "segments");
                 let traces = doc.get(root, "device_traces");
                 if segs.is_none() && traces.is_none() {
-                    let shown: Vec<&str> = keys.iter().take(MAX_REPORTED_KEYS).map(String::as_str).collect();
+                    // Keys come from the file: keep the message on one line and short.
+                    let shown: Vec<String> = keys
+                        .iter()
+                        .take(MAX_REPORTED_KEYS)
+                        .map(|k| {
+                            let mut t: String = k.chars().take(40).flat_map(|c| c.escape_debug()).collect();
+                            if k.chars().count() > 40 {
+                                t.push_str("...");
+                            }
+                            t
+                        })
+                        .collect();
                     let more = if keys.len() > MAX_REPORTED_KEYS { format!(" and {} more", keys.len() - MAX_REPORTED_KEYS) } else { String::new() };
                     return Err(Error::NotASnapshot {
                         found: if keys.is_empty() {
