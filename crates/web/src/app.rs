@@ -1,0 +1,1488 @@
+//! The page's one state ([`App`]), the handlers that change it, and the glue to the DOM.
+//!
+//! DOM events become [`Input`]s in the listeners installed by [`install`]; every listener goes
+//! through [`listen`], which borrows the state once and calls [`App::handle`]. Handlers change
+//! state and call [`App::request_redraw`], which queues at most one animation frame; the frame
+//! calls [`crate::render::draw`], which reads the state only. Listeners, the frame callback and
+//! the resize observer are owned by the state and removed when it is dropped.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
+
+use gloo_events::{EventListener, EventListenerOptions};
+use memviz_core::describe;
+use memviz_core::snapshot::Snapshot;
+use memviz_core::timeline::{Hit, Options, DEFAULT_MAX_ENTRIES};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{
+    CanvasRenderingContext2d, Document, DragEvent, Element, HtmlCanvasElement, HtmlElement,
+    HtmlInputElement, HtmlProgressElement, HtmlSelectElement, KeyboardEvent, Performance,
+    PointerEvent, WheelEvent, Window,
+};
+
+use crate::input::{self, Command, Input, Source, Surface};
+use crate::model::{ModelLoader, PlotData, CHUNK_BYTES};
+use crate::render;
+use crate::view::View;
+use crate::viewport::{PlotRect, Viewport};
+use crate::xmap::{XAxis, XMap};
+
+/// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
+pub static DEMO_SNAPSHOT: &[u8] =
+    include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+
+/// File name shown for the demo.
+pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
+
+/// Narrowest x window in steps.
+const MIN_WINDOW_STEPS: f64 = 4.0;
+
+/// Narrowest x window in µs.
+const MIN_WINDOW_US: f64 = 1.0;
+
+/// Loads that took longer than this (ms) show each phase in the status line before running it
+/// (which costs a frame); quicker loads go straight through.
+const SHOW_PHASES_AFTER_MS: f64 = 150.0;
+
+/// While reading a file, give the page a chance to repaint at least this often (ms).
+const YIELD_EVERY_MS: f64 = 60.0;
+
+/// How close (CSS px) the pointer must be to an OOM line to point at it.
+pub const OOM_HOVER_PX: f64 = 4.0;
+
+/// The page's elements.
+pub struct Ui {
+    /// The window.
+    pub window: Window,
+    /// The document.
+    pub document: Document,
+    /// `window.performance`.
+    pub performance: Option<Performance>,
+    /// The file picker.
+    pub file_input: HtmlInputElement,
+    /// "Try a demo".
+    pub demo_button: HtmlElement,
+    /// Loaded files.
+    pub file_select: HtmlSelectElement,
+    /// Devices of the current file.
+    pub device_select: HtmlSelectElement,
+    /// Views.
+    pub view_select: HtmlSelectElement,
+    /// Detail slider.
+    pub detail: HtmlInputElement,
+    /// "Detail: N of M entries".
+    pub detail_label: HtmlElement,
+    /// Steps or time.
+    pub x_axis_select: HtmlSelectElement,
+    /// Load progress.
+    pub progress: HtmlProgressElement,
+    /// Status line.
+    pub status: HtmlElement,
+    /// Error box.
+    pub error: HtmlElement,
+    /// The timeline canvas.
+    pub plot: HtmlCanvasElement,
+    /// Its context.
+    pub plot_ctx: CanvasRenderingContext2d,
+    /// Offscreen canvas holding the timeline without hover outlines.
+    pub plot_layer: HtmlCanvasElement,
+    /// Its context.
+    pub plot_layer_ctx: CanvasRenderingContext2d,
+    /// The overview canvas.
+    pub minimap: HtmlCanvasElement,
+    /// Its context.
+    pub minimap_ctx: CanvasRenderingContext2d,
+    /// The stack panel (`#stack`).
+    pub stack: HtmlElement,
+    /// Shown before any file is open.
+    pub empty: HtmlElement,
+    /// Shown while files are dragged over the page.
+    pub drop_overlay: HtmlElement,
+    /// The part of the page that holds the plot.
+    pub main: HtmlElement,
+}
+
+fn by_id<T: JsCast>(document: &Document, id: &str) -> Result<T, JsValue> {
+    document
+        .get_element_by_id(id)
+        .ok_or_else(|| JsValue::from_str(&format!("the page has no #{id}")))?
+        .dyn_into::<T>()
+        .map_err(|_| JsValue::from_str(&format!("#{id} is not the element expected")))
+}
+
+fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
+    canvas
+        .get_context("2d")?
+        .ok_or_else(|| JsValue::from_str("no 2D canvas context"))?
+        .dyn_into::<CanvasRenderingContext2d>()
+        .map_err(|_| JsValue::from_str("no 2D canvas context"))
+}
+
+impl Ui {
+    /// Finds the page's elements.
+    pub fn find() -> Result<Ui, JsValue> {
+        let window = web_sys::window().ok_or_else(|| JsValue::from_str("no window"))?;
+        let document = window
+            .document()
+            .ok_or_else(|| JsValue::from_str("no document"))?;
+        let plot: HtmlCanvasElement = by_id(&document, "plot")?;
+        let minimap: HtmlCanvasElement = by_id(&document, "minimap")?;
+        let plot_layer: HtmlCanvasElement = document
+            .create_element("canvas")?
+            .dyn_into()
+            .map_err(|_| JsValue::from_str("no canvas element"))?;
+        Ok(Ui {
+            plot_layer_ctx: context_2d(&plot_layer)?,
+            plot_layer,
+            performance: window.performance(),
+            file_input: by_id(&document, "file-input")?,
+            demo_button: by_id(&document, "demo")?,
+            file_select: by_id(&document, "file-select")?,
+            device_select: by_id(&document, "device-select")?,
+            view_select: by_id(&document, "view-select")?,
+            detail: by_id(&document, "detail")?,
+            detail_label: by_id(&document, "detail-label")?,
+            x_axis_select: by_id(&document, "x-axis")?,
+            progress: by_id(&document, "progress")?,
+            status: by_id(&document, "status")?,
+            error: by_id(&document, "error")?,
+            plot_ctx: context_2d(&plot)?,
+            minimap_ctx: context_2d(&minimap)?,
+            plot,
+            minimap,
+            stack: by_id(&document, "stack")?,
+            empty: by_id(&document, "empty")?,
+            drop_overlay: by_id(&document, "drop-overlay")?,
+            main: by_id(&document, "main")?,
+            window,
+            document,
+        })
+    }
+
+    /// `performance.now()` in ms (0 without a Performance object).
+    pub fn now_ms(&self) -> f64 {
+        self.performance.as_ref().map_or(0.0, Performance::now)
+    }
+
+    /// `performance.mark(name)`.
+    pub fn mark(&self, name: &str) {
+        if let Some(p) = &self.performance {
+            let _ = p.mark(name);
+        }
+    }
+}
+
+/// An open snapshot and how it is being looked at.
+pub struct OpenFile {
+    /// File name as shown in the file menu.
+    pub name: String,
+    /// The model.
+    pub snap: Snapshot,
+    /// Layout of the chosen device at the chosen detail.
+    pub plot: PlotData,
+    /// Drawn allocations at most (the Detail control).
+    pub max_entries: usize,
+    /// What the x axis shows.
+    pub x_axis: XAxis,
+    /// Visible window.
+    pub viewport: Viewport,
+}
+
+impl OpenFile {
+    /// The step ↔ position map of the chosen x axis.
+    pub fn xmap(&self) -> XMap<'_> {
+        match (self.x_axis, &self.plot.time) {
+            (XAxis::Time, Some(t)) => XMap::time(t),
+            _ => XMap::steps(),
+        }
+    }
+
+    /// Whether the x axis can show time.
+    pub fn has_time(&self) -> bool {
+        self.plot.time.is_some()
+    }
+
+    /// A viewport showing the whole plot on the current axis.
+    fn full_viewport(&self) -> Viewport {
+        let l = &self.plot.layout;
+        match (self.x_axis, &self.plot.time) {
+            (XAxis::Time, Some(t)) => Viewport::new(
+                t.end_us().max(MIN_WINDOW_US),
+                l.peak_bytes as f64,
+                MIN_WINDOW_US,
+            ),
+            _ => Viewport::new(f64::from(l.steps), l.peak_bytes as f64, MIN_WINDOW_STEPS),
+        }
+    }
+
+    /// Text for the stack panel.
+    pub fn target_text(&self, target: Target) -> String {
+        let p = &self.plot;
+        match target {
+            Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
+            Target::Summarized => describe::SUMMARIZED.to_string(),
+            Target::Oom(i) => p.ooms.get(i).map_or_else(String::new, |o| {
+                describe::oom_text(&self.snap, p.device_pos, o.row as usize)
+            }),
+            Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
+                format!(
+                    "Annotation {}\n{} to {} ({:.3} ms)\nsteps {:.0} to {:.0}\n",
+                    a.name,
+                    describe::utc_time(a.start_us),
+                    describe::utc_time(a.end_us),
+                    (a.end_us - a.start_us) as f64 / 1000.0,
+                    a.start_step,
+                    a.end_step
+                )
+            }),
+        }
+    }
+}
+
+/// Something the pointer can point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A drawn allocation (element index).
+    Element(u32),
+    /// The summarized band.
+    Summarized,
+    /// An OOM marker (index into [`PlotData::ooms`]).
+    Oom(usize),
+    /// An annotation (index into [`PlotData::annotations`]).
+    Annotation(usize),
+}
+
+/// A drag in progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Drag {
+    /// Panning the plot.
+    Pan {
+        /// Where the press was (CSS px).
+        down_px: (f64, f64),
+        /// Window when it began.
+        x0: f64,
+        /// Window when it began.
+        x1: f64,
+        /// Whether it moved beyond a click.
+        moved: bool,
+    },
+    /// Selecting a window on the minimap.
+    Brush {
+        /// Position where it began.
+        start: f64,
+        /// Position now.
+        end: f64,
+        /// Where the press was (CSS px).
+        down_px: (f64, f64),
+    },
+}
+
+/// A load in progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loading {
+    /// File name.
+    pub name: String,
+    /// Share read, 0 to 1.
+    pub fraction: f64,
+    /// What is happening.
+    pub phase: &'static str,
+}
+
+/// Where the time of one load went (ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// When the file was chosen (`performance.now()`).
+    pub started_ms: f64,
+    /// Waiting for file slices.
+    pub read_ms: f64,
+    /// Decoding the pickle.
+    pub parse_ms: f64,
+    /// Building the model.
+    pub model_ms: f64,
+    /// Laying out the timeline.
+    pub layout_ms: f64,
+    /// Giving the page a chance to repaint between steps.
+    pub wait_ms: f64,
+    /// When the model and layout were ready (`performance.now()`).
+    pub laid_out_ms: f64,
+}
+
+/// What the stack panel shows: (file, layout generation, hovered, pinned).
+pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
+
+/// Values last written to the DOM, so frames only touch what changed.
+#[derive(Default)]
+pub struct DomMemo {
+    /// (files, current file, device count) when the menus were last filled.
+    pub menus: Cell<Option<(usize, Option<usize>, usize)>>,
+    /// Text key of the stack panel.
+    pub stack: RefCell<Option<StackKey>>,
+    /// What the canvases show now.
+    pub canvas: RefCell<Option<render::CanvasKey>>,
+    /// What the base layer of the timeline holds.
+    pub frame: RefCell<render::FrameInfo>,
+}
+
+/// The page's state.
+pub struct App {
+    /// Elements.
+    pub ui: Ui,
+    /// Open files.
+    pub files: Vec<OpenFile>,
+    /// Index of the file shown.
+    pub current: Option<usize>,
+    /// The view shown.
+    pub view: View,
+    /// What the pointer is over.
+    pub hover: Option<Target>,
+    /// What was clicked.
+    pub pinned: Option<Target>,
+    /// A drag in progress.
+    pub drag: Option<Drag>,
+    /// Last pointer position (canvas, CSS px).
+    pub last_pointer: Option<(Surface, f64, f64)>,
+    /// Files waiting to load.
+    pub queue: VecDeque<Source>,
+    /// Device index to show first when a file has it (set by an embedding page).
+    pub preferred_device: Option<i64>,
+    /// The load in progress.
+    pub loading: Option<Loading>,
+    /// The last error, in words.
+    pub error: Option<String>,
+    /// Whether files are being dragged over the page.
+    pub drag_hover: bool,
+    /// Detail slider value while it is being dragged.
+    pub detail_preview: Option<usize>,
+    /// Plot canvas size, CSS px.
+    pub plot_css: (f64, f64),
+    /// Minimap canvas size, CSS px.
+    pub minimap_css: (f64, f64),
+    /// devicePixelRatio.
+    pub dpr: f64,
+    /// Highest total per device-pixel column of the minimap, over the whole x domain.
+    pub minimap_cols: Vec<f64>,
+    /// Timings of a load whose first complete draw is still to come (then `memviz:ready`).
+    pub ready_pending: Cell<Option<Timings>>,
+    /// Counter of layouts, for the stack panel memo.
+    pub generation: usize,
+    /// DOM memo.
+    pub memo: DomMemo,
+    frame_pending: bool,
+    loader_running: bool,
+    self_ref: Weak<RefCell<App>>,
+    raf: Option<Closure<dyn FnMut(f64)>>,
+    listeners: Vec<EventListener>,
+    resize: Option<ResizeWatch>,
+}
+
+/// A ResizeObserver and its callback, disconnected when dropped.
+struct ResizeWatch {
+    observer: web_sys::ResizeObserver,
+    _callback: Closure<dyn FnMut(js_sys::Array)>,
+}
+
+impl Drop for ResizeWatch {
+    fn drop(&mut self) {
+        self.observer.disconnect();
+    }
+}
+
+impl App {
+    fn new(ui: Ui) -> App {
+        let dpr = ui.window.device_pixel_ratio();
+        App {
+            ui,
+            files: Vec::new(),
+            current: None,
+            view: View::default(),
+            hover: None,
+            pinned: None,
+            drag: None,
+            last_pointer: None,
+            queue: VecDeque::new(),
+            preferred_device: None,
+            loading: None,
+            error: None,
+            drag_hover: false,
+            detail_preview: None,
+            plot_css: (0.0, 0.0),
+            minimap_css: (0.0, 0.0),
+            dpr,
+            minimap_cols: Vec::new(),
+            ready_pending: Cell::new(None),
+            generation: 0,
+            memo: DomMemo::default(),
+            frame_pending: false,
+            loader_running: false,
+            self_ref: Weak::new(),
+            raf: None,
+            listeners: Vec::new(),
+            resize: None,
+        }
+    }
+
+    /// The file shown.
+    pub fn file(&self) -> Option<&OpenFile> {
+        self.current.and_then(|i| self.files.get(i))
+    }
+
+    fn file_mut(&mut self) -> Option<&mut OpenFile> {
+        self.current.and_then(|i| self.files.get_mut(i))
+    }
+
+    /// The plot area of the main canvas, CSS px.
+    pub fn plot_rect(&self) -> PlotRect {
+        let rows = self.file().map_or(0, |f| f.plot.annotation_row_count);
+        render::plot_rect(self.plot_css.0, self.plot_css.1, rows)
+    }
+
+    /// The plot area of the minimap, CSS px.
+    pub fn minimap_rect(&self) -> PlotRect {
+        render::minimap_rect(self.minimap_css.0, self.minimap_css.1)
+    }
+
+    /// Queues one redraw (at most one animation frame is pending).
+    pub fn request_redraw(&mut self) {
+        if self.frame_pending {
+            return;
+        }
+        if let Some(cb) = &self.raf {
+            if self
+                .ui
+                .window
+                .request_animation_frame(cb.as_ref().unchecked_ref())
+                .is_ok()
+            {
+                self.frame_pending = true;
+            }
+        }
+    }
+
+    /// Applies one input.
+    pub fn handle(&mut self, input: Input) {
+        match input {
+            Input::Wheel {
+                surface,
+                x_px,
+                delta_y_px,
+            } => self.on_wheel(surface, x_px, delta_y_px),
+            Input::PointerDown {
+                surface,
+                x_px,
+                y_px,
+                button,
+            } => self.on_pointer_down(surface, x_px, y_px, button),
+            Input::PointerMove {
+                surface,
+                x_px,
+                y_px,
+            } => self.on_pointer_move(surface, x_px, y_px),
+            Input::PointerUp {
+                surface,
+                x_px,
+                y_px,
+            } => self.on_pointer_up(surface, x_px, y_px),
+            Input::PointerLeave { surface } => {
+                if surface == Surface::Plot && !matches!(self.drag, Some(Drag::Pan { .. })) {
+                    self.hover = None;
+                }
+            }
+            Input::Key(c) => self.on_command(c),
+            Input::Resize => self.on_resize(),
+            Input::Open(sources) => {
+                self.drag_hover = false;
+                self.ui.mark("memviz:open");
+                self.queue.extend(sources);
+                self.start_loader();
+            }
+            Input::DragHover(on) => self.drag_hover = on,
+            Input::SelectFile(i) => {
+                if i < self.files.len() && self.current != Some(i) {
+                    self.current = Some(i);
+                    self.after_plot_change(false);
+                    self.ui.mark("memviz:open");
+                    self.ready_pending.set(Some(Timings {
+                        started_ms: self.ui.now_ms(),
+                        ..Timings::default()
+                    }));
+                }
+            }
+            Input::SelectDevice(d) => {
+                if self
+                    .file()
+                    .is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len())
+                {
+                    self.relayout(Some(d), None);
+                }
+            }
+            Input::SelectView(v) => {
+                if v != self.view {
+                    self.view = v;
+                    self.relayout(None, None);
+                }
+            }
+            Input::PreviewDetail(n) => self.detail_preview = Some(n),
+            Input::SetDetail(n) => {
+                self.detail_preview = None;
+                if self.file().is_some_and(|f| f.max_entries != n) {
+                    self.relayout(None, Some(n));
+                }
+            }
+            Input::SetXAxis(a) => self.set_x_axis(a),
+        }
+        self.request_redraw();
+    }
+
+    fn on_wheel(&mut self, surface: Surface, x_px: f64, delta_y_px: f64) {
+        let rect = match surface {
+            Surface::Plot => self.plot_rect(),
+            Surface::Minimap => self.minimap_rect(),
+        };
+        let factor = input::wheel_zoom_factor(delta_y_px);
+        let Some(f) = self.file_mut() else { return };
+        let anchor = match surface {
+            Surface::Plot => f.viewport.pos_at(&rect, x_px),
+            Surface::Minimap => full_pos_at(&f.viewport, &rect, x_px),
+        };
+        f.viewport.zoom_x(anchor, factor);
+        self.update_hover_from_pointer();
+    }
+
+    fn on_pointer_down(&mut self, surface: Surface, x_px: f64, y_px: f64, button: i16) {
+        if button != 0 {
+            return;
+        }
+        let mrect = self.minimap_rect();
+        let Some(f) = self.file() else { return };
+        self.drag = Some(match surface {
+            Surface::Plot => Drag::Pan {
+                down_px: (x_px, y_px),
+                x0: f.viewport.x0,
+                x1: f.viewport.x1,
+                moved: false,
+            },
+            Surface::Minimap => {
+                let p = full_pos_at(&f.viewport, &mrect, x_px);
+                Drag::Brush {
+                    start: p,
+                    end: p,
+                    down_px: (x_px, y_px),
+                }
+            }
+        });
+    }
+
+    fn on_pointer_move(&mut self, surface: Surface, x_px: f64, y_px: f64) {
+        self.last_pointer = Some((surface, x_px, y_px));
+        let rect = self.plot_rect();
+        let mrect = self.minimap_rect();
+        match self.drag {
+            Some(Drag::Pan {
+                down_px,
+                x0,
+                x1,
+                moved,
+            }) => {
+                let moved = moved || !input::is_click(down_px, (x_px, y_px));
+                if let Some(f) = self.file_mut() {
+                    let per_px = (x1 - x0) / rect.width_px.max(1.0);
+                    let shift = -(x_px - down_px.0) * per_px;
+                    f.viewport.set_window(x0 + shift, x1 + shift);
+                }
+                self.drag = Some(Drag::Pan {
+                    down_px,
+                    x0,
+                    x1,
+                    moved,
+                });
+                if moved {
+                    self.hover = None;
+                }
+            }
+            Some(Drag::Brush { start, down_px, .. }) => {
+                if let Some(f) = self.file() {
+                    let end = full_pos_at(&f.viewport, &mrect, x_px);
+                    self.drag = Some(Drag::Brush {
+                        start,
+                        end,
+                        down_px,
+                    });
+                }
+            }
+            None => {
+                if surface == Surface::Plot {
+                    self.hover = self.target_at(x_px, y_px);
+                }
+            }
+        }
+    }
+
+    fn on_pointer_up(&mut self, surface: Surface, x_px: f64, y_px: f64) {
+        let drag = self.drag.take();
+        let mrect = self.minimap_rect();
+        match drag {
+            Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
+                // A click pins what is under the pointer (or unpins on empty space).
+                self.pinned = self.target_at(x_px, y_px);
+                self.hover = self.pinned;
+            }
+            Some(Drag::Brush { start, down_px, .. }) => {
+                let Some(f) = self.file_mut() else { return };
+                let end = full_pos_at(&f.viewport, &mrect, x_px);
+                if input::is_click(down_px, (x_px, y_px)) {
+                    // A click centres the window there.
+                    let half = f.viewport.width() / 2.0;
+                    f.viewport.set_window(end - half, end + half);
+                } else {
+                    f.viewport.set_window(start, end);
+                    let xm = f.xmap();
+                    let (a, b) = (xm.step(f.viewport.x0), xm.step(f.viewport.x1));
+                    let peak = f.plot.layout.max_live_between(a, b);
+                    f.viewport.fit_y(peak as f64);
+                }
+            }
+            _ => {}
+        }
+        if surface == Surface::Plot {
+            self.update_hover_from_pointer();
+        }
+    }
+
+    fn on_command(&mut self, c: Command) {
+        if c == Command::Unpin {
+            self.pinned = None;
+            return;
+        }
+        let Some(f) = self.file_mut() else { return };
+        let v = &mut f.viewport;
+        let mid = (v.x0 + v.x1) / 2.0;
+        match c {
+            Command::ZoomIn => v.zoom_x(mid, input::KEY_ZOOM_FACTOR),
+            Command::ZoomOut => v.zoom_x(mid, 1.0 / input::KEY_ZOOM_FACTOR),
+            Command::PanLeft => v.pan(-v.width() * input::KEY_PAN_SHARE),
+            Command::PanRight => v.pan(v.width() * input::KEY_PAN_SHARE),
+            Command::Reset => v.reset(),
+            Command::Unpin => {}
+        }
+        self.update_hover_from_pointer();
+    }
+
+    fn on_resize(&mut self) {
+        self.dpr = self.ui.window.device_pixel_ratio().max(0.25);
+        self.plot_css = (
+            f64::from(self.ui.plot.client_width()),
+            f64::from(self.ui.plot.client_height()),
+        );
+        self.minimap_css = (
+            f64::from(self.ui.minimap.client_width()),
+            f64::from(self.ui.minimap.client_height()),
+        );
+        self.refresh_minimap();
+    }
+
+    /// Writes the controls and status line now and measures the canvases again, so the next
+    /// frame draws at the size the page will have (the status line can change the layout).
+    fn settle_layout(&mut self) {
+        render::sync_dom(self);
+        self.on_resize();
+    }
+
+    fn set_x_axis(&mut self, a: XAxis) {
+        let Some(f) = self.file_mut() else { return };
+        if f.x_axis == a || (a == XAxis::Time && !f.has_time()) {
+            return;
+        }
+        let old = f.viewport;
+        let (s0, s1) = {
+            let xm = f.xmap();
+            (xm.step(old.x0), xm.step(old.x1))
+        };
+        f.x_axis = a;
+        let mut v = f.full_viewport();
+        let xm = f.xmap();
+        if !old.is_full() {
+            v.set_window(xm.pos(s0), xm.pos(s1));
+            v.y_max_bytes = old.y_max_bytes;
+        }
+        f.viewport = v;
+        self.refresh_minimap();
+    }
+
+    /// What is under a point of the plot (CSS px).
+    pub fn target_at(&self, x_px: f64, y_px: f64) -> Option<Target> {
+        let f = self.file()?;
+        let rect = self.plot_rect();
+        let v = &f.viewport;
+        let xm = f.xmap();
+        // Annotation strip above the plot.
+        if y_px < rect.top_px && x_px >= rect.left_px && x_px <= rect.right_px() {
+            let row = render::annotation_row_at(y_px, f.plot.annotation_row_count)?;
+            return f
+                .plot
+                .annotations
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, a)| {
+                    let r = f.plot.annotation_rows.get(i).copied()?;
+                    let (x0, x1) = render::annotation_x_px(a, f.plot.time.as_ref(), &xm, v, &rect);
+                    (r == row && x_px >= x0 - 1.0 && x_px <= x1 + 1.0)
+                        .then_some(Target::Annotation(i))
+                });
+        }
+        if !rect.contains(x_px, y_px) {
+            return None;
+        }
+        // OOM lines first: they are thin.
+        let mut best: Option<(f64, usize)> = None;
+        for (i, o) in f.plot.ooms.iter().enumerate() {
+            let d = (v.x_px(&rect, xm.pos(o.step)) - x_px).abs();
+            if d <= OOM_HOVER_PX && best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, i));
+            }
+        }
+        if let Some((_, i)) = best {
+            return Some(Target::Oom(i));
+        }
+        let step = xm.step(v.pos_at(&rect, x_px));
+        let bytes = v.bytes_at(&rect, y_px);
+        match f.plot.layout.hit_test(step, bytes)? {
+            Hit::Element(e) => Some(Target::Element(e)),
+            Hit::Summarized => Some(Target::Summarized),
+        }
+    }
+
+    fn update_hover_from_pointer(&mut self) {
+        if let Some((Surface::Plot, x, y)) = self.last_pointer {
+            if self.drag.is_none() {
+                self.hover = self.target_at(x, y);
+            }
+        }
+    }
+
+    /// Lays out the current file again with another device or detail (after one frame, so the
+    /// status line shows first).
+    fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
+        let Some(i) = self.current else { return };
+        self.loading = Some(Loading {
+            name: self.files[i].name.clone(),
+            fraction: 1.0,
+            phase: "Laying out the timeline",
+        });
+        let weak = self.self_ref.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            next_frame().await;
+            let Some(rc) = weak.upgrade() else { return };
+            let Ok(mut app) = rc.try_borrow_mut() else {
+                return;
+            };
+            let view = app.view;
+            if let Some(f) = app.files.get_mut(i) {
+                let device_pos = device.unwrap_or(f.plot.device_pos);
+                let max_entries = max_entries.unwrap_or(f.max_entries);
+                f.plot = PlotData::build(
+                    &f.snap,
+                    device_pos,
+                    Options {
+                        max_entries,
+                        mode: view.mode(),
+                    },
+                );
+                f.max_entries = max_entries;
+                if f.x_axis == XAxis::Time && f.plot.time.is_none() {
+                    f.x_axis = XAxis::Steps;
+                }
+                let keep = f.viewport;
+                f.viewport = f.full_viewport();
+                if device.is_none() && !keep.is_full() && keep.full_x1 == f.viewport.full_x1 {
+                    // Same device, new detail: the window stays.
+                    f.viewport = keep;
+                }
+            }
+            app.loading = None;
+            app.after_plot_change(true);
+            app.settle_layout();
+            app.request_redraw();
+        });
+    }
+
+    /// After the plot of the current file changed: forget pointer targets, refresh derived state.
+    fn after_plot_change(&mut self, keep_pins: bool) {
+        self.generation += 1;
+        self.hover = None;
+        if !keep_pins {
+            self.pinned = None;
+        } else {
+            // Element indices survive a detail change but not a device change; drop to be safe.
+            self.pinned = None;
+        }
+        self.refresh_minimap();
+    }
+
+    /// Recomputes the minimap columns (whole x domain, one per device pixel).
+    fn refresh_minimap(&mut self) {
+        let rect = self.minimap_rect();
+        let cols = (rect.width_px * self.dpr).round().max(1.0) as usize;
+        self.minimap_cols = match self.file() {
+            None => Vec::new(),
+            Some(f) => {
+                let xm = f.xmap();
+                let full = f.viewport.full_x1;
+                let bounds: Vec<f64> = (0..=cols)
+                    .map(|c| xm.step(full * c as f64 / cols as f64))
+                    .collect();
+                crate::model::column_envelopes(&f.plot.layout, &bounds)
+                    .iter()
+                    .map(|e| e.total_max_bytes)
+                    .collect()
+            }
+        };
+    }
+
+    fn start_loader(&mut self) {
+        if self.loader_running {
+            return;
+        }
+        self.loader_running = true;
+        let weak = self.self_ref.clone();
+        wasm_bindgen_futures::spawn_local(run_queue(weak));
+    }
+
+    fn finish_load(&mut self, name: String, snap: Snapshot, plot: PlotData, timings: Timings) {
+        let mut f = OpenFile {
+            name,
+            snap,
+            plot,
+            max_entries: DEFAULT_MAX_ENTRIES,
+            x_axis: XAxis::Steps,
+            viewport: Viewport::new(1.0, 1.0, 1.0),
+        };
+        // Names repeat: "x.pickle (2)".
+        let same = self
+            .files
+            .iter()
+            .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
+            .count();
+        if same > 0 {
+            f.name = format!("{} ({})", f.name, same + 1);
+        }
+        f.viewport = f.full_viewport();
+        self.files.push(f);
+        self.current = Some(self.files.len() - 1);
+        self.error = None;
+        self.loading = None;
+        // The minimap and stack panel appear with the first file: measure the canvases again.
+        let _ = self.ui.main.class_list().add_1("has-file");
+        self.settle_layout();
+        self.after_plot_change(false);
+        self.ready_pending.set(Some(timings));
+    }
+}
+
+/// Position (in the whole domain) at a minimap x pixel.
+fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
+    ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
+}
+
+/// Resolves after the browser had a chance to paint.
+pub async fn next_frame() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.request_animation_frame(&resolve);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+    next_tick().await;
+}
+
+/// Resolves on the next turn of the event loop.
+pub async fn next_tick() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback(&resolve);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+}
+
+/// Borrows the state for a moment; `None` when it is gone or busy.
+fn with_app<R>(weak: &Weak<RefCell<App>>, f: impl FnOnce(&mut App) -> R) -> Option<R> {
+    let rc = weak.upgrade()?;
+    let mut app = rc.try_borrow_mut().ok()?;
+    Some(f(&mut app))
+}
+
+/// Loads queued sources one after the other.
+async fn run_queue(weak: Weak<RefCell<App>>) {
+    loop {
+        let Some(Some(source)) = with_app(&weak, |app| app.queue.pop_front()) else {
+            break;
+        };
+        load_one(&weak, source).await;
+    }
+    with_app(&weak, |app| {
+        app.loader_running = false;
+        app.loading = None;
+        app.request_redraw();
+    });
+}
+
+async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
+    let Some(started_ms) = with_app(weak, |app| app.ui.now_ms()) else {
+        return;
+    };
+    let now = || with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    let (name, total_bytes) = match &source {
+        Source::File(f) => (f.name(), f.size() as u64),
+        Source::Demo => (DEMO_NAME.to_string(), DEMO_SNAPSHOT.len() as u64),
+        Source::Bytes { name, bytes } => (name.clone(), bytes.len() as u64),
+    };
+    let in_memory: &[u8] = match &source {
+        Source::File(_) => &[],
+        Source::Demo => DEMO_SNAPSHOT,
+        Source::Bytes { bytes, .. } => bytes,
+    };
+    with_app(weak, |app| {
+        app.error = None;
+        app.loading = Some(Loading {
+            name: name.clone(),
+            fraction: 0.0,
+            phase: "Reading",
+        });
+        app.request_redraw();
+    });
+    let mut timings = Timings {
+        started_ms,
+        ..Timings::default()
+    };
+    let fail = |msg: String| {
+        with_app(weak, |app| {
+            app.error = Some(msg);
+            app.loading = None;
+            app.request_redraw();
+        });
+    };
+    let mut loader = ModelLoader::new(total_bytes);
+    let blob = match &source {
+        Source::File(f) => Some(gloo_file::Blob::from(web_sys::Blob::from(f.clone()))),
+        Source::Demo | Source::Bytes { .. } => None,
+    };
+    // Slices of the file; the next one is read while this one is decoded.
+    let read = |offset: u64| {
+        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
+        blob.as_ref()
+            .map(|b| gloo_file::futures::read_as_bytes(&b.slice(offset, end)))
+    };
+    let mut pending = read(0);
+    let mut offset = 0u64;
+    let mut last_yield_ms = started_ms;
+    while offset < total_bytes {
+        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
+        let t0 = now();
+        let owned;
+        let chunk: &[u8] = match pending.take() {
+            Some(reading) => match reading.await {
+                Ok(bytes) => {
+                    owned = bytes;
+                    &owned
+                }
+                Err(e) => {
+                    fail(format!(
+                        "Could not read {name}: {e}. Is the file still there and readable?"
+                    ));
+                    return;
+                }
+            },
+            None => in_memory.get(offset as usize..end as usize).unwrap_or(&[]),
+        };
+        if end < total_bytes {
+            pending = read(end);
+        }
+        let t1 = now();
+        timings.read_ms += t1 - t0;
+        if t1 - t0 > 1.0 {
+            // Waiting for the slice let the page repaint.
+            last_yield_ms = t1;
+        }
+        let fed = loader.feed(chunk);
+        let t2 = now();
+        timings.parse_ms += t2 - t1;
+        if let Err(e) = fed {
+            fail(format!("Could not open {name}: {e}"));
+            return;
+        }
+        offset = end;
+        let fraction = loader.fraction();
+        with_app(weak, |app| {
+            if let Some(l) = &mut app.loading {
+                l.fraction = fraction;
+            }
+            app.request_redraw();
+        });
+        if offset < total_bytes && t2 - last_yield_ms > YIELD_EVERY_MS {
+            // Let the page repaint the progress bar.
+            next_tick().await;
+            last_yield_ms = now();
+            timings.wait_ms += last_yield_ms - t2;
+        }
+    }
+    let slow = |t: f64| t - started_ms > SHOW_PHASES_AFTER_MS;
+    if slow(now()) {
+        with_app(weak, |app| {
+            if let Some(l) = &mut app.loading {
+                l.phase = "Building the model";
+            }
+            app.request_redraw();
+        });
+        let tw = now();
+        next_frame().await;
+        timings.wait_ms += now() - tw;
+    }
+    let t0 = now();
+    let snap = match loader.finish() {
+        Ok(s) => s,
+        Err(e) => {
+            fail(format!("Could not open {name}: {e}"));
+            return;
+        }
+    };
+    timings.model_ms = now() - t0;
+    if slow(now()) {
+        with_app(weak, |app| {
+            if let Some(l) = &mut app.loading {
+                l.phase = "Laying out the timeline";
+            }
+            app.request_redraw();
+        });
+        let tw = now();
+        next_frame().await;
+        timings.wait_ms += now() - tw;
+    }
+    let t0 = now();
+    let Some(view) = with_app(weak, |app| app.view) else {
+        return;
+    };
+    let preferred = with_app(weak, |app| app.preferred_device).flatten();
+    let device_pos = preferred
+        .and_then(|index| snap.devices.iter().position(|d| d.index == index))
+        .or_else(|| snap.default_device())
+        .unwrap_or(0);
+    let plot = PlotData::build(
+        &snap,
+        device_pos,
+        Options {
+            max_entries: DEFAULT_MAX_ENTRIES,
+            mode: view.mode(),
+        },
+    );
+    timings.layout_ms = now() - t0;
+    timings.laid_out_ms = now();
+    with_app(weak, |app| {
+        app.finish_load(name, snap, plot, timings);
+        app.request_redraw();
+    });
+}
+
+/// Registers a listener that turns a DOM event into an [`Input`] and hands it to the state.
+pub fn listen<E: JsCast + 'static>(
+    weak: &Weak<RefCell<App>>,
+    target: &web_sys::EventTarget,
+    event_type: &'static str,
+    to_input: impl Fn(&E) -> Option<Input> + 'static,
+) -> EventListener {
+    let weak = weak.clone();
+    EventListener::new_with_options(
+        target,
+        event_type,
+        EventListenerOptions::enable_prevent_default(),
+        move |ev| {
+            let Some(e) = ev.dyn_ref::<E>() else { return };
+            let Some(input) = to_input(e) else { return };
+            with_app(&weak, |app| app.handle(input));
+        },
+    )
+}
+
+fn select_index(e: &web_sys::Event) -> Option<usize> {
+    let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+    s.value().parse().ok()
+}
+
+fn input_number(e: &web_sys::Event) -> Option<usize> {
+    let i: HtmlInputElement = e.target()?.dyn_into().ok()?;
+    i.value().parse().ok()
+}
+
+fn files_of(list: Option<web_sys::FileList>) -> Vec<Source> {
+    let Some(list) = list else { return Vec::new() };
+    (0..list.length())
+        .filter_map(|i| list.get(i))
+        .map(Source::File)
+        .collect()
+}
+
+fn pointer(surface: Surface, e: &web_sys::MouseEvent) -> (Surface, f64, f64) {
+    (surface, f64::from(e.offset_x()), f64::from(e.offset_y()))
+}
+
+/// Whether a key event comes from a control that uses the keys itself.
+fn typing_in_control(e: &KeyboardEvent) -> bool {
+    e.target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
+}
+
+fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
+    let mut l = Vec::new();
+    let win: &web_sys::EventTarget = ui.window.as_ref();
+    // Files.
+    l.push(listen(
+        weak,
+        ui.file_input.as_ref(),
+        "change",
+        |e: &web_sys::Event| {
+            let input: HtmlInputElement = e.target()?.dyn_into().ok()?;
+            let files = files_of(input.files());
+            // Choosing the same file again must fire "change" again.
+            input.set_value("");
+            (!files.is_empty()).then_some(Input::Open(files))
+        },
+    ));
+    l.push(listen(
+        weak,
+        ui.demo_button.as_ref(),
+        "click",
+        |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo])),
+    ));
+    l.push(listen(weak, win, "dragover", |e: &DragEvent| {
+        let has_files = e
+            .data_transfer()
+            .is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
+        if has_files {
+            e.prevent_default();
+            Some(Input::DragHover(true))
+        } else {
+            None
+        }
+    }));
+    l.push(listen(weak, win, "dragleave", |e: &DragEvent| {
+        e.related_target()
+            .is_none()
+            .then_some(Input::DragHover(false))
+    }));
+    l.push(listen(weak, win, "drop", |e: &DragEvent| {
+        e.prevent_default();
+        let files = files_of(e.data_transfer().and_then(|d| d.files()));
+        Some(if files.is_empty() {
+            Input::DragHover(false)
+        } else {
+            Input::Open(files)
+        })
+    }));
+    // Menus.
+    l.push(listen(
+        weak,
+        ui.file_select.as_ref(),
+        "change",
+        |e: &web_sys::Event| select_index(e).map(Input::SelectFile),
+    ));
+    l.push(listen(
+        weak,
+        ui.device_select.as_ref(),
+        "change",
+        |e: &web_sys::Event| select_index(e).map(Input::SelectDevice),
+    ));
+    l.push(listen(
+        weak,
+        ui.view_select.as_ref(),
+        "change",
+        |e: &web_sys::Event| {
+            let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+            View::from_value(&s.value()).map(Input::SelectView)
+        },
+    ));
+    l.push(listen(
+        weak,
+        ui.detail.as_ref(),
+        "input",
+        |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail),
+    ));
+    l.push(listen(
+        weak,
+        ui.detail.as_ref(),
+        "change",
+        |e: &web_sys::Event| input_number(e).map(Input::SetDetail),
+    ));
+    l.push(listen(
+        weak,
+        ui.x_axis_select.as_ref(),
+        "change",
+        |e: &web_sys::Event| {
+            let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+            XAxis::from_value(&s.value()).map(Input::SetXAxis)
+        },
+    ));
+    // Canvases.
+    for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
+        let target: &web_sys::EventTarget = canvas.as_ref();
+        l.push(listen(weak, target, "wheel", move |e: &WheelEvent| {
+            e.prevent_default();
+            let dy = if e.delta_y() != 0.0 {
+                e.delta_y()
+            } else {
+                e.delta_x()
+            };
+            Some(Input::Wheel {
+                surface,
+                x_px: f64::from(e.offset_x()),
+                delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
+            })
+        }));
+        l.push(listen(
+            weak,
+            target,
+            "pointerdown",
+            move |e: &PointerEvent| {
+                if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
+                    let _ = el.set_pointer_capture(e.pointer_id());
+                    // Keys go to the plot after a click on it (not to a menu used before).
+                    let _ = el.focus();
+                }
+                let (surface, x_px, y_px) = pointer(surface, e);
+                Some(Input::PointerDown {
+                    surface,
+                    x_px,
+                    y_px,
+                    button: e.button(),
+                })
+            },
+        ));
+        l.push(listen(
+            weak,
+            target,
+            "pointermove",
+            move |e: &PointerEvent| {
+                let (surface, x_px, y_px) = pointer(surface, e);
+                Some(Input::PointerMove {
+                    surface,
+                    x_px,
+                    y_px,
+                })
+            },
+        ));
+        l.push(listen(
+            weak,
+            target,
+            "pointerup",
+            move |e: &PointerEvent| {
+                let (surface, x_px, y_px) = pointer(surface, e);
+                Some(Input::PointerUp {
+                    surface,
+                    x_px,
+                    y_px,
+                })
+            },
+        ));
+        l.push(listen(
+            weak,
+            target,
+            "pointerleave",
+            move |_: &PointerEvent| Some(Input::PointerLeave { surface }),
+        ));
+    }
+    // Keys and window size.
+    l.push(listen(weak, win, "keydown", |e: &KeyboardEvent| {
+        if typing_in_control(e) && e.key() != "Escape" {
+            return None;
+        }
+        let c = input::command_for_key(&e.key(), e.ctrl_key() || e.alt_key() || e.meta_key())?;
+        e.prevent_default();
+        Some(Input::Key(c))
+    }));
+    l.push(listen(weak, win, "resize", |_: &web_sys::Event| {
+        Some(Input::Resize)
+    }));
+    l
+}
+
+fn watch_size(weak: &Weak<RefCell<App>>, ui: &Ui) -> Option<ResizeWatch> {
+    let w = weak.clone();
+    let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |_entries: js_sys::Array| {
+        with_app(&w, |app| app.handle(Input::Resize));
+    });
+    let observer = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()).ok()?;
+    observer.observe(&ui.plot);
+    observer.observe(&ui.minimap);
+    Some(ResizeWatch {
+        observer,
+        _callback: callback,
+    })
+}
+
+/// What a page with snapshots inside it asks for.
+struct Embedded {
+    files: Vec<Source>,
+    view: Option<View>,
+    device: Option<i64>,
+}
+
+/// Reads `<script type="application/json" id="memviz-embedded">`, which pages written by the
+/// command line carry: `{"files": [{"name", "base64"}], "view", "device"}`.
+fn read_embedded(document: &Document) -> Option<Embedded> {
+    let text = document
+        .get_element_by_id("memviz-embedded")?
+        .text_content()?;
+    let config = js_sys::JSON::parse(&text).ok()?;
+    let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).ok();
+    let mut files = Vec::new();
+    if let Some(list) = get(&config, "files").and_then(|f| f.dyn_into::<js_sys::Array>().ok()) {
+        for f in list.iter() {
+            let name = get(&f, "name")
+                .and_then(|n| n.as_string())
+                .unwrap_or_else(|| "snapshot".into());
+            let Some(bytes) = get(&f, "base64")
+                .and_then(|b| b.as_string())
+                .and_then(|b| crate::model::base64_decode(&b))
+            else {
+                continue;
+            };
+            files.push(Source::Bytes {
+                name,
+                bytes: bytes.into(),
+            });
+        }
+    }
+    let view = get(&config, "view")
+        .and_then(|v| v.as_string())
+        .and_then(|v| View::from_value(&v));
+    let device = get(&config, "device")
+        .and_then(|d| d.as_f64())
+        .map(|d| d as i64);
+    Some(Embedded {
+        files,
+        view,
+        device,
+    })
+}
+
+thread_local! {
+    static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
+}
+
+/// Builds the state, installs the listeners and keeps the state for the page's lifetime.
+pub fn install() -> Result<(), JsValue> {
+    let ui = Ui::find()?;
+    let rc = Rc::new(RefCell::new(App::new(ui)));
+    let weak = Rc::downgrade(&rc);
+    {
+        let mut app = rc.borrow_mut();
+        app.self_ref = weak.clone();
+        let w = weak.clone();
+        app.raf = Some(Closure::<dyn FnMut(f64)>::new(move |_t: f64| {
+            let Some(rc) = w.upgrade() else { return };
+            if let Ok(mut app) = rc.try_borrow_mut() {
+                app.frame_pending = false;
+            }
+            let drawn = rc.try_borrow().map(|app| render::draw(&app));
+            drop(drawn);
+        }));
+        app.listeners = install_listeners(&weak, &app.ui);
+        app.resize = watch_size(&weak, &app.ui);
+        app.ui.demo_button.remove_attribute("disabled").ok();
+        app.handle(Input::Resize);
+    }
+    // A page written with snapshots inside it opens them right away.
+    let embedded = read_embedded(&rc.borrow().ui.document);
+    if let Some(embedded) = embedded {
+        let mut app = rc.borrow_mut();
+        if let Some(v) = embedded.view {
+            app.view = v;
+        }
+        app.preferred_device = embedded.device;
+        if !embedded.files.is_empty() {
+            app.handle(Input::Open(embedded.files));
+        }
+    }
+    APP.with(|a| *a.borrow_mut() = Some(rc));
+    wasm_bindgen_futures::spawn_local(warm_up(weak));
+    Ok(())
+}
+
+/// Runs the loading and layout code once on the built-in snapshot while the page is idle.
+///
+/// Browsers compile WebAssembly lazily and optimize a function only after it has run for a
+/// while, so the first file opened would otherwise run in the baseline tier (several times
+/// slower). Skipped if a file is already being opened.
+async fn warm_up(weak: Weak<RefCell<App>>) {
+    next_frame().await;
+    next_frame().await;
+    let idle = |weak: &Weak<RefCell<App>>| {
+        with_app(weak, |app| !app.loader_running && app.files.is_empty()).unwrap_or(false)
+    };
+    if !idle(&weak) {
+        return;
+    }
+    let Ok(snap) = crate::model::load_chunks(
+        DEMO_SNAPSHOT.chunks(CHUNK_BYTES),
+        DEMO_SNAPSHOT.len() as u64,
+    ) else {
+        return;
+    };
+    next_tick().await;
+    if !idle(&weak) {
+        return;
+    }
+    let plot = PlotData::build(
+        &snap,
+        snap.default_device().unwrap_or(0),
+        Options::default(),
+    );
+    let mut file = OpenFile {
+        name: String::new(),
+        snap,
+        plot,
+        max_entries: DEFAULT_MAX_ENTRIES,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    };
+    file.viewport = file.full_viewport();
+    // The drawing code too, on a canvas that is never shown.
+    let drawn = with_app(&weak, |app| {
+        let canvas = app
+            .ui
+            .document
+            .create_element("canvas")
+            .ok()?
+            .dyn_into::<HtmlCanvasElement>()
+            .ok()?;
+        let ctx = context_2d(&canvas).ok()?;
+        Some(render::draw_timeline_base(
+            Some(&file),
+            (1000.0, 600.0),
+            1.0,
+            &canvas,
+            &ctx,
+        ))
+    });
+    drop(drawn);
+    let (snap, plot) = (&file.snap, &file.plot);
+    let l = &plot.layout;
+    let bounds: Vec<f64> = (0..=512)
+        .map(|c| f64::from(l.steps) * f64::from(c) / 512.0)
+        .collect();
+    let _ = crate::model::column_envelopes(l, &bounds);
+    for b in (0..l.band_count() as u32).step_by(97) {
+        let (s0, s1) = l.band_step_range(b);
+        let _ = l.hit_test((f64::from(s0) + f64::from(s1)) / 2.0, 0.0);
+        let _ = describe::element_text(snap, plot.device_pos, l, l.band_element[b as usize]);
+    }
+    with_app(&weak, |app| {
+        let _ = app
+            .ui
+            .document
+            .body()
+            .map(|b| b.set_attribute("data-warm", "1"));
+    });
+}

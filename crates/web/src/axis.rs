@@ -1,0 +1,157 @@
+//! Axis ticks and their labels: bytes in binary units, event steps, and time.
+
+use memviz_core::format::human_size;
+
+/// Smallest "nice" number (1, 2 or 5 times a power of ten) that is at least `x`.
+pub fn nice_step(x: f64) -> f64 {
+    if !x.is_finite() || x <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= x * (1.0 - 1e-9) {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+/// Multiples of `step` inside `[lo, hi]`.
+pub fn ticks_with_step(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    if step.is_nan() || step <= 0.0 || !lo.is_finite() || !hi.is_finite() || hi < lo {
+        return Vec::new();
+    }
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).take(1000).map(|k| k as f64 * step).collect()
+}
+
+/// Byte ticks for `[0, max_bytes]`, about `target` of them: steps are 1, 2 or 5 times a power of
+/// ten of the binary unit of the maximum (KiB, MiB, GiB, ...), never finer than a tenth of it,
+/// so [`human_size`] labels them all differently.
+pub fn byte_ticks(max_bytes: f64, target: usize) -> (f64, Vec<f64>) {
+    if max_bytes.is_nan() || max_bytes <= 0.0 {
+        return (1.0, vec![0.0]);
+    }
+    let mut unit = 1.0;
+    while max_bytes / unit >= 1024.0 {
+        unit *= 1024.0;
+    }
+    let raw = max_bytes / target.max(1) as f64;
+    let step = if unit > 1.0 && raw / unit < 0.1 {
+        // Finer than a tenth of the unit: use the unit below.
+        nice_step(raw / (unit / 1024.0)).max(1.0) * (unit / 1024.0)
+    } else {
+        nice_step(raw / unit).max(if unit > 1.0 { 0.1 } else { 1.0 }) * unit
+    };
+    (step, ticks_with_step(0.0, max_bytes, step))
+}
+
+/// Label of a byte tick.
+pub fn byte_label(bytes: f64) -> String {
+    if bytes == 0.0 {
+        "0".to_string()
+    } else {
+        human_size(bytes)
+    }
+}
+
+/// Ticks for `[lo, hi]`, about `target` of them.
+pub fn linear_ticks(lo: f64, hi: f64, target: usize) -> (f64, Vec<f64>) {
+    let step = nice_step((hi - lo) / target.max(1) as f64);
+    (step, ticks_with_step(lo, hi, step))
+}
+
+/// Label of a step tick: an integer with thousands separators (`12,500`).
+pub fn step_label(step: f64) -> String {
+    let n = step.round() as i64;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Label of a time tick (µs), with as many decimals as the tick spacing needs.
+pub fn time_label(us: f64, step_us: f64) -> String {
+    let (unit, name) = if step_us >= 1e6 / 10.0 {
+        (1e6, "s")
+    } else if step_us >= 1e3 / 10.0 {
+        (1e3, "ms")
+    } else {
+        (1.0, "µs")
+    };
+    let decimals = (-(step_us / unit).log10().floor()).max(0.0) as usize;
+    format!("{:.*} {name}", decimals, us / unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn nice_steps() {
+        assert_eq!(nice_step(0.7), 1.0);
+        assert_eq!(nice_step(1.0), 1.0);
+        assert_eq!(nice_step(1.3), 2.0);
+        assert_eq!(nice_step(3.0), 5.0);
+        assert_eq!(nice_step(70.0), 100.0);
+        assert_eq!(nice_step(0.03), 0.05);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn byte_ticks_have_distinct_binary_labels() {
+        for max in [
+            1.0,
+            900.0,
+            5000.0,
+            423.2 * 1048576.0,
+            3.6 * 1073741824.0,
+            1.04 * 1073741824.0,
+            80e9,
+            3e15,
+        ] {
+            let (step, ticks) = byte_ticks(max, 6);
+            assert!(ticks.len() >= 2 || max < 2.0, "{max}: {ticks:?}");
+            assert!(ticks.len() <= 13, "{max}: {} ticks", ticks.len());
+            assert!(step > 0.0);
+            let labels: Vec<String> = ticks.iter().map(|&t| byte_label(t)).collect();
+            let mut dedup = labels.clone();
+            dedup.dedup();
+            assert_eq!(labels, dedup, "{max}");
+        }
+        let (_, t) = byte_ticks(3.6 * 1073741824.0, 6);
+        assert_eq!(
+            t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(),
+            ["0", "1.0 GiB", "2.0 GiB", "3.0 GiB"]
+        );
+        let (_, t) = byte_ticks(1.8 * 1073741824.0, 6);
+        assert_eq!(
+            t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(),
+            ["0", "512.0 MiB", "1.0 GiB", "1.5 GiB"]
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn step_and_time_labels() {
+        assert_eq!(step_label(0.0), "0");
+        assert_eq!(step_label(12500.0), "12,500");
+        assert_eq!(step_label(1_000_000.0), "1,000,000");
+        assert_eq!(time_label(1_500_000.0, 500_000.0), "1.5 s");
+        assert_eq!(time_label(2_000_000.0, 1_000_000.0), "2 s");
+        assert_eq!(time_label(12_500.0, 500.0), "12.5 ms");
+        assert_eq!(time_label(15_000.0, 5_000.0), "15 ms");
+        assert_eq!(time_label(50.0, 10.0), "50 µs");
+        let (step, ticks) = linear_ticks(0.0, 476_000.0, 8);
+        assert_eq!(step, 100_000.0);
+        assert_eq!(ticks.len(), 5);
+    }
+}

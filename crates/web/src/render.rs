@@ -1,0 +1,1009 @@
+//! Drawing: the timeline, the minimap and the page's controls, from the state and nothing else.
+//!
+//! Canvases have a backing store of CSS size × devicePixelRatio. Axes and text are drawn in CSS
+//! pixels under a `devicePixelRatio` transform; the plot's shapes are computed in device pixels
+//! so that level of detail (bands under half a device pixel are not drawn one by one) and
+//! decimation (at most about two vertices per device-pixel column) match what the screen shows.
+
+use memviz_core::format::human_size;
+use memviz_core::timeline::Layout;
+use wasm_bindgen::JsValue;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+use crate::app::{App, Drag, OpenFile, Target};
+use crate::axis;
+use crate::decimate::decimate_into;
+use crate::model::{column_envelopes, AnnotationSpan};
+use crate::view::View;
+use crate::viewport::{PlotRect, Viewport};
+use crate::xmap::{TimeMap, XMap};
+
+/// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
+pub const PALETTE: [&str; 10] = [
+    "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7",
+    "#9c755f", "#bab0ab",
+];
+
+/// Tableau10 at 35 % opacity, for annotations.
+const PALETTE_LIGHT: [&str; 10] = [
+    "rgba(78,121,167,0.35)",
+    "rgba(242,142,44,0.35)",
+    "rgba(225,87,89,0.35)",
+    "rgba(118,183,178,0.35)",
+    "rgba(89,161,79,0.35)",
+    "rgba(237,201,73,0.35)",
+    "rgba(175,122,161,0.35)",
+    "rgba(255,157,167,0.35)",
+    "rgba(156,117,95,0.35)",
+    "rgba(186,176,171,0.35)",
+];
+
+/// The summarized band.
+pub const SUMMARIZED_FILL: &str = "#c9c9c9";
+/// The area under the drawn stack (shows where bands are thinner than half a pixel).
+pub const STACK_FILL: &str = "#9db0c4";
+/// OOM markers.
+pub const OOM_COLOUR: &str = "#d62728";
+const GRID: &str = "#ececec";
+const AXIS: &str = "#555";
+const TEXT: &str = "#222";
+const FONT: &str = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+const SMALL_FONT: &str = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+
+/// Left margin of both canvases (room for y labels), CSS px.
+pub const LEFT_PX: f64 = 84.0;
+/// Right margin, CSS px.
+pub const RIGHT_PX: f64 = 20.0;
+/// Bottom margin of the plot (tick labels and the axis title), CSS px.
+pub const BOTTOM_PX: f64 = 46.0;
+/// Height of one annotation row, CSS px.
+pub const ANNOTATION_ROW_PX: f64 = 17.0;
+/// Top margin above the annotation strip, CSS px.
+pub const TOP_PX: f64 = 10.0;
+
+/// The plot area of the main canvas for a canvas of `css_w` × `css_h` and an annotation strip of
+/// `annotation_rows` rows.
+pub fn plot_rect(css_w: f64, css_h: f64, annotation_rows: usize) -> PlotRect {
+    let strip = if annotation_rows > 0 {
+        annotation_rows as f64 * ANNOTATION_ROW_PX + 6.0
+    } else {
+        0.0
+    };
+    let top = TOP_PX + strip;
+    PlotRect {
+        left_px: LEFT_PX,
+        top_px: top,
+        width_px: (css_w - LEFT_PX - RIGHT_PX).max(10.0),
+        height_px: (css_h - top - BOTTOM_PX).max(10.0),
+    }
+}
+
+/// The plot area of the minimap (aligned with the main plot).
+pub fn minimap_rect(css_w: f64, css_h: f64) -> PlotRect {
+    PlotRect {
+        left_px: LEFT_PX,
+        top_px: 3.0,
+        width_px: (css_w - LEFT_PX - RIGHT_PX).max(10.0),
+        height_px: (css_h - 6.0).max(4.0),
+    }
+}
+
+/// The annotation row at a y pixel, if the strip has one there.
+pub fn annotation_row_at(y_px: f64, rows: usize) -> Option<usize> {
+    let r = ((y_px - TOP_PX) / ANNOTATION_ROW_PX).floor();
+    (r >= 0.0 && (r as usize) < rows).then_some(r as usize)
+}
+
+/// x extent (CSS px, unclipped) of an annotation.
+pub fn annotation_x_px(
+    a: &AnnotationSpan,
+    time: Option<&TimeMap>,
+    xm: &XMap<'_>,
+    v: &Viewport,
+    rect: &PlotRect,
+) -> (f64, f64) {
+    let (p0, p1) = match (xm.is_time(), time) {
+        (true, Some(t)) => ((a.start_us - t.t0_us) as f64, (a.end_us - t.t0_us) as f64),
+        _ => (a.start_step, a.end_step),
+    };
+    (v.x_px(rect, p0), v.x_px(rect, p1))
+}
+
+fn colour_of_name(name: &str) -> usize {
+    // FNV-1a: the same name always gets the same colour.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    (h % 10) as usize
+}
+
+/// Sizes a canvas' backing store to CSS size × devicePixelRatio.
+fn fit_canvas(canvas: &HtmlCanvasElement, css_w: f64, css_h: f64, dpr: f64) {
+    let w = (css_w * dpr).round().max(1.0) as u32;
+    let h = (css_h * dpr).round().max(1.0) as u32;
+    if canvas.width() != w {
+        canvas.set_width(w);
+    }
+    if canvas.height() != h {
+        canvas.set_height(h);
+    }
+}
+
+/// What a frame drew, for tests and the status line.
+#[derive(Clone, Debug, Default)]
+pub struct FrameInfo {
+    /// Bands drawn one by one.
+    pub bands_drawn: usize,
+    /// Vertices sent to the canvas for bands.
+    pub vertices_drawn: usize,
+    /// x tick labels, left to right.
+    pub x_labels: Vec<String>,
+    /// x of each OOM marker in view (CSS px from the canvas' left edge).
+    pub oom_x_px: Vec<f64>,
+}
+
+/// Draws everything from the state.
+pub fn draw(app: &App) {
+    let t0 = app.ui.now_ms();
+    sync_dom(app);
+    // Canvases are redrawn only when something they show changed (not for progress updates).
+    let key = CanvasKey::of(app);
+    if app.memo.canvas.borrow().as_ref() == Some(&key) {
+        return;
+    }
+    // The base layer (everything but what the pointer points at) is kept in an offscreen canvas
+    // and redrawn only when it changes; hovering only copies it and draws the overlay.
+    let base_key = CanvasKey {
+        hover: None,
+        pinned: None,
+        ..key.clone()
+    };
+    let base_changed = app.memo.canvas.borrow().as_ref().map(|k| CanvasKey {
+        hover: None,
+        pinned: None,
+        ..k.clone()
+    }) != Some(base_key);
+    let ui = &app.ui;
+    if base_changed {
+        let info = match app.view {
+            View::ActiveMemoryTimeline => draw_timeline_base(
+                app.file(),
+                app.plot_css,
+                app.dpr,
+                &ui.plot_layer,
+                &ui.plot_layer_ctx,
+            ),
+        };
+        draw_minimap(app);
+        *app.memo.frame.borrow_mut() = info;
+    }
+    fit_canvas(&ui.plot, app.plot_css.0, app.plot_css.1, app.dpr);
+    let ctx = &ui.plot_ctx;
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.clear_rect(
+        0.0,
+        0.0,
+        f64::from(ui.plot.width()),
+        f64::from(ui.plot.height()),
+    );
+    let _ = ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0);
+    match app.view {
+        View::ActiveMemoryTimeline => draw_timeline_overlay(app, ctx),
+    }
+    *app.memo.canvas.borrow_mut() = Some(key);
+    let info = app.memo.frame.borrow();
+    let frame_ms = app.ui.now_ms() - t0;
+    write_test_hooks(app, &info, frame_ms);
+    // The first complete timeline: nothing loading, and the canvases drawn at their real size.
+    let sized = (
+        f64::from(app.ui.plot.client_width()),
+        f64::from(app.ui.plot.client_height()),
+    ) == app.plot_css
+        && (
+            f64::from(app.ui.minimap.client_width()),
+            f64::from(app.ui.minimap.client_height()),
+        ) == app.minimap_css;
+    if app.loading.is_none() && app.file().is_some() && sized {
+        if let Some(t) = app.ready_pending.take() {
+            app.ui.mark("memviz:ready");
+            let total = app.ui.now_ms() - t.started_ms;
+            let json = format!(
+                "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
+                t.read_ms,
+                t.parse_ms,
+                t.model_ms,
+                t.layout_ms,
+                t.wait_ms,
+                t0 - t.laid_out_ms,
+                frame_ms,
+                total,
+                info.bands_drawn,
+                info.vertices_drawn
+            );
+            let _ = app.ui.plot.set_attribute("data-timings", &json);
+            web_sys::console::log_1(&JsValue::from_str(&format!(
+                "memviz: {} ready: {json}",
+                app.file().map_or("", |f| f.name.as_str())
+            )));
+        }
+    }
+}
+
+fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
+    let c = &app.ui.plot;
+    let set = |k: &str, v: &str| {
+        if c.get_attribute(k).as_deref() != Some(v) {
+            let _ = c.set_attribute(k, v);
+        }
+    };
+    match app.file() {
+        Some(f) => {
+            let v = &f.viewport;
+            set("data-view", &format!("{:.3},{:.3}", v.x0, v.x1));
+            set("data-y-max", &format!("{:.0}", v.y_max_bytes));
+            set("data-x-axis", f.x_axis.value());
+            set("data-steps", &f.plot.layout.steps.to_string());
+            set(
+                "data-annotation-rows",
+                &f.plot.annotation_row_count.to_string(),
+            );
+            set("data-ooms", &f.plot.ooms.len().to_string());
+        }
+        None => set("data-view", ""),
+    }
+    set("data-x-ticks", &info.x_labels.join("|"));
+    set(
+        "data-oom-x",
+        &info
+            .oom_x_px
+            .iter()
+            .map(|x| format!("{x:.1}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    set("data-bands", &info.bands_drawn.to_string());
+    set("data-frame-ms", &format!("{frame_ms:.1}"));
+    let hover = match app.hover.or(app.pinned) {
+        None => String::new(),
+        Some(Target::Element(e)) => format!("element:{e}"),
+        Some(Target::Summarized) => "summarized".into(),
+        Some(Target::Oom(i)) => format!("oom:{i}"),
+        Some(Target::Annotation(i)) => format!("annotation:{i}"),
+    };
+    set("data-hover", &hover);
+}
+
+/// Everything the canvases show; equal keys draw equal pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CanvasKey {
+    current: Option<usize>,
+    generation: usize,
+    view: View,
+    viewport: Option<(Viewport, crate::xmap::XAxis)>,
+    hover: Option<Target>,
+    pinned: Option<Target>,
+    brush: Option<(f64, f64)>,
+    sizes: ((f64, f64), (f64, f64), f64),
+    minimap_columns: usize,
+}
+
+impl CanvasKey {
+    fn of(app: &App) -> CanvasKey {
+        CanvasKey {
+            current: app.current,
+            generation: app.generation,
+            view: app.view,
+            viewport: app.file().map(|f| (f.viewport, f.x_axis)),
+            hover: app.hover,
+            pinned: app.pinned,
+            brush: match app.drag {
+                Some(Drag::Brush { start, end, .. }) => Some((start, end)),
+                _ => None,
+            },
+            sizes: (app.plot_css, app.minimap_css, app.dpr),
+            minimap_columns: app.minimap_cols.len(),
+        }
+    }
+}
+
+/// Brings the controls in line with the state.
+pub fn sync_dom(app: &App) {
+    let ui = &app.ui;
+    // Progress and status.
+    match &app.loading {
+        Some(l) => {
+            ui.progress.set_hidden(false);
+            ui.progress.set_value(l.fraction);
+            let pct = (l.fraction * 100.0).round();
+            set_text(&ui.status, &format!("{} {} … {pct:.0}%", l.phase, l.name));
+        }
+        None => {
+            ui.progress.set_hidden(true);
+            let text = app.file().map_or_else(String::new, |f| {
+                let l = &f.plot.layout;
+                format!(
+                    "{} · peak {} · {} allocations",
+                    f.name,
+                    human_size(l.peak_bytes as f64),
+                    l.elements.len()
+                )
+            });
+            set_text(&ui.status, &text);
+        }
+    }
+    match &app.error {
+        Some(e) => {
+            set_text(&ui.error, e);
+            ui.error.set_hidden(false);
+        }
+        None => {
+            ui.error.set_hidden(true);
+        }
+    }
+    ui.empty.set_hidden(app.file().is_some());
+    ui.drop_overlay.set_hidden(!app.drag_hover);
+    // Menus.
+    let devices = app.file().map_or(0, |f| f.snap.devices.len());
+    let key = (app.files.len(), app.current, devices);
+    if app.memo.menus.get() != Some(key) {
+        app.memo.menus.set(Some(key));
+        fill_select(
+            ui,
+            &ui.file_select,
+            app.files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (i.to_string(), f.name.clone())),
+        );
+        if let Some(f) = app.file() {
+            fill_select(
+                ui,
+                &ui.device_select,
+                f.snap.devices.iter().enumerate().map(|(i, d)| {
+                    (
+                        i.to_string(),
+                        format!("cuda:{} ({} entries)", d.index, d.trace.len()),
+                    )
+                }),
+            );
+        }
+        fill_select(
+            ui,
+            &ui.view_select,
+            View::ALL
+                .iter()
+                .map(|v| (v.value().to_string(), v.label().to_string())),
+        );
+    }
+    let busy = app.loading.is_some();
+    set_select(
+        &ui.file_select,
+        &app.current.map_or(String::new(), |i| i.to_string()),
+        app.files.len() < 2 || busy,
+    );
+    set_select(
+        &ui.view_select,
+        app.view.value(),
+        app.file().is_none() || busy,
+    );
+    match app.file() {
+        Some(f) => {
+            set_select(
+                &ui.device_select,
+                &f.plot.device_pos.to_string(),
+                devices < 2 || busy,
+            );
+            set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
+            let total = f.plot.element_count();
+            let value = app.detail_preview.unwrap_or(f.max_entries).min(total);
+            let max = total.to_string();
+            if ui.detail.max() != max {
+                ui.detail.set_max(&max);
+            }
+            if app.detail_preview.is_none() && ui.detail.value() != value.to_string() {
+                ui.detail.set_value(&value.to_string());
+            }
+            ui.detail.set_disabled(busy);
+            set_text(
+                &ui.detail_label,
+                &format!("Detail: {value} of {total} entries"),
+            );
+        }
+        None => {
+            set_select(&ui.device_select, "", true);
+            set_select(&ui.x_axis_select, "steps", true);
+            ui.detail.set_disabled(true);
+            set_text(&ui.detail_label, "Detail: –");
+        }
+    }
+    // Stack panel.
+    let target = app.hover.or(app.pinned);
+    let key = (
+        app.current.unwrap_or(usize::MAX),
+        app.generation,
+        app.hover,
+        app.pinned,
+    );
+    if *app.memo.stack.borrow() != Some(key) {
+        *app.memo.stack.borrow_mut() = Some(key);
+        let text = match (app.file(), target) {
+            (Some(f), Some(t)) => f.target_text(t),
+            (Some(_), None) => "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin.".to_string(),
+            (None, _) => String::new(),
+        };
+        set_text(&ui.stack, &text);
+        let pinned = app.pinned.is_some() && (app.hover.is_none() || app.hover == app.pinned);
+        let _ = ui.stack.class_list().toggle_with_force("pinned", pinned);
+    }
+}
+
+fn set_text(el: &web_sys::HtmlElement, text: &str) {
+    if el.text_content().as_deref() != Some(text) {
+        el.set_text_content(Some(text));
+    }
+}
+
+fn fill_select(
+    ui: &crate::app::Ui,
+    select: &web_sys::HtmlSelectElement,
+    options: impl Iterator<Item = (String, String)>,
+) {
+    select.set_text_content(None);
+    for (value, label) in options {
+        if let Ok(o) = ui.document.create_element("option") {
+            let _ = o.set_attribute("value", &value);
+            o.set_text_content(Some(&label));
+            let _ = select.append_child(&o);
+        }
+    }
+}
+
+fn set_select(select: &web_sys::HtmlSelectElement, value: &str, disabled: bool) {
+    if select.value() != value {
+        select.set_value(value);
+    }
+    if select.disabled() != disabled {
+        select.set_disabled(disabled);
+    }
+}
+
+/// The lower edge of a band inside steps `[s_left, s_right]`, in device pixels, decimated.
+fn band_edge(
+    layout: &Layout,
+    band: u32,
+    s_left: f64,
+    s_right: f64,
+    to_dev: &impl Fn(f64, f64) -> (f64, f64),
+    out: &mut Vec<(f64, f64)>,
+) {
+    out.clear();
+    let (steps, offs) = layout.band_points(band);
+    let (Some(&first), Some(&last)) = (steps.first(), steps.last()) else {
+        return;
+    };
+    let (first, last) = (f64::from(first), f64::from(last));
+    if last <= s_left || first >= s_right || last <= first {
+        return;
+    }
+    let start = first.max(s_left);
+    let end = last.min(s_right);
+    let start_off = if start <= first {
+        offs[0] as f64
+    } else {
+        layout.band_offset_at(band, start).unwrap_or(offs[0] as f64)
+    };
+    let i0 = steps.partition_point(|&s| f64::from(s) <= start);
+    let i1 = steps.partition_point(|&s| f64::from(s) < end);
+    let end_off = if end >= last {
+        offs[offs.len() - 1] as f64
+    } else {
+        layout
+            .band_offset_at(band, end)
+            .unwrap_or(offs[i1.saturating_sub(1)] as f64)
+    };
+    let inner = (i0..i1.max(i0)).map(|k| to_dev(f64::from(steps[k]), offs[k] as f64));
+    let pts = std::iter::once(to_dev(start, start_off))
+        .chain(inner)
+        .chain(std::iter::once(to_dev(end, end_off)));
+    decimate_into(pts, out);
+}
+
+/// Traces a band's polygon: the lower edge left to right, then the upper edge back.
+fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+    let Some(&(x0, y0)) = edge.first() else {
+        return;
+    };
+    ctx.begin_path();
+    ctx.move_to(x0, y0);
+    for &(x, y) in &edge[1..] {
+        ctx.line_to(x, y);
+    }
+    for &(x, y) in edge.iter().rev() {
+        ctx.line_to(x, y - height_dev);
+    }
+    ctx.close_path();
+}
+
+/// Draws everything of the timeline that does not depend on the pointer.
+///
+/// `file` is drawn on `canvas` of `css` size (CSS px) at `dpr`.
+pub fn draw_timeline_base(
+    file: Option<&OpenFile>,
+    css: (f64, f64),
+    dpr: f64,
+    canvas: &HtmlCanvasElement,
+    ctx: &CanvasRenderingContext2d,
+) -> FrameInfo {
+    let mut info = FrameInfo::default();
+    let (w, h) = css;
+    fit_canvas(canvas, w, h, dpr);
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, w, h);
+    let Some(f) = file else { return info };
+    let rect = plot_rect(w, h, f.plot.annotation_row_count);
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let layout = &f.plot.layout;
+
+    // Grid.
+    let (_, y_ticks) = axis::byte_ticks(
+        v.y_max_bytes,
+        ((rect.height_px / 56.0) as usize).clamp(2, 10),
+    );
+    let (x_step, x_ticks) =
+        axis::linear_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14));
+    ctx.set_stroke_style_str(GRID);
+    ctx.set_line_width(1.0);
+    ctx.begin_path();
+    for &t in &y_ticks {
+        let y = crisp(v.y_px(&rect, t), dpr);
+        ctx.move_to(rect.left_px, y);
+        ctx.line_to(rect.right_px(), y);
+    }
+    for &t in &x_ticks {
+        let x = crisp(v.x_px(&rect, t), dpr);
+        ctx.move_to(x, rect.top_px);
+        ctx.line_to(x, rect.bottom_px());
+    }
+    ctx.stroke();
+
+    // The plot, in device pixels, clipped to the plot area.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    ctx.clip();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    let left_dev = rect.left_px * dpr;
+    let width_dev = rect.width_px * dpr;
+    let bottom_dev = rect.bottom_px() * dpr;
+    let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
+    let x_dev_of_pos = |pos: f64| v.x_px(&rect, pos) * dpr;
+    let to_dev = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)), y_dev(off));
+    let cols = width_dev.ceil().max(1.0) as usize;
+    let bounds: Vec<f64> = (0..=cols)
+        .map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0)))
+        .collect();
+    let envs = column_envelopes(layout, &bounds);
+
+    // 1. The area under the drawn stack.
+    ctx.set_fill_style_str(STACK_FILL);
+    ctx.begin_path();
+    ctx.move_to(left_dev, bottom_dev);
+    for (c, e) in envs.iter().enumerate() {
+        let y = y_dev(e.drawn_max_bytes);
+        ctx.line_to(left_dev + c as f64, y);
+        ctx.line_to(left_dev + c as f64 + 1.0, y);
+    }
+    ctx.line_to(left_dev + cols as f64, bottom_dev);
+    ctx.close_path();
+    ctx.fill();
+
+    // 2. Bands at least half a device pixel tall that overlap the view.
+    let s_left = xm.step(v.x0);
+    let s_right = xm.step(v.x1);
+    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
+    let min_size = 0.5 / px_per_byte_dev;
+    let mut edge: Vec<(f64, f64)> = Vec::new();
+    let mut bands = layout.bands_overlapping(
+        s_left.floor().max(0.0) as u32,
+        s_right.ceil().max(0.0) as u32,
+    );
+    bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
+    // Group by colour so the fill style changes at most ten times.
+    bands.sort_unstable_by_key(|&b| (layout.band_element[b as usize] % 10, b));
+    let mut colour = usize::MAX;
+    for &b in &bands {
+        band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
+        if edge.len() < 2 {
+            continue;
+        }
+        let c = (layout.band_element[b as usize] % 10) as usize;
+        if c != colour {
+            colour = c;
+            ctx.set_fill_style_str(PALETTE[c]);
+        }
+        trace_band(ctx, &edge, layout.band_size(b) as f64 * px_per_byte_dev);
+        ctx.fill();
+        info.bands_drawn += 1;
+        info.vertices_drawn += edge.len() * 2;
+    }
+
+    // 3. The summarized band on top of the drawn stack.
+    if envs
+        .iter()
+        .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
+    {
+        ctx.set_fill_style_str(SUMMARIZED_FILL);
+        ctx.begin_path();
+        for (c, e) in envs.iter().enumerate() {
+            let y = y_dev(e.total_max_bytes);
+            let x = left_dev + c as f64;
+            if c == 0 {
+                ctx.move_to(x, y);
+            } else {
+                ctx.line_to(x, y);
+            }
+            ctx.line_to(x + 1.0, y);
+        }
+        for (c, e) in envs.iter().enumerate().rev() {
+            let y = y_dev(e.drawn_at_peak_bytes);
+            let x = left_dev + c as f64;
+            ctx.line_to(x + 1.0, y);
+            ctx.line_to(x, y);
+        }
+        ctx.close_path();
+        ctx.fill();
+    }
+
+    // 4. OOM markers.
+    ctx.set_stroke_style_str(OOM_COLOUR);
+    ctx.set_line_width(1.5 * dpr);
+    for o in &f.plot.ooms {
+        let x = x_dev_of_pos(xm.pos(o.step));
+        ctx.begin_path();
+        ctx.move_to(
+            x.clamp(left_dev + dpr, left_dev + width_dev - dpr),
+            rect.top_px * dpr,
+        );
+        ctx.line_to(
+            x.clamp(left_dev + dpr, left_dev + width_dev - dpr),
+            bottom_dev,
+        );
+        ctx.stroke();
+    }
+    ctx.restore();
+
+    // Axes.
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.set_stroke_style_str(AXIS);
+    ctx.set_line_width(1.0);
+    ctx.begin_path();
+    let bx = crisp(rect.left_px, dpr);
+    let by = crisp(rect.bottom_px(), dpr);
+    ctx.move_to(bx, rect.top_px);
+    ctx.line_to(bx, by);
+    ctx.line_to(rect.right_px(), by);
+    for &t in &y_ticks {
+        let y = crisp(v.y_px(&rect, t), dpr);
+        ctx.move_to(bx - 4.0, y);
+        ctx.line_to(bx, y);
+    }
+    for &t in &x_ticks {
+        let x = crisp(v.x_px(&rect, t), dpr);
+        ctx.move_to(x, by);
+        ctx.line_to(x, by + 4.0);
+    }
+    ctx.stroke();
+    ctx.set_fill_style_str(TEXT);
+    ctx.set_font(FONT);
+    ctx.set_text_align("right");
+    ctx.set_text_baseline("middle");
+    for &t in &y_ticks {
+        let _ = ctx.fill_text(&axis::byte_label(t), rect.left_px - 7.0, v.y_px(&rect, t));
+    }
+    ctx.set_text_align("center");
+    ctx.set_text_baseline("top");
+    let mut last_right = f64::NEG_INFINITY;
+    for &t in &x_ticks {
+        let label = if xm.is_time() {
+            axis::time_label(t, x_step)
+        } else {
+            axis::step_label(t)
+        };
+        let width = ctx.measure_text(&label).map_or(40.0, |m| m.width());
+        let x = v
+            .x_px(&rect, t)
+            .clamp(width / 2.0 + 2.0, w - width / 2.0 - 2.0);
+        if x - width / 2.0 < last_right + 10.0 {
+            continue;
+        }
+        last_right = x + width / 2.0;
+        let _ = ctx.fill_text(&label, x, by + 7.0);
+        info.x_labels.push(label);
+    }
+    ctx.set_text_align("right");
+    ctx.set_fill_style_str("#666");
+    let title = if xm.is_time() {
+        "time since the first event"
+    } else {
+        "event step (each alloc or free is one step)"
+    };
+    let _ = ctx.fill_text(title, rect.right_px(), by + 26.0);
+
+    // Annotation strip.
+    draw_annotations(ctx, f, &rect, &xm);
+
+    // OOM labels.
+    ctx.set_font(SMALL_FONT);
+    ctx.set_text_baseline("top");
+    for o in &f.plot.ooms {
+        let x = v.x_px(&rect, xm.pos(o.step));
+        if x < rect.left_px - 1.0 || x > rect.right_px() + 1.0 {
+            continue;
+        }
+        info.oom_x_px.push(x);
+        let label = "OOM";
+        let tw = ctx.measure_text(label).map_or(24.0, |m| m.width());
+        let lx = if x + 4.0 + tw > rect.right_px() {
+            x - 4.0 - tw
+        } else {
+            x + 4.0
+        };
+        ctx.set_fill_style_str("rgba(255,255,255,0.85)");
+        ctx.fill_rect(lx - 2.0, rect.top_px + 3.0, tw + 4.0, 14.0);
+        ctx.set_fill_style_str(OOM_COLOUR);
+        ctx.set_text_align("left");
+        let _ = ctx.fill_text(label, lx, rect.top_px + 4.0);
+    }
+    info
+}
+
+/// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
+/// allocations, the hovered annotation's region, the hovered OOM marker.
+fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
+    let Some(f) = app.file() else { return };
+    let dpr = app.dpr;
+    let rect = app.plot_rect();
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let layout = &f.plot.layout;
+    let s_left = xm.step(v.x0);
+    let s_right = xm.step(v.x1);
+    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
+    let to_dev =
+        |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
+    let mut edge = Vec::new();
+    ctx.save();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    for (t, width) in [(app.pinned, 2.0), (app.hover, 1.5)] {
+        match t {
+            Some(Target::Element(e)) => {
+                if let Some(b) = layout.elements.get(e as usize).and_then(|el| el.band) {
+                    band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
+                    if edge.len() >= 2 {
+                        ctx.save();
+                        ctx.begin_path();
+                        ctx.rect(
+                            rect.left_px * dpr,
+                            rect.top_px * dpr,
+                            rect.width_px * dpr,
+                            rect.height_px * dpr,
+                        );
+                        ctx.clip();
+                        ctx.set_stroke_style_str("#000");
+                        ctx.set_line_width(width * dpr);
+                        trace_band(
+                            ctx,
+                            &edge,
+                            (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
+                        );
+                        ctx.stroke();
+                        ctx.restore();
+                    }
+                }
+            }
+            Some(Target::Annotation(i)) => {
+                if let (Some(a), Some(&row)) =
+                    (f.plot.annotations.get(i), f.plot.annotation_rows.get(i))
+                {
+                    let (x0, x1) = annotation_x_px(a, f.plot.time.as_ref(), &xm, v, &rect);
+                    let (x0, x1) = (
+                        x0.max(rect.left_px),
+                        x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0),
+                    );
+                    ctx.set_fill_style_str("rgba(0,0,0,0.07)");
+                    ctx.fill_rect(
+                        x0 * dpr,
+                        rect.top_px * dpr,
+                        (x1 - x0) * dpr,
+                        rect.height_px * dpr,
+                    );
+                    let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
+                    ctx.set_stroke_style_str(PALETTE[colour_of_name(&a.name)]);
+                    ctx.set_line_width(2.0 * dpr);
+                    ctx.stroke_rect(
+                        (x0 + 1.0) * dpr,
+                        (y + 1.0) * dpr,
+                        (x1 - x0 - 2.0).max(0.5) * dpr,
+                        (ANNOTATION_ROW_PX - 4.0) * dpr,
+                    );
+                }
+            }
+            Some(Target::Oom(i)) => {
+                if let Some(o) = f.plot.ooms.get(i) {
+                    let x = v
+                        .x_px(&rect, xm.pos(o.step))
+                        .clamp(rect.left_px + 1.0, rect.right_px() - 1.0)
+                        * dpr;
+                    ctx.set_stroke_style_str(OOM_COLOUR);
+                    ctx.set_line_width(3.5 * dpr);
+                    ctx.begin_path();
+                    ctx.move_to(x, rect.top_px * dpr);
+                    ctx.line_to(x, rect.bottom_px() * dpr);
+                    ctx.stroke();
+                }
+            }
+            Some(Target::Summarized) | None => {}
+        }
+    }
+    ctx.restore();
+}
+
+fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRect, xm: &XMap<'_>) {
+    let v = &f.viewport;
+    ctx.set_font(SMALL_FONT);
+    ctx.set_text_align("left");
+    ctx.set_text_baseline("middle");
+    for (i, a) in f.plot.annotations.iter().enumerate() {
+        let Some(&row) = f.plot.annotation_rows.get(i) else {
+            continue;
+        };
+        let (x0, x1) = annotation_x_px(a, f.plot.time.as_ref(), xm, v, rect);
+        if x1 < rect.left_px || x0 > rect.right_px() {
+            continue;
+        }
+        let (cx0, cx1) = (
+            x0.max(rect.left_px),
+            x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0),
+        );
+        let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
+        let c = colour_of_name(&a.name);
+        ctx.set_fill_style_str(PALETTE_LIGHT[c]);
+        ctx.fill_rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX - 2.0);
+        ctx.set_stroke_style_str(PALETTE[c]);
+        ctx.set_line_width(1.0);
+        ctx.stroke_rect(
+            cx0 + 0.5,
+            y + 0.5,
+            (cx1 - cx0 - 1.0).max(0.5),
+            ANNOTATION_ROW_PX - 3.0,
+        );
+        let room = cx1 - cx0 - 6.0;
+        if room > 14.0 {
+            ctx.save();
+            ctx.begin_path();
+            ctx.rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX);
+            ctx.clip();
+            ctx.set_fill_style_str(TEXT);
+            let label = fit_text(ctx, &a.name, room);
+            let _ = ctx.fill_text(&label, cx0 + 3.0, y + (ANNOTATION_ROW_PX - 2.0) / 2.0 + 0.5);
+            ctx.restore();
+        }
+    }
+}
+
+/// `text`, shortened with "…" to fit `max_px`.
+fn fit_text(ctx: &CanvasRenderingContext2d, text: &str, max_px: f64) -> String {
+    let width = |s: &str| {
+        ctx.measure_text(s)
+            .map_or(s.len() as f64 * 6.0, |m| m.width())
+    };
+    if width(text) <= max_px {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let (mut lo, mut hi) = (0usize, chars.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let s: String = chars[..mid].iter().collect::<String>() + "…";
+        if width(&s) <= max_px {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if lo == 0 {
+        String::new()
+    } else {
+        chars[..lo].iter().collect::<String>() + "…"
+    }
+}
+
+/// A coordinate that lands a 1 px line on whole device pixels.
+fn crisp(x_css: f64, dpr: f64) -> f64 {
+    ((x_css * dpr).floor() + 0.5) / dpr
+}
+
+fn draw_minimap(app: &App) {
+    let ui = &app.ui;
+    let ctx = &ui.minimap_ctx;
+    let dpr = app.dpr;
+    let (w, h) = app.minimap_css;
+    fit_canvas(&ui.minimap, w, h, dpr);
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, w, h);
+    let Some(f) = app.file() else { return };
+    let rect = app.minimap_rect();
+    let v = &f.viewport;
+    let xm = f.xmap();
+    ctx.set_fill_style_str("#f6f6f6");
+    ctx.fill_rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    // Total memory over the whole run.
+    let peak = app.minimap_cols.iter().copied().fold(1.0f64, f64::max);
+    let n = app.minimap_cols.len().max(1) as f64;
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    let (l, b, wd, hd) = (
+        rect.left_px * dpr,
+        rect.bottom_px() * dpr,
+        rect.width_px * dpr,
+        rect.height_px * dpr,
+    );
+    ctx.set_fill_style_str(PALETTE[0]);
+    ctx.begin_path();
+    ctx.move_to(l, b);
+    for (c, &m) in app.minimap_cols.iter().enumerate() {
+        let y = b - m / peak * hd;
+        let x0 = l + c as f64 * wd / n;
+        ctx.line_to(x0, y);
+        ctx.line_to(x0 + wd / n, y);
+    }
+    ctx.line_to(l + wd, b);
+    ctx.close_path();
+    ctx.fill();
+    ctx.set_stroke_style_str(OOM_COLOUR);
+    ctx.set_line_width(1.5 * dpr);
+    for o in &f.plot.ooms {
+        let x = (l + xm.pos(o.step) / v.full_x1 * wd).clamp(l + dpr, l + wd - dpr);
+        ctx.begin_path();
+        ctx.move_to(x, rect.top_px * dpr);
+        ctx.line_to(x, b);
+        ctx.stroke();
+    }
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    // The window: everything outside it dimmed.
+    let px = |pos: f64| rect.left_px + pos / v.full_x1 * rect.width_px;
+    let (x0, x1) = (px(v.x0), px(v.x1).max(px(v.x0) + 1.0));
+    ctx.set_fill_style_str("rgba(40,40,40,0.18)");
+    ctx.fill_rect(rect.left_px, rect.top_px, x0 - rect.left_px, rect.height_px);
+    ctx.fill_rect(x1, rect.top_px, rect.right_px() - x1, rect.height_px);
+    ctx.set_stroke_style_str("#333");
+    ctx.set_line_width(1.0);
+    ctx.stroke_rect(
+        x0 + 0.5,
+        rect.top_px + 0.5,
+        (x1 - x0 - 1.0).max(0.5),
+        rect.height_px - 1.0,
+    );
+    if let Some(Drag::Brush { start, end, .. }) = app.drag {
+        let (a, b) = (px(start.min(end)), px(start.max(end)));
+        ctx.set_fill_style_str("rgba(78,121,167,0.3)");
+        ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);
+        ctx.set_stroke_style_str(PALETTE[0]);
+        ctx.stroke_rect(
+            a + 0.5,
+            rect.top_px + 0.5,
+            (b - a - 1.0).max(0.5),
+            rect.height_px - 1.0,
+        );
+    }
+    // Scale: the run's peak.
+    ctx.set_fill_style_str("#666");
+    ctx.set_font(SMALL_FONT);
+    ctx.set_text_align("right");
+    ctx.set_text_baseline("top");
+    let _ = ctx.fill_text(&human_size(peak), rect.left_px - 7.0, rect.top_px);
+    ctx.set_text_baseline("bottom");
+    let _ = ctx.fill_text("overview", rect.left_px - 7.0, rect.bottom_px());
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what building and testing the page needs and is missing, on a Debian machine:
+# the wasm32 Rust target, Trunk, the wasm-bindgen CLI matching Cargo.lock, Debian's Chromium
+# and chromedriver, and the end-to-end tests' npm packages. Safe to run again: each step is
+# skipped when its tool is already there at the right version.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+TRUNK_VERSION=0.21.14
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Rust target.
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "setup: adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# Trunk.
+if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
+  echo "setup: installing trunk $TRUNK_VERSION"
+  cargo install trunk --version "$TRUNK_VERSION" --locked
+fi
+
+# wasm-bindgen CLI: exactly the version of the wasm-bindgen crate in Cargo.lock (Trunk runs it
+# offline, and the test runner must match too).
+want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if [ -z "$want" ]; then
+  echo "setup: no wasm-bindgen in Cargo.lock" >&2
+  exit 1
+fi
+have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
+if [ "$have" != "$want" ]; then
+  echo "setup: installing wasm-bindgen-cli $want (found: ${have:-none})"
+  cargo install wasm-bindgen-cli --version "$want"
+fi
+
+# Chromium and chromedriver from Debian (no browser downloads).
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "setup: installing chromium and chromium-driver"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+fi
+
+# Node.js for the end-to-end tests.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "setup: installing nodejs and npm"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm
+fi
+
+# playwright-core, at the version package-lock.json pins.
+cd tests/e2e
+want_pw=$(node -p "require('./package-lock.json').packages['node_modules/playwright-core'].version")
+have_pw=$(node -p "try { require('./node_modules/playwright-core/package.json').version } catch { '' }")
+if [ "$have_pw" != "$want_pw" ]; then
+  echo "setup: npm ci in tests/e2e"
+  npm ci --no-audit --no-fund
+fi
+echo "setup: ok"

@@ -1,0 +1,130 @@
+// Shared set-up for the end-to-end tests: the built page served from dist/ on 127.0.0.1, one
+// Chromium per test file, pages that record console errors and every network request.
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from './server.mjs';
+import { launch } from './browser.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const ROOT = resolve(here, '../../..');
+export const DIST = resolve(process.env.MEMVIZ_DIST ?? join(ROOT, 'dist'));
+export const FIXTURES = resolve(ROOT, '../shared/fixtures');
+export const OUT = join(ROOT, 'tests/e2e/out');
+mkdirSync(OUT, { recursive: true });
+
+/** Path of a shared fixture, or null when the folder is not there. */
+export function fixture(name) {
+  const p = join(FIXTURES, name);
+  return existsSync(p) ? p : null;
+}
+
+/** Every file under dist/, as URL paths ("/index.html", ...). */
+export function distPaths() {
+  const out = new Set(['/']);
+  const walk = (dir, prefix) => {
+    for (const f of readdirSync(dir)) {
+      const p = join(dir, f);
+      if (statSync(p).isDirectory()) walk(p, `${prefix}${f}/`);
+      else out.add(`${prefix}${f}`);
+    }
+  };
+  walk(DIST, '/');
+  return out;
+}
+
+/** Starts the server and the browser; returns { server, context, newPage, close }. */
+export async function start(contextOptions = {}) {
+  if (!existsSync(join(DIST, 'index.html'))) throw new Error(`no ${DIST}/index.html: run trunk build --release first`);
+  const server = await serve(DIST);
+  const { context, close } = await launch(contextOptions);
+  const pages = [];
+  return {
+    server,
+    context,
+    /** A fresh page at the app, started; `page.memviz` holds its console errors and requests. */
+    async newPage() {
+      const page = await context.newPage();
+      const log = { errors: [], requests: [] };
+      page.on('console', (m) => {
+        if (m.type() === 'error') log.errors.push(m.text());
+      });
+      page.on('pageerror', (e) => log.errors.push(e.message));
+      page.on('request', (r) => log.requests.push({ method: r.method(), url: r.url(), type: r.resourceType() }));
+      page.memviz = log;
+      await page.goto(server.url);
+      await page.waitForSelector('#demo:not([disabled])');
+      pages.push(page);
+      return page;
+    },
+    async close() {
+      await close();
+      await server.close();
+    },
+  };
+}
+
+/** Number of `memviz:ready` marks so far. */
+export const readyCount = (page) => page.evaluate(() => performance.getEntriesByName('memviz:ready').length);
+
+/** Waits until there are more than `before` ready marks, or an error shows. */
+export async function waitReady(page, before, timeout = 60000) {
+  await page.waitForFunction(
+    (n) => performance.getEntriesByName('memviz:ready').length > n || !document.getElementById('error').hidden,
+    before,
+    { timeout, polling: 50 },
+  );
+  const err = await page.evaluate(() => (document.getElementById('error').hidden ? null : document.getElementById('error').textContent));
+  if (err) throw new Error(`the page shows an error: ${err}`);
+}
+
+/** Opens files through the first file input and waits for the timeline. */
+export async function openFiles(page, files) {
+  const before = await readyCount(page);
+  await page.setInputFiles('input[type=file] >> nth=0', files);
+  await waitReady(page, before);
+}
+
+/** The plot canvas' data-* attributes. */
+export const plotData = (page) => page.evaluate(() => ({ ...document.getElementById('plot').dataset }));
+
+/** Waits until a data-* attribute of the plot differs from `value`. */
+export async function waitPlotChange(page, key, value, timeout = 10000) {
+  await page.waitForFunction(([k, v]) => document.getElementById('plot').dataset[k] !== v, [key, value], { timeout, polling: 20 });
+  return plotData(page);
+}
+
+/** The plot area of the canvas in page coordinates (mirrors render::plot_rect). */
+export async function plotArea(page) {
+  const box = await page.locator('#plot').boundingBox();
+  const rows = await page.evaluate(() => Number(document.getElementById('plot').dataset.annotationRows || 0));
+  const top = 10 + (rows > 0 ? rows * 17 + 6 : 0);
+  return { x: box.x + 84, y: box.y + top, width: box.width - 84 - 20, height: box.height - top - 46, box };
+}
+
+/**
+ * Moves the mouse over a grid of points in the plot until `accept(dataset, stackText)` holds;
+ * returns the point and what was found, or null.
+ */
+export async function findPoint(page, accept, { cols = 16, rows = 10, area = null } = {}) {
+  const a = area ?? (await plotArea(page));
+  for (let j = rows - 1; j >= 0; j--) {
+    for (let i = 0; i < cols; i++) {
+      const x = a.x + ((i + 0.5) / cols) * a.width;
+      const y = a.y + ((j + 0.5) / rows) * a.height;
+      await page.mouse.move(x, y);
+      const found = await page.evaluate(async () => {
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        return { hover: document.getElementById('plot').dataset.hover, stack: document.getElementById('stack').textContent };
+      });
+      if (accept(found)) return { x, y, ...found };
+    }
+  }
+  return null;
+}
+
+/** Resolves after two animation frames (a redraw has happened). */
+export const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/** Saves a screenshot to tests/e2e/out/NAME.png. */
+export const shot = (page, name) => page.screenshot({ path: join(OUT, `${name}.png`) });

@@ -1,0 +1,215 @@
+// Pointing, zooming, panning, keys, the minimap, the Detail control, the x axis, OOM markers.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findPoint, fixture, frames, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
+
+const RESNET = fixture('resnet50_fixed.pickle');
+const OOM = fixture('oom.pickle');
+const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
+
+let env;
+before(async () => {
+  env = await start();
+});
+after(async () => {
+  await env?.close();
+});
+
+const view = (d) => d.view.split(',').map(Number);
+
+test('hovering a band shows its stack; a click pins it, Esc unpins', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('train.py:'));
+  assert.ok(hit, 'no band whose stack mentions train.py was found');
+  assert.match(hit.stack, /allocation/);
+  assert.match(hit.stack, /\/home\/user\/project\/train\.py:\d+:/);
+  await shot(page, 'hover');
+  // Click pins; moving away keeps the text.
+  await page.mouse.click(hit.x, hit.y);
+  await frames(page);
+  assert.equal(await page.getAttribute('#stack', 'class'), 'pinned');
+  const area = await plotArea(page);
+  await page.mouse.move(area.box.x + 5, area.box.y + 5);
+  await frames(page);
+  assert.equal(await page.textContent('#stack'), hit.stack);
+  await shot(page, 'pinned');
+  await page.keyboard.press('Escape');
+  await frames(page);
+  assert.notEqual(await page.textContent('#stack'), hit.stack);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('the wheel zooms around the pointer and the x axis labels follow', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const d0 = await plotData(page);
+  const [a0, b0] = view(d0);
+  const area = await plotArea(page);
+  const x = area.x + area.width * 0.25;
+  await page.mouse.move(x, area.y + area.height / 2);
+  await page.mouse.wheel(0, -600);
+  const d1 = await waitPlotChange(page, 'view', d0.view);
+  const [a1, b1] = view(d1);
+  assert.ok(b1 - a1 < (b0 - a0) * 0.7, `window ${a1}..${b1} not narrower than ${a0}..${b0}`);
+  // The step under the pointer stays under it.
+  const stepAt = (a, b) => a + ((x - area.x) / area.width) * (b - a);
+  assert.ok(Math.abs(stepAt(a1, b1) - stepAt(a0, b0)) < (b0 - a0) * 0.01);
+  assert.notEqual(d1.xTicks, d0.xTicks, 'x labels changed');
+  await shot(page, 'zoomed');
+  // Zoom back out fully.
+  await page.mouse.wheel(0, 5000);
+  await page.waitForFunction(() => document.getElementById('plot').dataset.xTicks !== '' && document.getElementById('plot').dataset.view.startsWith('0.000,'));
+  await page.close();
+});
+
+test('dragging pans; keys zoom, pan and reset', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const full = await plotData(page);
+  const area = await plotArea(page);
+  await page.keyboard.press('+');
+  const z = await waitPlotChange(page, 'view', full.view);
+  const [za, zb] = view(z);
+  assert.ok(za > 0 && zb < Number(full.steps));
+  // Drag right: the window moves left (earlier steps).
+  await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(area.x + area.width / 2 + 150, area.y + area.height / 2, { steps: 5 });
+  await page.mouse.up();
+  const p = await waitPlotChange(page, 'view', z.view);
+  const [pa, pb] = view(p);
+  assert.ok(pa < za, `dragged right but window ${pa} >= ${za}`);
+  assert.ok(Math.abs(pb - pa - (zb - za)) < 1e-6 * Number(full.steps) + 0.01, 'panning keeps the width');
+  await page.keyboard.press('ArrowRight');
+  const r = await waitPlotChange(page, 'view', p.view);
+  assert.ok(view(r)[0] > pa);
+  await page.keyboard.press('-');
+  await waitPlotChange(page, 'view', r.view);
+  await page.keyboard.press('0');
+  await page.waitForFunction((v) => document.getElementById('plot').dataset.view === v, full.view);
+  await page.close();
+});
+
+test('a window brushed on the minimap is shown with y fitted to its peak', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const full = await plotData(page);
+  const box = await page.locator('#minimap').boundingBox();
+  const left = box.x + 84;
+  const width = box.width - 84 - 20;
+  // The last fifth of the run.
+  await page.mouse.move(left + width * 0.8, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(left + width * 0.99, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  const d = await waitPlotChange(page, 'view', full.view);
+  const [a, b] = view(d);
+  const steps = Number(full.steps);
+  assert.ok(Math.abs(a - 0.8 * steps) < 0.01 * steps, `start ${a}`);
+  assert.ok(Math.abs(b - 0.99 * steps) < 0.01 * steps, `end ${b}`);
+  assert.ok(Number(d.yMax) <= Number(full.yMax), 'y fitted to the window');
+  await shot(page, 'brushed');
+  await page.close();
+});
+
+test('lower Detail summarizes small allocations into one band', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const total = Number((await page.textContent('#detail-label')).match(/of (\d+)/)[1]);
+  const d0 = await plotData(page);
+  await page.$eval('#detail', (el) => {
+    el.value = '30';
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  await page.waitForFunction(() => document.getElementById('detail-label').textContent.startsWith('Detail: 30 of'));
+  assert.equal(await page.textContent('#detail-label'), `Detail: 30 of ${total} entries`);
+  const d1 = await waitPlotChange(page, 'bands', d0.bands);
+  assert.ok(Number(d1.bands) <= 30, `bands ${d1.bands}`);
+  const hit = await findPoint(page, (f) => f.hover === 'summarized');
+  assert.ok(hit, 'summarized band not found');
+  assert.match(hit.stack, /summarized/i);
+  await shot(page, 'detail-30');
+  await page.close();
+});
+
+test('the x axis can show time', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const d0 = await plotData(page);
+  assert.equal(await page.isDisabled('#x-axis'), false);
+  await page.selectOption('#x-axis', 'time');
+  const d1 = await waitPlotChange(page, 'xAxis', d0.xAxis);
+  assert.equal(d1.xAxis, 'time');
+  assert.match(d1.xTicks, /\d (ms|s)\b/);
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:'));
+  assert.ok(hit, 'hover works on the time axis');
+  await shot(page, 'time-axis');
+  await page.close();
+});
+
+test('an OOM is marked on the timeline and explained on hover', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, OOM);
+  const d = await plotData(page);
+  assert.equal(d.ooms, '1');
+  const x = Number(d.oomX.split(',')[0]);
+  const box = await page.locator('#plot').boundingBox();
+  const area = await plotArea(page);
+  await page.mouse.move(box.x + x - 1, area.y + area.height / 2);
+  await page.waitForFunction(() => document.getElementById('plot').dataset.hover.startsWith('oom:'));
+  assert.match(await page.textContent('#stack'), /^OOM at entry \d+: requested/);
+  await shot(page, 'oom');
+  await page.close();
+});
+
+test('the canvas stays sharp on HiDPI screens and follows the window size', { skip: needFixtures }, async () => {
+  const hi = await start({ deviceScaleFactor: 2, viewport: { width: 1100, height: 760 } });
+  try {
+    const page = await hi.newPage();
+    await openFiles(page, RESNET);
+    const size = () =>
+      page.evaluate(() => {
+        const el = document.getElementById('plot');
+        return { w: el.width, h: el.height, cw: el.clientWidth, ch: el.clientHeight, dpr: devicePixelRatio };
+      });
+    const s = await size();
+    assert.equal(s.dpr, 2);
+    assert.equal(s.w, s.cw * 2);
+    assert.equal(s.h, s.ch * 2);
+    await shot(page, 'hidpi');
+    await page.setViewportSize({ width: 800, height: 600 });
+    await page.waitForFunction((w) => document.getElementById('plot').width !== w, s.w);
+    await frames(page);
+    const t = await size();
+    assert.equal(t.w, t.cw * 2);
+    assert.ok(t.cw < s.cw);
+    await shot(page, 'hidpi-small');
+    await page.close();
+  } finally {
+    await hi.close();
+  }
+});
+
+test('annotations are drawn along the top and explained on hover', async () => {
+  const page = await env.newPage();
+  const n = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, n);
+  // Keys work right after the button was clicked.
+  const d0 = await plotData(page);
+  await page.keyboard.press('+');
+  await waitPlotChange(page, 'view', d0.view);
+  await page.keyboard.press('0');
+  await page.waitForFunction((v) => document.getElementById('plot').dataset.view === v, d0.view);
+  const box = await page.locator('#plot').boundingBox();
+  const area = await plotArea(page);
+  // First row of the strip (10 px from the top, rows of 17 px), a third of the way in.
+  await page.mouse.move(area.x + area.width / 3, box.y + 10 + 8);
+  await page.waitForFunction(() => document.getElementById('plot').dataset.hover.startsWith('annotation:'));
+  assert.match(await page.textContent('#stack'), /^Annotation ## step \d ##\n.* UTC to .* UTC \(\d+\.\d+ ms\)/);
+  await shot(page, 'annotation');
+  await page.close();
+});

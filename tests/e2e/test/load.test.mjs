@@ -1,0 +1,195 @@
+// Opening snapshots: file input, drop, several files, the demo, errors, and that nothing but the
+// page's own files is ever requested.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '../lib/server.mjs';
+import { DIST, distPaths, fixture, openFiles, plotData, readyCount, shot, start, waitReady } from '../lib/harness.mjs';
+
+const RESNET = fixture('resnet50_fixed.pickle');
+const OOM = fixture('oom.pickle');
+const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
+
+let env;
+before(async () => {
+  env = await start();
+});
+after(async () => {
+  await env?.close();
+});
+
+test('the page starts empty, with a drop zone and no errors', async () => {
+  const page = await env.newPage();
+  assert.equal(await page.isVisible('#empty'), true);
+  assert.match(await page.textContent('#empty'), /Drop PyTorch memory snapshots/);
+  assert.equal(await page.isVisible('#error'), false);
+  // The first file input is the snapshot picker, and takes several files.
+  assert.equal(await page.getAttribute('input[type=file] >> nth=0', 'id'), 'file-input');
+  assert.equal(await page.getAttribute('#file-input', 'multiple'), '');
+  await shot(page, 'empty');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a snapshot opened through the file input is drawn', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const d = await plotData(page);
+  assert.ok(Number(d.steps) > 10000, `steps ${d.steps}`);
+  assert.ok(Number(d.bands) > 100, `bands drawn ${d.bands}`);
+  assert.match(await page.textContent('#status'), /resnet50_fixed\.pickle/);
+  assert.match(await page.textContent('#detail-label'), /^Detail: \d+ of \d+ entries$/);
+  assert.equal(await page.isVisible('#empty'), false);
+  // The canvas backing store is its CSS size times devicePixelRatio.
+  const c = await page.evaluate(() => {
+    const el = document.getElementById('plot');
+    return { w: el.width, h: el.height, cw: el.clientWidth, ch: el.clientHeight, dpr: devicePixelRatio };
+  });
+  assert.equal(c.w, Math.round(c.cw * c.dpr));
+  assert.equal(c.h, Math.round(c.ch * c.dpr));
+  const timings = JSON.parse(d.timings);
+  assert.ok(timings.total_ms > 0);
+  await shot(page, 'resnet50_fixed');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a snapshot dropped on the page is drawn, and files can be switched', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, OOM);
+  const before = await readyCount(page);
+  const b64 = readFileSync(RESNET).toString('base64');
+  await page.evaluate((data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'dropped.pickle', { type: 'application/octet-stream' }));
+    const target = document.getElementById('plot');
+    target.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, b64);
+  await waitReady(page, before);
+  assert.match(await page.textContent('#status'), /dropped\.pickle/);
+  assert.equal(await page.isVisible('#drop-overlay'), false);
+  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  assert.deepEqual(options, ['oom.pickle', 'dropped.pickle']);
+  // Back to the first file.
+  const n = await readyCount(page);
+  await page.selectOption('#file-select', '0');
+  await waitReady(page, n);
+  assert.match(await page.textContent('#status'), /oom\.pickle/);
+  await page.close();
+});
+
+test('several files chosen at once all open', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await page.setInputFiles('#file-input', [OOM, RESNET]);
+  await page.waitForFunction(
+    () => document.querySelectorAll('#file-select option').length === 2 && document.getElementById('progress').hidden,
+    null,
+    { timeout: 60000 },
+  );
+  assert.equal(await page.inputValue('#file-select'), '1', 'the last file opened is shown');
+  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  assert.deepEqual(options, ['oom.pickle', 'resnet50_fixed.pickle']);
+  await page.close();
+});
+
+test('"Try a demo" draws the built-in snapshot with its annotations', async () => {
+  const page = await env.newPage();
+  const n = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, n);
+  const d = await plotData(page);
+  assert.ok(Number(d.steps) > 1000);
+  assert.ok(Number(d.annotationRows) >= 1, 'annotation strip');
+  assert.match(await page.textContent('#status'), /demo/);
+  await shot(page, 'demo');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a broken file shows an error in words, and the page keeps working', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  // A truncated pickle.
+  const good = readFileSync(OOM);
+  await page.setInputFiles('#file-input', { name: 'truncated.pickle', mimeType: 'application/octet-stream', buffer: good.subarray(0, 1000) });
+  await page.waitForSelector('#error:not([hidden])');
+  assert.match(await page.textContent('#error'), /truncated\.pickle.*truncated/);
+  await shot(page, 'error-truncated');
+  // A zip (what torch.save writes).
+  await page.setInputFiles('#file-input', { name: 'model.pt', mimeType: 'application/zip', buffer: Buffer.from('PK\x03\x04 not really a zip, but it starts like one', 'latin1') });
+  await page.waitForFunction(() => /model\.pt/.test(document.getElementById('error').textContent));
+  assert.match(await page.textContent('#error'), /torch\.save/);
+  // Random bytes.
+  await page.setInputFiles('#file-input', { name: 'noise.bin', mimeType: 'application/octet-stream', buffer: Buffer.from([0x80, 0x04, 0xff, 0xfe, 0x00, 0x13]) });
+  await page.waitForFunction(() => /noise\.bin/.test(document.getElementById('error').textContent));
+  // Empty.
+  await page.setInputFiles('#file-input', { name: 'empty.pickle', mimeType: 'application/octet-stream', buffer: Buffer.alloc(0) });
+  await page.waitForFunction(() => /empty\.pickle.*empty/.test(document.getElementById('error').textContent));
+  // A good file still opens, and the error goes away.
+  await openFiles(page, RESNET);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.ok(Number((await plotData(page)).bands) > 100);
+  assert.deepEqual(page.memviz.errors.filter((e) => !/memviz/.test(e)), []);
+  await page.close();
+});
+
+test('nothing is requested but the page\'s own files', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  await openFiles(page, OOM);
+  const n = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, n);
+  await page.mouse.move(400, 300);
+  await page.mouse.wheel(0, -400);
+  await page.waitForTimeout(200);
+  const origin = new URL(env.server.url).origin;
+  const allowed = distPaths();
+  for (const r of page.memviz.requests) {
+    const u = new URL(r.url);
+    assert.equal(u.origin, origin, `request to another origin: ${r.url}`);
+    assert.equal(r.method, 'GET', `non-GET request: ${r.method} ${r.url}`);
+    assert.ok(allowed.has(u.pathname), `request for a file not in dist/: ${u.pathname}`);
+  }
+  // The server saw the same: only GETs of files in dist/.
+  for (const r of env.server.requests) {
+    assert.equal(r.method, 'GET');
+    assert.ok(allowed.has(r.path), `server got ${r.path}`);
+  }
+  // The built page forbids other connections and inline scripts.
+  const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /connect-src 'self'/);
+  assert.doesNotMatch(csp, /unsafe-inline/);
+  assert.equal(await page.$$eval('script:not([src])', (s) => s.length), 0, 'no inline scripts');
+  // And nothing violated it.
+  assert.deepEqual(page.memviz.errors.filter((e) => /Content Security Policy/i.test(e)), []);
+  await page.close();
+});
+
+test('a page that carries snapshots opens them (pages written by the command line)', { skip: needFixtures }, async () => {
+  // dist/ with the configuration the command line embeds, served from a copy.
+  const dir = mkdtempSync(join(tmpdir(), 'memviz-embedded-'));
+  cpSync(DIST, dir, { recursive: true });
+  const config = { files: [{ name: 'embedded-oom.pickle', base64: readFileSync(OOM).toString('base64') }], view: 'active-memory-timeline', device: 0 };
+  const html = readFileSync(join(dir, 'index.html'), 'utf8').replace(
+    '</body>',
+    `<script type="application/json" id="memviz-embedded">${JSON.stringify(config)}</script>\n</body>`,
+  );
+  writeFileSync(join(dir, 'index.html'), html);
+  const server = await serve(dir);
+  try {
+    const page = await env.context.newPage();
+    await page.goto(server.url);
+    await waitReady(page, 0);
+    assert.match(await page.textContent('#status'), /embedded-oom\.pickle/);
+    assert.equal((await plotData(page)).ooms, '1');
+    await page.close();
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
