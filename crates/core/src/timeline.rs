@@ -232,8 +232,8 @@ pub struct Layout {
     pub peak_bytes: u64,
     /// First step where the peak is reached.
     pub peak_step: u32,
-    /// Trace row -> event index for rows that are events.
-    row_event: HashMap<u32, u32>,
+    /// Trace row -> event index (`u32::MAX` for rows that are not events of this layout).
+    row_event: Vec<u32>,
     index: IntervalIndex,
     block_max: Vec<u64>,
     /// Options used.
@@ -347,16 +347,18 @@ impl Layout {
             }
         }
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
-        let mut by_size: Vec<u32> = (0..l.elements.len() as u32).collect();
-        by_size.sort_by(|&a, &b| {
-            let sa = l.elements.get(a as usize).map_or(0, |e| e.size_bytes);
-            let sb = l.elements.get(b as usize).map_or(0, |e| e.size_bytes);
-            sb.cmp(&sa)
-        });
+        // Select the top max_entries by (size descending, index ascending) in O(n).
+        let mut by_size: Vec<(std::cmp::Reverse<u64>, u32)> =
+            l.elements.iter().enumerate().map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32)).collect();
+        let keep = options.max_entries.min(by_size.len());
+        if keep > 0 && keep < by_size.len() {
+            by_size.select_nth_unstable(keep - 1);
+        }
         let mut drawn = vec![false; l.elements.len()];
-        for &e in by_size.iter().take(options.max_entries) {
+        for &(_, e) in by_size.iter().take(keep) {
             drawn[e as usize] = true;
         }
+        drop(by_size);
         // Phase 3: replay. The drawn stack is a Vec of bands in stack order; positions are found
         // through a map (band -> slot) maintained with tombstones and periodic compaction, so a
         // free costs O(elements above it) for the vertices it must write, not a linear search.
@@ -411,7 +413,11 @@ impl Layout {
             l.event_step.push(step);
             l.event_row.push(row);
             if row != u32::MAX {
-                l.row_event.insert(row, ev);
+                let r = row as usize;
+                if l.row_event.len() <= r {
+                    l.row_event.resize(r + 1, u32::MAX);
+                }
+                l.row_event[r] = ev;
             }
             l.event_drawn_before.push(drawn_total);
             let mut slides = false;
@@ -659,7 +665,7 @@ impl Layout {
 
     /// Step of a trace row's event, if that row is an event of this layout.
     pub fn step_of_row(&self, row: u32) -> Option<u32> {
-        self.row_event.get(&row).and_then(|&i| self.event_step.get(i as usize)).copied()
+        self.row_event.get(row as usize).filter(|&&i| i != u32::MAX).and_then(|&i| self.event_step.get(i as usize)).copied()
     }
 
     /// Step at or after which trace row `row` has happened: the step of the first event whose row
