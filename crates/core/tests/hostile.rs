@@ -550,3 +550,20 @@ fn hostile_files_fed_in_small_chunks_do_not_panic() {
         let _ = Path::new(&f);
     }
 }
+
+#[test]
+fn messages_quoting_the_file_stay_on_one_short_line() {
+    // Top-level keys are named in the message: newlines, escape sequences and huge keys from the
+    // file must not reach the terminal as they are.
+    let long = "k".repeat(100_000);
+    let v = common::Py::Dict(vec![
+        (common::s("evil\nkey\x1b[2J"), common::i(1)),
+        (common::s(&long), common::i(2)),
+        (common::s("\r\t\u{0}"), common::i(3)),
+    ]);
+    let msg = load(&dumps(&v, 4)).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(msg.starts_with("not a memory snapshot: top-level keys are evil\\nkey\\u{1b}[2J, kkk"), "{msg}");
+    assert!(!msg.chars().any(char::is_control), "{msg:?}");
+    assert!(msg.len() < 400, "{} bytes", msg.len());
+}
+

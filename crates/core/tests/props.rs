@@ -14,6 +14,9 @@ fn exercise(bytes: &[u8]) -> bool {
     let t0 = Instant::now();
     let ok = match load(bytes) {
         Ok(s) => {
+            // Memory stays proportional to the input (shared references do not multiply it).
+            let heap = s.heap_bytes();
+            assert!(heap <= 64 * bytes.len() + (16 << 20), "{} bytes of input hold {heap} bytes of model", bytes.len());
             let _ = reference::stats(&s);
             let _ = reference::trace(&s);
             let _ = info::info(&s);
@@ -22,7 +25,7 @@ fn exercise(bytes: &[u8]) -> bool {
         }
         Err(e) => {
             let msg = e.to_string();
-            assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
+            assert!(!msg.is_empty() && !msg.contains('\n') && msg.len() < 2000, "{msg:?}");
             false
         }
     };

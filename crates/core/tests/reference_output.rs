@@ -167,10 +167,10 @@ fn every_snapshot_in_the_data_folders_loads() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Where the reference CLI failed on a synthetic snapshot (the manifest records it), the same
-/// command fails here too, with a message instead of a traceback.
+/// Where the reference CLI failed on a synthetic snapshot (the manifest records it), the snapshot
+/// still loads and the same command returns (an error message or a result, never a panic).
 #[test]
-fn reference_failures_are_errors_here_too() {
+fn commands_pytorch_cannot_run_still_return() {
     let dir = common::data_dir("synth");
     let Some(path) = common::find_file(&dir, "manifest.json") else { return };
     let m: serde_json::Value = serde_json::from_slice(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
