@@ -411,6 +411,11 @@ impl Document {
         }
     }
 
+    /// Number of lists.
+    pub fn list_count(&self) -> usize {
+        self.lists.len()
+    }
+
     /// Number of distinct strings.
     pub fn str_count(&self) -> usize {
         self.str_spans.len()

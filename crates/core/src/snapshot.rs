@@ -571,7 +571,8 @@ struct Builder<'d> {
     /// Document string id -> model string id.
     str_map: Vec<u32>,
     /// Document list id -> stack id.
-    stack_map: HashMap<u32, u32>,
+    /// Document list id -> stack id (`u32::MAX`: not seen yet).
+    stack_map: Vec<u32>,
     /// Document dict id -> frame id.
     frame_map: HashMap<u32, u32>,
     /// Frames by content, for pickles without sharing (JSON, protocol 0).
@@ -598,7 +599,7 @@ impl<'d> Builder<'d> {
             doc,
             snap: Snapshot::default(),
             str_map: vec![u32::MAX; doc.str_count()],
-            stack_map: HashMap::default(),
+            stack_map: vec![u32::MAX; doc.list_count()],
             frame_map: HashMap::default(),
             frame_by_content: HashMap::default(),
             stack_by_content: HashMap::default(),
@@ -746,8 +747,10 @@ impl<'d> Builder<'d> {
     /// Interns a frame list; returns `None` when `v` is not a list of dicts.
     fn stack(&mut self, v: Value) -> Option<u32> {
         let Value::List(li) = v else { return None };
-        if let Some(&s) = self.stack_map.get(&li) {
-            return Some(s);
+        if let Some(&s) = self.stack_map.get(li as usize) {
+            if s != u32::MAX {
+                return Some(s);
+            }
         }
         let items = self.doc.items(v);
         if !items.all_dicts() {
@@ -770,7 +773,9 @@ impl<'d> Builder<'d> {
             }
         };
         self.scratch = ids;
-        self.stack_map.insert(li, s);
+        if let Some(slot) = self.stack_map.get_mut(li as usize) {
+            *slot = s;
+        }
         Some(s)
     }
 
