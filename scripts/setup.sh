@@ -38,6 +38,12 @@ if [ "$have" != "$want" ]; then
   cargo install wasm-bindgen-cli --version "$want"
 fi
 
+# MEMVIZ_SETUP=build: only what building the page needs (no browser, Node.js or npm packages).
+if [ "${MEMVIZ_SETUP:-}" = build ]; then
+  echo "setup: ok (build tools only)"
+  exit 0
+fi
+
 # Chromium and chromedriver from Debian (no browser downloads).
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   echo "setup: installing chromium and chromium-driver"

@@ -44,11 +44,14 @@ pub struct Options {
     pub max_entries: usize,
     /// What to plot.
     pub mode: Mode,
+    /// Leave out allocations both made and freed within the trace (PyTorch's `filter_freed`):
+    /// what remains is what was live at the end, or live before the trace began.
+    pub hide_freed: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_entries: DEFAULT_MAX_ENTRIES, mode: Mode::Allocations }
+        Options { max_entries: DEFAULT_MAX_ENTRIES, mode: Mode::Allocations, hide_freed: false }
     }
 }
 
@@ -339,6 +342,10 @@ impl Layout {
             }
         }
         initially.reverse();
+        let hidden = |e: &Element| options.hide_freed && e.alloc_row.is_some() && e.free_row.is_some();
+        if options.hide_freed {
+            actions.retain(|&(e, _)| l.elements.get(e as usize).is_some_and(|el| !hidden(el)));
+        }
         // Elements that are freed in the trace appear in `actions`; an initial element freed in the
         // trace must not be re-added when its free comes (it is already live).
         if actions.is_empty() {
@@ -349,7 +356,7 @@ impl Layout {
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
         // Select the top max_entries by (size descending, index ascending) in O(n).
         let mut by_size: Vec<(std::cmp::Reverse<u64>, u32)> =
-            l.elements.iter().enumerate().map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32)).collect();
+            l.elements.iter().enumerate().filter(|(_, e)| !hidden(e)).map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32)).collect();
         let keep = options.max_entries.min(by_size.len());
         if keep > 0 && keep < by_size.len() {
             by_size.select_nth_unstable(keep - 1);
@@ -822,6 +829,30 @@ mod tests {
     }
 
     #[test]
+    fn hide_freed_keeps_only_allocations_not_freed_in_the_trace() {
+        for f in fixtures() {
+            let bytes = std::fs::read(&f).expect("read fixture");
+            let Ok(snap) = crate::load(&bytes) else { continue };
+            for dev in 0..snap.devices.len() {
+                let all = Layout::build(&snap, dev, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
+                let kept = Layout::build(&snap, dev, Options { max_entries: usize::MAX, mode: Mode::Allocations, hide_freed: true });
+                for b in 0..kept.band_count() as u32 {
+                    let e = &kept.elements[kept.band_element[b as usize] as usize];
+                    assert!(e.alloc_row.is_none() || e.free_row.is_none(), "{f:?}: a band freed within the trace");
+                }
+                let survivors = all.elements.iter().filter(|e| e.alloc_row.is_none() || e.free_row.is_none()).count();
+                assert_eq!(kept.band_count(), survivors, "{f:?} device {dev}");
+                // Only never-freed allocations remain, so the end is the same and nothing goes down.
+                let end = f64::from(all.steps);
+                if all.steps > 0 && kept.steps > 0 {
+                    assert_eq!(kept.live_bytes_at(f64::from(kept.steps)), all.live_bytes_at(end), "{f:?} device {dev}");
+                }
+                check_invariants(&kept, (kept.steps / 2000).max(1));
+            }
+        }
+    }
+
+    #[test]
     fn invariants_hold_on_every_fixture() {
         let files = fixtures();
         assert!(!files.is_empty(), "no fixtures found");
@@ -832,7 +863,7 @@ mod tests {
                 let (initial, expect) = independent_live(&snap, dev);
                 let mut peaks = Vec::new();
                 for n in [DEFAULT_MAX_ENTRIES, 100, 1, 0] {
-                    let l = Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations });
+                    let l = Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed: false });
                     // Nothing is lost: live bytes after every event equal the independent replay.
                     assert_eq!(l.initial_drawn_bytes + l.initial_summarized_bytes, if expect.is_empty() && l.event_row.first() == Some(&u32::MAX) { l.initial_drawn_bytes + l.initial_summarized_bytes } else { initial }, "{f:?} initial");
                     for &(row, want) in &expect {

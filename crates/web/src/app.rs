@@ -369,6 +369,10 @@ pub struct App {
     pub generation: usize,
     /// DOM memo.
     pub memo: DomMemo,
+    /// State of the panel views (Allocator State History, Allocator Settings).
+    pub panels: crate::views::Panels,
+    /// The analysis panel.
+    pub analysis: crate::panels::Panel,
     frame_pending: bool,
     loader_running: bool,
     self_ref: Weak<RefCell<App>>,
@@ -414,6 +418,8 @@ impl App {
             ready_pending: Cell::new(None),
             generation: 0,
             memo: DomMemo::default(),
+            panels: crate::views::Panels::default(),
+            analysis: crate::panels::Panel::default(),
             frame_pending: false,
             loader_running: false,
             self_ref: Weak::new(),
@@ -519,8 +525,12 @@ impl App {
             }
             Input::SelectView(v) => {
                 if v != self.view {
+                    let same_layout = v.mode() == self.view.mode();
                     self.view = v;
-                    self.relayout(None, None);
+                    crate::views::on_view_shown(self);
+                    if !same_layout {
+                        self.relayout(None, None);
+                    }
                 }
             }
             Input::PreviewDetail(n) => self.detail_preview = Some(n),
@@ -531,6 +541,8 @@ impl App {
                 }
             }
             Input::SetXAxis(a) => self.set_x_axis(a),
+            Input::Panel(p) => crate::views::handle(self, p),
+            Input::Analysis(a) => crate::panels::handle(self, a),
         }
         self.request_redraw();
     }
@@ -764,7 +776,7 @@ impl App {
 
     /// Lays out the current file again with another device or detail (after one frame, so the
     /// status line shows first).
-    fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
+    pub(crate) fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
         let Some(i) = self.current else { return };
         self.loading = Some(Loading {
             name: self.files[i].name.clone(),
@@ -779,6 +791,7 @@ impl App {
                 return;
             };
             let view = app.view;
+            let hide_freed = app.panels.hide_freed;
             if let Some(f) = app.files.get_mut(i) {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
@@ -788,6 +801,7 @@ impl App {
                     Options {
                         max_entries,
                         mode: view.mode(),
+                        hide_freed,
                     },
                 );
                 f.max_entries = max_entries;
@@ -877,6 +891,7 @@ impl App {
         let _ = self.ui.main.class_list().add_1("has-file");
         self.settle_layout();
         self.after_plot_change(false);
+        crate::url::restore(self);
         self.ready_pending.set(Some(timings));
     }
 }
@@ -1075,6 +1090,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Options {
             max_entries: DEFAULT_MAX_ENTRIES,
             mode: view.mode(),
+            hide_freed: with_app(weak, |app| app.panels.hide_freed).unwrap_or(false),
         },
     );
     timings.layout_ms = now() - t0;
@@ -1389,6 +1405,11 @@ pub fn install() -> Result<(), JsValue> {
             drop(drawn);
         }));
         app.listeners = install_listeners(&weak, &app.ui);
+        let panel_listeners = crate::panels::listeners(&weak, &app.ui);
+        app.listeners.extend(panel_listeners);
+        let view_listeners = crate::views::install_listeners(&weak, &app.ui.document);
+        app.listeners.extend(view_listeners);
+        app.panels = crate::views::Panels::new(&app.ui.document);
         app.resize = watch_size(&weak, &app.ui);
         app.ui.demo_button.remove_attribute("disabled").ok();
         app.handle(Input::Resize);
@@ -1405,6 +1426,8 @@ pub fn install() -> Result<(), JsValue> {
             app.handle(Input::Open(embedded.files));
         }
     }
+    // A reload keeps the fragment: view and device now, the rest when the same file opens.
+    crate::url::read_at_start(&mut rc.borrow_mut());
     APP.with(|a| *a.borrow_mut() = Some(rc));
     wasm_bindgen_futures::spawn_local(warm_up(weak));
     Ok(())

@@ -49,6 +49,8 @@ pub enum Source {
 /// One user action.
 #[derive(Clone, Debug)]
 pub enum Input {
+    /// Something asked of the analysis panel.
+    Analysis(crate::panels::Action),
     /// Wheel over a canvas: zoom x around the pointer.
     Wheel {
         /// Canvas.
@@ -112,6 +114,8 @@ pub enum Input {
     SetDetail(usize),
     /// Switch the x axis.
     SetXAxis(XAxis),
+    /// Something in a panel view (`crate::views`).
+    Panel(crate::views::PanelInput),
 }
 
 /// The command for a `KeyboardEvent.key`, ignoring keys pressed with Ctrl, Alt or Meta (browser

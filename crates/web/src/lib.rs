@@ -24,8 +24,11 @@ pub mod axis;
 pub mod decimate;
 pub mod input;
 pub mod model;
+pub mod panels;
 pub mod render;
 pub mod view;
+pub mod url;
+pub mod views;
 pub mod viewport;
 pub mod xmap;
 

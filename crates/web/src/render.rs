@@ -148,6 +148,10 @@ pub struct FrameInfo {
 pub fn draw(app: &App) {
     let t0 = app.ui.now_ms();
     sync_dom(app);
+    crate::panels::sync(app);
+    if crate::views::draw(app) {
+        return;
+    }
     // Canvases are redrawn only when something they show changed (not for progress updates).
     let key = CanvasKey::of(app);
     if app.memo.canvas.borrow().as_ref() == Some(&key) {
@@ -158,17 +162,19 @@ pub fn draw(app: &App) {
     let base_key = CanvasKey {
         hover: None,
         pinned: None,
+        analysis: 0,
         ..key.clone()
     };
     let base_changed = app.memo.canvas.borrow().as_ref().map(|k| CanvasKey {
         hover: None,
         pinned: None,
+        analysis: 0,
         ..k.clone()
     }) != Some(base_key);
     let ui = &app.ui;
     if base_changed {
         let info = match app.view {
-            View::ActiveMemoryTimeline => draw_timeline_base(
+            _ => draw_timeline_base(
                 app.file(),
                 app.plot_css,
                 app.dpr,
@@ -190,8 +196,9 @@ pub fn draw(app: &App) {
     );
     let _ = ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0);
     match app.view {
-        View::ActiveMemoryTimeline => draw_timeline_overlay(app, ctx),
+        _ => draw_timeline_overlay(app, ctx),
     }
+    crate::panels::draw_highlight(app, ctx);
     *app.memo.canvas.borrow_mut() = Some(key);
     let info = app.memo.frame.borrow();
     let frame_ms = app.ui.now_ms() - t0;
@@ -287,6 +294,7 @@ pub struct CanvasKey {
     brush: Option<(f64, f64)>,
     sizes: ((f64, f64), (f64, f64), f64),
     minimap_columns: usize,
+    analysis: usize,
 }
 
 impl CanvasKey {
@@ -304,6 +312,7 @@ impl CanvasKey {
             },
             sizes: (app.plot_css, app.minimap_css, app.dpr),
             minimap_columns: app.minimap_cols.len(),
+            analysis: app.analysis.canvas_seq,
         }
     }
 }
@@ -418,7 +427,10 @@ pub fn sync_dom(app: &App) {
             set_text(&ui.detail_label, "Detail: –");
         }
     }
-    // Stack panel.
+    // Stack panel (panel views write their own).
+    if app.view.is_panel() {
+        return;
+    }
     let target = app.hover.or(app.pinned);
     let key = (
         app.current.unwrap_or(usize::MAX),
@@ -470,7 +482,7 @@ fn set_select(select: &web_sys::HtmlSelectElement, value: &str, disabled: bool) 
 }
 
 /// The lower edge of a band inside steps `[s_left, s_right]`, in device pixels, decimated.
-fn band_edge(
+pub(crate) fn band_edge(
     layout: &Layout,
     band: u32,
     s_left: f64,
@@ -511,7 +523,7 @@ fn band_edge(
 }
 
 /// Traces a band's polygon: the lower edge left to right, then the upper edge back.
-fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+pub(crate) fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
     let Some(&(x0, y0)) = edge.first() else {
         return;
     };

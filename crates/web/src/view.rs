@@ -7,16 +7,34 @@ pub enum View {
     /// Stacked live allocations over time (PyTorch's "Active Memory Timeline").
     #[default]
     ActiveMemoryTimeline,
+    /// Stacked cached segments over time (PyTorch's "Active Cached Segment Timeline").
+    ActiveCachedSegmentTimeline,
+    /// Stacked mapped ranges of expandable segments over time.
+    MappedPagesTimeline,
+    /// The event list and the segment map after the selected event.
+    AllocatorStateHistory,
+    /// The allocator settings recorded in the snapshot.
+    AllocatorSettings,
 }
 
 impl View {
     /// Every view, in menu order.
-    pub const ALL: [View; 1] = [View::ActiveMemoryTimeline];
+    pub const ALL: [View; 5] = [
+        View::ActiveMemoryTimeline,
+        View::ActiveCachedSegmentTimeline,
+        View::MappedPagesTimeline,
+        View::AllocatorStateHistory,
+        View::AllocatorSettings,
+    ];
 
     /// Name shown in the menu.
     pub fn label(self) -> &'static str {
         match self {
             View::ActiveMemoryTimeline => "Active Memory Timeline",
+            View::ActiveCachedSegmentTimeline => "Active Cached Segment Timeline",
+            View::MappedPagesTimeline => "Mapped Pages Timeline",
+            View::AllocatorStateHistory => "Allocator State History",
+            View::AllocatorSettings => "Allocator Settings",
         }
     }
 
@@ -24,6 +42,10 @@ impl View {
     pub fn value(self) -> &'static str {
         match self {
             View::ActiveMemoryTimeline => "active-memory-timeline",
+            View::ActiveCachedSegmentTimeline => "active-cached-segment-timeline",
+            View::MappedPagesTimeline => "mapped-pages-timeline",
+            View::AllocatorStateHistory => "allocator-state-history",
+            View::AllocatorSettings => "allocator-settings",
         }
     }
 
@@ -35,8 +57,17 @@ impl View {
     /// What the layout plots for this view.
     pub fn mode(self) -> memviz_core::timeline::Mode {
         match self {
-            View::ActiveMemoryTimeline => memviz_core::timeline::Mode::Allocations,
+            View::ActiveCachedSegmentTimeline => memviz_core::timeline::Mode::Segments,
+            View::MappedPagesTimeline => memviz_core::timeline::Mode::MappedPages,
+            View::ActiveMemoryTimeline | View::AllocatorStateHistory | View::AllocatorSettings => {
+                memviz_core::timeline::Mode::Allocations
+            }
         }
+    }
+
+    /// Whether the view is a page panel (`#panel`) rather than the timeline canvases.
+    pub fn is_panel(self) -> bool {
+        matches!(self, View::AllocatorStateHistory | View::AllocatorSettings)
     }
 }
 

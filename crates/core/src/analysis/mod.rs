@@ -495,7 +495,7 @@ mod tests {
             let Some(snap) = test_util::fixture(name) else { continue };
             for pos in 0..snap.devices.len() {
                 let r = Replay::build(&snap, pos);
-                let l = Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations });
+                let l = Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
                 assert_eq!(r.lives.len(), l.elements.len(), "{name}");
                 for (a, b) in r.lives.iter().zip(&l.elements) {
                     assert_eq!((a.addr, a.size_bytes, a.stack, a.alloc_row, a.free_row, a.origin), (b.addr, b.size_bytes, b.stack, b.alloc_row, b.free_row, b.origin), "{name}");

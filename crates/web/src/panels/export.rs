@@ -1,0 +1,149 @@
+//! Downloads made in the page: the live set as CSV, JSON or speedscope JSON, the timeline as PNG.
+//! Each is a Blob handed to an `<a download>` through an object URL; nothing leaves the machine.
+
+use memviz_core::analysis::export as core_export;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{Blob, BlobPropertyBag, Document, HtmlAnchorElement, HtmlCanvasElement, Url};
+
+use crate::app::App;
+
+/// What to download.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The live set, one allocation a row.
+    Csv,
+    /// The live set as JSON.
+    Json,
+    /// The live set as a speedscope profile (bytes by stack).
+    Speedscope,
+    /// The timeline canvas as shown.
+    Png,
+}
+
+impl Kind {
+    /// The kind of a `data-act` value.
+    pub fn from_value(s: &str) -> Option<Kind> {
+        Some(match s {
+            "csv" => Kind::Csv,
+            "json" => Kind::Json,
+            "speedscope" => Kind::Speedscope,
+            "png" => Kind::Png,
+            _ => return None,
+        })
+    }
+}
+
+/// File name without its extension, for download names.
+fn stem(name: &str) -> String {
+    let base = name.split(" (").next().unwrap_or(name);
+    let base = base
+        .strip_suffix(".pickle")
+        .or_else(|| base.strip_suffix(".json"))
+        .unwrap_or(base);
+    base.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Runs an export; failures go to the error box.
+pub fn run(app: &mut App, kind: Kind) {
+    let result = match kind {
+        Kind::Png => {
+            let name = app
+                .file()
+                .map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
+            download_canvas(
+                &app.ui.document,
+                &app.ui.plot,
+                format!("{name}.timeline.png"),
+            );
+            Ok(())
+        }
+        _ => text_export(app, kind),
+    };
+    if let Err(e) = result {
+        app.error = Some(format!(
+            "Could not export: {}",
+            e.as_string().unwrap_or_default()
+        ));
+    }
+}
+
+fn text_export(app: &App, kind: Kind) -> Result<(), JsValue> {
+    let (name, text, mime) = {
+        let Some(a) = super::analysis(app) else {
+            return Ok(());
+        };
+        let Some(f) = app.file() else { return Ok(()) };
+        let Some(live) = a.live.as_ref() else {
+            return Ok(());
+        };
+        let when = live
+            .row
+            .map_or_else(|| "start".to_string(), |r| format!("entry{r}"));
+        let stem = format!("{}.live.{when}", stem(&f.name));
+        match kind {
+            Kind::Csv => (
+                format!("{stem}.csv"),
+                core_export::live_set_csv(&f.snap, &a.replay, live),
+                "text/csv",
+            ),
+            Kind::Json => (
+                format!("{stem}.json"),
+                core_export::live_set_json(&f.snap, &a.replay, live).to_string(),
+                "application/json",
+            ),
+            Kind::Speedscope | Kind::Png => (
+                format!("{stem}.speedscope.json"),
+                core_export::speedscope(&f.snap, live, &f.name).to_string(),
+                "application/json",
+            ),
+        }
+    };
+    let parts = js_sys::Array::of1(&JsValue::from_str(&text));
+    let bag = BlobPropertyBag::new();
+    bag.set_type(mime);
+    let blob = Blob::new_with_str_sequence_and_options(&parts, &bag)?;
+    download_blob(&app.ui.document, &blob, &name)
+}
+
+/// Hands a Blob to the browser as a download named `name`.
+pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(), JsValue> {
+    let url = Url::create_object_url_with_blob(blob)?;
+    let a: HtmlAnchorElement = document
+        .create_element("a")?
+        .dyn_into()
+        .map_err(|_| JsValue::from_str("no anchor element"))?;
+    a.set_href(&url);
+    a.set_download(name);
+    a.click();
+    // Let the download start before the URL goes.
+    wasm_bindgen_futures::spawn_local(async move {
+        crate::app::next_frame().await;
+        let _ = Url::revoke_object_url(&url);
+    });
+    Ok(())
+}
+
+/// Downloads a canvas as PNG (`canvas.toBlob`).
+fn download_canvas(document: &Document, canvas: &HtmlCanvasElement, name: String) {
+    let canvas = canvas.clone();
+    let document = document.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        let p = js_sys::Promise::new(&mut |resolve, _reject| {
+            let _ = canvas.to_blob(&resolve);
+        });
+        let Ok(v) = wasm_bindgen_futures::JsFuture::from(p).await else {
+            return;
+        };
+        if let Ok(blob) = v.dyn_into::<Blob>() {
+            let _ = download_blob(&document, &blob, &name);
+        }
+    });
+}

@@ -1,0 +1,179 @@
+//! The Live set tab: what is live at a moment (the peak unless the user picks another), by
+//! source line and as a collapsible tree of frames; exports.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use memviz_core::analysis::live::LiveSet;
+use memviz_core::analysis::{
+    frame_key, is_unrecorded, size_text, visible_frames, FrameKey, Moment, Replay,
+};
+use memviz_core::describe::utc_time;
+use memviz_core::snapshot::Snapshot;
+
+use super::insights::sz;
+use super::{esc, Analysis};
+
+/// Children shown per tree node at most.
+const TREE_CHILDREN: usize = 12;
+/// Tree nodes shown at most.
+const TREE_NODES: usize = 600;
+/// Sites listed at most.
+const SITES: usize = 50;
+
+/// Writes the tab.
+pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
+    s.push_str("<div class=\"an-actions\"><button type=\"button\" data-act=\"peak\">Peak</button><button type=\"button\" data-act=\"centre\" title=\"The moment at the centre of the visible window\">Window centre</button><span class=\"hint\">or Shift+click the timeline</span></div>");
+    let Some(l) = &a.live else {
+        s.push_str("<p>No live set at this moment.</p>");
+        return;
+    };
+    let when = match (l.moment, l.row) {
+        (Moment::Peak, Some(r)) => format!("At the peak, after entry {r}"),
+        (Moment::Peak, None) | (Moment::Start, _) => "Before the first entry".to_string(),
+        (_, Some(r)) => format!("After entry {r}"),
+        (_, None) => "Before the first entry".to_string(),
+    };
+    let time = l
+        .time_us
+        .map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))));
+    let _ = write!(
+        s,
+        "<p class=\"an-live-head\" data-row=\"{}\" data-total-bytes=\"{}\" data-count=\"{}\">{when}{time}: <b>{}</b> in {} allocations</p>",
+        l.row.map_or(-1, i64::from),
+        l.total_bytes,
+        l.count,
+        esc(&sz(l.total_bytes)),
+        l.count
+    );
+    s.push_str("<div class=\"an-actions\">Export: <button type=\"button\" data-act=\"csv\">CSV</button><button type=\"button\" data-act=\"json\">JSON</button><button type=\"button\" data-act=\"speedscope\">speedscope</button><button type=\"button\" data-act=\"png\" title=\"The timeline as shown\">PNG</button></div>");
+    s.push_str("<h3>By source line</h3><table class=\"an-table an-sites\"><thead><tr><th>site</th><th>bytes</th><th>count</th></tr></thead><tbody>");
+    for (i, g) in l.by_site.iter().enumerate().take(SITES) {
+        let _ = write!(
+            s,
+            "<tr data-act=\"site\" data-i=\"{i}\" data-key=\"site:{i}\" data-bytes=\"{}\" title=\"Click to highlight these allocations\"><td>{}</td><td title=\"{} bytes\">{}</td><td>{}</td></tr>",
+            g.bytes,
+            esc(&g.label),
+            g.bytes,
+            size_text(g.bytes),
+            g.count
+        );
+    }
+    if l.by_site.len() > SITES {
+        let _ = write!(
+            s,
+            "<tr><td colspan=\"3\">… {} more sites (in the exports)</td></tr>",
+            l.by_site.len() - SITES
+        );
+    }
+    s.push_str("</tbody></table><h3>By frame</h3>");
+    tree_html(snap, l, s);
+}
+
+/// The tree as nested `<details>`, built without recursion.
+fn tree_html(snap: &Snapshot, l: &LiveSet, s: &mut String) {
+    let total = l.total_bytes.max(1);
+    let min_bytes = total / 200;
+    // (node, whether its children are written: then the closing tag is due).
+    let mut todo: Vec<(u32, bool)> = vec![(0, false)];
+    let mut shown = 0usize;
+    s.push_str("<div class=\"an-tree\">");
+    while let Some((n, closing)) = todo.pop() {
+        if closing {
+            s.push_str("</details>");
+            continue;
+        }
+        let Some(node) = l.tree.nodes.get(n as usize) else {
+            continue;
+        };
+        shown += 1;
+        let pct = node.bytes as f64 * 100.0 / total as f64;
+        let kids: Vec<u32> = node
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| {
+                l.tree
+                    .nodes
+                    .get(c as usize)
+                    .is_some_and(|k| k.bytes >= min_bytes)
+            })
+            .take(TREE_CHILDREN)
+            .collect();
+        let open = if node.depth < 2 { " open" } else { "" };
+        let _ = write!(
+            s,
+            "<details{open}><summary data-act=\"node\" data-i=\"{n}\" data-key=\"node:{n}\"><progress class=\"bar\" max=\"100\" value=\"{:.1}\"></progress>{} <span class=\"muted\">{} · {} · {:.1}%</span></summary>",
+            pct.clamp(0.0, 100.0),
+            esc(&l.tree.label(snap, n)),
+            size_text(node.bytes),
+            node.count,
+            pct
+        );
+        todo.push((n, true));
+        if shown < TREE_NODES {
+            for &c in kids.iter().rev() {
+                todo.push((c, false));
+            }
+        }
+    }
+    s.push_str("</div>");
+}
+
+/// Frame keys of a stack's visible frames, outermost first.
+fn path_of(snap: &Snapshot, stack: u32) -> Vec<FrameKey> {
+    let mut p: Vec<FrameKey> = visible_frames(snap, stack).map(frame_key).collect();
+    p.reverse();
+    p
+}
+
+/// The live elements whose stacks pass through a tree node.
+pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) -> Vec<u32> {
+    let Some(n) = l.tree.nodes.get(node as usize) else {
+        return Vec::new();
+    };
+    if n.parent.is_none() {
+        return l.elements.clone();
+    }
+    // The node's path from the root, as frame keys (None: a "no frames" node).
+    let mut path: Vec<Option<FrameKey>> = Vec::new();
+    let mut cur = Some(node);
+    while let Some(c) = cur {
+        let Some(x) = l.tree.nodes.get(c as usize) else {
+            break;
+        };
+        if x.parent.is_none() {
+            break;
+        }
+        path.push(
+            x.frame
+                .and_then(|f| snap.frames.get(f as usize))
+                .map(frame_key),
+        );
+        cur = x.parent;
+    }
+    path.reverse();
+    let no_frames = path.first().is_some_and(Option::is_none);
+    let mut stacks_in: HashSet<(u32, bool)> = HashSet::new();
+    for g in &l.by_stack {
+        let p = path_of(snap, g.stack);
+        let inside = if no_frames {
+            p.is_empty() && g.before_trace == n.before_trace
+        } else {
+            p.len() >= path.len() && path.iter().zip(&p).all(|(a, b)| a.as_ref() == Some(b))
+        };
+        if inside {
+            stacks_in.insert((g.stack, g.before_trace));
+        }
+    }
+    l.elements
+        .iter()
+        .copied()
+        .filter(|&e| {
+            replay
+                .lives
+                .get(e as usize)
+                .is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x))))
+        })
+        .collect()
+}

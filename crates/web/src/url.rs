@@ -1,0 +1,216 @@
+//! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation and
+//! selected event, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
+//! Written with `history.replaceState` whenever it changes; read once at start and applied when
+//! the same file is opened again (a reload keeps the hash).
+
+use std::cell::RefCell;
+
+use crate::app::{App, Target};
+use crate::view::View;
+use crate::xmap::XAxis;
+
+/// What a fragment holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fragment {
+    /// File name (without the " (2)" of repeated names).
+    pub file: Option<String>,
+    /// View value.
+    pub view: Option<View>,
+    /// Device index.
+    pub device: Option<i64>,
+    /// Window in event steps.
+    pub x_steps: Option<(f64, f64)>,
+    /// Pinned allocation's address label (`b<hex>_<version>`).
+    pub pin: Option<String>,
+    /// Selected event of the Allocator State History.
+    pub event: Option<usize>,
+}
+
+fn decode(s: &str) -> String {
+    js_sys::decode_uri_component(s).ok().and_then(|v| v.as_string()).unwrap_or_else(|| s.to_string())
+}
+
+fn encode(s: &str) -> String {
+    js_sys::encode_uri_component(s).as_string().unwrap_or_default()
+}
+
+/// Reads a fragment (with or without the leading `#`); unknown or malformed parts are skipped.
+pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
+    let mut f = Fragment::default();
+    for part in hash.trim_start_matches('#').split('&') {
+        let Some((k, v)) = part.split_once('=') else { continue };
+        match k {
+            "file" => f.file = Some(decode_part(v)).filter(|s| !s.is_empty()),
+            "view" => f.view = View::from_value(v),
+            "device" => f.device = v.parse().ok(),
+            "x" => {
+                f.x_steps = v.split_once('-').and_then(|(a, b)| {
+                    let (a, b) = (a.parse::<f64>().ok()?, b.parse::<f64>().ok()?);
+                    (a.is_finite() && b.is_finite() && a < b).then_some((a, b))
+                });
+            }
+            "pin" => f.pin = Some(v.to_string()).filter(|s| s.len() <= 40 && s.starts_with('b')),
+            "event" => f.event = v.parse().ok(),
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Writes a fragment (without the `#`).
+pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = &f.file {
+        parts.push(format!("file={}", encode_part(v)));
+    }
+    if let Some(v) = f.view {
+        parts.push(format!("view={}", v.value()));
+    }
+    if let Some(d) = f.device {
+        parts.push(format!("device={d}"));
+    }
+    if let Some((a, b)) = f.x_steps {
+        parts.push(format!("x={}-{}", a.round(), b.round()));
+    }
+    if let Some(p) = &f.pin {
+        parts.push(format!("pin={p}"));
+    }
+    if let Some(e) = f.event {
+        parts.push(format!("event={e}"));
+    }
+    parts.join("&")
+}
+
+/// The name a file was opened under, without the ` (N)` added for repeated names.
+fn base_name(name: &str) -> &str {
+    match name.rfind(" (") {
+        Some(i) if name.ends_with(')') && name[i + 2..name.len() - 1].bytes().all(|b| b.is_ascii_digit()) => &name[..i],
+        _ => name,
+    }
+}
+
+thread_local! {
+    /// The fragment read at start, until a file with its name opens.
+    static PENDING: RefCell<Option<Fragment>> = const { RefCell::new(None) };
+    /// The fragment last written.
+    static WRITTEN: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn location_hash() -> String {
+    web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default()
+}
+
+/// At start: takes the view and device from the fragment and keeps the rest for the file.
+pub fn read_at_start(app: &mut App) {
+    let hash = location_hash();
+    if hash.len() <= 1 {
+        return;
+    }
+    let f = parse(&hash, decode);
+    if let Some(v) = f.view {
+        app.view = v;
+    }
+    if f.device.is_some() {
+        app.preferred_device = f.device;
+    }
+    WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
+    PENDING.with(|p| *p.borrow_mut() = Some(f));
+}
+
+/// After a file opened: applies the zoom window, pin and event of a fragment for that file.
+pub fn restore(app: &mut App) {
+    let Some(f) = PENDING.with(|p| p.borrow_mut().take()) else { return };
+    let Some(i) = app.current else { return };
+    let Some(file) = app.files.get_mut(i) else { return };
+    if f.file.as_deref() != Some(base_name(&file.name)) {
+        return;
+    }
+    if let Some((a, b)) = f.x_steps {
+        if file.x_axis == XAxis::Steps {
+            file.viewport.set_window(a, b);
+        }
+    }
+    let layout = &file.plot.layout;
+    if let Some(pin) = &f.pin {
+        let e = layout
+            .elements
+            .iter()
+            .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin);
+        if let Some(e) = e {
+            app.pinned = Some(Target::Element(e as u32));
+        }
+    }
+    if let Some(e) = f.event {
+        app.panels.selected = Some((i, file.plot.device_pos, e));
+    }
+}
+
+/// The fragment of the current state.
+pub fn of_app(app: &App) -> Option<Fragment> {
+    let f = app.file()?;
+    let i = app.current?;
+    let pin = match app.pinned {
+        Some(Target::Element(e)) if !app.view.is_panel() => {
+            f.plot.layout.elements.get(e as usize).map(|el| memviz_core::format::addr_label('b', el.addr, el.version))
+        }
+        _ => None,
+    };
+    let v = &f.viewport;
+    let x_steps = (!app.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
+    let event = match app.panels.selected {
+        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.view == View::AllocatorStateHistory => Some(r),
+        _ => None,
+    };
+    Some(Fragment {
+        file: Some(base_name(&f.name).to_string()),
+        view: Some(app.view),
+        device: f.snap.devices.get(f.plot.device_pos).map(|d| d.index),
+        x_steps,
+        pin,
+        event,
+    })
+}
+
+/// Writes the current state into the fragment when it changed (nothing while no file is open).
+pub fn sync(app: &App) {
+    if app.loading.is_some() || PENDING.with(|p| p.borrow().is_some()) && app.file().is_none() {
+        return;
+    }
+    let Some(frag) = of_app(app) else { return };
+    let text = format(&frag, encode);
+    if WRITTEN.with(|w| *w.borrow() == text) {
+        return;
+    }
+    let Some(w) = web_sys::window() else { return };
+    let Ok(history) = w.history() else { return };
+    if history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{text}"))).is_ok() {
+        WRITTEN.with(|w| *w.borrow_mut() = text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn fragments_round_trip() {
+        let f = Fragment {
+            file: Some("run.pickle".into()),
+            view: Some(View::AllocatorStateHistory),
+            device: Some(1),
+            x_steps: Some((120.0, 4500.0)),
+            pin: Some("b7f0a2c000000_3".into()),
+            event: Some(77),
+        };
+        let id = |s: &str| s.to_string();
+        let text = format(&f, id);
+        assert_eq!(text, "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_3&event=77");
+        assert_eq!(parse(&format!("#{text}"), id), f);
+        // Junk is skipped.
+        let g = parse("#view=nope&device=x&x=5-1&pin=zzz&other=1&=&&", id);
+        assert_eq!(g, Fragment::default());
+        assert_eq!(base_name("a.pickle (2)"), "a.pickle");
+        assert_eq!(base_name("a (b).pickle"), "a (b).pickle");
+    }
+}

@@ -1,0 +1,416 @@
+//! The Allocator State History view without the DOM: the event list's text (PyTorch's
+//! `formatEvent`), address versions, the segment map layout (reference study, section 3.7) and
+//! the texts for what the pointer is over (section 2.5).
+
+use std::collections::HashMap;
+
+use memviz_core::describe::NO_FRAMES;
+use memviz_core::format::{addr_label, size_with_bytes, stack_lines};
+use memviz_core::snapshot::{Action, Snapshot, Trace};
+use memviz_core::state::{AllocatorState, History};
+
+/// What one device's event list needs: the checkpointed history and per-address versions.
+pub struct HistoryData {
+    /// Checkpointed allocator states.
+    pub history: History,
+    /// Label version of each event's address.
+    pub versions: Vec<u32>,
+    /// Rows of block frees by address (each one ends a block version).
+    block_frees: HashMap<u64, Vec<u32>>,
+    /// Rows of segment frees and unmaps by address.
+    segment_frees: HashMap<u64, Vec<u32>>,
+}
+
+/// Whether an action is about segments (`s…` labels) rather than blocks (`b…`).
+pub fn is_segment_action(a: Action) -> bool {
+    matches!(a, Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap)
+}
+
+impl HistoryData {
+    /// Builds the history and versions of device `device_pos`.
+    pub fn build(snap: &Snapshot, device_pos: usize) -> HistoryData {
+        let history = History::build(snap, device_pos);
+        let mut versions = Vec::new();
+        let mut block_frees: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut segment_frees: HashMap<u64, Vec<u32>> = HashMap::new();
+        if let Some(dev) = snap.devices.get(device_pos) {
+            let t = &dev.trace;
+            versions.reserve(t.len());
+            for row in 0..t.len() {
+                let a = t.action[row];
+                let addr = t.addr[row];
+                let (map, ends) = if is_segment_action(a) {
+                    (&mut segment_frees, matches!(a, Action::SegmentFree | Action::SegmentUnmap))
+                } else {
+                    (&mut block_frees, matches!(a, Action::FreeCompleted | Action::Free))
+                };
+                let rows = map.entry(addr).or_default();
+                versions.push(rows.len() as u32);
+                if ends {
+                    rows.push(row as u32);
+                }
+            }
+        }
+        HistoryData { history, versions, block_frees, segment_frees }
+    }
+
+    /// Version of a block at `addr` just after event `k`.
+    pub fn block_version(&self, addr: u64, k: usize) -> u32 {
+        version_at(&self.block_frees, addr, k)
+    }
+
+    /// Version of a segment at `addr` just after event `k`.
+    pub fn segment_version(&self, addr: u64, k: usize) -> u32 {
+        version_at(&self.segment_frees, addr, k)
+    }
+}
+
+fn version_at(map: &HashMap<u64, Vec<u32>>, addr: u64, k: usize) -> u32 {
+    map.get(&addr).map_or(0, |rows| rows.partition_point(|&r| (r as usize) <= k) as u32)
+}
+
+/// One row of the event list (PyTorch's `formatEvent`, with the stream on the same line).
+pub fn event_text(snap: &Snapshot, t: &Trace, versions: &[u32], row: usize) -> String {
+    let Some(&a) = t.action.get(row) else { return String::new() };
+    let size = t.size_bytes.get(row).copied().unwrap_or(0);
+    match a {
+        Action::Oom => {
+            let free = t.device_free_at(row).map_or_else(|| "unknown".to_string(), size_with_bytes);
+            format!("OOM (requested {}, CUDA has {free} memory free)", size_with_bytes(size))
+        }
+        Action::Snapshot => "snapshot".to_string(),
+        Action::Annotate | Action::UserDefined | Action::Unknown => a.name().to_string(),
+        _ => {
+            let prefix = if is_segment_action(a) { 's' } else { 'b' };
+            let addr = t.addr.get(row).copied().unwrap_or(0);
+            let label = addr_label(prefix, addr, versions.get(row).copied().unwrap_or(0));
+            let mut s = format!("{:<14} {:<18} {}", a.name(), label, size_with_bytes(size));
+            let stream = t.stream.get(row).copied().unwrap_or(0);
+            if stream != 0 {
+                s.push_str(&format!(" (stream {})", snap.stream_raw(stream)));
+            }
+            s
+        }
+    }
+}
+
+/// Frame lines of a stack, or the "no frames" explanation.
+pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
+    let lines = stack_lines(snap, stack);
+    if lines.is_empty() {
+        NO_FRAMES.to_string()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// The text of the selected event: `(allocated / reserved)`, the event row and its frames.
+pub fn selected_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize, st: &AllocatorState) -> String {
+    let stack = t.stack.get(row).copied().unwrap_or(0);
+    format!(
+        "({} allocated / {} reserved)\n{}\n{}\n",
+        size_with_bytes(st.allocated_bytes()),
+        size_with_bytes(st.reserved_bytes()),
+        event_text(snap, t, &data.versions, row),
+        frames_text(snap, stack)
+    )
+}
+
+/// A segment placed on the map (map units: bytes along a row).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacedSegment {
+    /// Start address.
+    pub addr: u64,
+    /// Row, 0 at the top.
+    pub row: u32,
+    /// Offset in the row, bytes.
+    pub offset_bytes: f64,
+    /// Size.
+    pub size_bytes: u64,
+}
+
+/// A block placed on the map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacedBlock {
+    /// Address.
+    pub addr: u64,
+    /// Index into [`MapLayout::segments`].
+    pub segment: usize,
+    /// Offset in the row, bytes.
+    pub offset_bytes: f64,
+    /// Requested bytes (drawn in colour).
+    pub requested_bytes: u64,
+    /// Rounded size (the rest is drawn red).
+    pub size_bytes: u64,
+    /// Freed but pending (drawn red).
+    pub pending_free: bool,
+}
+
+/// The segment map of one state, packed into rows as PyTorch's `MemoryView` does.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MapLayout {
+    /// Segments, by size then address.
+    pub segments: Vec<PlacedSegment>,
+    /// Blocks.
+    pub blocks: Vec<PlacedBlock>,
+    /// Number of rows.
+    pub rows: u32,
+    /// The largest segment (the width of a row), bytes.
+    pub row_bytes: f64,
+}
+
+/// What the pointer is over on the map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapHit {
+    /// A segment (index into [`MapLayout::segments`]).
+    Segment(usize),
+    /// A block's requested part.
+    Block(usize),
+    /// A block's rounding waste.
+    Rounding(usize),
+}
+
+impl MapLayout {
+    /// Packs the segments greedily into rows of the largest segment's width; sorted by size so
+    /// the largest fills the last row by itself.
+    pub fn build(st: &AllocatorState) -> MapLayout {
+        let mut segs: Vec<(u64, u64)> = st.segments.values().map(|s| (s.addr, s.size_bytes)).collect();
+        segs.sort_by_key(|&(a, s)| (s, a));
+        let max = segs.last().map_or(0, |&(_, s)| s) as f64;
+        let padding = max / 200.0;
+        let mut out = MapLayout { row_bytes: max, ..MapLayout::default() };
+        let mut row = 0u32;
+        let mut cur = 0.0f64;
+        let mut index: HashMap<u64, usize> = HashMap::with_capacity(segs.len());
+        for &(addr, size) in &segs {
+            if cur > 0.0 && cur + size as f64 > max {
+                row += 1;
+                cur = 0.0;
+            }
+            index.insert(addr, out.segments.len());
+            out.segments.push(PlacedSegment { addr, row, offset_bytes: cur, size_bytes: size });
+            cur += size as f64 + padding;
+        }
+        out.rows = if segs.is_empty() { 0 } else { row + 1 };
+        for (&addr, b) in &st.blocks {
+            let Some(seg) = st.segment_of(addr) else { continue };
+            let Some(&si) = index.get(&seg.addr) else { continue };
+            let s = &out.segments[si];
+            out.blocks.push(PlacedBlock {
+                addr,
+                segment: si,
+                offset_bytes: s.offset_bytes + (addr - seg.addr) as f64,
+                requested_bytes: b.requested_bytes.min(b.size_bytes.max(b.requested_bytes)),
+                size_bytes: b.size_bytes.max(b.requested_bytes),
+                pending_free: b.pending_free,
+            });
+        }
+        out
+    }
+
+    /// What is at map position (`x_bytes` along a row, row `row_pos` as a fraction: the bar of
+    /// row r covers `[r, r + 0.8)`).
+    pub fn hit(&self, x_bytes: f64, row_pos: f64) -> Option<MapHit> {
+        if row_pos < 0.0 || row_pos.fract() > 0.8 {
+            return None;
+        }
+        let row = row_pos as u32;
+        for (i, b) in self.blocks.iter().enumerate() {
+            let s = &self.segments[b.segment];
+            if s.row != row {
+                continue;
+            }
+            let a = b.offset_bytes;
+            let m = a + b.requested_bytes as f64;
+            let e = a + b.size_bytes as f64;
+            if x_bytes >= a && x_bytes < m {
+                return Some(MapHit::Block(i));
+            }
+            if x_bytes >= m && x_bytes < e {
+                return Some(MapHit::Rounding(i));
+            }
+        }
+        self.segments
+            .iter()
+            .position(|s| s.row == row && x_bytes >= s.offset_bytes && x_bytes < s.offset_bytes + s.size_bytes as f64)
+            .map(MapHit::Segment)
+    }
+
+    /// The text for what the pointer is over.
+    pub fn hit_text(&self, snap: &Snapshot, data: &HistoryData, st: &AllocatorState, k: usize, hit: MapHit) -> String {
+        let stream_of = |addr: u64| st.segment_of(addr).map_or(0, |s| snap.stream_raw(s.stream));
+        let pool_of = |addr: u64| {
+            st.segment_of(addr)
+                .and_then(|s| snap.pools.get(s.pool as usize).copied())
+                .filter(|&(a, b)| (a, b) != (0, 0))
+                .map_or_else(String::new, |(a, b)| format!(", pool_id ({a}, {b})"))
+        };
+        match hit {
+            MapHit::Segment(i) => {
+                let Some(s) = self.segments.get(i) else { return String::new() };
+                let (mut occupied, mut internal) = (0u64, 0u64);
+                for b in self.blocks.iter().filter(|b| b.segment == i) {
+                    occupied += b.requested_bytes;
+                    internal += b.size_bytes - b.requested_bytes;
+                }
+                let free = s.size_bytes.saturating_sub(occupied);
+                let pct = if free == 0 { 0.0 } else { 100.0 * internal as f64 / free as f64 };
+                let stack = st.segments.get(&s.addr).map_or(0, |r| r.stack);
+                format!(
+                    "{}: segment {} allocated, {} free ({pct}% internal) (stream {}{})\n{}\n",
+                    addr_label('s', s.addr, data.segment_version(s.addr, k)),
+                    size_with_bytes(s.size_bytes),
+                    size_with_bytes(free),
+                    stream_of(s.addr),
+                    pool_of(s.addr),
+                    frames_text(snap, stack)
+                )
+            }
+            MapHit::Block(i) => {
+                let Some(b) = self.blocks.get(i) else { return String::new() };
+                let stack = st.blocks.get(&b.addr).map_or(0, |l| l.stack);
+                format!(
+                    "{} {} allocation{} (stream {}{})\n{}\n",
+                    addr_label('b', b.addr, data.block_version(b.addr, k)),
+                    size_with_bytes(b.requested_bytes),
+                    if b.pending_free { " (block freed but waiting due to record_stream)" } else { "" },
+                    stream_of(b.addr),
+                    pool_of(b.addr),
+                    frames_text(snap, stack)
+                )
+            }
+            MapHit::Rounding(i) => {
+                let Some(b) = self.blocks.get(i) else { return String::new() };
+                let stack = st.blocks.get(&b.addr).map_or(0, |l| l.stack);
+                format!(
+                    "Free space lost due to rounding {} (stream {})\n{}\n",
+                    size_with_bytes(b.size_bytes - b.requested_bytes),
+                    stream_of(b.addr),
+                    frames_text(snap, stack)
+                )
+            }
+        }
+    }
+}
+
+/// Java's `String.hashCode`, which PyTorch's viewer uses (on the decimal address) to colour blocks.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c as i16)))
+}
+
+/// Palette index of a block: `|hash(String(addr))| % 10`.
+pub fn block_colour(addr: u64) -> usize {
+    (java_string_hash(&addr.to_string()).unsigned_abs() % 10) as usize
+}
+
+/// Rows of a virtualized list of `n` rows of `row_px` in a viewport of `view_px` scrolled to
+/// `scroll_px`, where the scrollable height is capped at `max_px` (browsers limit element
+/// heights): (scroll height, first row shown, where that row is drawn relative to the content
+/// top, rows to draw).
+pub fn virtual_rows(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_px: f64) -> (f64, usize, f64, usize) {
+    let full = n as f64 * row_px;
+    let height = full.min(max_px);
+    let visible = (view_px / row_px).ceil() as usize + 1;
+    if n == 0 {
+        return (0.0, 0, 0.0, 0);
+    }
+    let max_scroll = (height - view_px).max(0.0);
+    let scroll = scroll_px.clamp(0.0, max_scroll);
+    let first_f = if full <= max_px || max_scroll <= 0.0 {
+        scroll / row_px
+    } else {
+        scroll / max_scroll * ((n as f64) - view_px / row_px).max(0.0)
+    };
+    let first = (first_f.floor() as usize).min(n - 1);
+    let frac_px = (first_f - first as f64) * row_px;
+    let count = visible.min(n - first);
+    (height, first, scroll - frac_px, count)
+}
+
+/// The scroll position that shows row `row` (scrolling as little as possible from `scroll_px`).
+pub fn scroll_to_show(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_px: f64, row: usize) -> f64 {
+    let full = n as f64 * row_px;
+    let height = full.min(max_px);
+    let max_scroll = (height - view_px).max(0.0);
+    if full <= max_px || max_scroll <= 0.0 {
+        let top = row as f64 * row_px;
+        if top < scroll_px {
+            top
+        } else if top + row_px > scroll_px + view_px {
+            (top + row_px - view_px).max(0.0)
+        } else {
+            scroll_px
+        }
+    } else {
+        let rows_in_view = view_px / row_px;
+        let span = ((n as f64) - rows_in_view).max(1.0);
+        let (first, _) = {
+            let (_, f, _, c) = virtual_rows(n, row_px, view_px, scroll_px, max_px);
+            (f, c)
+        };
+        if row >= first && (row as f64) + 1.0 <= first as f64 + rows_in_view - 1.0 {
+            scroll_px
+        } else {
+            let target = (row as f64 - rows_in_view / 2.0).clamp(0.0, span);
+            target / span * max_scroll
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memviz_core::state::{AllocatorState, LiveBlock, SegmentRange};
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn seg(addr: u64, size: u64) -> SegmentRange {
+        SegmentRange { addr, size_bytes: size, stream: 0, pool: 0, expandable: false, stack: 0 }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn java_hash_matches_javascript() {
+        // "139724914106368".hashCode() computed the Java way.
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("ab"), 97 * 31 + 98);
+        assert!(block_colour(139_724_914_106_368) < 10);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn rows_pack_by_size_with_the_largest_last() {
+        let mut st = AllocatorState::default();
+        for (a, s) in [(0x1000, 100), (0x2000, 60), (0x3000, 30), (0x4000, 20)] {
+            st.segments.insert(a, seg(a, s));
+        }
+        st.blocks.insert(0x2000, LiveBlock { size_bytes: 40, requested_bytes: 30, pending_free: false, stack: 0 });
+        let m = MapLayout::build(&st);
+        assert_eq!(m.row_bytes, 100.0);
+        // 20, 30 (at 20.5), then 60 would pass 100: new row; then 100 alone.
+        let rows: Vec<(u64, u32)> = m.segments.iter().map(|s| (s.size_bytes, s.row)).collect();
+        assert_eq!(rows, vec![(20, 0), (30, 0), (60, 1), (100, 2)]);
+        assert_eq!(m.rows, 3);
+        assert_eq!(m.blocks.len(), 1);
+        let b = &m.blocks[0];
+        assert_eq!(m.hit(b.offset_bytes + 1.0, 1.2), Some(MapHit::Block(0)));
+        assert_eq!(m.hit(b.offset_bytes + 35.0, 1.2), Some(MapHit::Rounding(0)));
+        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.2), Some(MapHit::Segment(2)));
+        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.9), None);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn virtual_rows_cover_the_view() {
+        let (h, first, top, count) = virtual_rows(1_000_000, 18.0, 360.0, 18.0 * 500.0, 1e7);
+        assert_eq!(h, 1e7);
+        assert!(first > 0 && count >= 20);
+        assert!(top >= 0.0);
+        let (h, first, top, count) = virtual_rows(100, 18.0, 360.0, 36.0, 1e7);
+        assert_eq!((h, first, top, count), (1800.0, 2, 36.0, 21));
+        // The last row is reachable.
+        let (_, first, _, count) = virtual_rows(1_000_000, 18.0, 360.0, 1e9, 1e7);
+        assert_eq!(first + count, 1_000_000);
+        let s = scroll_to_show(1_000_000, 18.0, 360.0, 0.0, 1e7, 999_999);
+        let (_, first, _, count) = virtual_rows(1_000_000, 18.0, 360.0, s, 1e7);
+        assert!((first..first + count).contains(&999_999));
+        assert_eq!(scroll_to_show(100, 18.0, 360.0, 0.0, 1e7, 50), 51.0 * 18.0 - 360.0);
+    }
+}

@@ -1,0 +1,216 @@
+// The analysis panel: insights (kept gradients, growth per iteration), out-of-memory
+// explanations, the live set at a moment, highlights on the timeline and exports. The figures are
+// those of the tests in crates/core/src/analysis (checked by tests/gen/verify_*.py).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, fixture, openFiles, plotArea, shot, start } from '../lib/harness.mjs';
+
+const BUGGY = fixture('resnet50_buggy.pickle');
+const FIXED = fixture('resnet50_fixed.pickle');
+const OOM = fixture('oom.pickle');
+const LEAK = join(ROOT, 'tests/data/real/growth_leak.pickle');
+const needFixtures = BUGGY && FIXED && OOM ? false : 'needs ../shared/fixtures';
+
+let env;
+before(async () => {
+  env = await start({ acceptDownloads: true });
+});
+after(async () => {
+  await env?.close();
+});
+
+/** Waits two frames. */
+const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+async function openPanel(page) {
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+}
+
+/** Pixels of the highlight colour (#c2185b) on the plot. */
+const highlightPixels = (page) =>
+  page.evaluate(() => {
+    const c = document.getElementById('plot');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const [r, g, b] = [d[i], d[i + 1], d[i + 2]];
+      if (Math.abs(r - 0xc2) < 12 && Math.abs(g - 0x18) < 12 && Math.abs(b - 0x5b) < 12) n++;
+    }
+    return n;
+  });
+
+test('insights: the buggy ResNet keeps its gradients alive, and the finding highlights them', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, BUGGY);
+  assert.equal(await page.isVisible('#analysis'), false);
+  await openPanel(page);
+  const verdict = await page.textContent('#analysis .an-verdict');
+  assert.match(verdict, /1 problem found/);
+  const problem = page.locator('#analysis .finding.problem');
+  assert.equal(await problem.count(), 1);
+  const text = await problem.textContent();
+  assert.match(text, /Gradients stay alive/);
+  assert.match(text, /97\.5 MiB \(161 tensors\)/);
+  assert.match(text, /zero_grad\(set_to_none=True\)/);
+  assert.equal(await problem.getAttribute('data-kind'), 'gradients');
+  assert.equal(await problem.getAttribute('data-elements'), '161');
+  assert.match(await page.textContent('#analysis .an-iterations'), /Optimizer\.step#SGD\.step/);
+  // No steady growth.
+  assert.match(await page.textContent('#analysis .an-growth'), /No steady growth/);
+  const before = await highlightPixels(page);
+  await problem.click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '161');
+  assert.equal(await problem.evaluate((el) => el.classList.contains('selected')), true);
+  const lit = await highlightPixels(page);
+  assert.ok(lit > before + 200, `highlighted pixels ${before} -> ${lit}`);
+  await shot(page, 'analysis_buggy_gradients');
+  // A second click clears it.
+  await problem.click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '0');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('insights: the fixed ResNet has no problem', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, FIXED);
+  await openPanel(page);
+  assert.match(await page.textContent('#analysis .an-verdict'), /No problem found/);
+  assert.equal(await page.locator('#analysis .finding.problem').count(), 0);
+  assert.equal(await page.getAttribute('#analysis .an-verdict', 'data-problems'), '0');
+  // Fragmentation over time: the most reserved-but-unallocated moment.
+  const frag = page.locator('#analysis canvas.an-frag');
+  assert.equal(await frag.getAttribute('data-max-unused-row'), '4180');
+  assert.equal(await frag.getAttribute('data-max-unused-bytes'), '204713944');
+  assert.match(await page.textContent('#analysis .an-frag-summary'), /at entry 4180/);
+  const inked = await frag.evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+    return n;
+  });
+  assert.ok(inked > 1000, `chart pixels ${inked}`);
+  await frag.scrollIntoViewIfNeeded();
+  await shot(page, 'analysis_fixed');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('insights: growth_leak grows by 8398852 bytes per iteration', async () => {
+  const page = await env.newPage();
+  await openFiles(page, LEAK);
+  await openPanel(page);
+  assert.match(await page.textContent('#analysis .an-iterations'), /^8 iterations/);
+  assert.match(await page.textContent('#analysis .an-iterations'), /ProfilerStep#N/);
+  assert.match(await page.textContent('#analysis .an-growth'), /Growth: 8398852 bytes per iteration \(\+8\.0 MiB\)/);
+  const first = await page.locator('#analysis tr.an-growing').first().textContent();
+  assert.match(first, /^8388608torch\/nn\/functional\.py:1723 \(relu\)$/);
+  const growth = page.locator('#analysis .finding.problem[data-kind=growth]');
+  assert.equal(await growth.count(), 1);
+  await growth.click();
+  await frames(page);
+  assert.ok(Number(await page.getAttribute('#analysis', 'data-highlight')) > 0);
+  await shot(page, 'analysis_growth_leak');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('out-of-memory explainer: requested, device free, reserved vs allocated, holders, what to try', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, OOM);
+  await openPanel(page);
+  const oom = page.locator('#analysis section.oom');
+  assert.equal(await oom.count(), 1);
+  const t = await oom.textContent();
+  assert.match(t, /Out of memory at entry 45/);
+  assert.match(t, /requested\S*\s*[\d.]+ \w+ \(546068992 bytes\)/);
+  assert.match(t, /device free[\d.]+ \w+ \(146806013952 bytes\)/);
+  assert.match(t, /reserved[\d.]+ \w+ \(2751463424 bytes\)/);
+  assert.match(t, /allocated[\d.]+ \w+ \(2740593636 bytes\)/);
+  assert.match(t, /free in segments[\d.]+ \w+ \(9246208 bytes\)/);
+  assert.match(t, /largest free block[\d.]+ \w+ \(2059264 bytes\) on the request's stream/);
+  assert.match(t, /train\.py:205 \(oom\)/);
+  assert.match(t, /What to try/);
+  assert.ok((await oom.locator('ul.try li').count()) > 0);
+  await oom.locator('[data-act=oom]').click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '10');
+  const frag = page.locator('#analysis canvas.an-frag');
+  assert.equal(await frag.getAttribute('data-max-unused-row'), '36');
+  assert.equal(await frag.getAttribute('data-max-unused-bytes'), '877647382');
+  await shot(page, 'analysis_oom');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('live set: the peak by default, rows highlight, Shift+click picks a moment, exports download', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, BUGGY);
+  await openPanel(page);
+  await page.click('#analysis [data-act=tab-live]');
+  const head = page.locator('#analysis .an-live-head');
+  await head.waitFor();
+  assert.equal(await head.getAttribute('data-row'), '2302');
+  assert.equal(await head.getAttribute('data-total-bytes'), '470210256');
+  assert.equal(await head.getAttribute('data-count'), '857');
+  assert.match(await head.textContent(), /At the peak, after entry 2302 .*: 448\.4 MiB \(470210256 bytes\) in 857 allocations/);
+  const rows = await page.$$eval('#analysis .an-sites tbody tr[data-act=site]', (trs) =>
+    trs.slice(0, 4).map((tr) => [tr.cells[0].textContent, tr.dataset.bytes, tr.cells[2].textContent]),
+  );
+  assert.deepEqual(rows, [
+    ['<no frames>', '145840288', '167'],
+    ['<no frames, allocated before the trace>', '137650152', '324'],
+    ['torch/optim/sgd.py:455 (_multi_tensor_sgd)', '102228128', '161'],
+    ['torch/nn/modules/conv.py:548 (_conv_forward)', '43954176', '51'],
+  ]);
+  // The tree: root, then the three children of the verified figures.
+  const kids = await page.$$eval('#analysis .an-tree > details > details > summary', (s) => s.map((x) => x.textContent));
+  assert.match(kids[0], /train\.py:305 \(<module>\)/);
+  assert.match(kids[1], /^<no frames> /);
+  // Choosing a row highlights its allocations.
+  await page.click('#analysis .an-sites tr[data-key="site:2"]');
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '161');
+  await shot(page, 'analysis_live_peak');
+  // Exports of the live set.
+  const download = async (act) => {
+    const [d] = await Promise.all([page.waitForEvent('download'), page.click(`#analysis [data-act=${act}]`)]);
+    return { name: d.suggestedFilename(), body: readFileSync(await d.path()) };
+  };
+  const csv = await download('csv');
+  assert.equal(csv.name, 'resnet50_buggy.live.entry2302.csv');
+  const lines = csv.body.toString().trim().split('\n');
+  assert.equal(lines.length, 858);
+  assert.match(lines[0], /^element,address,size_bytes/);
+  const sum = lines.slice(1).reduce((s, l) => s + Number(l.split(',')[2]), 0);
+  assert.equal(sum, 470210256);
+  const json = JSON.parse((await download('json')).body.toString());
+  assert.equal(json.total_bytes, 470210256);
+  assert.equal(json.allocations.length, 857);
+  const ss = await download('speedscope');
+  assert.equal(ss.name, 'resnet50_buggy.live.entry2302.speedscope.json');
+  const prof = JSON.parse(ss.body.toString());
+  assert.equal(prof.profiles[0].weights.reduce((a, b) => a + b, 0), 470210256);
+  const png = await download('png');
+  assert.equal(png.name, 'resnet50_buggy.timeline.png');
+  assert.deepEqual([...png.body.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  // Shift+click near the left edge picks an early moment; click-to-pin still works without Shift.
+  const a = await plotArea(page);
+  await page.keyboard.down('Shift');
+  await page.mouse.click(a.x + a.width * 0.05, a.y + a.height - 5);
+  await page.keyboard.up('Shift');
+  await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row !== '2302');
+  const row = Number(await page.getAttribute('#analysis .an-live-head', 'data-row'));
+  assert.ok(row < 2302, `row ${row}`);
+  assert.match(await page.textContent('#analysis .an-live-head'), /^After entry \d+/);
+  await page.click('#analysis [data-act=peak]');
+  await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row === '2302');
+  await shot(page, 'analysis_live_moment');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

@@ -1,0 +1,74 @@
+// The page's place in location.hash: view, device, zoom window, pinned allocation and selected
+// event survive a reload when the same file is opened again.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findPoint, fixture, frames, openFiles, plotArea, plotData, start, waitPlotChange } from '../lib/harness.mjs';
+
+const RESNET = fixture('resnet50_fixed.pickle');
+const needFixtures = RESNET ? false : 'needs ../shared/fixtures';
+
+let env;
+before(async () => {
+  env = await start();
+});
+after(async () => {
+  await env?.close();
+});
+
+const hash = (page) => page.evaluate(() => location.hash);
+
+async function reload(page) {
+  await page.reload();
+  await page.waitForSelector('#demo:not([disabled])');
+}
+
+test('zoom window and pin round-trip through the fragment', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const d0 = await plotData(page);
+  const area = await plotArea(page);
+  await page.mouse.move(area.x + area.width * 0.4, area.y + area.height / 2);
+  await page.mouse.wheel(0, -800);
+  const d1 = await waitPlotChange(page, 'view', d0.view);
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:'));
+  assert.ok(hit, 'a band to pin');
+  await page.mouse.click(hit.x, hit.y);
+  await frames(page);
+  const pinnedText = await page.textContent('#stack');
+  const h = await hash(page);
+  assert.match(h, /^#file=resnet50_fixed\.pickle&view=active-memory-timeline&device=0&x=\d+-\d+&pin=b[0-9a-f]+_\d+$/);
+  const [x0, x1] = h.match(/x=(\d+)-(\d+)/).slice(1).map(Number);
+  const [v0, v1] = d1.view.split(',').map(Number);
+  assert.ok(Math.abs(x0 - v0) <= 1 && Math.abs(x1 - v1) <= 1, `${h} vs ${d1.view}`);
+  await reload(page);
+  assert.equal(await hash(page), h, 'the fragment survives the reload');
+  await openFiles(page, RESNET);
+  await frames(page);
+  const d2 = await plotData(page);
+  const [w0, w1] = d2.view.split(',').map(Number);
+  assert.ok(Math.abs(w0 - x0) <= 1 && Math.abs(w1 - x1) <= 1, `restored window ${d2.view}, wanted ${x0}-${x1}`);
+  assert.equal(await page.getAttribute('#stack', 'class'), 'pinned');
+  assert.equal(await page.textContent('#stack'), pinnedText, 'the same allocation is pinned');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('view and selected event round-trip through the fragment', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  await page.selectOption('#view-select', 'allocator-state-history');
+  await page.waitForSelector('#event-rows > div.sel');
+  await page.locator('#event-list').focus();
+  for (let i = 0; i < 5; i++) await page.keyboard.press('ArrowUp');
+  await frames(page);
+  const sel = await page.getAttribute('#event-list', 'data-selected');
+  const h = await hash(page);
+  assert.match(h, new RegExp(`view=allocator-state-history&device=0&event=${sel}$`));
+  await reload(page);
+  await openFiles(page, RESNET);
+  await page.waitForSelector('#event-rows > div.sel');
+  assert.equal(await page.inputValue('#view-select'), 'allocator-state-history');
+  assert.equal(await page.getAttribute('#event-list', 'data-selected'), sel);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
