@@ -26,9 +26,11 @@ pub mod info;
 pub mod json;
 pub mod pickle;
 pub mod reference;
+pub mod search;
 pub mod snapshot;
 pub mod state;
 pub mod timeline;
+pub mod timeline_pools;
 pub mod tree;
 
 pub use error::{Error, FileKind};

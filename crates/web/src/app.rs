@@ -373,6 +373,10 @@ pub struct App {
     pub panels: crate::views::Panels,
     /// The analysis panel.
     pub analysis: crate::panels::Panel,
+    /// The search boxes.
+    pub search: crate::search::Search,
+    /// The private pools view and view notes.
+    pub pools: crate::pools::PoolView,
     frame_pending: bool,
     loader_running: bool,
     self_ref: Weak<RefCell<App>>,
@@ -420,6 +424,8 @@ impl App {
             memo: DomMemo::default(),
             panels: crate::views::Panels::default(),
             analysis: crate::panels::Panel::default(),
+            search: crate::search::Search::default(),
+            pools: crate::pools::PoolView::default(),
             frame_pending: false,
             loader_running: false,
             self_ref: Weak::new(),
@@ -993,6 +999,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let mut pending = read(0);
     let mut offset = 0u64;
     let mut last_yield_ms = started_ms;
+    let mut profile_bytes: Option<Vec<u8>> = None;
     while offset < total_bytes {
         let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
         let t0 = now();
@@ -1021,7 +1028,17 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             // Waiting for the slice let the page repaint.
             last_yield_ms = t1;
         }
-        let fed = loader.feed(chunk);
+        // A profiler memory timeline (JSON list, maybe gzipped) is kept whole and read at the end.
+        if offset == 0 && crate::panels::categories::maybe_profile(chunk) {
+            profile_bytes = Some(Vec::new());
+        }
+        let fed = match &mut profile_bytes {
+            Some(kept) => {
+                kept.extend_from_slice(chunk);
+                Ok(())
+            }
+            None => loader.feed(chunk),
+        };
         let t2 = now();
         timings.parse_ms += t2 - t1;
         if let Err(e) = fed {
@@ -1041,6 +1058,24 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             next_tick().await;
             last_yield_ms = now();
             timings.wait_ms += last_yield_ms - t2;
+        }
+    }
+    if let Some(kept) = profile_bytes.take() {
+        match memviz_core::analysis::categories::read_profiler_timeline(&kept) {
+            Ok(tl) => {
+                with_app(weak, |app| {
+                    app.analysis.categories.set_profile(name.clone(), &tl);
+                    app.loading = None;
+                    app.request_redraw();
+                });
+                return;
+            }
+            Err(_) => {
+                if let Err(e) = loader.feed(&kept) {
+                    fail(format!("Could not open {name}: {e}"));
+                    return;
+                }
+            }
         }
     }
     let slow = |t: f64| t - started_ms > SHOW_PHASES_AFTER_MS;
@@ -1409,6 +1444,10 @@ pub fn install() -> Result<(), JsValue> {
         app.listeners.extend(panel_listeners);
         let view_listeners = crate::views::install_listeners(&weak, &app.ui.document);
         app.listeners.extend(view_listeners);
+        let search_listeners = crate::search::install(&weak, &mut app);
+        app.listeners.extend(search_listeners);
+        let pool_listeners = crate::pools::install(&weak, &mut app);
+        app.listeners.extend(pool_listeners);
         app.panels = crate::views::Panels::new(&app.ui.document);
         app.resize = watch_size(&weak, &app.ui);
         app.ui.demo_button.remove_attribute("disabled").ok();

@@ -199,6 +199,8 @@ pub fn draw(app: &App) {
         _ => draw_timeline_overlay(app, ctx),
     }
     crate::panels::draw_highlight(app, ctx);
+    crate::search::draw(app, ctx);
+    crate::pools::draw(app, ctx);
     *app.memo.canvas.borrow_mut() = Some(key);
     let info = app.memo.frame.borrow();
     let frame_ms = app.ui.now_ms() - t0;

@@ -7,6 +7,8 @@ pub enum View {
     /// Stacked live allocations over time (PyTorch's "Active Memory Timeline").
     #[default]
     ActiveMemoryTimeline,
+    /// Live allocations with private pools drawn as envelopes of their reserved memory.
+    AllocatedMemoryPools,
     /// Stacked cached segments over time (PyTorch's "Active Cached Segment Timeline").
     ActiveCachedSegmentTimeline,
     /// Stacked mapped ranges of expandable segments over time.
@@ -19,8 +21,9 @@ pub enum View {
 
 impl View {
     /// Every view, in menu order.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::ActiveMemoryTimeline,
+        View::AllocatedMemoryPools,
         View::ActiveCachedSegmentTimeline,
         View::MappedPagesTimeline,
         View::AllocatorStateHistory,
@@ -31,6 +34,7 @@ impl View {
     pub fn label(self) -> &'static str {
         match self {
             View::ActiveMemoryTimeline => "Active Memory Timeline",
+            View::AllocatedMemoryPools => "Allocated Memory (incl. Private Pools)",
             View::ActiveCachedSegmentTimeline => "Active Cached Segment Timeline",
             View::MappedPagesTimeline => "Mapped Pages Timeline",
             View::AllocatorStateHistory => "Allocator State History",
@@ -42,6 +46,7 @@ impl View {
     pub fn value(self) -> &'static str {
         match self {
             View::ActiveMemoryTimeline => "active-memory-timeline",
+            View::AllocatedMemoryPools => "allocated-memory-private-pools",
             View::ActiveCachedSegmentTimeline => "active-cached-segment-timeline",
             View::MappedPagesTimeline => "mapped-pages-timeline",
             View::AllocatorStateHistory => "allocator-state-history",
@@ -59,7 +64,7 @@ impl View {
         match self {
             View::ActiveCachedSegmentTimeline => memviz_core::timeline::Mode::Segments,
             View::MappedPagesTimeline => memviz_core::timeline::Mode::MappedPages,
-            View::ActiveMemoryTimeline | View::AllocatorStateHistory | View::AllocatorSettings => {
+            View::ActiveMemoryTimeline | View::AllocatedMemoryPools | View::AllocatorStateHistory | View::AllocatorSettings => {
                 memviz_core::timeline::Mode::Allocations
             }
         }

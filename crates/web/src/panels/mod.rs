@@ -6,6 +6,8 @@
 //! listener and arrive as [`Action`]s through [`crate::input::Input::Analysis`]. What a finding
 //! or a row names is outlined on the timeline by [`draw_highlight`].
 
+pub mod categories;
+pub mod compare;
 pub mod export;
 pub mod insights;
 pub mod live;
@@ -38,6 +40,10 @@ pub enum Tab {
     Insights,
     /// The live set at a moment, with exports.
     Live,
+    /// This file against another open file.
+    Compare,
+    /// Memory by category (inferred).
+    Categories,
 }
 
 /// What the user asked of the panel.
@@ -65,6 +71,14 @@ pub enum Action {
     LiveAtPx(f64),
     /// Download something.
     Export(export::Kind),
+    /// Compare with another open file (index into the files).
+    CompareWith(usize),
+    /// Colour the timeline by inferred category, or stop.
+    CategoryColour,
+    /// Close the profiler memory timeline.
+    CategoryClose,
+    /// Pointer over the category chart at x (CSS px), or gone.
+    CategoryHover(Option<f64>),
 }
 
 /// Elements outlined on the timeline, and what named them.
@@ -105,6 +119,10 @@ pub struct Panel {
     pub highlight: Option<Highlight>,
     /// Changes whenever something the panel draws on the timeline changes.
     pub canvas_seq: usize,
+    /// The Compare tab.
+    pub compare: compare::State,
+    /// Categories: the profiler timeline and the inferred colouring.
+    pub categories: categories::State,
     cache: RefCell<Option<Analysis>>,
     written: RefCell<Option<WrittenKey>>,
     written_highlight: RefCell<Option<String>>,
@@ -117,6 +135,9 @@ struct WrittenKey {
     tab: Tab,
     file: Option<(usize, usize)>,
     moment: Option<Moment>,
+    files: usize,
+    other: Option<usize>,
+    colour_inferred: bool,
 }
 
 /// The current (file, device position), when the timeline shows allocations.
@@ -195,6 +216,15 @@ pub fn handle(app: &mut App, action: Action) {
             };
         }
         Action::Export(kind) => export::run(app, kind),
+        Action::CompareWith(i) => p.compare.other = Some(i),
+        Action::CategoryColour => {
+            p.categories.colour_inferred = !p.categories.colour_inferred;
+        }
+        Action::CategoryClose => p.categories.close_profile(),
+        Action::CategoryHover(x_px) => {
+            p.categories.hover_x_px = x_px;
+            return;
+        }
     }
     app.analysis.canvas_seq += 1;
 }
@@ -266,6 +296,7 @@ fn by_id(ui: &Ui, id: &str) -> Option<HtmlElement> {
 /// Brings the panel's DOM in line with the state (called by each frame).
 pub fn sync(app: &App) {
     let ui = &app.ui;
+    categories::sync_profile(app);
     let Some(panel) = by_id(ui, "analysis") else {
         return;
     };
@@ -282,6 +313,9 @@ pub fn sync(app: &App) {
         tab: p.tab,
         file: current_key(app),
         moment: p.moment,
+        files: app.files.len(),
+        other: compare::other_of(app),
+        colour_inferred: p.categories.colour_inferred,
     };
     if p.written.borrow().as_ref() != Some(&key) {
         panel.set_hidden(!open);
@@ -292,6 +326,11 @@ pub fn sync(app: &App) {
             {
                 if let Ok(c) = c.dyn_into::<web_sys::HtmlCanvasElement>() {
                     insights::draw_fragmentation(&c, &a.fragmentation, app.dpr);
+                }
+            }
+            if let Ok(Some(c)) = panel.query_selector("canvas.cmp-chart") {
+                if let Ok(c) = c.dyn_into::<web_sys::HtmlCanvasElement>() {
+                    compare::draw(app, &c);
                 }
             }
         }
@@ -327,12 +366,18 @@ fn body_html(app: &App) -> String {
     s.push_str("<div class=\"an-tabs\">");
     s.push_str(&tab(Tab::Insights, "Insights", "tab-insights"));
     s.push_str(&tab(Tab::Live, "Live set", "tab-live"));
+    if app.files.len() >= 2 {
+        s.push_str(&tab(Tab::Compare, "Compare", "tab-compare"));
+    }
+    s.push_str(&tab(Tab::Categories, "Categories", "tab-categories"));
     s.push_str("<button type=\"button\" class=\"an-close\" data-act=\"toggle\" title=\"Close the panel\">×</button></div>");
     s.push_str("<div class=\"an-body\">");
     match (analysis(app), app.file()) {
         (Some(a), Some(f)) => match p.tab {
             Tab::Insights => insights::html(&f.snap, &a, &mut s),
             Tab::Live => live::html(&f.snap, &a, &mut s),
+            Tab::Compare => compare::html(app, &mut s),
+            Tab::Categories => categories::html(app, &mut s),
         },
         _ => s.push_str("<p>No snapshot.</p>"),
     }
@@ -353,6 +398,11 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "toggle" => Action::Toggle,
         "tab-insights" => Action::Tab(Tab::Insights),
         "tab-live" => Action::Tab(Tab::Live),
+        "tab-compare" => Action::Tab(Tab::Compare),
+        "tab-categories" => Action::Tab(Tab::Categories),
+        "compare-with" => Action::CompareWith(i()?),
+        "cat-colour" => Action::CategoryColour,
+        "cat-close" => Action::CategoryClose,
         "finding" => Action::Finding(i()?),
         "oom" => Action::OomHolders(i()?),
         "site" => Action::Site(i()?),
@@ -387,6 +437,28 @@ pub fn listeners(weak: &std::rc::Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListen
             |_: &MouseEvent| Some(Input::Analysis(Action::Toggle)),
         ));
     }
+    if let Some(c) = by_id(ui, "cat-timeline") {
+        l.push(crate::app::listen(
+            weak,
+            c.as_ref(),
+            "click",
+            |e: &MouseEvent| action_of(e).map(Input::Analysis),
+        ));
+        l.push(crate::app::listen(
+            weak,
+            c.as_ref(),
+            "mousemove",
+            |e: &MouseEvent| {
+                let on_chart = e
+                    .target()
+                    .and_then(|t| t.dyn_into::<Element>().ok())
+                    .is_some_and(|t| t.class_list().contains("cat-chart"));
+                Some(Input::Analysis(Action::CategoryHover(
+                    on_chart.then(|| f64::from(e.offset_x())),
+                )))
+            },
+        ));
+    }
     l.push(crate::app::listen(
         weak,
         ui.plot.as_ref(),
@@ -402,6 +474,7 @@ pub fn listeners(weak: &std::rc::Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListen
 /// Outlines the highlighted elements and marks the live set's moment on the timeline.
 pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     let p = &app.analysis;
+    categories::draw_colours(app, ctx);
     let Some(f) = app.file() else { return };
     if app.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;

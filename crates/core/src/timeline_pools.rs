@@ -1,0 +1,219 @@
+//! Private pools on a timeline ("Allocated Memory (incl. Private Pools)", reference study §3.4).
+//!
+//! Each private pool (a `segment_pool_id` other than `(0, 0)` on the final segments, keyed by
+//! pool and stream) gets an envelope: placed on the stack at the live total of the step where
+//! the pool's first allocation appears, with a height that is the running maximum of the pool's
+//! reserved bytes (from its segment events) and its live allocated bytes, so it never shrinks.
+//! Elements and segment events find their pool by binary search over the device's final segments
+//! sorted by address; segments already gone at snapshot time cannot be resolved.
+
+use crate::snapshot::{Action, Snapshot};
+use crate::timeline::Layout;
+
+/// One pool envelope.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolEnvelope {
+    /// Pool id as in the file.
+    pub pool_id: (i128, i128),
+    /// Stream id as in the file.
+    pub stream_id: i128,
+    /// Step of the pool's first allocation.
+    pub first_step: u32,
+    /// Offset of the envelope's bottom (live bytes when it appeared).
+    pub offset_bytes: u64,
+    /// Height over time: (step, bytes), steps ascending, bytes never decreasing.
+    pub height: Vec<(u32, u64)>,
+    /// Elements (layout indices) allocated in the pool.
+    pub elements: Vec<u32>,
+}
+
+impl PoolEnvelope {
+    /// `"a,b,s<stream>"`, the key PyTorch's viewer uses.
+    pub fn key(&self) -> String {
+        format!("{},{},s{}", self.pool_id.0, self.pool_id.1, self.stream_id)
+    }
+
+    /// Highest height.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.height.last().map_or(0, |h| h.1)
+    }
+
+    /// Height at a step (0 before the envelope appears).
+    pub fn height_at(&self, step: f64) -> u64 {
+        let i = self.height.partition_point(|h| f64::from(h.0) <= step);
+        if i == 0 { 0 } else { self.height.get(i - 1).map_or(0, |h| h.1) }
+    }
+}
+
+/// Envelopes of the private pools of one device, and each element's pool.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pools {
+    /// Envelopes, in order of appearance.
+    pub envelopes: Vec<PoolEnvelope>,
+    /// Element -> envelope index (`u32::MAX`: default pool).
+    pub element_pool: Vec<u32>,
+}
+
+impl Pools {
+    /// Envelope of an element.
+    pub fn of_element(&self, e: u32) -> Option<usize> {
+        self.element_pool.get(e as usize).filter(|&&p| p != u32::MAX).map(|&p| p as usize)
+    }
+}
+
+/// Finds the private pools of device `device_pos` in an allocations layout.
+pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
+    let mut out = Pools { envelopes: Vec::new(), element_pool: vec![u32::MAX; layout.elements.len()] };
+    let Some(dev) = snap.devices.get(device_pos) else { return out };
+    // Final segments of the device: (address, end, pool, stream), sorted by address.
+    let mut segs: Vec<(u64, u64, u32, u32)> = snap
+        .segments
+        .iter()
+        .filter(|s| s.device == dev.index)
+        .map(|s| (s.address, s.address.saturating_add(s.total_size), s.pool, s.stream))
+        .collect();
+    segs.sort_unstable();
+    let resolve = |addr: u64| -> Option<(u32, u32)> {
+        let i = segs.partition_point(|s| s.0 <= addr);
+        let s = segs.get(i.checked_sub(1)?)?;
+        (addr < s.1 && s.2 != 0).then_some((s.2, s.3))
+    };
+    // Keys: (pool, stream) -> envelope index, in order of first allocation.
+    let mut keys: Vec<(u32, u32)> = Vec::new();
+    let mut firsts: Vec<u32> = Vec::new();
+    for (i, e) in layout.elements.iter().enumerate() {
+        let Some(k) = resolve(e.addr) else { continue };
+        let p = match keys.iter().position(|&x| x == k) {
+            Some(p) => p,
+            None => {
+                keys.push(k);
+                firsts.push(e.alloc_step);
+                keys.len() - 1
+            }
+        };
+        if let Some(f) = firsts.get_mut(p) {
+            *f = (*f).min(e.alloc_step);
+        }
+        if let Some(x) = out.element_pool.get_mut(i) {
+            *x = p as u32;
+        }
+    }
+    // Reserved bytes per pool: initial = final segments − net delta of the traced segment events.
+    let t = &dev.trace;
+    let mut deltas: Vec<Vec<(u32, i128)>> = vec![Vec::new(); keys.len()];
+    for row in 0..t.len() {
+        let sign: i128 = match t.action.get(row) {
+            Some(Action::SegmentAlloc | Action::SegmentMap) => 1,
+            Some(Action::SegmentFree | Action::SegmentUnmap) => -1,
+            _ => continue,
+        };
+        let addr = t.addr.get(row).copied().unwrap_or(0);
+        let Some(k) = resolve(addr) else { continue };
+        let Some(p) = keys.iter().position(|&x| x == k) else { continue };
+        let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
+        if let Some(d) = deltas.get_mut(p) {
+            d.push((layout.step_for_row(row as u32), sign * size));
+        }
+    }
+    for (p, &(pool, stream)) in keys.iter().enumerate() {
+        let final_bytes: i128 = segs.iter().filter(|s| (s.2, s.3) == (pool, stream)).map(|s| i128::from(s.1 - s.0)).sum();
+        let d = deltas.get(p).map_or(&[][..], Vec::as_slice);
+        let net: i128 = d.iter().map(|x| x.1).sum();
+        let mut reserved = final_bytes - net;
+        // Live allocated bytes of the pool as +/- changes over steps.
+        let mut changes: Vec<(u32, i128)> = d.to_vec();
+        let mut elements = Vec::new();
+        for i in 0..layout.elements.len() {
+            if out.element_pool.get(i) == Some(&(p as u32)) {
+                elements.push(i as u32);
+            }
+        }
+        let mut active: Vec<(u32, i128)> = Vec::new();
+        for &e in &elements {
+            if let Some(el) = layout.elements.get(e as usize) {
+                active.push((el.alloc_step, i128::from(el.size_bytes)));
+                if let Some(f) = el.free_step {
+                    active.push((f, -i128::from(el.size_bytes)));
+                }
+            }
+        }
+        active.sort_by_key(|a| (a.0, a.1 < 0));
+        changes.sort_by_key(|c| c.0);
+        let first = firsts.get(p).copied().unwrap_or(0);
+        let mut height: Vec<(u32, u64)> = Vec::new();
+        let mut live: i128 = 0;
+        let mut hi: i128 = 0;
+        let (mut ci, mut ai) = (0, 0);
+        // Merge segment changes and allocation changes in step order.
+        loop {
+            let cs = changes.get(ci).map(|c| c.0);
+            let as_ = active.get(ai).map(|a| a.0);
+            let step = match (cs, as_) {
+                (None, None) => break,
+                (Some(c), None) => c,
+                (None, Some(a)) => a,
+                (Some(c), Some(a)) => c.min(a),
+            };
+            if step > first && height.is_empty() {
+                hi = reserved.max(live).max(0);
+                height.push((first, u64::try_from(hi).unwrap_or(0)));
+            }
+            while let Some(c) = changes.get(ci).filter(|c| c.0 == step) {
+                reserved += c.1;
+                ci += 1;
+            }
+            while let Some(a) = active.get(ai).filter(|a| a.0 == step) {
+                live += a.1;
+                ai += 1;
+            }
+            let h = reserved.max(live);
+            if step >= first && (h > hi || height.is_empty()) {
+                hi = hi.max(h);
+                let hb = u64::try_from(hi).unwrap_or(0);
+                match height.last_mut() {
+                    Some(last) if last.0 == step => last.1 = hb,
+                    _ => height.push((step.max(first), hb)),
+                }
+            }
+        }
+        if height.is_empty() {
+            height.push((first, u64::try_from(reserved.max(live).max(0)).unwrap_or(0)));
+        }
+        let offset_bytes = layout.live_bytes_at(f64::from(first) - 0.5).min(layout.live_bytes_at(f64::from(first)));
+        let (pool_id, stream_id) = (
+            snap.pools.get(pool as usize).copied().unwrap_or((0, 0)),
+            snap.streams.get(stream as usize).copied().unwrap_or(0),
+        );
+        out.envelopes.push(PoolEnvelope { pool_id, stream_id, first_step: first, offset_bytes, height, elements });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{Layout, Options};
+
+    fn load(name: &str) -> Option<Snapshot> {
+        let path = format!("{}/../../tests/data/real/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(path).ok()?;
+        crate::load(&bytes).ok()
+    }
+
+    #[test]
+    fn finds_private_pools() {
+        for name in ["multistream.pickle", "metadata_mempool.pickle"] {
+            let Some(snap) = load(name) else { continue };
+            let found = (0..snap.devices.len()).any(|d| {
+                let l = Layout::build(&snap, d, Options::default());
+                let p = pools(&snap, d, &l);
+                p.envelopes.iter().any(|e| {
+                    e.capacity_bytes() > 0
+                        && !e.elements.is_empty()
+                        && e.height.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)
+                })
+            });
+            assert!(found, "{name}: no private pool envelope");
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! Memory by category. Two sources: the profiler's `export_memory_timeline` output, shown as a
+//! stacked category timeline over the plot, and, for snapshots, categories inferred from stacks,
+//! lifetimes and annotations, which can colour the timeline's allocations (the Categories tab).
+
+use std::cell::RefCell;
+use std::fmt::Write;
+
+use memviz_core::analysis::categories::{self, Category, CategoryTimeline, SnapshotCategories};
+use memviz_core::analysis::size_text;
+use memviz_core::timeline::Mode;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
+
+use super::esc;
+use crate::app::App;
+
+/// Points kept of a category timeline for drawing.
+const MAX_POINTS: usize = 1500;
+/// Height of the stacked chart, CSS px.
+const CHART_H_PX: f64 = 320.0;
+/// Margins of the chart, CSS px.
+const LEFT_PX: f64 = 70.0;
+const RIGHT_PX: f64 = 12.0;
+const TOP_PX: f64 = 8.0;
+const BOTTOM_PX: f64 = 22.0;
+
+/// Colour of category `k` (index into the timeline's categories).
+fn colour(k: usize) -> &'static str {
+    const C: [&str; 9] = [
+        "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+        "#bab0ac",
+    ];
+    C[k % C.len()]
+}
+
+fn category_index(c: Category) -> usize {
+    Category::ALL
+        .iter()
+        .position(|&x| x == c)
+        .unwrap_or(Category::ALL.len() - 1)
+}
+
+/// A profiler memory timeline that was opened.
+pub struct Profile {
+    /// File name.
+    pub name: String,
+    /// Points to draw.
+    pub timeline: CategoryTimeline,
+    /// (index in the full timeline, total bytes) of the peak.
+    pub peak: Option<(usize, u64)>,
+    /// Time of the peak, µs.
+    pub peak_time_us: Option<i64>,
+    /// Points in the file.
+    pub points: usize,
+}
+
+/// Categories state.
+#[derive(Default)]
+pub struct State {
+    /// Whether the timeline's allocations are coloured by their inferred category.
+    pub colour_inferred: bool,
+    /// The profiler timeline shown over the plot.
+    pub profile: Option<Profile>,
+    /// Changes with each profile opened or closed.
+    pub profile_seq: usize,
+    /// Pointer x over the profile chart, CSS px.
+    pub hover_x_px: Option<f64>,
+    inferred: RefCell<Option<((usize, usize), SnapshotCategories)>>,
+    written: RefCell<Option<(usize, Option<f64>)>>,
+}
+
+impl State {
+    /// Shows a profiler memory timeline.
+    pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
+        let peak = full.peak();
+        let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
+        self.profile = Some(Profile {
+            name,
+            timeline: full.downsample(MAX_POINTS),
+            peak,
+            peak_time_us,
+            points: full.bytes.len(),
+        });
+        self.profile_seq += 1;
+        self.hover_x_px = None;
+    }
+
+    /// Closes the profiler timeline.
+    pub fn close_profile(&mut self) {
+        self.profile = None;
+        self.profile_seq += 1;
+    }
+}
+
+/// The inferred categories of the current file and device, computed on first use.
+fn ensure_inferred(app: &App) -> bool {
+    let Some(i) = app.current else { return false };
+    let Some(f) = app.files.get(i) else {
+        return false;
+    };
+    let key = (i, f.plot.device_pos);
+    let Ok(mut cache) = app.analysis.categories.inferred.try_borrow_mut() else {
+        return false;
+    };
+    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+        *cache = Some((
+            key,
+            categories::infer_categories(&f.snap, key.1, MAX_POINTS),
+        ));
+    }
+    true
+}
+
+fn legend(names: &[String], inferred: bool, s: &mut String) {
+    s.push_str("<p class=\"cat-legend an-legend\">");
+    for (k, n) in names.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<span class=\"cat-key\"><span class=\"sw cat-{}\"></span>{}</span> ",
+            k % 9,
+            esc(n)
+        );
+    }
+    if inferred {
+        s.push_str("<span class=\"cat-inferred\">(categories inferred from stacks, lifetimes and annotations, not recorded)</span>");
+    }
+    s.push_str("</p>");
+}
+
+/// Writes the Categories tab (snapshots).
+pub fn html(app: &App, s: &mut String) {
+    let on = app.analysis.categories.colour_inferred;
+    let _ = write!(
+        s,
+        "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category (inferred)</button></p>",
+        if on { " current" } else { "" }
+    );
+    if !ensure_inferred(app) {
+        return;
+    }
+    let Ok(cache) = app.analysis.categories.inferred.try_borrow() else {
+        return;
+    };
+    let Some((_, c)) = cache.as_ref() else { return };
+    let names: Vec<String> = Category::ALL
+        .iter()
+        .map(|c| c.name().replace('_', " "))
+        .collect();
+    legend(&names, c.timeline.inferred, s);
+    s.push_str("<h4>At the peak</h4><table class=\"an-table cat-at-peak\"><thead><tr><th>category</th><th>bytes</th></tr></thead><tbody>");
+    for (cat, b) in &c.at_peak {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td title=\"{b} bytes\">{}</td></tr>",
+            esc(&cat.name().replace('_', " ")),
+            size_text(*b)
+        );
+    }
+    s.push_str("</tbody></table>");
+    if !c.notes.is_empty() {
+        s.push_str("<ul class=\"cat-notes\">");
+        for n in &c.notes {
+            let _ = write!(s, "<li>{}</li>", esc(n));
+        }
+        s.push_str("</ul>");
+    }
+}
+
+/// Paints the visible allocations of the timeline in their inferred category's colour.
+pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
+    if !app.analysis.categories.colour_inferred
+        || app.view.mode() != Mode::Allocations
+        || !ensure_inferred(app)
+    {
+        return;
+    }
+    let Some(f) = app.file() else { return };
+    let Ok(cache) = app.analysis.categories.inferred.try_borrow() else {
+        return;
+    };
+    let Some((_, c)) = cache.as_ref() else { return };
+    let dpr = app.dpr;
+    let rect = app.plot_rect();
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let layout = &f.plot.layout;
+    let s_left = xm.step(v.x0);
+    let s_right = xm.step(v.x1);
+    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
+    let min_size = 0.5 / px_per_byte_dev;
+    let to_dev =
+        |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
+    ctx.save();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.begin_path();
+    ctx.rect(
+        rect.left_px * dpr,
+        rect.top_px * dpr,
+        rect.width_px * dpr,
+        rect.height_px * dpr,
+    );
+    ctx.clip();
+    let mut bands = layout.bands_overlapping(
+        s_left.floor().max(0.0) as u32,
+        s_right.ceil().max(0.0) as u32,
+    );
+    bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
+    let cat_of = |b: u32| {
+        layout
+            .band_element
+            .get(b as usize)
+            .and_then(|&e| c.per_element.get(e as usize))
+            .map_or(Category::ALL.len() - 1, |&x| category_index(x))
+    };
+    bands.sort_unstable_by_key(|&b| (cat_of(b), b));
+    let mut edge = Vec::new();
+    let mut current = usize::MAX;
+    for &b in &bands {
+        crate::render::band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
+        if edge.len() < 2 {
+            continue;
+        }
+        let k = cat_of(b);
+        if k != current {
+            current = k;
+            ctx.set_fill_style_str(colour(k));
+        }
+        crate::render::trace_band(
+            ctx,
+            &edge,
+            (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
+        );
+        ctx.fill();
+    }
+    ctx.restore();
+}
+
+fn time_text(us: i64) -> String {
+    let a = us.unsigned_abs();
+    if a >= 10_000_000 {
+        format!("{:.2} s", us as f64 / 1e6)
+    } else {
+        format!("{:.1} ms", us as f64 / 1e3)
+    }
+}
+
+/// Brings the profile timeline's element in line with the state.
+pub fn sync_profile(app: &App) {
+    let st = &app.analysis.categories;
+    let Some(el) = app.ui.document.get_element_by_id("cat-timeline") else {
+        return;
+    };
+    let Ok(el) = el.dyn_into::<HtmlElement>() else {
+        return;
+    };
+    let want = (st.profile_seq, st.hover_x_px);
+    let written = *st.written.borrow();
+    if written.map(|w| w.0) != Some(st.profile_seq) {
+        el.set_hidden(st.profile.is_none());
+        let mut s = String::new();
+        if let Some(p) = &st.profile {
+            let t0 = p
+                .timeline
+                .times_us
+                .iter()
+                .flatten()
+                .next()
+                .copied()
+                .unwrap_or(0);
+            let _ = write!(
+                s,
+                "<div class=\"cat-head\"><b>Memory by category</b> · {} <span class=\"cat-src\">(profiler memory timeline, {} points)</span><button type=\"button\" class=\"an-close\" data-act=\"cat-close\" title=\"Close\">×</button></div>",
+                esc(&p.name),
+                p.points
+            );
+            if let Some((_, peak)) = p.peak {
+                let _ = write!(
+                    s,
+                    "<p class=\"cat-peak\" data-peak-bytes=\"{peak}\">Peak: <b>{} ({peak} bytes)</b>{}</p>",
+                    size_text(peak),
+                    p.peak_time_us.map_or(String::new(), |t| format!(" at t = {}", time_text(t - t0)))
+                );
+            }
+            s.push_str(
+                "<canvas class=\"cat-chart\" aria-label=\"Bytes per category over time\"></canvas>",
+            );
+            legend(&p.timeline.categories, p.timeline.inferred, &mut s);
+            s.push_str(
+                "<p class=\"cat-hover\">Point at the chart to read the bytes of each category.</p>",
+            );
+        }
+        el.set_inner_html(&s);
+    }
+    if written != Some(want) {
+        if let Some(p) = &st.profile {
+            draw_profile(app, &el, p, st.hover_x_px);
+        }
+        *st.written.borrow_mut() = Some(want);
+    }
+}
+
+fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64>) {
+    let Ok(Some(canvas)) = el.query_selector("canvas.cat-chart") else {
+        return;
+    };
+    let Ok(canvas) = canvas.dyn_into::<HtmlCanvasElement>() else {
+        return;
+    };
+    let dpr = app.dpr;
+    let w = f64::from(canvas.client_width()).max(200.0);
+    let h = CHART_H_PX;
+    canvas.set_width((w * dpr).round() as u32);
+    canvas.set_height((h * dpr).round() as u32);
+    let Ok(Some(ctx)) = canvas.get_context("2d") else {
+        return;
+    };
+    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
+        return;
+    };
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    let tl = &p.timeline;
+    let n = tl.bytes.len();
+    let (left, right, top, bottom) = (LEFT_PX, w - RIGHT_PX, TOP_PX, h - BOTTOM_PX);
+    let times: Vec<f64> = (0..n)
+        .map(|i| {
+            tl.times_us
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or(i as f64, |t| t as f64)
+        })
+        .collect();
+    let t0 = times.first().copied().unwrap_or(0.0);
+    let t1 = times.last().copied().unwrap_or(1.0).max(t0 + 1.0);
+    let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0).max(1) as f64;
+    let x = |t: f64| left + (t - t0) / (t1 - t0) * (right - left);
+    let y = |b: f64| bottom - b / max_bytes * (bottom - top);
+    ctx.set_font("10px system-ui, sans-serif");
+    ctx.set_text_align("right");
+    ctx.set_text_baseline("middle");
+    for k in 0..=4 {
+        let b = max_bytes * f64::from(k) / 4.0;
+        ctx.set_fill_style_str("#555");
+        let _ = ctx.fill_text(&size_text(b as u64), left - 4.0, y(b));
+        ctx.set_stroke_style_str("#ececec");
+        ctx.begin_path();
+        ctx.move_to(left, y(b));
+        ctx.line_to(right, y(b));
+        ctx.stroke();
+    }
+    // Bands, bottom to top.
+    let mut below = vec![0.0f64; n];
+    for k in 0..tl.categories.len() {
+        let above: Vec<f64> = (0..n)
+            .map(|i| below[i] + tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0) as f64)
+            .collect();
+        if above.iter().zip(&below).all(|(a, b)| a <= b) {
+            below = above;
+            continue;
+        }
+        ctx.set_fill_style_str(colour(k));
+        ctx.begin_path();
+        for i in 0..n {
+            if i == 0 {
+                ctx.move_to(x(times[i]), y(above[i]));
+            } else {
+                ctx.line_to(x(times[i]), y(above[i]));
+            }
+        }
+        for i in (0..n).rev() {
+            ctx.line_to(x(times[i]), y(below[i]));
+        }
+        ctx.close_path();
+        ctx.fill();
+        below = above;
+    }
+    // Time axis.
+    ctx.set_fill_style_str("#555");
+    ctx.set_text_baseline("top");
+    for k in 0..=4 {
+        let t = t0 + (t1 - t0) * f64::from(k) / 4.0;
+        ctx.set_text_align(if k == 0 {
+            "left"
+        } else if k == 4 {
+            "right"
+        } else {
+            "center"
+        });
+        let _ = ctx.fill_text(&time_text((t - t0) as i64), x(t), bottom + 4.0);
+    }
+    // What the pointer is over.
+    let Some(hx) = hover_x_px else { return };
+    if n == 0 || hx < left || hx > right {
+        return;
+    }
+    let t = t0 + (hx - left) / (right - left) * (t1 - t0);
+    let i = times.partition_point(|&v| v < t).min(n - 1);
+    let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() {
+        i - 1
+    } else {
+        i
+    };
+    ctx.set_stroke_style_str("#222");
+    ctx.begin_path();
+    ctx.move_to(x(times[i]), top);
+    ctx.line_to(x(times[i]), bottom);
+    ctx.stroke();
+    let mut s = format!("t = {}: ", time_text((times[i] - t0) as i64));
+    for (k, name) in tl.categories.iter().enumerate() {
+        let b = tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0);
+        let _ = write!(s, "{name} {} ({b} bytes); ", size_text(b));
+    }
+    let total = tl.total_at(i);
+    let _ = write!(s, "total {} ({total} bytes)", size_text(total));
+    if let Ok(Some(r)) = el.query_selector(".cat-hover") {
+        r.set_text_content(Some(&s));
+        let _ = r.set_attribute("data-total-bytes", &total.to_string());
+    }
+}
+
+/// Whether a file starting with `head` may be a profiler memory timeline: gzip data, or JSON
+/// whose first value is a list (snapshots are pickles or JSON objects).
+pub fn maybe_profile(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}

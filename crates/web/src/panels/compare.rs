@@ -1,0 +1,255 @@
+//! The Compare tab: the file shown (A) against another open file (B). Both total curves on one x
+//! axis (aligned by iteration when both have iterations) and, at matched points (both peaks, each
+//! iteration's peak, the end), the source lines holding more live bytes in one file than in the
+//! other, in both directions.
+
+use std::cell::RefCell;
+use std::fmt::Write;
+
+use memviz_core::analysis::compare::{
+    self, Alignment, CompareOptions, Comparison, KeyMode, StackDiff,
+};
+use memviz_core::analysis::{signed_size_text, size_text};
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+use super::esc;
+use crate::app::App;
+
+/// Chart size, CSS px.
+const CHART_W_PX: f64 = 390.0;
+const CHART_H_PX: f64 = 130.0;
+/// Curve points.
+const CURVE_POINTS: usize = 400;
+/// Differences listed per direction and point.
+const TOP_DIFFS: usize = 12;
+/// Colours of A and B.
+const A_COLOUR: &str = "#4e79a7";
+const B_COLOUR: &str = "#e15759";
+
+/// (A file, A device position, B file, B device position).
+pub type PairKey = (usize, usize, usize, usize);
+
+/// The tab's state.
+#[derive(Default)]
+pub struct State {
+    /// The other file chosen by the user.
+    pub other: Option<usize>,
+    cache: RefCell<Option<(PairKey, Comparison)>>,
+}
+
+/// The file compared with the one shown: the one chosen, else the first other file.
+pub fn other_of(app: &App) -> Option<usize> {
+    let cur = app.current?;
+    let n = app.files.len();
+    app.analysis
+        .compare
+        .other
+        .filter(|&o| o != cur && o < n)
+        .or_else(|| (0..n).find(|&i| i != cur))
+}
+
+fn pair_key(app: &App) -> Option<PairKey> {
+    let a = app.current?;
+    let b = other_of(app)?;
+    Some((
+        a,
+        app.files.get(a)?.plot.device_pos,
+        b,
+        app.files.get(b)?.plot.device_pos,
+    ))
+}
+
+/// Computes the comparison when the pair changed.
+fn ensure(app: &App) -> Option<PairKey> {
+    let key = pair_key(app)?;
+    let mut cache = app.analysis.compare.cache.try_borrow_mut().ok()?;
+    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+        let (fa, fb) = (app.files.get(key.0)?, app.files.get(key.2)?);
+        let c = compare::compare(
+            &fa.snap,
+            key.1,
+            &fb.snap,
+            key.3,
+            CompareOptions {
+                points: CURVE_POINTS,
+                key: KeyMode::Line,
+                top: TOP_DIFFS,
+                ..CompareOptions::default()
+            },
+        );
+        *cache = Some((key, c));
+    }
+    Some(key)
+}
+
+fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
+    let _ = write!(
+        s,
+        "<h4>{title}</h4><table class=\"an-table {class}\"><thead><tr><th>B − A</th><th>A</th><th>B</th><th>site</th></tr></thead><tbody>"
+    );
+    if diffs.is_empty() {
+        s.push_str("<tr><td colspan=\"4\">none</td></tr>");
+    }
+    for d in diffs {
+        let _ = write!(
+            s,
+            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"><td title=\"{} bytes\">{}</td><td title=\"{} bytes, {} allocations\">{}</td><td title=\"{} bytes, {} allocations\">{}</td><td>{}</td></tr>",
+            d.delta(),
+            d.delta(),
+            signed_size_text(d.delta()),
+            d.a_bytes,
+            d.a_count,
+            size_text(d.a_bytes),
+            d.b_bytes,
+            d.b_count,
+            size_text(d.b_bytes),
+            esc(&d.site)
+        );
+    }
+    s.push_str("</tbody></table>");
+}
+
+/// Writes the tab.
+pub fn html(app: &App, s: &mut String) {
+    let Some(cur) = app.current else { return };
+    if app.files.len() < 2 {
+        s.push_str("<p class=\"cmp-none\">Open a second snapshot to compare it with this one.</p>");
+        return;
+    }
+    let other = other_of(app);
+    let name = |i: usize| app.files.get(i).map_or(String::new(), |f| esc(&f.name));
+    let _ = write!(
+        s,
+        "<p class=\"cmp-files\"><span class=\"sw cmp-a\"></span>A: <b>{}</b><br>Compare with B:</p><div class=\"cmp-select\">",
+        name(cur)
+    );
+    for i in (0..app.files.len()).filter(|&i| i != cur) {
+        let _ = write!(
+            s,
+            "<button type=\"button\" class=\"cmp-other{}\" data-act=\"compare-with\" data-i=\"{i}\">{}</button>",
+            if Some(i) == other { " current" } else { "" },
+            name(i)
+        );
+    }
+    s.push_str("</div>");
+    if ensure(app).is_none() {
+        return;
+    }
+    let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
+        return;
+    };
+    let Some((_, c)) = cache.as_ref() else { return };
+    let align = match &c.alignment {
+        Alignment::Iterations { a, b } => format!(
+            "Aligned by iteration ({a} iterations in A, {b} in B; x: iterations both have)."
+        ),
+        Alignment::Proportion => {
+            "Aligned by position in the trace (no iterations in both; x: share of the trace)."
+                .to_string()
+        }
+    };
+    let _ = write!(
+        s,
+        "<p class=\"cmp-align\">{}</p><canvas class=\"cmp-chart\" data-points=\"{}\" aria-label=\"Live bytes of A and B on one x axis\"></canvas><p class=\"an-legend\"><span class=\"sw cmp-a\"></span>A <span class=\"sw cmp-b\"></span>B (highest live bytes per slice of x)</p>",
+        esc(&align),
+        c.curve.len()
+    );
+    for (k, p) in c.points.iter().enumerate() {
+        let delta = i128::from(p.b_bytes) - i128::from(p.a_bytes);
+        let at =
+            |r: Option<u32>| r.map_or("before the trace".to_string(), |r| format!("entry {r}"));
+        let _ = write!(
+            s,
+            "<details class=\"cmp-point\" data-label=\"{}\" data-a-bytes=\"{}\" data-b-bytes=\"{}\" data-delta-bytes=\"{delta}\"{}><summary>At {}: A {} ({}), B {} ({}); <b>B − A = {} ({delta} bytes)</b></summary>",
+            esc(&p.label),
+            p.a_bytes,
+            p.b_bytes,
+            if k == 0 { " open" } else { "" },
+            esc(&p.label),
+            size_text(p.a_bytes),
+            at(p.a_row),
+            size_text(p.b_bytes),
+            at(p.b_row),
+            signed_size_text(delta)
+        );
+        diff_rows("More in B", "cmp-more-b", &p.more_in_b, s);
+        diff_rows("More in A", "cmp-more-a", &p.more_in_a, s);
+        s.push_str("</details>");
+    }
+}
+
+/// Draws both curves on the tab's canvas.
+pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
+    let dpr = app.dpr;
+    let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
+        return;
+    };
+    let Some((_, c)) = cache.as_ref() else { return };
+    canvas.set_width((CHART_W_PX * dpr).round() as u32);
+    canvas.set_height((CHART_H_PX * dpr).round() as u32);
+    let Ok(Some(ctx)) = canvas.get_context("2d") else {
+        return;
+    };
+    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
+        return;
+    };
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    let (left, right, top, bottom) = (62.0, CHART_W_PX - 6.0, 6.0, CHART_H_PX - 16.0);
+    let max_bytes = c
+        .curve
+        .iter()
+        .map(|p| p.a_bytes.max(p.b_bytes))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let x_max = match c.alignment {
+        Alignment::Iterations { a, b } => a.min(b).max(1) as f64,
+        Alignment::Proportion => 1.0,
+    };
+    let x = |v: f64| left + (v / x_max) * (right - left);
+    let y = |b: u64| bottom - (b as f64 / max_bytes) * (bottom - top);
+    ctx.set_font("10px system-ui, sans-serif");
+    ctx.set_fill_style_str("#555");
+    ctx.set_text_align("right");
+    ctx.set_text_baseline("middle");
+    for k in 0..=2 {
+        let b = (max_bytes * f64::from(k) / 2.0) as u64;
+        let _ = ctx.fill_text(&size_text(b), left - 4.0, y(b));
+        ctx.set_stroke_style_str("#ececec");
+        ctx.begin_path();
+        ctx.move_to(left, y(b));
+        ctx.line_to(right, y(b));
+        ctx.stroke();
+    }
+    let n = c.curve.len().max(1) as f64;
+    let step = x_max / n;
+    for (colour, pick) in [(A_COLOUR, true), (B_COLOUR, false)] {
+        ctx.set_stroke_style_str(colour);
+        ctx.set_line_width(1.3);
+        ctx.begin_path();
+        for (k, p) in c.curve.iter().enumerate() {
+            let b = if pick { p.a_bytes } else { p.b_bytes };
+            let xx = x(p.x + step / 2.0);
+            if k == 0 {
+                ctx.move_to(xx, y(b));
+            } else {
+                ctx.line_to(xx, y(b));
+            }
+        }
+        ctx.stroke();
+    }
+    ctx.set_fill_style_str("#555");
+    ctx.set_text_baseline("top");
+    ctx.set_text_align("left");
+    let (l0, l1) = match c.alignment {
+        Alignment::Iterations { .. } => (
+            "iteration 1".to_string(),
+            format!("iteration {}", x_max as usize),
+        ),
+        Alignment::Proportion => ("start".to_string(), "end".to_string()),
+    };
+    let _ = ctx.fill_text(&l0, left, bottom + 3.0);
+    ctx.set_text_align("right");
+    let _ = ctx.fill_text(&l1, right, bottom + 3.0);
+}

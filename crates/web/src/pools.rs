@@ -1,0 +1,206 @@
+//! The "Allocated Memory (incl. Private Pools)" view: private pools drawn as envelopes of their
+//! reserved-bytes high-water mark over the allocations timeline, and the view notes (such as a
+//! Mapped Pages view without any mapped pages).
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use gloo_events::EventListener;
+use memviz_core::format::size_with_bytes;
+use memviz_core::snapshot::Action;
+use memviz_core::timeline_pools::{pools, Pools};
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
+
+use crate::app::App;
+use crate::view::View;
+
+/// Colours of the envelopes, by pool.
+const ENVELOPE_COLOURS: [&str; 4] = ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"];
+
+/// Text shown in the Mapped Pages view when the trace maps no pages.
+pub const NO_MAPPED_PAGES: &str = "This snapshot has no expandable segments: its trace has no segment_map events, so there are no mapped pages to show. Expandable segments are turned on with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+
+/// State of the view.
+#[derive(Default)]
+pub struct PoolView {
+    /// Envelopes: (file index, layout generation, pools).
+    cache: RefCell<Option<(usize, usize, Rc<Pools>)>>,
+    /// Envelope under the pointer.
+    pub hover: Option<usize>,
+    note: Option<HtmlElement>,
+    drawn_note: RefCell<Option<bool>>,
+}
+
+/// The pools of the shown layout (computed once per layout).
+pub fn current(app: &App) -> Option<Rc<Pools>> {
+    let i = app.current?;
+    let f = app.file()?;
+    if let Some((fi, g, p)) = app.pools.cache.borrow().as_ref() {
+        if *fi == i && *g == app.generation {
+            return Some(Rc::clone(p));
+        }
+    }
+    let p = Rc::new(pools(&f.snap, f.plot.device_pos, &f.plot.layout));
+    *app.pools.cache.borrow_mut() = Some((i, app.generation, Rc::clone(&p)));
+    Some(p)
+}
+
+/// Creates the note and the pointer listeners of the envelopes.
+pub fn install(weak: &Weak<RefCell<App>>, app: &mut App) -> Vec<EventListener> {
+    let mut l = Vec::new();
+    let doc = &app.ui.document;
+    if let (Some(wrap), Ok(note)) = (doc.get_element_by_id("plot-wrap"), doc.create_element("div")) {
+        if let Ok(note) = note.dyn_into::<HtmlElement>() {
+            note.set_id("view-note");
+            note.set_hidden(true);
+            note.set_text_content(Some(NO_MAPPED_PAGES));
+            if wrap.append_child(&note).is_ok() {
+                app.pools.note = Some(note);
+            }
+        }
+    }
+    let plot: &web_sys::EventTarget = app.ui.plot.as_ref();
+    let w = weak.clone();
+    l.push(EventListener::new(plot, "pointermove", move |e| {
+        let Some(e) = e.dyn_ref::<PointerEvent>() else { return };
+        let Some(rc) = w.upgrade() else { return };
+        let Ok(mut app) = rc.try_borrow_mut() else { return };
+        let h = envelope_at(&app, f64::from(e.offset_x()), f64::from(e.offset_y()));
+        set_hover(&mut app, h);
+    }));
+    let w = weak.clone();
+    l.push(EventListener::new(plot, "pointerleave", move |_| {
+        let Some(rc) = w.upgrade() else { return };
+        let Ok(mut app) = rc.try_borrow_mut() else { return };
+        set_hover(&mut app, None);
+    }));
+    l
+}
+
+fn set_hover(app: &mut App, h: Option<usize>) {
+    if app.pools.hover != h {
+        app.pools.hover = h;
+        *app.memo.stack.borrow_mut() = None;
+        *app.memo.canvas.borrow_mut() = None;
+        app.request_redraw();
+    }
+}
+
+/// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
+fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
+    if app.view != View::AllocatedMemoryPools || app.drag.is_some() {
+        return None;
+    }
+    let f = app.file()?;
+    let rect = app.plot_rect();
+    if !rect.contains(x_px, y_px) {
+        return None;
+    }
+    let p = current(app)?;
+    let v = &f.viewport;
+    let step = f.xmap().step(v.pos_at(&rect, x_px));
+    let bytes = v.bytes_at(&rect, y_px);
+    let hit = p.envelopes.iter().enumerate().rev().find(|(_, e)| {
+        let top = e.offset_bytes as f64 + e.height_at(step) as f64;
+        step >= f64::from(e.first_step) && bytes >= e.offset_bytes as f64 && bytes <= top
+    })?;
+    match app.hover {
+        Some(crate::app::Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
+        _ => Some(hit.0),
+    }
+}
+
+/// Draws the envelopes (pools view), the note (Mapped Pages view) and the envelope's text.
+pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
+    draw_note(app);
+    if app.view != View::AllocatedMemoryPools {
+        return;
+    }
+    let (Some(f), Some(p)) = (app.file(), current(app)) else { return };
+    let dpr = app.dpr;
+    let rect = app.plot_rect();
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let layout = &f.plot.layout;
+    let s_left = xm.step(v.x0);
+    let s_right = xm.step(v.x1);
+    let x_dev = |step: f64| v.x_px(&rect, xm.pos(step)) * dpr;
+    let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
+    ctx.save();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.begin_path();
+    ctx.rect(rect.left_px * dpr, rect.top_px * dpr, rect.width_px * dpr, rect.height_px * dpr);
+    ctx.clip();
+    let mut boxes = Vec::new();
+    let end = f64::from(layout.steps);
+    for (i, e) in p.envelopes.iter().enumerate() {
+        let colour = ENVELOPE_COLOURS[i % ENVELOPE_COLOURS.len()];
+        let bottom = e.offset_bytes as f64;
+        // Step outline of the top edge: (step, height) points, then back along the bottom.
+        ctx.begin_path();
+        let x_first = x_dev(f64::from(e.first_step).max(s_left));
+        ctx.move_to(x_first, y_dev(bottom));
+        let mut h_prev = e.height_at(f64::from(e.first_step).max(s_left)) as f64;
+        ctx.line_to(x_first, y_dev(bottom + h_prev));
+        for &(s, h) in &e.height {
+            let s = f64::from(s);
+            if s <= s_left {
+                continue;
+            }
+            if s > s_right {
+                break;
+            }
+            ctx.line_to(x_dev(s), y_dev(bottom + h_prev));
+            ctx.line_to(x_dev(s), y_dev(bottom + h as f64));
+            h_prev = h as f64;
+        }
+        let x_end = x_dev(end.min(s_right));
+        ctx.line_to(x_end, y_dev(bottom + h_prev));
+        ctx.line_to(x_end, y_dev(bottom));
+        ctx.close_path();
+        ctx.set_global_alpha(0.18);
+        ctx.set_fill_style_str(colour);
+        ctx.fill();
+        ctx.set_global_alpha(1.0);
+        ctx.set_stroke_style_str(colour);
+        ctx.set_line_width(if app.pools.hover == Some(i) { 3.0 } else { 1.5 } * dpr);
+        let dash = js_sys::Array::of2(&(5.0 * dpr).into(), &(3.0 * dpr).into());
+        let _ = ctx.set_line_dash(&dash);
+        ctx.stroke();
+        let _ = ctx.set_line_dash(&js_sys::Array::new());
+        boxes.push(format!(
+            "{:.1},{:.1},{:.1},{:.1}",
+            x_first / dpr,
+            y_dev(bottom + e.capacity_bytes() as f64) / dpr,
+            x_end / dpr,
+            y_dev(bottom) / dpr
+        ));
+    }
+    ctx.restore();
+    let attr = boxes.join(";");
+    if app.ui.plot.get_attribute("data-pool-boxes").as_deref() != Some(attr.as_str()) {
+        let _ = app.ui.plot.set_attribute("data-pool-boxes", &attr);
+    }
+    if let Some(e) = app.pools.hover.and_then(|i| p.envelopes.get(i)) {
+        let text = format!(
+            "Private Pool ({}): capacity {}\n{} allocations in this pool\n",
+            e.key(),
+            size_with_bytes(e.capacity_bytes()),
+            e.elements.len()
+        );
+        app.ui.stack.set_text_content(Some(&text));
+    }
+}
+
+fn draw_note(app: &App) {
+    let Some(note) = &app.pools.note else { return };
+    let show = app.view == View::MappedPagesTimeline
+        && app.file().is_some_and(|f| {
+            f.snap.devices.get(f.plot.device_pos).is_some_and(|d| !d.trace.action.contains(&Action::SegmentMap))
+        });
+    if *app.pools.drawn_note.borrow() != Some(show) {
+        note.set_hidden(!show);
+        *app.pools.drawn_note.borrow_mut() = Some(show);
+    }
+}
