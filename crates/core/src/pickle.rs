@@ -805,6 +805,116 @@ impl Parser {
         Ok(pos)
     }
 
+    /// Decodes a whole flat dict in one go when the bytes are exactly
+    /// `EMPTY_DICT [MEMOIZE|BINPUT|LONG_BINPUT] MARK (key value)* SETITEMS` with simple values
+    /// (memo gets, ints, floats, None, booleans): the shape of every trace entry. Anything else,
+    /// or input that ends early, returns `None` with nothing changed, and the generic path runs.
+    #[inline(always)]
+    fn flat_dict(&mut self, rest: &[u8], offset: u64) -> Result<Option<usize>, Error> {
+        let mut p = 1;
+        let memo_idx = match rest.get(p) {
+            Some(0x94) => {
+                p += 1;
+                Some(self.memo_len())
+            }
+            Some(b'q') => {
+                let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                p += 2;
+                Some(u64::from(i))
+            }
+            Some(b'r') => {
+                let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
+                p += 5;
+                Some(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            }
+            _ => None,
+        };
+        if rest.get(p) != Some(&b'(') {
+            return Ok(None);
+        }
+        p += 1;
+        let mut vals = [Value::None; 64];
+        let mut n = 0;
+        loop {
+            let Some(&op) = rest.get(p) else { return Ok(None) };
+            if op == b'u' {
+                p += 1;
+                break;
+            }
+            if n == vals.len() {
+                return Ok(None);
+            }
+            let (v, used) = match op {
+                b'h' | b'j' => {
+                    let (idx, used) = if op == b'h' {
+                        let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                        (u64::from(i), 2)
+                    } else {
+                        let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
+                        (u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5)
+                    };
+                    if Some(idx) == memo_idx {
+                        return Ok(None);
+                    }
+                    let Some(v) = self.memo_peek(idx) else { return Ok(None) };
+                    (v, used)
+                }
+                b'K' => {
+                    let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                    (Value::Int(i64::from(i)), 2)
+                }
+                b'M' => {
+                    let Some(b) = rest.get(p + 1..p + 3) else { return Ok(None) };
+                    (Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))), 3)
+                }
+                b'J' => {
+                    let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
+                    (Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))), 5)
+                }
+                0x8a => {
+                    let Some(&len) = rest.get(p + 1) else { return Ok(None) };
+                    if len == 0 || len > 8 {
+                        return Ok(None);
+                    }
+                    let Some(b) = rest.get(p + 2..p + 2 + len as usize) else { return Ok(None) };
+                    let mut x: u64 = if b[b.len() - 1] & 0x80 != 0 { u64::MAX } else { 0 };
+                    for (k, &byte) in b.iter().enumerate() {
+                        x &= !(0xffu64 << (8 * k));
+                        x |= u64::from(byte) << (8 * k);
+                    }
+                    (Value::Int(x as i64), 2 + len as usize)
+                }
+                b'G' => {
+                    let Some(b) = rest.get(p + 1..p + 9) else { return Ok(None) };
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    (Value::Float(f64::from_be_bytes(a)), 9)
+                }
+                b'N' => (Value::None, 1),
+                0x88 => (Value::Bool(true), 1),
+                0x89 => (Value::Bool(false), 1),
+                _ => return Ok(None),
+            };
+            vals[n] = v;
+            n += 1;
+            p += used;
+        }
+        if n % 2 != 0 {
+            return Ok(None);
+        }
+        // Commit: the same effects as the generic path, in the same order.
+        let d = self.new_dict();
+        self.stack.push(d);
+        if let Some(idx) = memo_idx {
+            self.memo_put(idx, d);
+        }
+        for v in &vals[..n] {
+            self.note_escape(*v);
+        }
+        self.dict_set(d, &vals[..n], offset)?;
+        Ok(Some(p))
+    }
+
     /// Decodes one common opcode in place; `None` when `step` must handle it.
     #[inline(always)]
     fn fast_op(&mut self, data: &[u8], pos: usize, base: u64) -> Result<Option<usize>, Error> {
@@ -864,6 +974,9 @@ impl Parser {
                 1
             }
             b'}' => {
+                if let Some(n) = self.flat_dict(rest, base + pos as u64)? {
+                    return Ok(Some(n));
+                }
                 let v = self.new_dict();
                 self.stack.push(v);
                 1
@@ -980,6 +1093,28 @@ impl Parser {
 
     fn memo_len(&self) -> u64 {
         self.memo_tags.len() as u64 + self.memo_sparse.len() as u64
+    }
+
+    /// The memo value at `idx`, if stored (no side effects).
+    fn memo_peek(&self, idx: u64) -> Option<Value> {
+        if idx < self.memo_tags.len() as u64 {
+            let i = idx as usize;
+            let id = self.memo_ids[i];
+            match self.memo_tags[i] {
+                1 => Some(Value::Str(id)),
+                2 => Some(Value::List(id)),
+                3 => Some(Value::Dict(id)),
+                4 => Some(Value::Tuple(id)),
+                5 => Some(Value::Bytes(id)),
+                6 => Some(Value::Set(id)),
+                7 => Some(Value::FrozenSet(id)),
+                8 => Some(Value::BigInt(id)),
+                MEMO_OTHER => self.memo_other.get(&idx).copied(),
+                _ => None,
+            }
+        } else {
+            self.memo_sparse.get(&idx).copied()
+        }
     }
 
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
