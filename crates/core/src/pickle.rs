@@ -877,12 +877,7 @@ impl Parser {
                         return Ok(None);
                     }
                     let Some(b) = rest.get(p + 2..p + 2 + len as usize) else { return Ok(None) };
-                    let mut x: u64 = if b[b.len() - 1] & 0x80 != 0 { u64::MAX } else { 0 };
-                    for (k, &byte) in b.iter().enumerate() {
-                        x &= !(0xffu64 << (8 * k));
-                        x |= u64::from(byte) << (8 * k);
-                    }
-                    (Value::Int(x as i64), 2 + len as usize)
+                    (Value::Int(small_long(b)), 2 + len as usize)
                 }
                 b'G' => {
                     let Some(b) = rest.get(p + 1..p + 9) else { return Ok(None) };
@@ -955,12 +950,7 @@ impl Parser {
                     return Ok(None);
                 }
                 let Some(b) = rest.get(2..2 + len as usize) else { return Ok(None) };
-                let mut x: u64 = if b[b.len() - 1] & 0x80 != 0 { u64::MAX } else { 0 };
-                for (k, &byte) in b.iter().enumerate() {
-                    x &= !(0xffu64 << (8 * k));
-                    x |= u64::from(byte) << (8 * k);
-                }
-                self.stack.push(Value::Int(x as i64));
+                self.stack.push(Value::Int(small_long(b)));
                 2 + len as usize
             }
             b'(' => {
@@ -1118,24 +1108,7 @@ impl Parser {
     }
 
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
-        let v = if idx < self.memo_tags.len() as u64 {
-            let i = idx as usize;
-            let id = self.memo_ids[i];
-            match self.memo_tags[i] {
-                1 => Some(Value::Str(id)),
-                2 => Some(Value::List(id)),
-                3 => Some(Value::Dict(id)),
-                4 => Some(Value::Tuple(id)),
-                5 => Some(Value::Bytes(id)),
-                6 => Some(Value::Set(id)),
-                7 => Some(Value::FrozenSet(id)),
-                8 => Some(Value::BigInt(id)),
-                MEMO_OTHER => self.memo_other.get(&idx).copied(),
-                _ => None,
-            }
-        } else {
-            self.memo_sparse.get(&idx).copied()
-        };
+        let v = self.memo_peek(idx);
         let v = v.ok_or_else(|| Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })?;
         self.note_escape(v);
         Ok(v)
@@ -1822,6 +1795,16 @@ impl Parser {
         }
         Some(self.long_from_le(&mag))
     }
+}
+
+/// A little-endian two's complement integer of 1 to 8 bytes (LONG1's payload).
+fn small_long(b: &[u8]) -> i64 {
+    let mut x: u64 = if b.last().is_some_and(|&t| t & 0x80 != 0) { u64::MAX } else { 0 };
+    for (k, &byte) in b.iter().take(8).enumerate() {
+        x &= !(0xffu64 << (8 * k));
+        x |= u64::from(byte) << (8 * k);
+    }
+    x as i64
 }
 
 /// First code point of the range that stands for lone surrogates (U+D800..U+DFFF), which Python
