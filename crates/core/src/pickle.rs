@@ -13,6 +13,12 @@
 //!
 //! Input can be a whole slice ([`parse`]) or chunks ([`Parser::feed`] then [`Parser::finish`]), and
 //! [`Parser::consumed_bytes`] reports progress.
+//!
+//! Speed: the opcodes that make up most of a snapshot are decoded by fast paths; flat dicts are
+//! read in one go; trace entries become rows of typed columns (`records`) that the model reads
+//! without decoding values again; and once one entry has been read, the next ones are matched
+//! against its key bytes (`entry_template`), so only their values are decoded. Every fast path
+//! has the same effects as the general one and hands over to it on anything unexpected.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -20,6 +26,14 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::error::Error;
+
+mod entry_template;
+mod records;
+
+use entry_template::{EntryTemplate, KeyCode};
+
+use records::{Field, RecordTable};
+pub use records::TraceRecord;
 
 /// A decoded value. Containers and strings are indices into the owning [`Document`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -355,6 +369,8 @@ enum DictRec {
     Compact { shape: u32, start: u32 },
     /// Anything else: an index into `generic_dicts`.
     Generic(u32),
+    /// A trace entry: a row of `records`.
+    Record(u32),
 }
 
 /// A generic dict: ordered pairs plus, for large dicts, an index for Python's "last write wins".
@@ -386,7 +402,12 @@ pub struct Document {
     tuple_items: Vec<Value>,
     tuples: Vec<(u32, u32)>,
     shapes: Vec<Box<[u32]>>,
+    /// Per shape: the record fields of its keys, when dicts of that shape can be records.
+    shape_fields: Vec<Option<Box<[Field]>>>,
+    /// Per shape: the presence mask of its record fields (0 when it has none).
+    shape_masks: Vec<u8>,
     shape_index: FxHashMap<Box<[u32]>, u32>,
+    records: RecordTable,
     dict_vals: Packed,
     dicts: Vec<DictRec>,
     generic_dicts: Vec<GenericDict>,
@@ -414,6 +435,11 @@ impl Document {
     /// Number of lists.
     pub fn list_count(&self) -> usize {
         self.lists.len()
+    }
+
+    /// Number of dicts.
+    pub fn dict_count(&self) -> usize {
+        self.dicts.len()
     }
 
     /// Number of distinct strings.
@@ -454,8 +480,9 @@ impl Document {
     /// Number of items of a dict (0 for anything else).
     pub fn dict_len(&self, v: Value) -> usize {
         let Value::Dict(i) = v else { return 0 };
-        match self.dicts.get(i as usize) {
-            Some(DictRec::Compact { shape, .. }) => self.shapes.get(*shape as usize).map_or(0, |s| s.len()),
+        match self.dict_rec(i).as_ref() {
+            Some(DictRec::Compact { shape, .. }) => self.shape_keys(*shape).len(),
+            Some(DictRec::Record(row)) => self.records.shape(*row).map_or(0, |s| self.shape_keys(s).len()),
             Some(DictRec::Generic(g)) => self.generic_dicts.get(*g as usize).map_or(0, |d| d.items.len()),
             Some(DictRec::Empty) | None => 0,
         }
@@ -464,7 +491,7 @@ impl Document {
     /// The (key, value) pairs of a dict in insertion order.
     pub fn dict_iter(&self, v: Value) -> DictIter<'_> {
         let rec = match v {
-            Value::Dict(i) => self.dicts.get(i as usize).copied(),
+            Value::Dict(i) => self.dict_rec(i),
             _ => None,
         };
         DictIter { doc: self, rec, pos: 0 }
@@ -473,11 +500,16 @@ impl Document {
     /// Looks up a string key in a dict. Linear in the dict's size, which is small for snapshot records.
     pub fn get(&self, dict: Value, key: &str) -> Option<Value> {
         let Value::Dict(i) = dict else { return None };
-        match self.dicts.get(i as usize)? {
+        match &self.dict_rec(i)? {
             DictRec::Compact { shape, start } => {
                 let keys = self.shapes.get(*shape as usize)?;
                 let pos = keys.iter().position(|&k| self.str(k) == key)?;
                 Some(self.dict_vals.get(*start as usize + pos))
+            }
+            DictRec::Record(row) => {
+                let keys = self.shape_keys(self.records.shape(*row)?);
+                let pos = keys.iter().position(|&k| self.str(k) == key)?;
+                self.record_value(*row, pos)
             }
             DictRec::Generic(g) => {
                 let d = self.generic_dicts.get(*g as usize)?;
@@ -490,8 +522,9 @@ impl Document {
     /// The shape id of a compact dict (dicts with the same string keys in the same order share it).
     pub fn dict_shape(&self, dict: Value) -> Option<u32> {
         let Value::Dict(i) = dict else { return None };
-        match self.dicts.get(i as usize)? {
+        match &self.dict_rec(i)? {
             DictRec::Compact { shape, .. } => Some(*shape),
+            DictRec::Record(row) => self.records.shape(*row),
             DictRec::Generic(_) | DictRec::Empty => None,
         }
     }
@@ -504,17 +537,68 @@ impl Document {
     /// Appends all values of a compact dict, in key order, decoding them in one pass.
     pub fn compact_values(&self, dict: Value, out: &mut Vec<Value>) {
         let Value::Dict(i) = dict else { return };
-        if let Some(DictRec::Compact { shape, start }) = self.dicts.get(i as usize) {
-            let n = self.shapes.get(*shape as usize).map_or(0, |s| s.len());
-            self.dict_vals.get_run(*start as usize, n, out);
+        match self.dict_rec(i).as_ref() {
+            Some(DictRec::Compact { shape, start }) => {
+                let n = self.shapes.get(*shape as usize).map_or(0, |s| s.len());
+                self.dict_vals.get_run(*start as usize, n, out);
+            }
+            Some(DictRec::Record(row)) => {
+                let n = self.dict_len(dict);
+                out.extend((0..n).filter_map(|pos| self.record_value(*row, pos)));
+            }
+            _ => {}
         }
+    }
+
+    /// The fields of a trace entry kept as a record (`None` for any other value).
+    pub fn trace_record(&self, dict: Value) -> Option<TraceRecord> {
+        let Value::Dict(i) = dict else { return None };
+        let DictRec::Record(row) = self.dict_rec(i)? else { return None };
+        let mask = *self.shape_masks.get(self.records.shape(row)? as usize)?;
+        Some(self.records.record(row, mask))
+    }
+
+    /// How dict `id` is stored. Ids with [`RECORD_BIT`] set name record rows directly.
+    #[inline]
+    fn dict_rec(&self, id: u32) -> Option<DictRec> {
+        if id & RECORD_BIT == 0 {
+            return self.dicts.get(id as usize).copied();
+        }
+        let row = id & !RECORD_BIT;
+        match self.records.moved_to(row) {
+            Some(g) => Some(DictRec::Generic(g)),
+            None => self.records.shape(row).map(|_| DictRec::Record(row)),
+        }
+    }
+
+    /// Stores dict `id` as generic dict `g`.
+    fn set_generic(&mut self, id: u32, g: u32) {
+        if id & RECORD_BIT == 0 {
+            if let Some(r) = self.dicts.get_mut(id as usize) {
+                *r = DictRec::Generic(g);
+            }
+        } else {
+            self.records.set_moved(id & !RECORD_BIT, g);
+        }
+    }
+
+    /// The value at key position `pos` of record `row`.
+    fn record_value(&self, row: u32, pos: usize) -> Option<Value> {
+        let fields = self.shape_fields.get(self.records.shape(row)? as usize)?.as_deref()?;
+        Some(self.records.value(row, *fields.get(pos)?))
+    }
+
+    /// The pairs of a dict, in order.
+    fn dict_pairs(&self, dict: Value) -> Vec<(Value, Value)> {
+        self.dict_iter(dict).collect()
     }
 
     /// The value at position `pos` of a compact dict (the shape's `pos`-th key).
     pub fn compact_value(&self, dict: Value, pos: usize) -> Option<Value> {
         let Value::Dict(i) = dict else { return None };
-        match self.dicts.get(i as usize)? {
+        match &self.dict_rec(i)? {
             DictRec::Compact { start, .. } => Some(self.dict_vals.get(*start as usize + pos)),
+            DictRec::Record(row) => self.record_value(*row, pos),
             DictRec::Generic(_) | DictRec::Empty => None,
         }
     }
@@ -554,6 +638,7 @@ impl Document {
             + self.tuple_items.capacity() * 16
             + self.dict_vals.heap_bytes()
             + self.dicts.capacity() * 12
+            + self.records.heap_bytes()
     }
 
     fn intern_str(&mut self, s: &str) -> u32 {
@@ -595,6 +680,10 @@ impl Iterator for DictIter<'_> {
                 let keys = self.doc.shapes.get(shape as usize)?;
                 let k = *keys.get(self.pos)?;
                 (Value::Str(k), self.doc.dict_vals.get(start as usize + self.pos))
+            }
+            DictRec::Record(row) => {
+                let keys = self.doc.shape_keys(self.doc.records.shape(row)?);
+                (Value::Str(*keys.get(self.pos)?), self.doc.record_value(row, self.pos)?)
             }
             DictRec::Generic(g) => *self.doc.generic_dicts.get(g as usize)?.items.get(self.pos)?,
             DictRec::Empty => return None,
@@ -643,6 +732,17 @@ enum Step {
     Stop(usize),
 }
 
+/// Most pairs a dict may have for [`Parser::flat_dict`]; larger dicts take the generic path.
+const FLAT_DICT_MAX_PAIRS: usize = 16;
+
+/// Bytes of the next chunk joined to an opcode cut at a chunk boundary before the chunk itself is
+/// decoded in place (longer opcodes are joined whole).
+const BRIDGE_BYTES: usize = 4096;
+
+/// Dict ids with this bit set are trace records made straight from the bytes: the other bits are
+/// the record's row, and the dict has no slot of its own. Plain dict ids stay below it.
+const RECORD_BIT: u32 = 1 << 31;
+
 /// A resumable pickle decoder.
 pub struct Parser {
     doc: Document,
@@ -671,6 +771,10 @@ pub struct Parser {
     /// The most recently created dict, while it may still be deduplicated: (dict id, memo slot
     /// that holds it, whether it escaped through DUP/GET or a second memo write).
     fresh: Option<(u32, Option<u64>, bool)>,
+    /// How trace entries are written, once one has been read (see [`entry_template`]).
+    entry_template: Option<EntryTemplate>,
+    /// Memo writes that did not simply append a slot (a template made before one is retired).
+    memo_rebinds: u64,
 }
 
 impl Default for Parser {
@@ -700,6 +804,8 @@ impl Parser {
             scratch: Vec::new(),
             last_shape: u32::MAX,
             leaf_index: FxHashMap::default(),
+            entry_template: None,
+            memo_rebinds: 0,
             fresh: None,
         }
     }
@@ -733,16 +839,33 @@ impl Parser {
                 self.trailing += (chunk.len() - used) as u64;
             }
         } else {
-            let mut buf = std::mem::take(&mut self.pending);
-            buf.extend_from_slice(chunk);
-            let used = self.run(&buf)?;
-            if !self.stopped {
-                buf.drain(..used);
-                self.pending = buf;
-            } else {
-                self.trailing += (buf.len() - used) as u64;
-            }
+            self.feed_after_cut(chunk)?;
         }
+        Ok(())
+    }
+
+    /// Feeds a chunk while `pending` holds an opcode cut at the previous chunk's end: the cut
+    /// opcode is completed from the chunk's first bytes, and the rest of the chunk is decoded in
+    /// place rather than copied after the held bytes.
+    fn feed_after_cut(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        let (head, tail) = chunk.split_at(chunk.len().min(BRIDGE_BYTES));
+        let mut buf = std::mem::take(&mut self.pending);
+        let held = buf.len();
+        buf.extend_from_slice(head);
+        let used = self.run(&buf)?;
+        if self.stopped {
+            self.trailing += (buf.len() - used + tail.len()) as u64;
+            return Ok(());
+        }
+        if used >= held {
+            let rest = chunk.get(used - held..).unwrap_or(&[]);
+            buf.clear();
+            self.pending = buf;
+            return self.feed(rest);
+        }
+        buf.drain(..used);
+        buf.extend_from_slice(tail);
+        self.pending = buf;
         Ok(())
     }
 
@@ -833,7 +956,8 @@ impl Parser {
             return Ok(None);
         }
         p += 1;
-        let mut vals = [Value::None; 64];
+        let mut vals = [Value::None; 2 * FLAT_DICT_MAX_PAIRS];
+        let mut key_codes = [None; FLAT_DICT_MAX_PAIRS];
         let mut n = 0;
         loop {
             let Some(&op) = rest.get(p) else { return Ok(None) };
@@ -857,6 +981,9 @@ impl Parser {
                         return Ok(None);
                     }
                     let Some(v) = self.memo_peek(idx) else { return Ok(None) };
+                    if n % 2 == 0 {
+                        key_codes[n / 2] = KeyCode::of(op, idx);
+                    }
                     (v, used)
                 }
                 b'K' => {
@@ -897,8 +1024,19 @@ impl Parser {
         if n % 2 != 0 {
             return Ok(None);
         }
+        // A trace entry becomes a record row at once; the effects on the stack and memo are those
+        // of the generic path.
+        if let Some((d, shape)) = self.flat_record(&vals[..n]) {
+            self.remember_template(shape, &key_codes[..n / 2]);
+            self.fresh = None;
+            self.stack.push(d);
+            if let Some(idx) = memo_idx {
+                self.memo_put(idx, d);
+            }
+            return Ok(Some(p));
+        }
         // Commit: the same effects as the generic path, in the same order.
-        let d = self.new_dict();
+        let d = self.new_dict(offset)?;
         self.stack.push(d);
         if let Some(idx) = memo_idx {
             self.memo_put(idx, d);
@@ -964,10 +1102,13 @@ impl Parser {
                 1
             }
             b'}' => {
+                if let Some(n) = self.template_entry(rest) {
+                    return Ok(Some(n));
+                }
                 if let Some(n) = self.flat_dict(rest, base + pos as u64)? {
                     return Ok(Some(n));
                 }
-                let v = self.new_dict();
+                let v = self.new_dict(base + pos as u64)?;
                 self.stack.push(v);
                 1
             }
@@ -1026,11 +1167,15 @@ impl Parser {
         Value::Tuple((self.doc.tuples.len() - 1) as u32)
     }
 
-    fn new_dict(&mut self) -> Value {
+    #[inline]
+    fn new_dict(&mut self, offset: u64) -> Result<Value, Error> {
+        if self.doc.dicts.len() >= RECORD_BIT as usize {
+            return Err(Error::Malformed { offset, reason: "more than 2^31 dicts".into() });
+        }
         self.doc.dicts.push(DictRec::Empty);
         let id = (self.doc.dicts.len() - 1) as u32;
         self.fresh = Some((id, None, false));
-        Value::Dict(id)
+        Ok(Value::Dict(id))
     }
 
     fn new_set(&mut self, items: Vec<Value>, frozen: bool) -> Value {
@@ -1043,6 +1188,7 @@ impl Parser {
         }
     }
 
+    #[inline]
     fn memo_put(&mut self, idx: u64, v: Value) {
         self.memo_writes += 1;
         if let (Some((id, slot, escaped)), Value::Dict(d)) = (self.fresh.as_mut(), v) {
@@ -1065,6 +1211,9 @@ impl Parser {
             _ => (MEMO_OTHER, 0),
         };
         let dense = self.memo_tags.len() as u64;
+        if idx != dense || !self.memo_sparse.is_empty() {
+            self.memo_rebinds += 1;
+        }
         if idx < dense {
             let i = idx as usize;
             self.memo_tags[i] = tag;
@@ -1081,11 +1230,13 @@ impl Parser {
         }
     }
 
+    #[inline]
     fn memo_len(&self) -> u64 {
         self.memo_tags.len() as u64 + self.memo_sparse.len() as u64
     }
 
     /// The memo value at `idx`, if stored (no side effects).
+    #[inline(always)]
     fn memo_peek(&self, idx: u64) -> Option<Value> {
         if idx < self.memo_tags.len() as u64 {
             let i = idx as usize;
@@ -1107,6 +1258,7 @@ impl Parser {
         }
     }
 
+    #[inline(always)]
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
         let v = self.memo_peek(idx);
         let v = v.ok_or_else(|| Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })?;
@@ -1115,6 +1267,7 @@ impl Parser {
     }
 
     /// A second reference to the fresh dict exists: it can no longer be deduplicated.
+    #[inline]
     fn note_escape(&mut self, v: Value) {
         if let (Some((id, _, escaped)), Value::Dict(d)) = (self.fresh.as_mut(), v) {
             if *id == d {
@@ -1128,7 +1281,8 @@ impl Parser {
         let mut items = std::mem::take(&mut self.scratch);
         items.clear();
         let m = mark.min(self.stack.len());
-        items.extend(self.stack.drain(m..));
+        items.extend_from_slice(self.stack.get(m..).unwrap_or(&[]));
+        self.stack.truncate(m);
         items
     }
 
@@ -1165,6 +1319,9 @@ impl Parser {
             None => {
                 let s = self.doc.shapes.len() as u32;
                 let boxed: Box<[u32]> = keys.into_boxed_slice();
+                let fields = Field::layout(boxed.iter().map(|&k| Field::from_key(self.doc.str(k))));
+                self.doc.shape_masks.push(fields.as_deref().map_or(0, Field::mask));
+                self.doc.shape_fields.push(fields);
                 self.doc.shapes.push(boxed.clone());
                 self.doc.shape_index.insert(boxed, s);
                 s
@@ -1191,6 +1348,7 @@ impl Parser {
             *top = Value::Dict(canon);
         }
         if let Some(idx) = slot {
+            self.memo_rebinds += 1;
             if idx < self.memo_tags.len() as u64 {
                 self.memo_ids[idx as usize] = canon;
             } else if let Some(v) = self.memo_sparse.get_mut(&idx) {
@@ -1198,6 +1356,28 @@ impl Parser {
             }
         }
         self.fresh = None;
+        true
+    }
+
+    /// A new dict holding `pairs` as a trace record with an id of its own kind, when the keys and
+    /// value types allow (`None`, with nothing stored, otherwise).
+    fn flat_record(&mut self, pairs: &[Value]) -> Option<(Value, u32)> {
+        let shape = self.shape_for(pairs)?;
+        let fields = self.doc.shape_fields.get(shape as usize)?.as_deref()?;
+        if self.doc.records.len() >= RECORD_BIT as usize {
+            return None;
+        }
+        let row = self.doc.records.push(shape, fields, pairs)?;
+        Some((Value::Dict(RECORD_BIT | row), shape))
+    }
+
+    /// Stores the fresh dict `di` as a trace record when its shape and value types allow.
+    fn try_record(&mut self, di: usize, shape: u32, pairs: &[Value]) -> bool {
+        let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else { return false };
+        let Some(row) = self.doc.records.push(shape, fields, pairs) else { return false };
+        if let Some(rec) = self.doc.dicts.get_mut(di) {
+            *rec = DictRec::Record(row);
+        }
         true
     }
 
@@ -1216,6 +1396,9 @@ impl Parser {
         let fresh = matches!(self.doc.dicts.get(di), Some(DictRec::Empty));
         if fresh && !pairs.is_empty() {
             if let Some(shape) = self.shape_for(pairs) {
+                if self.try_record(di, shape, pairs) {
+                    return Ok(());
+                }
                 // Leaf dicts (scalars and strings only) are deduplicated by content.
                 let leaf = pairs.len() <= 16
                     && pairs.chunks_exact(2).all(|kv| {
@@ -1249,30 +1432,21 @@ impl Parser {
                 return Ok(());
             }
         }
-        // Generic path: move a compact dict to generic storage first.
-        let rec = self.doc.dicts.get(di).copied();
-        let g = match rec {
+        // Generic path: move a compact dict or record to generic storage first.
+        let id = di as u32;
+        let g = match self.doc.dict_rec(id) {
             Some(DictRec::Generic(g)) => g as usize,
             Some(DictRec::Empty) => {
                 let g = self.doc.generic_dicts.len();
                 self.doc.generic_dicts.push(GenericDict::default());
-                if let Some(r) = self.doc.dicts.get_mut(di) {
-                    *r = DictRec::Generic(g as u32);
-                }
+                self.doc.set_generic(id, g as u32);
                 g
             }
-            Some(DictRec::Compact { shape, start }) => {
-                let keys = self.doc.shapes.get(shape as usize).cloned().unwrap_or_default();
-                let items: Vec<(Value, Value)> = keys
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &k)| (Value::Str(k), self.doc.dict_vals.get(start as usize + i)))
-                    .collect();
+            Some(DictRec::Compact { .. } | DictRec::Record(_)) => {
+                let items = self.doc.dict_pairs(Value::Dict(id));
                 let g = self.doc.generic_dicts.len();
                 self.doc.generic_dicts.push(GenericDict { items, index: None });
-                if let Some(r) = self.doc.dicts.get_mut(di) {
-                    *r = DictRec::Generic(g as u32);
-                }
+                self.doc.set_generic(id, g as u32);
                 g
             }
             None => return Err(Error::Malformed { offset, reason: "unknown dict".into() }),
@@ -1326,10 +1500,10 @@ impl Parser {
         Ok(())
     }
 
-    fn list_extend(&mut self, list: Value, items: &[Value], offset: u64) -> Result<(), Error> {
+    fn list_extend(doc: &mut Document, list: Value, items: &[Value], offset: u64) -> Result<(), Error> {
         match list {
             Value::List(i) => {
-                if let Some(l) = self.doc.lists.get_mut(i as usize) {
+                if let Some(l) = doc.lists.get_mut(i as usize) {
                     l.extend(items);
                 }
                 Ok(())
@@ -1569,7 +1743,7 @@ impl Parser {
                 Step::Done(1)
             }
             b'}' => {
-                let v = self.new_dict();
+                let v = self.new_dict(offset)?;
                 self.stack.push(v);
                 Step::Done(1)
             }
@@ -1603,7 +1777,7 @@ impl Parser {
                     b't' => self.new_tuple(&items),
                     b'l' => self.new_list(items.clone()),
                     b'd' => {
-                        let d = self.new_dict();
+                        let d = self.new_dict(offset)?;
                         self.fresh = None;
                         self.dict_set(d, &items, offset)?;
                         d
@@ -1617,15 +1791,18 @@ impl Parser {
             b'a' => {
                 let item = self.pop(offset, "APPEND")?;
                 let list = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "APPEND without a list".into() })?;
-                self.list_extend(list, &[item], offset)?;
+                Self::list_extend(&mut self.doc, list, &[item], offset)?;
                 Step::Done(1)
             }
             b'e' => {
-                let m = self.pop_mark(offset, "APPENDS")?;
-                let items = self.take_items(m);
-                let list = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
-                self.list_extend(list, &items, offset)?;
-                self.give_back(items);
+                // The items are appended straight from the stack.
+                let m = self.pop_mark(offset, "APPENDS")?.min(self.stack.len());
+                let list = *m
+                    .checked_sub(1)
+                    .and_then(|i| self.stack.get(i))
+                    .ok_or_else(|| Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
+                Self::list_extend(&mut self.doc, list, self.stack.get(m..).unwrap_or(&[]), offset)?;
+                self.stack.truncate(m);
                 Step::Done(1)
             }
             b's' => {

@@ -11,7 +11,7 @@
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::error::Error;
-use crate::pickle::{Document, Value};
+use crate::pickle::{Document, TraceRecord, Value};
 use crate::tree::{self, Tree};
 
 /// What a trace entry records. See the reference study, section 1.5.
@@ -573,8 +573,12 @@ struct Builder<'d> {
     /// Document list id -> stack id.
     /// Document list id -> stack id (`u32::MAX`: not seen yet).
     stack_map: Vec<u32>,
-    /// Document dict id -> frame id.
-    frame_map: HashMap<u32, u32>,
+    /// Document dict id -> frame id (`u32::MAX`: not seen yet).
+    frame_map: Vec<u32>,
+    /// Document string id -> action named by it (`None`: not seen yet).
+    action_map: Vec<Option<Action>>,
+    /// The last stream looked up: (raw value, index).
+    last_stream: (i128, u32),
     /// Frames by content, for pickles without sharing (JSON, protocol 0).
     frame_by_content: HashMap<(u32, i64, u32), u32>,
     /// Stacks by content.
@@ -600,7 +604,9 @@ impl<'d> Builder<'d> {
             snap: Snapshot::default(),
             str_map: vec![u32::MAX; doc.str_count()],
             stack_map: vec![u32::MAX; doc.list_count()],
-            frame_map: HashMap::default(),
+            frame_map: vec![u32::MAX; doc.dict_count()],
+            action_map: vec![None; doc.str_count()],
+            last_stream: (0, 0),
             frame_by_content: HashMap::default(),
             stack_by_content: HashMap::default(),
             stream_map: HashMap::default(),
@@ -644,13 +650,32 @@ impl<'d> Builder<'d> {
     }
 
     fn stream_index(&mut self, raw: i128) -> u32 {
-        if let Some(&i) = self.stream_map.get(&raw) {
-            return i;
+        if self.last_stream.0 == raw && !self.snap.streams.is_empty() {
+            return self.last_stream.1;
         }
-        let i = self.snap.streams.len() as u32;
-        self.snap.streams.push(raw);
-        self.stream_map.insert(raw, i);
+        let i = match self.stream_map.get(&raw) {
+            Some(&i) => i,
+            None => {
+                let i = self.snap.streams.len() as u32;
+                self.snap.streams.push(raw);
+                self.stream_map.insert(raw, i);
+                i
+            }
+        };
+        self.last_stream = (raw, i);
         i
+    }
+
+    /// The action a document string names.
+    fn action_of(&mut self, id: u32) -> Action {
+        if let Some(&Some(a)) = self.action_map.get(id as usize) {
+            return a;
+        }
+        let a = Action::from_name(self.doc.str(id));
+        if let Some(slot) = self.action_map.get_mut(id as usize) {
+            *slot = Some(a);
+        }
+        a
     }
 
     fn pool_index(&mut self, v: Value) -> u32 {
@@ -676,8 +701,10 @@ impl<'d> Builder<'d> {
             _ => None,
         };
         if let Some(k) = key {
-            if let Some(&f) = self.frame_map.get(&k) {
-                return f;
+            if let Some(&f) = self.frame_map.get(k as usize) {
+                if f != u32::MAX {
+                    return f;
+                }
             }
         }
         let doc = self.doc;
@@ -738,8 +765,8 @@ impl<'d> Builder<'d> {
             self.snap.frames.push(Frame { filename, line, name, extra, name_first });
             f
         };
-        if let Some(k) = key {
-            self.frame_map.insert(k, id);
+        if let Some(slot) = key.and_then(|k| self.frame_map.get_mut(k as usize)) {
+            *slot = id;
         }
         id
     }
@@ -834,6 +861,54 @@ impl<'d> Builder<'d> {
         t
     }
 
+    /// Appends trace entry `e`, kept by the reader as `rec`: the same row the generic path in
+    /// [`Builder::trace`] makes of it, without decoding values (a record's values have the
+    /// expected types, and its keys are all known).
+    fn record_row(&mut self, t: &mut Trace, rec: &TraceRecord, e: Value, row: usize, device_index: i64) {
+        let r = t.action.len();
+        let action = rec.action.map_or(Action::Unknown, |id| self.action_of(id));
+        if action == Action::Unknown {
+            let name = rec.action.map_or_else(|| "(missing)".to_owned(), |id| self.doc.str(id).to_owned());
+            self.warnings.add(WarningKind::UnknownAction, || format!("device {device_index} entry {row}: unknown action {name}"));
+        }
+        let stream = rec.stream.map_or(0, |x| self.stream_index(i128::from(x)));
+        let mut odd = false;
+        let stack = rec.frames.map_or(0, |l| {
+            self.stack(Value::List(l)).unwrap_or_else(|| {
+                odd = true;
+                0
+            })
+        });
+        if rec.time_us.is_some() || t.time_us.is_present() {
+            t.time_us.push(r, rec.time_us.unwrap_or(i64::MIN), i64::MIN);
+        }
+        if t.pool.is_present() {
+            t.pool.push(r, 0, 0);
+        }
+        for (value, column) in [(rec.user_metadata, &mut t.user_metadata), (rec.compile_context, &mut t.compile_context), (None, &mut t.category)] {
+            let id = value.and_then(|s| self.string(Value::Str(s)));
+            if id.is_some() || column.is_present() {
+                column.push(r, id.unwrap_or(0), 0);
+            }
+        }
+        t.action.push(action);
+        t.addr.push(rec.addr.unwrap_or(0));
+        t.size_bytes.push(rec.size_bytes.unwrap_or(0));
+        t.stream.push(stream);
+        t.stack.push(stack);
+        let verbatim = !matches!(
+            action,
+            Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
+        );
+        if verbatim || odd {
+            if odd && !verbatim {
+                self.warnings.add(WarningKind::OddField, || format!("device {device_index} entry {row}: a field has an unexpected type; kept verbatim"));
+            }
+            let tr = self.tree_of(e);
+            t.raw.push((r as u32, tr));
+        }
+    }
+
     fn trace(&mut self, list: Value, device_index: i64) -> Trace {
         let doc = self.doc;
         let entries = doc.items(list);
@@ -882,6 +957,10 @@ impl<'d> Builder<'d> {
         for (row, e) in entries.iter().enumerate() {
             let mut vals: [Option<Value>; 12] = [None; 12];
             let mut unknown_key = false;
+            if let Some(rec) = doc.trace_record(e) {
+                self.record_row(&mut t, &rec, e, row, device_index);
+                continue;
+            }
             match doc.dict_shape(e) {
                 Some(shape) => {
                     if last_shape.as_ref().is_none_or(|(ls, _, _)| *ls != shape) {
@@ -922,7 +1001,10 @@ impl<'d> Builder<'d> {
                     }
                 }
             }
-            let action = vals[K_ACTION].and_then(|v| doc.as_str(v)).map_or(Action::Unknown, Action::from_name);
+            let action = match vals[K_ACTION] {
+                Some(Value::Str(id)) => self.action_of(id),
+                _ => Action::Unknown,
+            };
             let r = t.action.len();
             let mut odd = unknown_key;
             if action == Action::Unknown {

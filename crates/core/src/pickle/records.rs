@@ -1,0 +1,273 @@
+//! Trace entries stored as columns while they are decoded.
+//!
+//! A snapshot's trace holds up to millions of small dicts with the same few keys (`action`,
+//! `addr`, `size`, `stream`, `time_us`, `compile_context`, `user_metadata`, `frames`). A dict whose
+//! keys are all among these (with `action` present) and whose values have the usual types is kept
+//! as one row of a [`RecordTable`] rather than as generic dict values; the model reads the columns
+//! back without decoding anything. Every value round-trips exactly, so such a dict looks the same
+//! through every [`Document`](super::Document) accessor as any other dict.
+
+use super::Value;
+
+/// A field a trace record may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    /// `action`: a string.
+    Action,
+    /// `addr`: a non-negative int below 2^64.
+    Addr,
+    /// `size`: a non-negative int below 2^64.
+    Size,
+    /// `stream`: an int of 64 bits.
+    Stream,
+    /// `time_us`: an int of 64 bits.
+    TimeUs,
+    /// `compile_context`: a string.
+    CompileContext,
+    /// `user_metadata`: a string.
+    UserMetadata,
+    /// `frames`: a list.
+    Frames,
+}
+
+impl Field {
+    /// The field for a dict key, if it is one.
+    pub(crate) fn from_key(key: &str) -> Option<Field> {
+        Some(match key {
+            "action" => Field::Action,
+            "addr" => Field::Addr,
+            "size" => Field::Size,
+            "stream" => Field::Stream,
+            "time_us" => Field::TimeUs,
+            "compile_context" => Field::CompileContext,
+            "user_metadata" => Field::UserMetadata,
+            "frames" => Field::Frames,
+            _ => return None,
+        })
+    }
+
+    /// The field's bit in a presence mask.
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    /// The presence mask of a layout.
+    pub(crate) fn mask(fields: &[Field]) -> u8 {
+        fields.iter().fold(0, |m, f| m | f.bit())
+    }
+
+    /// The fields for a shape's keys, when they all are fields and include `action`.
+    pub(crate) fn layout(keys: impl Iterator<Item = Option<Field>>) -> Option<Box<[Field]>> {
+        let fields: Option<Vec<Field>> = keys.collect();
+        let fields = fields?;
+        fields.contains(&Field::Action).then(|| fields.into_boxed_slice())
+    }
+}
+
+/// A non-negative int as stored: `Int` below 2^63, `UInt` at or above (as the reader makes them).
+fn unsigned_of(v: Value) -> Option<u64> {
+    match v {
+        Value::Int(i) if i >= 0 => Some(i as u64),
+        Value::UInt(u) if u > i64::MAX as u64 => Some(u),
+        _ => None,
+    }
+}
+
+fn value_of_unsigned(x: u64) -> Value {
+    match i64::try_from(x) {
+        Ok(i) => Value::Int(i),
+        Err(_) => Value::UInt(x),
+    }
+}
+
+/// One record's fields; `None` where the dict lacks the key.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TraceRecord {
+    /// `action`: string id.
+    pub action: Option<u32>,
+    /// `addr`.
+    pub addr: Option<u64>,
+    /// `size`.
+    pub size_bytes: Option<u64>,
+    /// `stream`.
+    pub stream: Option<i64>,
+    /// `time_us`.
+    pub time_us: Option<i64>,
+    /// `compile_context`: string id.
+    pub compile_context: Option<u32>,
+    /// `user_metadata`: string id.
+    pub user_metadata: Option<u32>,
+    /// `frames`: list id.
+    pub frames: Option<u32>,
+}
+
+/// Marks a row's shape slot as holding the index of the generic dict the row became (when a
+/// record is given more items after it was made).
+const MOVED_BIT: u32 = 1 << 31;
+
+/// Rows of trace records; absent fields hold 0 and are known absent from the row's shape.
+#[derive(Default, Debug)]
+pub(crate) struct RecordTable {
+    /// The shape of each row, or `MOVED_BIT | generic dict index`.
+    shape: Vec<u32>,
+    action: Vec<u32>,
+    addr: Vec<u64>,
+    size_bytes: Vec<u64>,
+    stream: Vec<i64>,
+    time_us: Vec<i64>,
+    compile_context: Vec<u32>,
+    user_metadata: Vec<u32>,
+    frames: Vec<u32>,
+}
+
+impl RecordTable {
+    /// Number of rows.
+    pub(crate) fn len(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Appends the values of a dict laid out as `fields` (values at the odd positions of `pairs`);
+    /// returns the row, or `None` (and appends nothing) when a value has another type.
+    pub(crate) fn push(&mut self, shape: u32, fields: &[Field], pairs: &[Value]) -> Option<u32> {
+        let mut rec = TraceRecord::default();
+        for (&f, kv) in fields.iter().zip(pairs.chunks_exact(2)) {
+            let v = kv[1];
+            match (f, v) {
+                (Field::Action, Value::Str(s)) => rec.action = Some(s),
+                (Field::CompileContext, Value::Str(s)) => rec.compile_context = Some(s),
+                (Field::UserMetadata, Value::Str(s)) => rec.user_metadata = Some(s),
+                (Field::Frames, Value::List(l)) => rec.frames = Some(l),
+                (Field::Stream, Value::Int(i)) => rec.stream = Some(i),
+                (Field::TimeUs, Value::Int(i)) => rec.time_us = Some(i),
+                (Field::Addr, _) => rec.addr = Some(unsigned_of(v)?),
+                (Field::Size, _) => rec.size_bytes = Some(unsigned_of(v)?),
+                _ => return None,
+            }
+        }
+        self.push_record(shape, &rec)
+    }
+
+    /// Appends a record of shape `shape`; its row.
+    pub(crate) fn push_record(&mut self, shape: u32, rec: &TraceRecord) -> Option<u32> {
+        let row = u32::try_from(self.shape.len()).ok()?;
+        if shape & MOVED_BIT != 0 {
+            return None;
+        }
+        self.shape.push(shape);
+        self.action.push(rec.action.unwrap_or(0));
+        self.addr.push(rec.addr.unwrap_or(0));
+        self.size_bytes.push(rec.size_bytes.unwrap_or(0));
+        self.stream.push(rec.stream.unwrap_or(0));
+        self.time_us.push(rec.time_us.unwrap_or(0));
+        self.compile_context.push(rec.compile_context.unwrap_or(0));
+        self.user_metadata.push(rec.user_metadata.unwrap_or(0));
+        self.frames.push(rec.frames.unwrap_or(0));
+        Some(row)
+    }
+
+    /// The shape of a row (`None` once the row became a generic dict).
+    #[inline]
+    pub(crate) fn shape(&self, row: u32) -> Option<u32> {
+        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT == 0)
+    }
+
+    /// The generic dict a row became, if it did.
+    #[inline]
+    pub(crate) fn moved_to(&self, row: u32) -> Option<u32> {
+        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT != 0).map(|s| s & !MOVED_BIT)
+    }
+
+    /// Records that a row became generic dict `g`.
+    pub(crate) fn set_moved(&mut self, row: u32, g: u32) {
+        if let Some(s) = self.shape.get_mut(row as usize) {
+            *s = MOVED_BIT | g;
+        }
+    }
+
+    /// The value of one field of a row.
+    pub(crate) fn value(&self, row: u32, field: Field) -> Value {
+        let r = row as usize;
+        let str_at = |col: &[u32]| col.get(r).map_or(Value::None, |&s| Value::Str(s));
+        match field {
+            Field::Action => str_at(&self.action),
+            Field::CompileContext => str_at(&self.compile_context),
+            Field::UserMetadata => str_at(&self.user_metadata),
+            Field::Frames => self.frames.get(r).map_or(Value::None, |&l| Value::List(l)),
+            Field::Addr => self.addr.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Size => self.size_bytes.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Stream => self.stream.get(r).map_or(Value::None, |&x| Value::Int(x)),
+            Field::TimeUs => self.time_us.get(r).map_or(Value::None, |&x| Value::Int(x)),
+        }
+    }
+
+    /// All fields of a row, given the presence mask of its shape ([`Field::mask`]).
+    #[inline]
+    pub(crate) fn record(&self, row: u32, mask: u8) -> TraceRecord {
+        let r = row as usize;
+        let has = |f: Field| mask & f.bit() != 0;
+        TraceRecord {
+            action: self.action.get(r).copied().filter(|_| has(Field::Action)),
+            addr: self.addr.get(r).copied().filter(|_| has(Field::Addr)),
+            size_bytes: self.size_bytes.get(r).copied().filter(|_| has(Field::Size)),
+            stream: self.stream.get(r).copied().filter(|_| has(Field::Stream)),
+            time_us: self.time_us.get(r).copied().filter(|_| has(Field::TimeUs)),
+            compile_context: self.compile_context.get(r).copied().filter(|_| has(Field::CompileContext)),
+            user_metadata: self.user_metadata.get(r).copied().filter(|_| has(Field::UserMetadata)),
+            frames: self.frames.get(r).copied().filter(|_| has(Field::Frames)),
+        }
+    }
+
+    /// Approximate heap bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.shape.capacity() * 4
+            + self.action.capacity() * 4
+            + self.addr.capacity() * 8
+            + self.size_bytes.capacity() * 8
+            + self.stream.capacity() * 8
+            + self.time_us.capacity() * 8
+            + self.compile_context.capacity() * 4
+            + self.user_metadata.capacity() * 4
+            + self.frames.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip() {
+        let fields = [Field::Action, Field::Addr, Field::Size, Field::Stream, Field::TimeUs, Field::Frames];
+        let pairs = [
+            Value::Str(1),
+            Value::Str(2),
+            Value::Str(3),
+            Value::UInt(1 << 63),
+            Value::Str(4),
+            Value::Int(512),
+            Value::Str(5),
+            Value::Int(-7),
+            Value::Str(6),
+            Value::Int(1_700_000_000_000_000),
+            Value::Str(7),
+            Value::List(9),
+        ];
+        let mut t = RecordTable::default();
+        let row = t.push(3, &fields, &pairs).expect("a record");
+        for (&f, kv) in fields.iter().zip(pairs.chunks_exact(2)) {
+            assert_eq!(t.value(row, f), kv[1]);
+        }
+        assert_eq!(t.shape(row), Some(3));
+        assert_eq!(t.record(row, Field::mask(&fields)).addr, Some(1 << 63));
+        assert_eq!(t.record(row, Field::mask(&fields)).user_metadata, None);
+    }
+
+    #[test]
+    fn odd_types_are_refused() {
+        let mut t = RecordTable::default();
+        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::Int(-1)]), None);
+        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::UInt(5)]), None);
+        assert_eq!(t.push(0, &[Field::Action], &[Value::Str(0), Value::Int(1)]), None);
+        assert_eq!(t.len(), 0);
+    }
+}
