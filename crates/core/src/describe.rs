@@ -16,6 +16,25 @@ pub const NO_FRAMES: &str = "No stack trace recorded for this allocation. Possib
 pub const SUMMARIZED: &str = "Small allocations summarized into one band to keep drawing fast. \
 Raise Detail to draw more of them individually.";
 
+/// PyTorch's viewer's `formatSize`: `1.3KiB (1280 bytes)`, one decimal rounded the way
+/// JavaScript's `toFixed` rounds (exact ties go up, where Rust and Python round to even), so the
+/// page's texts equal the reference viewer's.
+pub fn viewer_size(bytes: u64) -> String {
+    const UNITS: [&str; 8] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi"];
+    let mut shift = 0u32;
+    for unit in UNITS {
+        // The value in this unit is bytes / 2^shift, exactly; it is shown when below 1024.
+        if u128::from(bytes) < 1024u128 << shift {
+            let scaled = u128::from(bytes) * 10;
+            let div = 1u128 << shift;
+            let tenths = scaled / div + u128::from((scaled % div) * 2 >= div && shift > 0);
+            return format!("{}.{}{unit}B ({bytes} bytes)", tenths / 10, tenths % 10);
+        }
+        shift += 10;
+    }
+    format!("{:.1}YiB", bytes as f64 / 2f64.powi(80))
+}
+
 /// Formats a µs timestamp as UTC `YYYY-MM-DD HH:MM:SS.ffffff`.
 pub fn utc_time(time_us: i64) -> String {
     let secs = time_us.div_euclid(1_000_000);
@@ -136,4 +155,23 @@ pub fn oom_text(snap: &Snapshot, device_pos: usize, row: usize) -> String {
     );
     push_stack(snap, t.stack.get(row).copied().unwrap_or(0), &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn viewer_sizes_round_like_javascript() {
+        assert_eq!(viewer_size(0), "0.0B (0 bytes)");
+        assert_eq!(viewer_size(512), "512.0B (512 bytes)");
+        assert_eq!(viewer_size(1023), "1023.0B (1023 bytes)");
+        assert_eq!(viewer_size(1024), "1.0KiB (1024 bytes)");
+        // 1.25 KiB: (1.25).toFixed(1) is "1.3" where Rust's {:.1} gives "1.2".
+        assert_eq!(viewer_size(1280), "1.3KiB (1280 bytes)");
+        assert_eq!(viewer_size(1_310_720), "1.3MiB (1310720 bytes)");
+        assert_eq!(viewer_size(1_048_575), "1024.0KiB (1048575 bytes)");
+        assert_eq!(viewer_size(1_610_612_736), "1.5GiB (1610612736 bytes)");
+        assert_eq!(viewer_size(u64::MAX), "16.0EiB (18446744073709551615 bytes)");
+    }
 }

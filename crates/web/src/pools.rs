@@ -1,12 +1,13 @@
 //! The "Allocated Memory (incl. Private Pools)" view: private pools drawn as envelopes of their
-//! reserved-bytes high-water mark over the allocations timeline, and the view notes (such as a
-//! Mapped Pages view without any mapped pages).
+//! reserved-bytes high-water mark over the allocations timeline, with a note above the plot on
+//! how to read them (as PyTorch's viewer has), and the other view notes (such as a Mapped Pages
+//! view without any mapped pages).
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use gloo_events::EventListener;
-use memviz_core::format::size_with_bytes;
+use memviz_core::describe::viewer_size;
 use memviz_core::snapshot::Action;
 use memviz_core::timeline_pools::{pools, Pools};
 use wasm_bindgen::JsCast;
@@ -21,6 +22,12 @@ const ENVELOPE_COLOURS: [&str; 4] = ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"]
 /// Text shown in the Mapped Pages view when the trace maps no pages.
 pub const NO_MAPPED_PAGES: &str = "This snapshot has no expandable segments: its trace has no segment_map events, so there are no mapped pages to show. Expandable segments are turned on with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
 
+/// The note above the plot of the private-pools view.
+pub const POOL_NOTE: &str = "Note: private pool memory (the dashed envelopes) is shown as allocated until the pool's segment is freed: an envelope's height is the most its pool has reserved or had allocated so far, so it never shrinks. This view requires that MemPools are not deleted before torch.cuda.memory._snapshot() is called.";
+
+/// The note of the private-pools view when the device has no private pool.
+pub const NO_POOLS_NOTE: &str = "Note: this device has no private pools (CUDA graph or MemPool segments, a segment_pool_id other than (0, 0)), so this view equals the Active Memory Timeline. Pools whose MemPool was deleted before torch.cuda.memory._snapshot() was called cannot be found.";
+
 /// State of the view.
 #[derive(Default)]
 pub struct PoolView {
@@ -30,6 +37,8 @@ pub struct PoolView {
     pub hover: Option<usize>,
     note: Option<HtmlElement>,
     drawn_note: RefCell<Option<bool>>,
+    pool_note: Option<HtmlElement>,
+    drawn_pool_note: RefCell<Option<&'static str>>,
 }
 
 /// The pools of the shown layout (computed once per layout).
@@ -60,6 +69,9 @@ pub fn install(weak: &Weak<RefCell<App>>, app: &mut App) -> Vec<EventListener> {
             }
         }
     }
+    if let Some(note) = pool_note(doc) {
+        app.pools.pool_note = Some(note);
+    }
     let plot: &web_sys::EventTarget = app.ui.plot.as_ref();
     let w = weak.clone();
     l.push(EventListener::new(plot, "pointermove", move |e| {
@@ -76,6 +88,60 @@ pub fn install(weak: &Weak<RefCell<App>>, app: &mut App) -> Vec<EventListener> {
         set_hover(&mut app, None);
     }));
     l
+}
+
+/// The yellow note above the plot of the private-pools view (hidden until that view shows).
+fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
+    let wrap = doc.get_element_by_id("plot-wrap")?;
+    let main = wrap.parent_node()?;
+    let note: HtmlElement = doc.create_element("div").ok()?.dyn_into().ok()?;
+    note.set_id("pool-note");
+    note.set_hidden(true);
+    let _ = note.set_attribute("role", "note");
+    let style = note.style();
+    for (k, v) in [
+        ("flex", "0 0 auto"),
+        ("margin", "6px 14px 0 14px"),
+        ("padding", "4px 8px"),
+        ("background", "#fff3cd"),
+        ("border", "1px solid #ffc107"),
+        ("border-radius", "4px"),
+        ("font-size", "13px"),
+    ] {
+        let _ = style.set_property(k, v);
+    }
+    main.insert_before(&note, Some(&wrap)).ok()?;
+    Some(note)
+}
+
+/// Shows the private-pools note in that view only (called on every redraw, whatever the view).
+pub fn sync_note(app: &App) {
+    let Some(note) = &app.pools.pool_note else { return };
+    let text = if app.view == View::AllocatedMemoryPools && app.file().is_some() && app.loading.is_none() {
+        Some(if current(app).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE })
+    } else {
+        None
+    };
+    if *app.pools.drawn_pool_note.borrow() != text {
+        *app.pools.drawn_pool_note.borrow_mut() = text;
+        if let Some(t) = text {
+            note.set_text_content(Some(t));
+        }
+        note.set_hidden(text.is_none());
+    }
+}
+
+/// The hover text of an envelope: PyTorch's `Private Pool (<a>,<b>,s<stream>): capacity <size>`,
+/// with the stream numbered in order of first appearance as the reference viewer numbers it.
+pub fn envelope_text(snap: &memviz_core::snapshot::Snapshot, e: &memviz_core::timeline_pools::PoolEnvelope) -> String {
+    let stream = snap.streams.iter().position(|&s| s == e.stream_id).unwrap_or(0);
+    format!(
+        "Private Pool ({},{},s{stream}): capacity {}\n{} allocations in this pool; the envelope is the most the pool has reserved or had allocated so far.\n",
+        e.pool_id.0,
+        e.pool_id.1,
+        viewer_size(e.capacity_bytes()),
+        e.elements.len()
+    )
 }
 
 fn set_hover(app: &mut App, h: Option<usize>) {
@@ -183,12 +249,7 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
         let _ = app.ui.plot.set_attribute("data-pool-boxes", &attr);
     }
     if let Some(e) = app.pools.hover.and_then(|i| p.envelopes.get(i)) {
-        let text = format!(
-            "Private Pool ({}): capacity {}\n{} allocations in this pool\n",
-            e.key(),
-            size_with_bytes(e.capacity_bytes()),
-            e.elements.len()
-        );
+        let text = envelope_text(&f.snap, e);
         app.ui.stack.set_text_content(Some(&text));
     }
 }

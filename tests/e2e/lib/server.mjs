@@ -16,14 +16,23 @@ const TYPES = {
   '.json': 'application/json',
 };
 
-/** Serves `root` on an ephemeral port; resolves to { url, requests, close }. */
-export async function serve(root) {
+/**
+ * Serves `root` on an ephemeral port; resolves to { url, requests, close }. With `prefix` (e.g.
+ * "/some/sub/path/") the files are served under that path only, as a static host serves a site
+ * published below its root (GitHub Pages: /<repository>/); everything else is 404.
+ */
+export async function serve(root, { prefix = '/' } = {}) {
   const base = resolve(root);
+  const mount = `/${prefix.replace(/^\/+|\/+$/g, '')}/`.replace(/^\/\/$/, '/');
   const requests = [];
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     requests.push({ method: req.method, path: url.pathname });
-    let path = normalize(join(base, decodeURIComponent(url.pathname)));
+    if (!url.pathname.startsWith(mount)) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    let path = normalize(join(base, decodeURIComponent(url.pathname.slice(mount.length - 1))));
     if (path !== base && !path.startsWith(base + sep)) {
       res.writeHead(403).end();
       return;
@@ -40,7 +49,7 @@ export async function serve(root) {
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const { port } = server.address();
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://127.0.0.1:${port}${mount}`,
     requests,
     close: () => new Promise((ok) => server.close(ok)),
   };

@@ -1,24 +1,30 @@
-// Pages written by the command line: `memviz segment-plot` opens from file:// with every network
-// request blocked and shows the Allocator State History of the embedded snapshot.
+// Pages written by the command line open from file:// with the network switched off and every
+// request blocked, and show the chosen view: `memviz trace-plot` (plain, --segments, -d DEVICE,
+// --filter-freed), `memviz segment-plot` and the empty viewer of `memviz viewer`, which accepts
+// a file.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launch } from '../lib/browser.mjs';
-import { fixture, ROOT, shot } from '../lib/harness.mjs';
+import { fixture, frames, ROOT, shot, waitReady } from '../lib/harness.mjs';
 
 const OOM = fixture('oom.pickle');
+const RESNET = fixture('resnet50_fixed.pickle');
+const MULTI_DEVICE = join(ROOT, 'tests/data/synth/multi_device.pickle');
 const CLI = process.env.MEMVIZ_CLI ?? join(ROOT, 'target/debug/memviz');
-const skip = !OOM ? 'needs ../shared/fixtures' : !existsSync(CLI) ? `needs ${CLI}: run trunk build --release, then cargo build -p memviz` : false;
+const skip = !OOM || !RESNET ? 'needs ../shared/fixtures' : !existsSync(CLI) ? `needs ${CLI}: run trunk build --release, then cargo build -p memviz` : false;
 
 let browser;
 let dir;
 before(async () => {
   if (skip) return;
   browser = await launch();
+  // The network switched off, on top of every request being blocked.
+  await browser.context.setOffline(true);
   dir = mkdtempSync(join(tmpdir(), 'memviz-offline-'));
 });
 after(async () => {
@@ -26,9 +32,19 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test('segment-plot writes a page that works offline from file://', { skip }, async () => {
-  const out = join(dir, 'x.html');
-  execFileSync(CLI, ['segment-plot', OOM, '-o', out]);
+/** Runs the CLI; returns the page it wrote. */
+function write(name, args) {
+  const out = join(dir, name);
+  execFileSync(CLI, [...args, '-o', out]);
+  assert.ok(statSync(out).size > 100000, 'one file with everything inlined');
+  return out;
+}
+
+/**
+ * Opens a written page from file:// offline, with every request other than file:, data: and
+ * blob: aborted; waits for memviz:ready unless `empty`. Returns { page, blocked, errors }.
+ */
+async function openOffline(out, { empty = false } = {}) {
   const page = await browser.context.newPage();
   const blocked = [];
   const errors = [];
@@ -41,8 +57,26 @@ test('segment-plot writes a page that works offline from file://', { skip }, asy
     return route.abort();
   });
   await page.goto(pathToFileURL(out).href);
-  await page.waitForFunction(() => performance.getEntriesByName('memviz:ready').length > 0 || !document.getElementById('error').hidden, null, { timeout: 60000, polling: 50 });
+  if (empty) {
+    await page.waitForSelector('#demo:not([disabled])', { timeout: 60000 });
+  } else {
+    await waitReady(page, 0);
+  }
   assert.equal(await page.isVisible('#error'), false, await page.textContent('#error'));
+  return { page, blocked, errors };
+}
+
+async function done({ page, blocked, errors }) {
+  assert.deepEqual(blocked, [], 'no network requests');
+  assert.deepEqual(errors, []);
+  await page.close();
+}
+
+const bands = async (page) => Number(await page.getAttribute('#plot', 'data-bands'));
+
+test('segment-plot writes a page that works offline from file:// and shows the Allocator State History', { skip }, async () => {
+  const o = await openOffline(write('segment.html', ['segment-plot', OOM]));
+  const { page } = o;
   assert.equal(await page.inputValue('#view-select'), 'allocator-state-history');
   await page.waitForSelector('#event-rows > div.sel');
   const rows = Number(await page.getAttribute('#event-list', 'data-rows'));
@@ -50,7 +84,54 @@ test('segment-plot writes a page that works offline from file://', { skip }, asy
   assert.match(await page.textContent('#stack'), /^\(.* allocated \/ .* reserved\)\n/);
   assert.ok(Number(await page.getAttribute('#segmap', 'data-segments')) > 0);
   await shot(page, 'offline-segment-plot');
-  assert.deepEqual(blocked, [], 'no network requests');
-  assert.deepEqual(errors, []);
-  await page.close();
+  await done(o);
+});
+
+test('trace-plot writes the Active Memory Timeline; --segments the segment timeline; --filter-freed hides freed allocations', { skip }, async () => {
+  const plain = await openOffline(write('trace.html', ['trace-plot', RESNET]));
+  assert.equal(await plain.page.inputValue('#view-select'), 'active-memory-timeline');
+  assert.equal(await plain.page.isChecked('#hide-freed'), false);
+  const all = await bands(plain.page);
+  assert.ok(all > 100, `${all} bands`);
+  assert.match(await plain.page.textContent('#status'), /resnet50_fixed\.pickle/);
+  await shot(plain.page, 'offline-trace-plot');
+  await done(plain);
+
+  const seg = await openOffline(write('trace-segments.html', ['trace-plot', RESNET, '--segments']));
+  assert.equal(await seg.page.inputValue('#view-select'), 'active-cached-segment-timeline');
+  const segBands = await bands(seg.page);
+  assert.ok(segBands > 0 && segBands < all, `${segBands} segment bands`);
+  await shot(seg.page, 'offline-trace-plot-segments');
+  await done(seg);
+
+  const kept = await openOffline(write('trace-filtered.html', ['trace-plot', RESNET, '--filter-freed']));
+  assert.equal(await kept.page.inputValue('#view-select'), 'active-memory-timeline');
+  assert.equal(await kept.page.isChecked('#hide-freed'), true);
+  const keptBands = await bands(kept.page);
+  assert.ok(keptBands > 0 && keptBands < all, `${keptBands} bands with --filter-freed, ${all} without`);
+  await done(kept);
+});
+
+test('trace-plot -d DEVICE opens on that device', { skip }, async () => {
+  for (const d of ['0', '2']) {
+    const o = await openOffline(write(`trace-d${d}.html`, ['trace-plot', MULTI_DEVICE, '-d', d]));
+    const label = await o.page.evaluate(() => {
+      const s = document.getElementById('device-select');
+      return s.options[s.selectedIndex]?.textContent ?? '';
+    });
+    assert.match(label, new RegExp(`^cuda:${d} `), `device ${d}: ${label}`);
+    await done(o);
+  }
+});
+
+test('viewer writes the empty viewer, which opens a chosen file offline', { skip }, async () => {
+  const o = await openOffline(write('viewer.html', ['viewer']), { empty: true });
+  const { page } = o;
+  assert.equal(await page.isVisible('#empty'), true);
+  await page.setInputFiles('input[type=file] >> nth=0', OOM);
+  await waitReady(page, 0);
+  assert.ok((await bands(page)) > 0);
+  await frames(page);
+  await shot(page, 'offline-viewer');
+  await done(o);
 });

@@ -2,7 +2,8 @@
 // event survive a reload when the same file is opened again.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findPoint, fixture, frames, openFiles, plotArea, plotData, start, waitPlotChange } from '../lib/harness.mjs';
+import { join } from 'node:path';
+import { ROOT, findPoint, fixture, frames, openFiles, plotArea, plotData, start, waitPlotChange } from '../lib/harness.mjs';
 
 const RESNET = fixture('resnet50_fixed.pickle');
 const needFixtures = RESNET ? false : 'needs ../shared/fixtures';
@@ -69,6 +70,40 @@ test('view and selected event round-trip through the fragment', { skip: needFixt
   await page.waitForSelector('#event-rows > div.sel');
   assert.equal(await page.inputValue('#view-select'), 'allocator-state-history');
   assert.equal(await page.getAttribute('#event-list', 'data-selected'), sel);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('device, view and selected event of a second device round-trip through the fragment', async () => {
+  const file = join(ROOT, 'tests/data/synth/multi_device.pickle');
+  const page = await env.newPage();
+  await openFiles(page, file);
+  const options = await page.evaluate(() => [...document.getElementById('device-select').options].map((o) => ({ value: o.value, text: o.textContent })));
+  assert.ok(options.length >= 2, JSON.stringify(options));
+  const current = await page.inputValue('#device-select');
+  const other = options.find((o) => o.value !== current && !/\(0 entries\)/.test(o.text));
+  const index = other.text.match(/\d+/)[0];
+  await page.selectOption('#device-select', other.value);
+  await page.waitForFunction((i) => location.hash.includes(`device=${i}`), index, { polling: 50 });
+  await page.selectOption('#view-select', 'allocator-state-history');
+  await page.waitForSelector('#event-rows > div.sel');
+  await page.locator('#event-list').focus();
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('ArrowUp');
+  await frames(page);
+  const sel = await page.getAttribute('#event-list', 'data-selected');
+  const text = await page.textContent('#stack');
+  const h = await hash(page);
+  assert.match(h, new RegExp(`^#file=multi_device\\.pickle&view=allocator-state-history&device=${index}&event=${sel}$`));
+  await reload(page);
+  assert.equal(await hash(page), h);
+  await openFiles(page, file);
+  await page.waitForSelector('#event-rows > div.sel');
+  assert.equal(await page.inputValue('#device-select'), other.value, 'the same device');
+  assert.equal(await page.inputValue('#view-select'), 'allocator-state-history');
+  assert.equal(await page.getAttribute('#event-list', 'data-selected'), sel);
+  assert.equal(await page.textContent('#stack'), text, 'the same event and state');
+  assert.equal(await hash(page), h);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

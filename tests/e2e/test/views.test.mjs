@@ -3,11 +3,74 @@
 // Allocator Settings.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, frames, openFiles, plotData, shot, start } from '../lib/harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { ROOT, fixture, frames, openFiles, plotData, shot, start } from '../lib/harness.mjs';
 
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
+const MULTISTREAM = join(ROOT, 'tests/data/real/multistream.pickle');
 const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
+
+// PyTorch's viewer's event rows, written independently of the page: annotate_snapshot (streams
+// numbered in order of first appearance and left out when every trace entry is on the default
+// stream; per-address versions; a free_requested followed by the free_completed of the same
+// address becomes one `free`) and formatEvent (action padded to 14, label to 18, formatSize with
+// JavaScript's toFixed rounding, "\n" + 14 spaces + "(stream N)").
+const REFERENCE_ROWS_PY = String.raw`
+import json, math, pickle, sys
+from fractions import Fraction
+def fmt(n):
+    orig = n; x = Fraction(n)
+    for u in ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei', 'Zi']:
+        if abs(x) < 1024:
+            t = x * 10; q = math.floor(t)
+            if t - q >= Fraction(1, 2): q += 1
+            return f"{q // 10}.{q % 10}{u}B ({orig} bytes)"
+        x /= 1024
+    return f"{float(x):.1f}YiB"
+snap = pickle.load(open(sys.argv[1], 'rb'))
+if isinstance(snap, list): snap = {'segments': snap, 'device_traces': []}
+names = {0: 0}; bv = {}; sv = {}
+def ver(m, a, inc):
+    r = m.get(a, 0)
+    if inc: m[a] = r + 1
+    return r
+traces = []
+for tr in snap.get('device_traces', []):
+    nt = []
+    for t in tr:
+        t = dict(t); s = t.get('stream', 0)
+        if s not in names: names[s] = len(names)
+        t['stream'] = names[s]; a = t['action']
+        if a == 'free_completed':
+            t['version'] = ver(bv, t['addr'], True)
+            if nt and nt[-1]['action'] == 'free_requested' and nt[-1]['addr'] == t['addr']:
+                nt[-1]['action'] = 'free'; continue
+        elif a in ('free_requested', 'alloc'): t['version'] = ver(bv, t['addr'], False)
+        elif a in ('segment_free', 'segment_unmap'): t['version'] = ver(sv, t['addr'], True)
+        elif a in ('segment_alloc', 'segment_map'): t['version'] = ver(sv, t['addr'], False)
+        nt.append(t)
+    traces.append(nt)
+show = len(names) > 1
+def fe(t):
+    st = '\n              (stream %d)' % t['stream'] if show else ''
+    a = t['action']
+    if a == 'oom': return f"OOM (requested {fmt(t['size'])}, CUDA has {fmt(t['device_free'])} memory free){st}"
+    if a == 'snapshot': return 'snapshot'
+    pre = 's' if a.startswith('segment') else 'b'
+    return f"{a:<14} {(pre + format(t['addr'], 'x') + '_' + str(t['version'])):<18} {fmt(t['size'])}{st}"
+print(json.dumps([[fe(t) for t in nt] for nt in traces]))
+`;
+
+/** The reference's event rows of every device of a file, or null without python3. */
+function referenceRows(file) {
+  try {
+    return JSON.parse(execFileSync('python3', ['-c', REFERENCE_ROWS_PY, file], { maxBuffer: 1 << 28 }).toString());
+  } catch {
+    return null;
+  }
+}
 
 let env;
 before(async () => {
@@ -48,14 +111,15 @@ test('Allocator State History: the last event is selected; keys and clicks move 
   await showView(page, 'allocator-state-history');
   await page.waitForSelector('#event-rows > div.sel');
   let s = await listState(page);
-  assert.ok(s.rows > 10000, `rows ${s.rows}`);
+  // 10184 trace entries; each free_requested + free_completed pair is one `free` row.
+  assert.ok(s.rows > 5000 && s.rows < 10184, `rows ${s.rows}`);
   assert.equal(s.selected, s.rows - 1, 'the last event is selected');
   assert.ok(s.selVisible, 'the selected row is scrolled into view');
   assert.ok(s.inDom < 200, `only the visible rows exist (${s.inDom} in the DOM)`);
   assert.match(s.stack, /^\(\d+\.\d[KMG]?i?B \(\d+ bytes\) allocated \/ \d+\.\d[KMG]?i?B \(\d+ bytes\) reserved\)\n/);
   assert.match(s.header, /allocated \/ .* reserved\) after event \d+ of \d+/);
   // formatEvent: action padded to 14, label to 18, then the size.
-  assert.match(s.selText, /^(alloc|free_requested|free_completed|segment_alloc|segment_free) +[bs][0-9a-f]+_\d+ +\d+\.\dK?M?G?i?B \(\d+ bytes\)/);
+  assert.match(s.selText, /^(alloc|free|free_requested|free_completed|segment_alloc|segment_free) +[bs][0-9a-f]+_\d+ +\d+\.\dK?M?G?i?B \(\d+ bytes\)$/);
   assert.equal(s.selText.indexOf(' '), s.selText.match(/^\S+/)[0].length);
   assert.equal(s.selText.match(/^\S+ +/)[0].length, 15);
   // ArrowUp moves the selection and redraws the map.
@@ -102,13 +166,93 @@ test('Allocator State History: the last event is selected; keys and clicks move 
       if (found.block && found.segment) break;
     }
   }
+  // The rounding waste: a red sliver at the end of a block. Find red pixels on the map and point
+  // at them.
+  const reds = await page.evaluate(() => {
+    const c = document.getElementById('segmap');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const r = c.getBoundingClientRect();
+    const out = [];
+    for (let y = 0; y < c.height && out.length < 400; y += 2) {
+      for (let x = 0; x < c.width; x++) {
+        const i = (y * c.width + x) * 4;
+        if (d[i] === 0xd6 && d[i + 1] === 0x27 && d[i + 2] === 0x28) out.push([(x + 0.5) * (r.width / c.width), (y + 0.5) * (r.height / c.height)]);
+      }
+    }
+    return out;
+  });
+  for (const [x, y] of reds.filter((_, i) => i % 7 === 0)) {
+    await page.mouse.move(box.x + x, box.y + y);
+    const h = await page.evaluate(async () => {
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      return { hover: document.getElementById('segmap').dataset.hover, stack: document.getElementById('stack').textContent };
+    });
+    if (h.hover.startsWith('rounding:')) {
+      found.rounding = h.stack;
+      break;
+    }
+  }
+  assert.ok(found.rounding, `a rounding area was found on the map (${reds.length} red pixels)`);
+  assert.match(found.rounding, /^Free space lost due to rounding \d+\.\d\S*B \(\d+ bytes\) \(stream \d+\)\n/);
   assert.ok(found.block, 'a block was found on the map');
   assert.match(found.block, /^b[0-9a-f]+_\d+ \d+\.\d\S*B \(\d+ bytes\) allocation( \(block freed but waiting due to record_stream\))? \(stream \d+\)\n/);
-  if (found.segment) assert.match(found.segment, /^s[0-9a-f]+_\d+: segment .* allocated, .* free \([\d.e-]+% internal\) \(stream \d+\)/);
+  assert.ok(found.segment, 'free space of a segment was found on the map');
+  assert.match(found.segment, /^s[0-9a-f]+_\d+: segment \d+\.\d\S*B \(\d+ bytes\) allocated, \d+\.\d\S*B \(\d+ bytes\) free( \([\d.e-]+% internal\))? \(stream \d+\)\n/);
   await shot(page, 'state-history-hover');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+/** The rendered rows: [{ row, text, height }]. */
+const renderedRows = (page) =>
+  page.evaluate(() => [...document.querySelectorAll('#event-rows > div[data-row]')].map((d) => ({ row: Number(d.dataset.row), text: d.textContent, height: d.getBoundingClientRect().height })));
+
+/** Scrolls the event list so that `row` is near the top, and waits for the redraw. */
+async function scrollToRow(page, row, rowPx) {
+  await page.evaluate(([r, px]) => {
+    const l = document.getElementById('event-list');
+    l.scrollTop = r * px;
+  }, [row, rowPx]);
+  await frames(page);
+  await frames(page);
+}
+
+for (const [name, file, everyRow] of [['resnet50_fixed', RESNET, false], ['multistream', MULTISTREAM, true], ['oom', OOM, true]]) {
+  test(`Allocator State History rows of ${name} equal PyTorch's formatEvent rows`, { skip: file ? false : 'needs ../shared/fixtures' }, async (t) => {
+    const want = referenceRows(file);
+    if (!want) {
+      t.skip('needs python3 to write the reference rows');
+      return;
+    }
+    const rowsOf = want.find((d) => d.length > 0) ?? [];
+    const page = await env.newPage();
+    await openFiles(page, file);
+    await showView(page, 'allocator-state-history');
+    await page.waitForSelector('#event-rows > div.sel');
+    const s = await listState(page);
+    assert.equal(s.rows, rowsOf.length, 'one row per event, pairs joined as the reference joins them');
+    const twoLines = rowsOf.some((r) => r.includes('\n'));
+    const rowPx = (await renderedRows(page))[0].height;
+    assert.equal(rowPx, twoLines ? 36 : 18, 'rows with a stream line are two lines tall');
+    const starts = everyRow ? Array.from({ length: Math.ceil(rowsOf.length / 10) }, (_, i) => i * 10) : [0, 1000, 2345, Math.floor(rowsOf.length / 2), rowsOf.length - 30];
+    let compared = 0;
+    for (const start of starts) {
+      await scrollToRow(page, start, rowPx);
+      for (const r of await renderedRows(page)) {
+        assert.equal(r.text, rowsOf[r.row], `row ${r.row}`);
+        assert.equal(r.height, rowPx);
+        compared++;
+      }
+    }
+    assert.ok(compared >= Math.min(rowsOf.length, 100), `${compared} rows compared`);
+    if (twoLines) {
+      assert.match(s.selText, /\n {14}\(stream \d+\)$/);
+      await shot(page, `state-history-${name}`);
+    }
+    assert.deepEqual(page.memviz.errors, []);
+    await page.close();
+  });
+}
 
 test('the OOM snapshot: the last event of the history and its map', { skip: needFixtures }, async () => {
   const page = await env.newPage();

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::rc::Weak;
 
 use gloo_events::EventListener;
+use memviz_core::describe::viewer_size;
 use memviz_core::state::AllocatorState;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, Element, HtmlCanvasElement, HtmlElement, KeyboardEvent, MouseEvent};
@@ -100,6 +101,11 @@ struct AtEvent {
     map: MapLayout,
 }
 
+/// The rows drawn: (file, device position, first row, row count, selected row).
+type RowsKey = (usize, usize, usize, usize, usize);
+/// The map drawn: (file, device position, trace entry, device-pixel size, hovered item).
+type MapKey = (usize, usize, usize, (i64, i64), Option<MapHit>);
+
 /// State of the panel views.
 #[derive(Default)]
 pub struct Panels {
@@ -116,9 +122,9 @@ pub struct Panels {
     pub hide_freed: bool,
     history: RefCell<Option<Cached>>,
     at_event: RefCell<Option<AtEvent>>,
-    /// What the DOM shows now: (rows key, map key, stack key, settings key).
-    drawn_rows: RefCell<Option<(usize, usize, usize, usize, usize)>>,
-    drawn_map: RefCell<Option<(usize, usize, usize, (i64, i64), Option<MapHit>)>>,
+    /// What the DOM shows now: rows, map, settings, stack text.
+    drawn_rows: RefCell<Option<RowsKey>>,
+    drawn_map: RefCell<Option<MapKey>>,
     drawn_settings: RefCell<Option<usize>>,
     drawn_stack: RefCell<Option<String>>,
     drawn_scroll: std::cell::Cell<f64>,
@@ -197,17 +203,32 @@ pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<
     l
 }
 
-/// Number of events of the shown device.
-fn event_count(app: &App) -> Option<(usize, usize, usize)> {
+/// The history of the shown (file, device), built on first use.
+fn ensure_history(app: &App) -> Option<(usize, usize)> {
     let i = app.current?;
     let f = app.files.get(i)?;
     let d = f.plot.device_pos;
-    Some((i, d, f.snap.devices.get(d).map_or(0, |dev| dev.trace.len())))
+    let mut h = app.panels.history.borrow_mut();
+    if h.as_ref().map(|c| c.key) != Some((i, d)) {
+        *h = Some(Cached { key: (i, d), data: HistoryData::build(&f.snap, d) });
+    }
+    Some((i, d))
 }
 
-/// The selected row of the shown device (the last event by default).
-pub fn selected_row(app: &App) -> Option<(usize, usize, usize)> {
-    let (i, d, n) = event_count(app)?;
+/// Rows of the shown device's event list and their height: (file, device position, rows, row px).
+fn event_rows(app: &App) -> Option<(usize, usize, usize, f64)> {
+    let (i, d) = ensure_history(app)?;
+    let h = app.panels.history.borrow();
+    let data = &h.as_ref()?.data;
+    Some((i, d, data.rows(), row_px(data)))
+}
+
+/// Height of one row: one line, or two when rows show their stream.
+fn row_px(data: &HistoryData) -> f64 {
+    if data.show_stream { 2.0 * EVENT_ROW_PX } else { EVENT_ROW_PX }
+}
+
+fn clamp_selected(app: &App, i: usize, d: usize, n: usize) -> Option<(usize, usize, usize)> {
     if n == 0 {
         return None;
     }
@@ -217,43 +238,49 @@ pub fn selected_row(app: &App) -> Option<(usize, usize, usize)> {
     })
 }
 
+/// The selected row of the shown device (the last row by default).
+pub fn selected_row(app: &App) -> Option<(usize, usize, usize)> {
+    let (i, d, n, _) = event_rows(app)?;
+    clamp_selected(app, i, d, n)
+}
+
 /// Applies a panel input.
 pub fn handle(app: &mut App, input: PanelInput) {
-    let list_px = app.panels.els.as_ref().map_or(0.0, |e| f64::from(e.list.client_height()));
-    let Some((i, d, n)) = event_count(app) else { return };
-    let cur = selected_row(app).map(|(_, _, r)| r);
-    let select = |app: &mut App, r: usize| {
-        let r = r.min(n.saturating_sub(1));
-        app.panels.selected = Some((i, d, r));
-        app.panels.scroll_px =
-            state_history::scroll_to_show(n, EVENT_ROW_PX, list_px, app.panels.scroll_px, MAX_LIST_PX, r);
-    };
     match input {
-        PanelInput::Select(r) => {
-            if r < n {
-                app.panels.selected = Some((i, d, r));
-            }
-        }
-        PanelInput::Move(by) => {
-            if let Some(c) = cur {
-                let r = (c as i64 + by).clamp(0, n as i64 - 1) as usize;
-                select(app, r);
-            }
-        }
-        PanelInput::Jump(end) => {
-            if n > 0 {
-                select(app, if end { n - 1 } else { 0 });
-            }
-        }
-        PanelInput::Scroll(px) => app.panels.scroll_px = px,
-        PanelInput::HoverRow(r) => app.panels.hover_row = r,
-        PanelInput::MapPointer(p) => app.panels.map_pointer = p,
         PanelInput::HideFreed(on) => {
             if on != app.panels.hide_freed {
                 app.panels.hide_freed = on;
                 app.relayout(None, None);
             }
+            return;
         }
+        PanelInput::Scroll(px) => {
+            app.panels.scroll_px = px;
+            return;
+        }
+        PanelInput::HoverRow(r) => {
+            app.panels.hover_row = r;
+            return;
+        }
+        PanelInput::MapPointer(p) => {
+            app.panels.map_pointer = p;
+            return;
+        }
+        _ => {}
+    }
+    let list_px = app.panels.els.as_ref().map_or(0.0, |e| f64::from(e.list.client_height()));
+    let Some((i, d, n, rpx)) = event_rows(app) else { return };
+    let cur = clamp_selected(app, i, d, n).map(|(_, _, r)| r);
+    let select = |app: &mut App, r: usize| {
+        let r = r.min(n.saturating_sub(1));
+        app.panels.selected = Some((i, d, r));
+        app.panels.scroll_px = state_history::scroll_to_show(n, rpx, list_px, app.panels.scroll_px, MAX_LIST_PX, r);
+    };
+    match (input, cur) {
+        (PanelInput::Select(r), _) if r < n => app.panels.selected = Some((i, d, r)),
+        (PanelInput::Move(by), Some(c)) => select(app, (c as i64 + by).clamp(0, n as i64 - 1) as usize),
+        (PanelInput::Jump(end), _) if n > 0 => select(app, if end { n - 1 } else { 0 }),
+        _ => {}
     }
 }
 
@@ -269,6 +296,7 @@ pub fn on_view_shown(app: &mut App) {
 /// caller then draws the timeline).
 pub fn draw(app: &App) -> bool {
     crate::url::sync(app);
+    crate::pools::sync_note(app);
     let Some(els) = &app.panels.els else { return false };
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(&app.ui.document, "hide-freed") {
         let disabled = app.file().is_none() || app.loading.is_some() || app.view.is_panel();
@@ -370,24 +398,22 @@ fn draw_history(app: &App, els: &Els) {
         return;
     };
     let t = &dev.trace;
-    let n = t.len();
-    {
-        let mut h = app.panels.history.borrow_mut();
-        if h.as_ref().map(|c| c.key) != Some((fi, d)) {
-            *h = Some(Cached { key: (fi, d), data: HistoryData::build(snap, d) });
-        }
+    if ensure_history(app).is_none() {
+        return;
     }
     let hist = app.panels.history.borrow();
     let Some(data) = hist.as_ref().map(|c| &c.data) else { return };
-    let sel = selected_row(app).map(|(_, _, r)| r);
+    let n = data.rows();
+    let rpx = row_px(data);
+    let sel = clamp_selected(app, fi, d, n).map(|(_, _, r)| r);
     // The list: only the rows in view exist.
     let view_px = f64::from(els.list.client_height());
     let first_draw = app.panels.drawn_rows.borrow().is_none_or(|k| (k.0, k.1) != (fi, d));
     if first_draw {
         // A new list (or the view shown again): the selected row in view; the scroll event that
         // follows brings the state in line.
-        let _ = els.spacer.style().set_property("height", &format!("{}px", (n as f64 * EVENT_ROW_PX).min(MAX_LIST_PX)));
-        let target = sel.map_or(0.0, |r| state_history::scroll_to_show(n, EVENT_ROW_PX, view_px, 0.0, MAX_LIST_PX, r));
+        let _ = els.spacer.style().set_property("height", &format!("{}px", (n as f64 * rpx).min(MAX_LIST_PX)));
+        let target = sel.map_or(0.0, |r| state_history::scroll_to_show(n, rpx, view_px, 0.0, MAX_LIST_PX, r));
         els.list.set_scroll_top(target.round() as i32);
     } else if app.panels.drawn_scroll.get() != app.panels.scroll_px
         && (f64::from(els.list.scroll_top()) - app.panels.scroll_px).abs() > 1.0
@@ -396,7 +422,7 @@ fn draw_history(app: &App, els: &Els) {
     }
     app.panels.drawn_scroll.set(app.panels.scroll_px);
     let scroll = f64::from(els.list.scroll_top());
-    let (height, first, top, count) = state_history::virtual_rows(n, EVENT_ROW_PX, view_px, scroll, MAX_LIST_PX);
+    let (height, first, top, count) = state_history::virtual_rows(n, rpx, view_px, scroll, MAX_LIST_PX);
     let rows_key = (fi, d, first, count, sel.unwrap_or(usize::MAX));
     if *app.panels.drawn_rows.borrow() != Some(rows_key) {
         *app.panels.drawn_rows.borrow_mut() = Some(rows_key);
@@ -404,13 +430,17 @@ fn draw_history(app: &App, els: &Els) {
         let _ = els.rows.style().set_property("transform", &format!("translateY({top}px)"));
         els.rows.set_text_content(None);
         let doc = &app.ui.document;
+        let row_height = format!("{rpx}px");
         for r in first..first + count {
             let Ok(div) = doc.create_element("div") else { continue };
             let _ = div.set_attribute("data-row", &r.to_string());
             if Some(r) == sel {
                 div.set_class_name("sel");
             }
-            div.set_text_content(Some(&state_history::event_text(snap, t, &data.versions, r)));
+            if let Ok(div) = div.clone().dyn_into::<HtmlElement>() {
+                let _ = div.style().set_property("height", &row_height);
+            }
+            div.set_text_content(Some(&state_history::event_text(t, data, r)));
             let _ = els.rows.append_child(&div);
         }
         if n == 0 {
@@ -421,13 +451,14 @@ fn draw_history(app: &App, els: &Els) {
         }
         let _ = els.list.set_attribute("data-selected", &sel.map_or(String::new(), |r| r.to_string()));
         let _ = els.list.set_attribute("data-rows", &n.to_string());
+        let _ = els.list.set_attribute("data-entries", &t.len().to_string());
     }
-    // The state after the selected event.
-    let k = sel.unwrap_or(usize::MAX);
+    // The state after the selected row (after the last trace entry of a joined `free`).
+    let k = sel.map_or(usize::MAX, |r| data.entries_of(r).1);
     {
         let mut at = app.panels.at_event.borrow_mut();
         if at.as_ref().map(|a| a.key) != Some((fi, d, k)) {
-            let state = data.history.state_after(snap, sel);
+            let state = data.history.state_after(snap, sel.map(|_| k));
             let map = MapLayout::build(&state);
             *at = Some(AtEvent { key: (fi, d, k), state, map });
         }
@@ -436,8 +467,8 @@ fn draw_history(app: &App, els: &Els) {
     let Some(at) = at.as_ref() else { return };
     let header = format!(
         "({} allocated / {} reserved) after event {}",
-        memviz_core::format::size_with_bytes(at.state.allocated_bytes()),
-        memviz_core::format::size_with_bytes(at.state.reserved_bytes()),
+        viewer_size(at.state.allocated_bytes()),
+        viewer_size(at.state.reserved_bytes()),
         sel.map_or_else(|| "–".to_string(), |r| format!("{} of {n}", r + 1))
     );
     if els.header.text_content().as_deref() != Some(header.as_str()) {
@@ -467,16 +498,13 @@ fn draw_history(app: &App, els: &Els) {
     // The text below.
     let text = match (hit, app.panels.hover_row) {
         (Some(h), _) => at.map.hit_text(snap, data, &at.state, k, h),
-        (None, Some(r)) if r < n && Some(r) != sel => {
-            let stack = t.stack.get(r).copied().unwrap_or(0);
-            format!("{}\n{}\n", state_history::event_text(snap, t, &data.versions, r), state_history::frames_text(snap, stack))
-        }
+        (None, Some(r)) if r < n && Some(r) != sel => state_history::row_text(snap, t, data, r),
         _ => match sel {
             Some(r) => state_history::selected_text(snap, t, data, r, &at.state),
             None => format!(
                 "({} allocated / {} reserved)\nNo trace events recorded for this device: the map shows the snapshot's segments.\n",
-                memviz_core::format::size_with_bytes(at.state.allocated_bytes()),
-                memviz_core::format::size_with_bytes(at.state.reserved_bytes())
+                viewer_size(at.state.allocated_bytes()),
+                viewer_size(at.state.reserved_bytes())
             ),
         },
     };
@@ -508,7 +536,7 @@ impl MapGeom {
         if self.x_per_byte <= 0.0 || self.pitch_px <= 0.0 {
             return None;
         }
-        m.hit((x_px - self.left_px) / self.x_per_byte, (y_px - self.top_px) / self.pitch_px)
+        m.hit((x_px - self.left_px) / self.x_per_byte, (y_px - self.top_px) / self.pitch_px, 1.0 / self.x_per_byte)
     }
 }
 
@@ -553,10 +581,15 @@ fn draw_map(
         let colour = if b.pending_free { WASTE_RED } else { PALETTE[state_history::block_colour(b.addr)] };
         ctx.set_fill_style_str(colour);
         ctx.fill_rect(x, y, wr, bar);
-        let waste = (b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte;
-        if waste > 0.0 {
-            ctx.set_fill_style_str(WASTE_RED);
-            ctx.fill_rect(x + b.requested_bytes as f64 * g.x_per_byte, y, waste.max(one_px), bar);
+    }
+    // Rounding waste on top, at least one CSS pixel wide so it can be seen and pointed at.
+    ctx.set_fill_style_str(WASTE_RED);
+    for b in &m.blocks {
+        let Some(s) = m.segments.get(b.segment) else { continue };
+        if b.size_bytes > b.requested_bytes {
+            let y = g.top_px + f64::from(s.row) * g.pitch_px;
+            let x = g.left_px + (b.offset_bytes + b.requested_bytes as f64) * g.x_per_byte;
+            ctx.fill_rect(x, y, ((b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte).max(1.0), bar);
         }
     }
     // The hovered item: a red outline.
@@ -571,7 +604,7 @@ fn draw_map(
             let x = g.left_px + b.offset_bytes * g.x_per_byte;
             let wd = match hit {
                 Some(MapHit::Rounding(_)) => {
-                    return Some((x + b.requested_bytes as f64 * g.x_per_byte, y, ((b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte).max(one_px)));
+                    return Some((x + b.requested_bytes as f64 * g.x_per_byte, y, ((b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte).max(1.0)));
                 }
                 _ => (b.requested_bytes as f64 * g.x_per_byte).max(one_px),
             };

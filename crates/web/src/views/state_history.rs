@@ -4,17 +4,28 @@
 
 use std::collections::HashMap;
 
-use memviz_core::describe::NO_FRAMES;
-use memviz_core::format::{addr_label, size_with_bytes, stack_lines};
+use memviz_core::describe::{viewer_size, NO_FRAMES};
+use memviz_core::format::{addr_label, stack_lines};
 use memviz_core::snapshot::{Action, Snapshot, Trace};
 use memviz_core::state::{AllocatorState, History};
 
-/// What one device's event list needs: the checkpointed history and per-address versions.
+/// What one device's event list needs: the checkpointed history, per-address versions, and how
+/// trace entries become list rows.
+///
+/// As in PyTorch's viewer, a `free_requested` followed straight away by the `free_completed` of
+/// the same address is one row, `free`; every other entry is a row of its own.
 pub struct HistoryData {
     /// Checkpointed allocator states.
     pub history: History,
-    /// Label version of each event's address.
+    /// Label version of each trace entry's address.
     pub versions: Vec<u32>,
+    /// First trace entry of each row, when some rows hold two entries (`None`: row = entry).
+    row_starts: Option<Vec<u32>>,
+    /// Number of trace entries.
+    entries: usize,
+    /// Whether rows show their stream (`(stream N)` on a second line): PyTorch's viewer leaves
+    /// it out when every trace entry of the file is on the default stream.
+    pub show_stream: bool,
     /// Rows of block frees by address (each one ends a block version).
     block_frees: HashMap<u64, Vec<u32>>,
     /// Rows of segment frees and unmaps by address.
@@ -26,6 +37,14 @@ pub fn is_segment_action(a: Action) -> bool {
     matches!(a, Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap)
 }
 
+/// Whether trace entry `k` (a `free_completed`) joins the `free_requested` just before it.
+fn joins_previous(t: &Trace, k: usize) -> bool {
+    k > 0
+        && t.action.get(k) == Some(&Action::FreeCompleted)
+        && t.action.get(k - 1) == Some(&Action::FreeRequested)
+        && t.addr.get(k) == t.addr.get(k - 1)
+}
+
 impl HistoryData {
     /// Builds the history and versions of device `device_pos`.
     pub fn build(snap: &Snapshot, device_pos: usize) -> HistoryData {
@@ -33,8 +52,11 @@ impl HistoryData {
         let mut versions = Vec::new();
         let mut block_frees: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut segment_frees: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut row_starts = None;
+        let mut entries = 0;
         if let Some(dev) = snap.devices.get(device_pos) {
             let t = &dev.trace;
+            entries = t.len();
             versions.reserve(t.len());
             for row in 0..t.len() {
                 let a = t.action[row];
@@ -50,16 +72,37 @@ impl HistoryData {
                     rows.push(row as u32);
                 }
             }
+            if (1..t.len()).any(|k| joins_previous(t, k)) {
+                row_starts = Some((0..t.len()).filter(|&k| !joins_previous(t, k)).map(|k| k as u32).collect());
+            }
         }
-        HistoryData { history, versions, block_frees, segment_frees }
+        let show_stream = snap.devices.iter().any(|d| d.trace.stream.iter().any(|&s| s != 0));
+        HistoryData { history, versions, row_starts, entries, show_stream, block_frees, segment_frees }
     }
 
-    /// Version of a block at `addr` just after event `k`.
+    /// Number of list rows.
+    pub fn rows(&self) -> usize {
+        self.row_starts.as_ref().map_or(self.entries, Vec::len)
+    }
+
+    /// The trace entries of row `row`: (first, last); they differ for a joined `free`.
+    pub fn entries_of(&self, row: usize) -> (usize, usize) {
+        match &self.row_starts {
+            None => (row, row),
+            Some(starts) => {
+                let first = starts.get(row).map_or(self.entries, |&s| s as usize);
+                let next = starts.get(row + 1).map_or(self.entries, |&s| s as usize);
+                (first, next.saturating_sub(1).max(first))
+            }
+        }
+    }
+
+    /// Version of a block at `addr` just after trace entry `k`.
     pub fn block_version(&self, addr: u64, k: usize) -> u32 {
         version_at(&self.block_frees, addr, k)
     }
 
-    /// Version of a segment at `addr` just after event `k`.
+    /// Version of a segment at `addr` just after trace entry `k`.
     pub fn segment_version(&self, addr: u64, k: usize) -> u32 {
         version_at(&self.segment_frees, addr, k)
     }
@@ -69,27 +112,37 @@ fn version_at(map: &HashMap<u64, Vec<u32>>, addr: u64, k: usize) -> u32 {
     map.get(&addr).map_or(0, |rows| rows.partition_point(|&r| (r as usize) <= k) as u32)
 }
 
-/// One row of the event list (PyTorch's `formatEvent`, with the stream on the same line).
-pub fn event_text(snap: &Snapshot, t: &Trace, versions: &[u32], row: usize) -> String {
-    let Some(&a) = t.action.get(row) else { return String::new() };
-    let size = t.size_bytes.get(row).copied().unwrap_or(0);
+/// The stream line PyTorch's viewer adds under a row: a newline, 14 spaces, `(stream N)`, with
+/// N the stream's number in order of first appearance (0 is the default stream).
+fn stream_suffix(data: &HistoryData, stream: u32) -> String {
+    if data.show_stream {
+        format!("\n              (stream {stream})")
+    } else {
+        String::new()
+    }
+}
+
+/// One row of the event list, as PyTorch's `formatEvent` writes it: the action padded to 14,
+/// the address label padded to 18, the size, and the stream on a second line when streams are
+/// shown.
+pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
+    let (first, last) = data.entries_of(row);
+    let Some(&a) = t.action.get(first) else { return String::new() };
+    let a = if last > first { Action::Free } else { a };
+    let size = t.size_bytes.get(first).copied().unwrap_or(0);
+    let stream = t.stream.get(first).copied().unwrap_or(0);
     match a {
         Action::Oom => {
-            let free = t.device_free_at(row).map_or_else(|| "unknown".to_string(), size_with_bytes);
-            format!("OOM (requested {}, CUDA has {free} memory free)", size_with_bytes(size))
+            let free = t.device_free_at(first).map_or_else(|| "unknown".to_string(), viewer_size);
+            format!("OOM (requested {}, CUDA has {free} memory free){}", viewer_size(size), stream_suffix(data, stream))
         }
         Action::Snapshot => "snapshot".to_string(),
         Action::Annotate | Action::UserDefined | Action::Unknown => a.name().to_string(),
         _ => {
             let prefix = if is_segment_action(a) { 's' } else { 'b' };
-            let addr = t.addr.get(row).copied().unwrap_or(0);
-            let label = addr_label(prefix, addr, versions.get(row).copied().unwrap_or(0));
-            let mut s = format!("{:<14} {:<18} {}", a.name(), label, size_with_bytes(size));
-            let stream = t.stream.get(row).copied().unwrap_or(0);
-            if stream != 0 {
-                s.push_str(&format!(" (stream {})", snap.stream_raw(stream)));
-            }
-            s
+            let addr = t.addr.get(first).copied().unwrap_or(0);
+            let label = addr_label(prefix, addr, data.versions.get(first).copied().unwrap_or(0));
+            format!("{:<14} {:<18} {}{}", a.name(), label, viewer_size(size), stream_suffix(data, stream))
         }
     }
 }
@@ -104,15 +157,19 @@ pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
     }
 }
 
-/// The text of the selected event: `(allocated / reserved)`, the event row and its frames.
+/// The text of a row under the pointer: the row and its frames.
+pub fn row_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize) -> String {
+    let stack = t.stack.get(data.entries_of(row).0).copied().unwrap_or(0);
+    format!("{}\n{}\n", event_text(t, data, row), frames_text(snap, stack))
+}
+
+/// The text of the selected row: `(allocated / reserved)`, the row and its frames.
 pub fn selected_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize, st: &AllocatorState) -> String {
-    let stack = t.stack.get(row).copied().unwrap_or(0);
     format!(
-        "({} allocated / {} reserved)\n{}\n{}\n",
-        size_with_bytes(st.allocated_bytes()),
-        size_with_bytes(st.reserved_bytes()),
-        event_text(snap, t, &data.versions, row),
-        frames_text(snap, stack)
+        "({} allocated / {} reserved)\n{}",
+        viewer_size(st.allocated_bytes()),
+        viewer_size(st.reserved_bytes()),
+        row_text(snap, t, data, row)
     )
 }
 
@@ -209,25 +266,27 @@ impl MapLayout {
     }
 
     /// What is at map position (`x_bytes` along a row, row `row_pos` as a fraction: the bar of
-    /// row r covers `[r, r + 0.8)`).
-    pub fn hit(&self, x_bytes: f64, row_pos: f64) -> Option<MapHit> {
+    /// row r covers `[r, r + 0.8)`). A block's rounding waste is drawn at least `min_bytes` wide
+    /// (one pixel) on top of what follows it, and is hit where it is drawn.
+    pub fn hit(&self, x_bytes: f64, row_pos: f64, min_bytes: f64) -> Option<MapHit> {
         if row_pos < 0.0 || row_pos.fract() > 0.8 {
             return None;
         }
         let row = row_pos as u32;
+        let in_row = |b: &PlacedBlock| self.segments.get(b.segment).is_some_and(|s| s.row == row);
         for (i, b) in self.blocks.iter().enumerate() {
-            let s = &self.segments[b.segment];
-            if s.row != row {
+            if !in_row(b) || b.size_bytes <= b.requested_bytes {
                 continue;
             }
-            let a = b.offset_bytes;
-            let m = a + b.requested_bytes as f64;
-            let e = a + b.size_bytes as f64;
-            if x_bytes >= a && x_bytes < m {
-                return Some(MapHit::Block(i));
-            }
-            if x_bytes >= m && x_bytes < e {
+            let m = b.offset_bytes + b.requested_bytes as f64;
+            let w = ((b.size_bytes - b.requested_bytes) as f64).max(min_bytes);
+            if x_bytes >= m && x_bytes < m + w {
                 return Some(MapHit::Rounding(i));
+            }
+        }
+        for (i, b) in self.blocks.iter().enumerate() {
+            if in_row(b) && x_bytes >= b.offset_bytes && x_bytes < b.offset_bytes + b.requested_bytes as f64 {
+                return Some(MapHit::Block(i));
             }
         }
         self.segments
@@ -238,7 +297,8 @@ impl MapLayout {
 
     /// The text for what the pointer is over.
     pub fn hit_text(&self, snap: &Snapshot, data: &HistoryData, st: &AllocatorState, k: usize, hit: MapHit) -> String {
-        let stream_of = |addr: u64| st.segment_of(addr).map_or(0, |s| snap.stream_raw(s.stream));
+        // Streams by number in order of first appearance, as PyTorch's viewer numbers them.
+        let stream_of = |addr: u64| st.segment_of(addr).map_or(0, |s| s.stream);
         let pool_of = |addr: u64| {
             st.segment_of(addr)
                 .and_then(|s| snap.pools.get(s.pool as usize).copied())
@@ -254,13 +314,18 @@ impl MapLayout {
                     internal += b.size_bytes - b.requested_bytes;
                 }
                 let free = s.size_bytes.saturating_sub(occupied);
-                let pct = if free == 0 { 0.0 } else { 100.0 * internal as f64 / free as f64 };
+                // Printed only when some space is lost to rounding, unrounded, as PyTorch does.
+                let pct = if internal > 0 && free > 0 {
+                    format!(" ({}% internal)", internal as f64 / free as f64 * 100.0)
+                } else {
+                    String::new()
+                };
                 let stack = st.segments.get(&s.addr).map_or(0, |r| r.stack);
                 format!(
-                    "{}: segment {} allocated, {} free ({pct}% internal) (stream {}{})\n{}\n",
+                    "{}: segment {} allocated, {} free{pct} (stream {}{})\n{}\n",
                     addr_label('s', s.addr, data.segment_version(s.addr, k)),
-                    size_with_bytes(s.size_bytes),
-                    size_with_bytes(free),
+                    viewer_size(s.size_bytes),
+                    viewer_size(free),
                     stream_of(s.addr),
                     pool_of(s.addr),
                     frames_text(snap, stack)
@@ -272,7 +337,7 @@ impl MapLayout {
                 format!(
                     "{} {} allocation{} (stream {}{})\n{}\n",
                     addr_label('b', b.addr, data.block_version(b.addr, k)),
-                    size_with_bytes(b.requested_bytes),
+                    viewer_size(b.requested_bytes),
                     if b.pending_free { " (block freed but waiting due to record_stream)" } else { "" },
                     stream_of(b.addr),
                     pool_of(b.addr),
@@ -284,7 +349,7 @@ impl MapLayout {
                 let stack = st.blocks.get(&b.addr).map_or(0, |l| l.stack);
                 format!(
                     "Free space lost due to rounding {} (stream {})\n{}\n",
-                    size_with_bytes(b.size_bytes - b.requested_bytes),
+                    viewer_size(b.size_bytes - b.requested_bytes),
                     stream_of(b.addr),
                     frames_text(snap, stack)
                 )
@@ -391,10 +456,13 @@ mod tests {
         assert_eq!(m.rows, 3);
         assert_eq!(m.blocks.len(), 1);
         let b = &m.blocks[0];
-        assert_eq!(m.hit(b.offset_bytes + 1.0, 1.2), Some(MapHit::Block(0)));
-        assert_eq!(m.hit(b.offset_bytes + 35.0, 1.2), Some(MapHit::Rounding(0)));
-        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.2), Some(MapHit::Segment(2)));
-        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.9), None);
+        assert_eq!(m.hit(b.offset_bytes + 1.0, 1.2, 0.0), Some(MapHit::Block(0)));
+        assert_eq!(m.hit(b.offset_bytes + 35.0, 1.2, 0.0), Some(MapHit::Rounding(0)));
+        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.2, 0.0), Some(MapHit::Segment(2)));
+        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.9, 0.0), None);
+        // Waste narrower than a pixel is hit where its pixel is drawn.
+        assert_eq!(m.hit(b.offset_bytes + 45.0, 1.2, 20.0), Some(MapHit::Rounding(0)));
+        assert_eq!(m.hit(b.offset_bytes + 29.0, 1.2, 20.0), Some(MapHit::Block(0)));
     }
 
     #[wasm_bindgen_test(unsupported = test)]
