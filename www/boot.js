@@ -2,8 +2,20 @@
 // Content-Security-Policy can forbid inline scripts.
 import init, { start } from './memviz-web.js';
 
+/** From here on the page may not open any connection: the second policy is enforced on top of
+ * the first one, whose `connect-src 'self'` only lets the WebAssembly module itself be fetched. */
+function forbidConnections() {
+  const meta = document.createElement('meta');
+  meta.httpEquiv = 'Content-Security-Policy';
+  meta.content = "connect-src 'none'";
+  document.head.appendChild(meta);
+}
+
 try {
-  await init();
+  const wasm = await init();
+  forbidConnections();
+  // Bytes of the WebAssembly heap, for the benchmark's page-memory figure.
+  globalThis.memvizWasmBytes = () => wasm.memory.buffer.byteLength;
   start();
 } catch (e) {
   const el = document.getElementById('error');

@@ -1,19 +1,25 @@
 // Benchmark (not a test): time from choosing a file to the first complete timeline
 // (`performance.mark('memviz:ready')`), in headless Chromium against the built dist/.
 //
-//   node tests/e2e/bench.mjs [--runs N] [--cold] [--dist DIR] [extra.pickle ...]
+//   node tests/e2e/bench.mjs [--runs N] [--cold] [--dist DIR] [--only] [extra.pickle ...]
 //
 // Files: every *.pickle in ../shared/fixtures (relative to the repository root), then
 // target/big-1m.pickle if it exists (make it with
 // `python3 tests/gen/big_snapshot.py --entries 1000000 --out target/big-1m.pickle`), then any
-// files given on the command line. Each run uses a fresh page. By default a run waits until
+// files given on the command line (with --only: just those). Each run uses a fresh page. By default a run waits until
 // the page has warmed up (body[data-warm], at most 5 s), as it has by the time a person picks a
 // file; --cold picks the file as soon as the page can take it.
 //
 // Prints one row per file: the median over the runs of the total and of each phase, as the
 // page reports them in #plot[data-timings]: read (waiting for file slices), parse (decoding the
 // pickle), model, layout, yield (letting the page repaint the progress bar), draw (the first
-// frame). The total also holds the wait for that frame.
+// frame). The total also holds the wait for that frame. "longest task": the longest time the page's
+// main thread was busy without a break while loading (PerformanceObserver 'longtask', >= 50 ms).
+//
+// Then, on the last run's page: page memory after load (JS heap + WebAssembly heap), and the
+// medians over 24 wheel zooms and 24 hovers over the plot of: the work (the handler plus the
+// frame's drawing) and the latency (from the input event to the painted frame for a zoom, to the
+// changed stack text for a hover; a zoom's latency includes the wait for the next frame).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,12 +31,14 @@ const root = resolve(here, '../..');
 const args = process.argv.slice(2);
 let runs = 3;
 let cold = false;
+let only = false;
 let dist = join(root, 'dist');
 const extra = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--runs') runs = Number(args[++i]);
   else if (args[i] === '--cold') cold = true;
   else if (args[i] === '--dist') dist = resolve(args[++i]);
+  else if (args[i] === '--only') only = true;
   else extra.push(resolve(args[i]));
 }
 if (!existsSync(join(dist, 'index.html'))) {
@@ -40,13 +48,17 @@ if (!existsSync(join(dist, 'index.html'))) {
 
 const files = [];
 const fixtures = resolve(root, '../shared/fixtures');
-if (existsSync(fixtures)) {
+if (only) {
+  // Just the files given.
+} else if (existsSync(fixtures)) {
   for (const f of readdirSync(fixtures).sort()) if (f.endsWith('.pickle')) files.push(join(fixtures, f));
 } else {
   console.log(`note: ${fixtures} not found; skipping the shared fixtures`);
 }
 const big = join(root, 'target/big-1m.pickle');
-if (existsSync(big)) files.push(big);
+if (only) {
+  // Just the files given.
+} else if (existsSync(big)) files.push(big);
 else console.log(`note: ${big} not found (python3 tests/gen/big_snapshot.py --entries 1000000 --out target/big-1m.pickle); skipping 1M entries`);
 files.push(...extra);
 
@@ -54,6 +66,44 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
 };
+
+/** Zoom and hover work/latency medians (ms) on a page showing a timeline. */
+async function measureInteraction(page) {
+  const box = await page.locator('#plot').boundingBox();
+  await page.evaluate(() => {
+    globalThis.__bench = { zoom: [], hover: [] };
+    window.addEventListener('wheel', (e) => {
+      const handled = performance.now();
+      requestAnimationFrame((frameStart) => {
+        const now = performance.now();
+        globalThis.__bench.zoom.push({ work: handled - e.timeStamp + (now - frameStart), latency: now - e.timeStamp });
+      });
+    });
+    const stack = document.getElementById('stack');
+    let moved = null;
+    new MutationObserver(() => {
+      if (moved) globalThis.__bench.hover.push({ latency: performance.now() - moved.t, work: moved.handled - moved.t });
+      moved = null;
+    }).observe(stack, { childList: true, subtree: true, characterData: true });
+    window.addEventListener('pointermove', (e) => {
+      moved = { t: e.timeStamp, handled: performance.now() };
+    });
+  });
+  const cx = box.x + box.width / 2;
+  const cy = box.y + box.height * 0.75;
+  for (let k = 0; k < 24; k++) {
+    await page.mouse.move(cx + (k % 5) * 7, cy);
+    await page.mouse.wheel(0, k % 2 === 0 ? -240 : 240);
+    await page.waitForTimeout(60);
+  }
+  for (let k = 0; k < 24; k++) {
+    await page.mouse.move(box.x + box.width * (0.08 + 0.84 * ((k * 7) % 24) / 24), box.y + box.height * (0.55 + 0.3 * (k % 3) / 3));
+    await page.waitForTimeout(60);
+  }
+  const b = await page.evaluate(() => globalThis.__bench);
+  const med = (xs, k) => median(xs.map((x) => x[k]));
+  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zooms: b.zoom.length, hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
+}
 
 const server = await serve(dist);
 const { context, close } = await launch();
@@ -66,6 +116,10 @@ try {
       await page.goto(server.url);
       await page.waitForSelector('#demo:not([disabled])');
       if (!cold) await page.waitForSelector('body[data-warm]', { timeout: 5000 }).catch(() => {});
+      await page.evaluate(() => {
+        globalThis.__longTasks = [];
+        new PerformanceObserver((l) => globalThis.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
+      });
       await page.setInputFiles('#file-input', file);
       await page.waitForFunction(
         () => performance.getEntriesByName('memviz:ready').length > 0 || !document.getElementById('error').hidden,
@@ -81,8 +135,11 @@ try {
           total: ready.startTime - open.startTime,
           timings: JSON.parse(document.getElementById('plot').dataset.timings || '{}'),
           memory: performance.memory ? performance.memory.usedJSHeapSize : null,
+          wasmBytes: globalThis.memvizWasmBytes ? globalThis.memvizWasmBytes() : null,
+          longestTask: Math.max(0, ...globalThis.__longTasks),
         };
       });
+      res.interact = !res.error && r === runs - 1 ? await measureInteraction(page) : null;
       await page.close();
       if (res.error) {
         results.push({ error: res.error });
@@ -104,6 +161,9 @@ try {
       wait: t('wait_ms'),
       draw: t('first_draw_ms'),
       bands: t('bands_drawn'),
+      longest: median(ok.map((x) => x.longestTask)),
+      memMiB: ok.length ? (ok[ok.length - 1].memory + ok[ok.length - 1].wasmBytes) / 1048576 : NaN,
+      interact: ok.length ? ok[ok.length - 1].interact : null,
     });
     const last = rows[rows.length - 1];
     console.error(`${last.file}: ${last.error ?? `${last.total.toFixed(0)} ms`}`);
@@ -115,13 +175,23 @@ try {
 
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 console.log(`\nmemviz: choose file -> first complete timeline (median of ${runs} run(s), ${cold ? 'cold page' : 'warmed-up page'}), ms`);
-const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'draw', 'bands'];
+const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'draw', 'bands', 'longest task'];
 const table = rows.map((r) =>
   r.error
     ? [r.file, fmt(r.mib, 1), `error: ${r.error}`]
-    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), fmt(r.draw), fmt(r.bands)],
+    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), fmt(r.draw), fmt(r.bands), fmt(r.longest)],
 );
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? '').length)));
 const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
 console.log(line(head));
 for (const row of table) console.log(line(row));
+
+console.log('\nafter load, on the last run\'s page: page memory (JS + WebAssembly heaps, MiB); wheel zoom and hover, median ms (work = handler + drawing; latency = input to painted frame / to stack text)');
+const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'hover work', 'hover latency'];
+const table2 = rows.filter((r) => !r.error && r.interact).map((r) => [
+  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
+]);
+const widths2 = head2.map((h, i) => Math.max(h.length, ...table2.map((row) => (row[i] ?? '').length)));
+const line2 = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths2[i]) : c.padStart(widths2[i]))).join('  ');
+console.log(line2(head2));
+for (const row of table2) console.log(line2(row));

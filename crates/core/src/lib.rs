@@ -21,6 +21,7 @@
 pub mod analysis;
 pub mod describe;
 pub mod error;
+mod fenwick;
 pub mod format;
 pub mod info;
 pub mod json;

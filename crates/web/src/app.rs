@@ -47,7 +47,12 @@ const MIN_WINDOW_US: f64 = 1.0;
 const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file, give the page a chance to repaint at least this often (ms).
-const YIELD_EVERY_MS: f64 = 60.0;
+const YIELD_EVERY_MS: f64 = 40.0;
+/// Bytes decoded between two chances to repaint (a few tens of ms of work).
+const FEED_BYTES: usize = 1 << 20;
+/// Time the phases after reading (model, layout, first frame) take, as a share of the reading
+/// time, for the estimate of the time left.
+const LATER_PHASES_SHARE: f64 = 0.35;
 
 /// How close (CSS px) the pointer must be to an OOM line to point at it.
 pub const OOM_HOVER_PX: f64 = 4.0;
@@ -78,6 +83,8 @@ pub struct Ui {
     pub x_axis_select: HtmlSelectElement,
     /// Load progress.
     pub progress: HtmlProgressElement,
+    /// Stops the load in progress.
+    pub cancel_button: HtmlElement,
     /// Status line.
     pub status: HtmlElement,
     /// Error box.
@@ -146,6 +153,7 @@ impl Ui {
             detail_label: by_id(&document, "detail-label")?,
             x_axis_select: by_id(&document, "x-axis")?,
             progress: by_id(&document, "progress")?,
+            cancel_button: by_id(&document, "cancel-load")?,
             status: by_id(&document, "status")?,
             error: by_id(&document, "error")?,
             plot_ctx: context_2d(&plot)?,
@@ -288,6 +296,12 @@ pub struct Loading {
     pub fraction: f64,
     /// What is happening.
     pub phase: &'static str,
+    /// Bytes read so far.
+    pub read_bytes: u64,
+    /// Bytes of the file.
+    pub total_bytes: u64,
+    /// Estimated time left (ms), once there is enough to go by.
+    pub left_ms: Option<f64>,
 }
 
 /// Where the time of one load went (ms).
@@ -379,6 +393,10 @@ pub struct App {
     pub pools: crate::pools::PoolView,
     frame_pending: bool,
     loader_running: bool,
+    /// The user asked to stop loading.
+    cancel_requested: bool,
+    /// A note for the status line (such as a stopped load), until the next load.
+    pub status_note: Option<String>,
     self_ref: Weak<RefCell<App>>,
     raf: Option<Closure<dyn FnMut(f64)>>,
     listeners: Vec<EventListener>,
@@ -428,6 +446,8 @@ impl App {
             pools: crate::pools::PoolView::default(),
             frame_pending: false,
             loader_running: false,
+            cancel_requested: false,
+            status_note: None,
             self_ref: Weak::new(),
             raf: None,
             listeners: Vec::new(),
@@ -503,6 +523,12 @@ impl App {
             }
             Input::Key(c) => self.on_command(c),
             Input::Resize => self.on_resize(),
+            Input::CancelLoad => {
+                if self.loading.is_some() {
+                    self.cancel_requested = true;
+                    self.queue.clear();
+                }
+            }
             Input::Open(sources) => {
                 self.drag_hover = false;
                 self.ui.mark("memviz:open");
@@ -670,7 +696,12 @@ impl App {
 
     fn on_command(&mut self, c: Command) {
         if c == Command::Unpin {
-            self.pinned = None;
+            // Esc stops a load in progress, else unpins.
+            if self.loading.is_some() {
+                self.handle(Input::CancelLoad);
+            } else {
+                self.pinned = None;
+            }
             return;
         }
         let Some(f) = self.file_mut() else { return };
@@ -788,6 +819,9 @@ impl App {
             name: self.files[i].name.clone(),
             fraction: 1.0,
             phase: "Laying out the timeline",
+            read_bytes: 0,
+            total_bytes: 0,
+            left_ms: None,
         });
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
@@ -967,10 +1001,15 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     with_app(weak, |app| {
         app.error = None;
+        app.cancel_requested = false;
+        app.status_note = None;
         app.loading = Some(Loading {
             name: name.clone(),
             fraction: 0.0,
             phase: "Reading",
+            read_bytes: 0,
+            total_bytes,
+            left_ms: None,
         });
         app.request_redraw();
     });
@@ -1012,7 +1051,8 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
                 }
                 Err(e) => {
                     fail(format!(
-                        "Could not read {name}: {e}. Is the file still there and readable?"
+                        "Could not read {name}: {}. Is the file still there and readable?",
+                        e.to_string().trim_end_matches('.')
                     ));
                     return;
                 }
@@ -1032,27 +1072,59 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         if offset == 0 && crate::panels::categories::maybe_profile(chunk) {
             profile_bytes = Some(Vec::new());
         }
-        let fed = match &mut profile_bytes {
-            Some(kept) => {
-                kept.extend_from_slice(chunk);
-                Ok(())
+        // Decoded in parts, letting the page repaint between them, so that the page never stops
+        // responding for long.
+        let mut fed = Ok(());
+        let mut waited_ms = 0.0;
+        match &mut profile_bytes {
+            Some(kept) => kept.extend_from_slice(chunk),
+            None => {
+                for part in chunk.chunks(FEED_BYTES) {
+                    fed = loader.feed(part);
+                    if fed.is_err() {
+                        break;
+                    }
+                    let t = now();
+                    if t - last_yield_ms > YIELD_EVERY_MS {
+                        next_tick().await;
+                        last_yield_ms = now();
+                        waited_ms += last_yield_ms - t;
+                    }
+                }
             }
-            None => loader.feed(chunk),
-        };
+        }
         let t2 = now();
-        timings.parse_ms += t2 - t1;
+        timings.parse_ms += t2 - t1 - waited_ms;
+        timings.wait_ms += waited_ms;
         if let Err(e) = fed {
             fail(format!("Could not open {name}: {e}"));
             return;
         }
         offset = end;
         let fraction = loader.fraction();
-        with_app(weak, |app| {
+        let elapsed_ms = t2 - started_ms;
+        // Reading is most of the time; the rest (model, layout) takes about a third as long.
+        let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
+            .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
+        let cancelled = with_app(weak, |app| {
             if let Some(l) = &mut app.loading {
                 l.fraction = fraction;
+                l.read_bytes = offset;
+                l.left_ms = left_ms;
             }
             app.request_redraw();
-        });
+            app.cancel_requested
+        })
+        .unwrap_or(true);
+        if cancelled {
+            with_app(weak, |app| {
+                app.loading = None;
+                app.cancel_requested = false;
+                app.status_note = Some(format!("Stopped loading {name}."));
+                app.request_redraw();
+            });
+            return;
+        }
         if offset < total_bytes && t2 - last_yield_ms > YIELD_EVERY_MS {
             // Let the page repaint the progress bar.
             next_tick().await;
@@ -1206,6 +1278,12 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
         ui.demo_button.as_ref(),
         "click",
         |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo])),
+    ));
+    l.push(listen(
+        weak,
+        ui.cancel_button.as_ref(),
+        "click",
+        |_: &web_sys::Event| Some(Input::CancelLoad),
     ));
     l.push(listen(weak, win, "dragover", |e: &DragEvent| {
         let has_files = e

@@ -100,6 +100,8 @@ pub enum Input {
     Resize,
     /// Open snapshots.
     Open(Vec<Source>),
+    /// Stop the load in progress (and drop the files queued after it).
+    CancelLoad,
     /// Something is being dragged over the page (true) or left it (false).
     DragHover(bool),
     /// Show another loaded file.

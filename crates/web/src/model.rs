@@ -239,59 +239,12 @@ impl PlotData {
     }
 }
 
-/// One column's envelope of the stack: what the page fills before drawing bands, and where the
-/// summarized band goes.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ColumnEnvelope {
-    /// Highest top of the drawn stack in the column.
-    pub drawn_max_bytes: f64,
-    /// Highest total (drawn + summarized) in the column.
-    pub total_max_bytes: f64,
-    /// Top of the drawn stack where the total is highest (the summarized band's lower edge there).
-    pub drawn_at_peak_bytes: f64,
-}
+pub use memviz_core::timeline::ColumnEnvelope;
 
 /// Envelopes of the drawn stack and of the total over columns; `bounds` are the columns' step
-/// boundaries (`bounds.len() - 1` columns, non-decreasing). One pass over the events in view.
+/// boundaries (`bounds.len() - 1` columns, non-decreasing).
 pub fn column_envelopes(layout: &Layout, bounds: &[f64]) -> Vec<ColumnEnvelope> {
-    let mut out = Vec::with_capacity(bounds.len().saturating_sub(1));
-    let steps = &layout.event_step;
-    let drawn = &layout.event_drawn_bytes;
-    let summ = &layout.event_summarized_bytes;
-    let Some(&b0) = bounds.first() else {
-        return out;
-    };
-    // Next event strictly after the first column's start.
-    let mut j = steps.partition_point(|&s| f64::from(s) <= b0);
-    for w in bounds.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let top = layout.drawn_top_at(a);
-        let (_, s_a) = layout.bytes_at(a);
-        let mut env = ColumnEnvelope {
-            drawn_max_bytes: top,
-            total_max_bytes: top + s_a as f64,
-            drawn_at_peak_bytes: top,
-        };
-        while j < steps.len() && f64::from(steps[j]) < b {
-            let after = drawn[j] as f64;
-            // Drawn bytes just before the event: a free with a slide starts from there.
-            let before = if j > 0 {
-                drawn[j - 1] as f64
-            } else {
-                layout.initial_drawn_bytes as f64
-            };
-            let s = summ[j] as f64;
-            let hi = after.max(before);
-            env.drawn_max_bytes = env.drawn_max_bytes.max(hi);
-            if hi + s > env.total_max_bytes {
-                env.total_max_bytes = hi + s;
-                env.drawn_at_peak_bytes = hi;
-            }
-            j += 1;
-        }
-        out.push(env);
-    }
-    out
+    layout.column_envelopes(bounds)
 }
 
 #[cfg(test)]

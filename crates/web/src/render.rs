@@ -6,7 +6,7 @@
 //! decimation (at most about two vertices per device-pixel column) match what the screen shows.
 
 use memviz_core::format::human_size;
-use memviz_core::timeline::Layout;
+use memviz_core::timeline::{BandEdges, Layout};
 use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
@@ -319,6 +319,29 @@ impl CanvasKey {
     }
 }
 
+/// "Reading x.pickle: 45.2 of 89.5 MiB · about 2 s left".
+fn loading_text(l: &crate::app::Loading) -> String {
+    let mut text = format!("{} {}", l.phase, l.name);
+    if l.phase == "Reading" && l.total_bytes > 0 {
+        text += &format!(
+            ": {} of {}",
+            human_size(l.read_bytes as f64),
+            human_size(l.total_bytes as f64)
+        );
+    } else {
+        text += " …";
+    }
+    if let Some(ms) = l.left_ms {
+        let s = (ms / 1000.0).ceil().max(1.0);
+        text += &if s < 90.0 {
+            format!(" · about {s:.0} s left")
+        } else {
+            format!(" · about {:.0} min left", (s / 60.0).ceil())
+        };
+    }
+    text
+}
+
 /// Brings the controls in line with the state.
 pub fn sync_dom(app: &App) {
     let ui = &app.ui;
@@ -326,12 +349,19 @@ pub fn sync_dom(app: &App) {
     match &app.loading {
         Some(l) => {
             ui.progress.set_hidden(false);
+            // Only reading a file can be stopped (a relayout is one frame).
+            ui.cancel_button.set_hidden(l.total_bytes == 0);
             ui.progress.set_value(l.fraction);
-            let pct = (l.fraction * 100.0).round();
-            set_text(&ui.status, &format!("{} {} … {pct:.0}%", l.phase, l.name));
+            set_text(&ui.status, &loading_text(l));
+        }
+        None if app.status_note.is_some() => {
+            ui.progress.set_hidden(true);
+            ui.cancel_button.set_hidden(true);
+            set_text(&ui.status, app.status_note.as_deref().unwrap_or(""));
         }
         None => {
             ui.progress.set_hidden(true);
+            ui.cancel_button.set_hidden(true);
             let text = app.file().map_or_else(String::new, |f| {
                 let l = &f.plot.layout;
                 format!(
@@ -483,45 +513,73 @@ fn set_select(select: &web_sys::HtmlSelectElement, value: &str, disabled: bool) 
     }
 }
 
-/// The lower edge of a band inside steps `[s_left, s_right]`, in device pixels, decimated.
+/// Samples per device pixel of width at most, and in all, for band edges.
+const MAX_EDGE_SAMPLES: usize = 4096;
+
+/// Lower edges of the bands `wanted` inside steps `[s_left, s_right]`, sampled about once per
+/// device pixel (every step when zoomed in that far, so the drawing is then exact).
+pub(crate) fn view_edges(layout: &Layout, wanted: &[u32], s_left: f64, s_right: f64, width_dev: f64) -> BandEdges {
+    let mut wanted = wanted.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let samples = layout.sample_steps(s_left, s_right, (width_dev.ceil().max(2.0) as usize).min(MAX_EDGE_SAMPLES));
+    layout.band_edges(&wanted, &samples)
+}
+
+/// The lower edge of band `edges.bands[i]` inside steps `[s_left, s_right]`, in device pixels,
+/// decimated: from where the band appears to where it is freed, through its sampled offsets.
 pub(crate) fn band_edge(
     layout: &Layout,
-    band: u32,
+    edges: &BandEdges,
+    i: usize,
     s_left: f64,
     s_right: f64,
     to_dev: &impl Fn(f64, f64) -> (f64, f64),
     out: &mut Vec<(f64, f64)>,
 ) {
     out.clear();
-    let (steps, offs) = layout.band_points(band);
-    let (Some(&first), Some(&last)) = (steps.first(), steps.last()) else {
+    let (Some(&band), vertices) = (edges.bands.get(i), edges.edge(i)) else {
         return;
     };
+    let (Some(&(_, first_off)), Some(&(_, last_off))) = (vertices.first(), vertices.last()) else {
+        return;
+    };
+    let (first, last) = layout.band_step_range(band);
     let (first, last) = (f64::from(first), f64::from(last));
     if last <= s_left || first >= s_right || last <= first {
         return;
     }
     let start = first.max(s_left);
     let end = last.min(s_right);
-    let start_off = if start <= first {
-        offs[0] as f64
-    } else {
-        layout.band_offset_at(band, start).unwrap_or(offs[0] as f64)
-    };
-    let i0 = steps.partition_point(|&s| f64::from(s) <= start);
-    let i1 = steps.partition_point(|&s| f64::from(s) < end);
-    let end_off = if end >= last {
-        offs[offs.len() - 1] as f64
-    } else {
-        layout
-            .band_offset_at(band, end)
-            .unwrap_or(offs[i1.saturating_sub(1)] as f64)
-    };
-    let inner = (i0..i1.max(i0)).map(|k| to_dev(f64::from(steps[k]), offs[k] as f64));
-    let pts = std::iter::once(to_dev(start, start_off))
+    let inner = vertices
+        .iter()
+        .filter(|v| v.0 > start && v.0 < end)
+        .map(|&(x, off)| to_dev(x, off));
+    let pts = std::iter::once(to_dev(start, first_off))
         .chain(inner)
-        .chain(std::iter::once(to_dev(end, end_off)));
+        .chain(std::iter::once(to_dev(end, last_off)));
     decimate_into(pts, out);
+}
+
+/// Calls `f(band, edge)` with the device-pixel lower edge of each of `bands` that shows inside
+/// steps `[s_left, s_right]` (bands in ascending order).
+pub(crate) fn for_each_band_edge(
+    layout: &Layout,
+    bands: &[u32],
+    s_left: f64,
+    s_right: f64,
+    width_dev: f64,
+    to_dev: &impl Fn(f64, f64) -> (f64, f64),
+    mut f: impl FnMut(u32, &[(f64, f64)]),
+) {
+    let edges = view_edges(layout, bands, s_left, s_right, width_dev);
+    let mut edge = Vec::new();
+    for (i, &b) in edges.bands.iter().enumerate() {
+        band_edge(layout, &edges, i, s_left, s_right, to_dev, &mut edge);
+        if edge.len() >= 2 {
+            f(b, &edge);
+        }
+    }
 }
 
 /// Traces a band's polygon: the lower edge left to right, then the upper edge back.
@@ -625,20 +683,23 @@ pub fn draw_timeline_base(
         s_right.ceil().max(0.0) as u32,
     );
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
+    let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
     // Group by colour so the fill style changes at most ten times.
-    bands.sort_unstable_by_key(|&b| (layout.band_element[b as usize] % 10, b));
+    let colour_of = |i: usize| (layout.band_element[edges.bands[i] as usize] % 10) as usize;
+    let mut order: Vec<usize> = (0..edges.bands.len()).collect();
+    order.sort_by_key(|&i| colour_of(i));
     let mut colour = usize::MAX;
-    for &b in &bands {
-        band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
+    for i in order {
+        band_edge(layout, &edges, i, s_left, s_right, &to_dev, &mut edge);
         if edge.len() < 2 {
             continue;
         }
-        let c = (layout.band_element[b as usize] % 10) as usize;
+        let c = colour_of(i);
         if c != colour {
             colour = c;
             ctx.set_fill_style_str(PALETTE[c]);
         }
-        trace_band(ctx, &edge, layout.band_size(b) as f64 * px_per_byte_dev);
+        trace_band(ctx, &edge, layout.band_size(edges.bands[i]) as f64 * px_per_byte_dev);
         ctx.fill();
         info.bands_drawn += 1;
         info.vertices_drawn += edge.len() * 2;
@@ -788,15 +849,14 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
     let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
     let to_dev =
         |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
-    let mut edge = Vec::new();
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     for (t, width) in [(app.pinned, 2.0), (app.hover, 1.5)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = layout.elements.get(e as usize).and_then(|el| el.band) {
-                    band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
-                    if edge.len() >= 2 {
+                    let width_dev = rect.width_px * dpr;
+                    for_each_band_edge(layout, &[b], s_left, s_right, width_dev, &to_dev, |b, edge| {
                         ctx.save();
                         ctx.begin_path();
                         ctx.rect(
@@ -810,12 +870,12 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
                         ctx.set_line_width(width * dpr);
                         trace_band(
                             ctx,
-                            &edge,
+                            edge,
                             (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
                         );
                         ctx.stroke();
                         ctx.restore();
-                    }
+                    });
                 }
             }
             Some(Target::Annotation(i)) => {

@@ -20,8 +20,8 @@ const MATCH_FILL: &str = "rgba(216, 27, 96, 0.35)";
 
 /// Frame text per stack: (file index, file name, texts).
 type TextCache = Option<(usize, String, Rc<StackTexts>)>;
-/// Matches: (file index, layout generation, query, elements).
-type MatchCache = Option<(usize, usize, Query, Rc<Vec<u32>>)>;
+/// Matches: (file index, layout generation, query, elements, how many of them are drawn).
+type MatchCache = Option<(usize, usize, Query, Rc<Vec<u32>>, usize)>;
 
 struct Els {
     addr: HtmlInputElement,
@@ -100,17 +100,18 @@ fn on_input(app: &mut App) {
     }
 }
 
-/// Elements of the shown layout that match, computed once per (file, layout, query).
-pub fn matches(app: &App) -> Option<Rc<Vec<u32>>> {
+/// Elements of the shown layout that match, and how many of them are drawn (the others are in
+/// the summarized band), computed once per (file, layout, query).
+pub fn matches(app: &App) -> Option<(Rc<Vec<u32>>, usize)> {
     let s = &app.search;
     if s.query.is_empty() {
         return None;
     }
     let i = app.current?;
     let f = app.file()?;
-    if let Some((fi, g, q, m)) = s.matches.borrow().as_ref() {
+    if let Some((fi, g, q, m, drawn)) = s.matches.borrow().as_ref() {
         if *fi == i && *g == app.generation && *q == s.query {
-            return Some(Rc::clone(m));
+            return Some((Rc::clone(m), *drawn));
         }
     }
     let texts = {
@@ -127,22 +128,48 @@ pub fn matches(app: &App) -> Option<Rc<Vec<u32>>> {
     let layout = &f.plot.layout;
     let prefix = if layout.options.mode == Mode::Allocations { 'b' } else { 's' };
     let m = Rc::new(s.query.matching(layout, prefix, &texts));
-    *s.matches.borrow_mut() = Some((i, app.generation, s.query.clone(), Rc::clone(&m)));
-    Some(m)
+    let drawn = m.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
+    *s.matches.borrow_mut() = Some((i, app.generation, s.query.clone(), Rc::clone(&m), drawn));
+    Some((m, drawn))
+}
+
+/// The count shown beside the boxes: `N matches`, or `N matches (M drawn)` when some of them
+/// are summarized.
+pub fn count_text(matches: usize, drawn: usize) -> String {
+    let noun = if matches == 1 { "match" } else { "matches" };
+    if drawn < matches {
+        format!("{matches} {noun} ({drawn} drawn)")
+    } else {
+        format!("{matches} {noun}")
+    }
 }
 
 /// Writes the count and outlines the matches on the timeline.
 pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
     let Some(els) = &app.search.els else { return };
-    let found = if app.view.is_panel() { None } else { matches(app) };
+    // Matches among the small allocations merged into the summarized band are counted too, but
+    // only the drawn ones can be outlined: the count says how many of them are drawn.
+    let (found, drawn) = match if app.view.is_panel() { None } else { matches(app) } {
+        Some((m, d)) => (Some(m), d),
+        None => (None, 0),
+    };
     let text = match &found {
         None => String::new(),
-        Some(m) if m.len() == 1 => "1 match".to_string(),
-        Some(m) => format!("{} matches", m.len()),
+        Some(m) => count_text(m.len(), drawn),
     };
     if app.search.drawn_count.borrow().as_deref() != Some(text.as_str()) {
         els.count.set_text_content(Some(&text));
+        let title = match &found {
+            Some(m) if m.len() > drawn => format!(
+                "{} of the matches are drawn and outlined; the other {} are small allocations summarized into one band (raise Detail to draw them).",
+                drawn,
+                m.len() - drawn
+            ),
+            _ => String::new(),
+        };
+        els.count.set_title(&title);
         let _ = app.ui.plot.set_attribute("data-search-matches", &found.as_ref().map_or(String::new(), |m| m.len().to_string()));
+        let _ = app.ui.plot.set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
         *app.search.drawn_count.borrow_mut() = Some(text);
     }
     let (Some(m), Some(f)) = (found, app.file()) else { return };
@@ -163,20 +190,33 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);
     ctx.set_line_width(2.0 * dpr);
-    let mut edge = Vec::new();
-    for &e in m.iter() {
-        let Some(b) = layout.elements.get(e as usize).and_then(|el| el.band) else { continue };
-        let (a, z) = layout.band_step_range(b);
-        if f64::from(z) < s_left || f64::from(a) > s_right {
-            continue;
-        }
-        crate::render::band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
-        if edge.len() < 2 {
-            continue;
-        }
-        crate::render::trace_band(ctx, &edge, (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0));
+    let bands: Vec<u32> = m
+        .iter()
+        .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
+        .filter(|&b| {
+            let (a, z) = layout.band_step_range(b);
+            f64::from(z) >= s_left && f64::from(a) <= s_right
+        })
+        .collect();
+    crate::render::for_each_band_edge(layout, &bands, s_left, s_right, rect.width_px * dpr, &to_dev, |b, edge| {
+        crate::render::trace_band(ctx, edge, (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0));
         ctx.fill();
         ctx.stroke();
-    }
+    });
     ctx.restore();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn counts_say_how_many_are_drawn() {
+        assert_eq!(count_text(0, 0), "0 matches");
+        assert_eq!(count_text(1, 1), "1 match");
+        assert_eq!(count_text(1, 0), "1 match (0 drawn)");
+        assert_eq!(count_text(12, 12), "12 matches");
+        assert_eq!(count_text(12, 5), "12 matches (5 drawn)");
+    }
 }

@@ -95,6 +95,34 @@ test('insights: the fixed ResNet has no problem', { skip: needFixtures }, async 
     return n;
   });
   assert.ok(inked > 1000, `chart pixels ${inked}`);
+  // Drawn at device resolution.
+  assert.deepEqual(
+    await frag.evaluate((c) => [c.width, c.height]),
+    await frag.evaluate((c) => [Math.round(c.clientWidth * devicePixelRatio), Math.round(c.clientHeight * devicePixelRatio)]),
+  );
+  // x is the timeline's: the chart covers the timeline's visible window, and follows its zoom.
+  const view = () => page.getAttribute('#plot', 'data-view');
+  assert.equal(await frag.getAttribute('data-window'), await view());
+  const a = await plotArea(page);
+  await page.mouse.move(a.x + a.width * 0.6, a.y + a.height / 2);
+  for (let i = 0; i < 4; i++) {
+    await page.mouse.wheel(0, -300);
+    await frames(page);
+  }
+  await page.waitForFunction(() => {
+    const c = document.querySelector('#analysis canvas.an-frag');
+    return c.dataset.window === document.getElementById('plot').dataset.view;
+  });
+  const [x0, x1] = (await view()).split(',').map(Number);
+  assert.ok(x1 - x0 < 13000 / 4, `zoomed window ${x0}..${x1}`);
+  const [s0, s1] = (await frag.getAttribute('data-window-steps')).split(',').map(Number);
+  assert.ok(Math.abs(s0 - x0) <= 1 && Math.abs(s1 - x1) <= 1, `steps ${s0}..${s1}`);
+  // Pointing at the timeline marks that step on the chart and reads the values there.
+  await page.mouse.move(a.x + a.width * 0.5, a.y + a.height - 8);
+  await page.waitForFunction(() => document.querySelector('#analysis .an-frag-at').textContent.startsWith('At step'));
+  const step = Number(await frag.getAttribute('data-marker-step'));
+  assert.ok(step >= x0 && step <= x1, `marker ${step} in ${x0}..${x1}`);
+  assert.match(await page.textContent('#analysis .an-frag-at'), /^At step [\d,]+ \(after entry \d+\): reserved [\d.]+ \w+, allocated [\d.]+ \w+, reserved − allocated [\d.]+ \w+, largest free block/);
   await frag.scrollIntoViewIfNeeded();
   await shot(page, 'analysis_fixed');
   assert.deepEqual(page.memviz.errors, []);

@@ -41,6 +41,10 @@ test('compare: the buggy ResNet against the fixed one', { skip: needSnapshots },
   assert.match(await page.textContent('#analysis .cmp-other.current'), /resnet50_buggy/);
   assert.match(await page.textContent('#analysis .cmp-align'), /Aligned by iteration \(5 iterations in A, 5 in B/);
   assert.equal(await page.getAttribute('#analysis canvas.cmp-chart', 'data-points'), '400');
+  // The legend names both files.
+  const legend = await page.textContent('#analysis .cmp-legend');
+  assert.match(legend, /A: resnet50_fixed\.pickle/);
+  assert.match(legend, /B: resnet50_buggy\.pickle/);
   const peak = page.locator('#analysis .cmp-point[data-label="peak"]');
   assert.equal(await peak.getAttribute('data-a-bytes'), '443710928');
   assert.equal(await peak.getAttribute('data-b-bytes'), '470210256');

@@ -136,6 +136,45 @@ test('a broken file shows an error in words, and the page keeps working', { skip
   await page.close();
 });
 
+test('a long load shows bytes read and time left, and can be cancelled', async () => {
+  const page = await env.newPage();
+  // 300 MB: one long string, valid until its end, so reading takes a while.
+  await page.evaluate(() => {
+    const n = 300_000_000;
+    const head = new Uint8Array(11);
+    head.set([0x80, 0x04, 0x8d]);
+    new DataView(head.buffer).setBigUint64(3, BigInt(n), true);
+    const dt = new DataTransfer();
+    globalThis.longFile = new File([head, new Uint8Array(n).fill(97)], 'long.pickle');
+    dt.items.add(globalThis.longFile);
+    document.getElementById('plot').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.waitForFunction(() => /Reading long\.pickle: .+ of 286\.1 MiB · about \d+ (s|min) left/.test(document.getElementById('status').textContent), null, { timeout: 20000 });
+  assert.equal(await page.isVisible('#cancel-load'), true);
+  await shot(page, 'loading');
+  await page.click('#cancel-load');
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'Stopped loading long.pickle.', null, { timeout: 10000 });
+  assert.equal(await page.isVisible('#progress'), false);
+  assert.equal(await page.isVisible('#cancel-load'), false);
+  assert.equal(await page.isVisible('#error'), false);
+  // Esc stops a load too, and the page keeps working.
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([globalThis.longFile], 'long2.pickle'));
+    document.getElementById('plot').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.waitForFunction(() => /Reading long2\.pickle/.test(document.getElementById('status').textContent), null, { timeout: 10000 }).catch(async (e) => {
+    throw new Error(`${e}; status: ${await page.textContent('#status')}; error: ${await page.textContent('#error')}; console: ${page.memviz.errors.join(' | ')}`);
+  });
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'Stopped loading long2.pickle.', null, { timeout: 10000 });
+  const before = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, before);
+  assert.ok(Number((await plotData(page)).bands) > 100);
+  await page.close();
+});
+
 test('nothing is requested but the page\'s own files', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
@@ -167,6 +206,19 @@ test('nothing is requested but the page\'s own files', { skip: needFixtures }, a
   assert.equal(await page.$$eval('script:not([src])', (s) => s.length), 0, 'no inline scripts');
   // And nothing violated it.
   assert.deepEqual(page.memviz.errors.filter((e) => /Content Security Policy/i.test(e)), []);
+  // Once the module is loaded the page forbids every connection, even to its own origin.
+  const policies = await page.$$eval('meta[http-equiv="Content-Security-Policy"]', (m) => m.map((x) => x.content));
+  assert.ok(policies.includes("connect-src 'none'"), `policies: ${policies.join(' | ')}`);
+  const refused = await page.evaluate(async () => {
+    const violated = new Promise((res) => document.addEventListener('securitypolicyviolation', (e) => res(e.violatedDirective), { once: true }));
+    try {
+      await fetch('/index.html');
+      return 'fetched';
+    } catch {
+      return await violated;
+    }
+  });
+  assert.equal(refused, 'connect-src');
   await page.close();
 });
 

@@ -76,6 +76,43 @@ test('search: a frame name and an address label find and highlight allocations; 
   await page.close();
 });
 
+test('search: matches among summarized allocations are counted, and the count says how many are drawn; hide freed filters them', { skip: RESNET ? false : 'needs ../shared/fixtures' }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  await page.fill('#search-max', '64KiB');
+  await frames(page);
+  const all = await count(page);
+  const n = Number(all.match(/^(\d+) match/)?.[1]);
+  assert.ok(n > 0, all);
+  // Fewer drawn allocations: most small ones go into the summarized band.
+  const bands = (await plotData(page)).bands;
+  await page.evaluate(() => {
+    const d = document.getElementById('detail');
+    d.value = '20';
+    d.dispatchEvent(new Event('input', { bubbles: true }));
+    d.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  await page.waitForFunction((b) => document.getElementById('plot').dataset.bands !== b && !document.getElementById('status').textContent.includes('Laying out'), bands, { polling: 50 });
+  await frames(page);
+  const text = await count(page);
+  const m = text.match(/^(\d+) matches \((\d+) drawn\)$/);
+  assert.ok(m, `count "${text}"`);
+  assert.equal(Number(m[1]), n, 'summarized matches still count');
+  assert.ok(Number(m[2]) < n);
+  const d = await plotData(page);
+  assert.equal(d.searchMatches, String(n));
+  assert.equal(d.searchDrawn, m[2]);
+  assert.match(await page.getAttribute('#search-count', 'title'), /summarized into one band/);
+  await shot(page, 'search-summarized');
+  // Hide freed: only what was live at the end (or before the trace) can match.
+  await page.check('#hide-freed');
+  await page.waitForFunction((t) => document.getElementById('search-count').textContent !== t && !document.getElementById('status').textContent.includes('Laying out'), text, { polling: 50 });
+  const kept = Number((await count(page)).match(/^(\d+)/)?.[1]);
+  assert.ok(kept < n, `${kept} matches with hide freed, ${n} without`);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('private pools: the CUDA graph pool of multistream.pickle is drawn as an envelope with its capacity', async () => {
   const page = await env.newPage();
   await openFiles(page, MULTISTREAM);
@@ -94,8 +131,18 @@ test('private pools: the CUDA graph pool of multistream.pickle is drawn as an en
     }
     if (text.startsWith('Private Pool')) break;
   }
-  assert.match(text, /^Private Pool \(-?\d+,-?\d+,s-?\d+\): capacity \d/);
+  // PyTorch's text: the pool key with the stream numbered as the viewer numbers streams.
+  assert.match(text, /^Private Pool \(-?\d+,-?\d+,s\d+\): capacity \d+\.\d\S*B \(\d+ bytes\)\n/);
+  // The note above the plot, as PyTorch's viewer has.
+  assert.equal(await page.isVisible('#pool-note'), true);
+  assert.match(await page.textContent('#pool-note'), /private pool memory \(the dashed envelopes\) is shown as allocated until the pool's segment is freed.*MemPools are not deleted before torch\.cuda\.memory\._snapshot\(\) is called/);
+  const noteBox = await page.locator('#pool-note').boundingBox();
+  assert.ok(noteBox.y + noteBox.height <= box.y + 1, 'the note sits above the plot, not over it');
   await shot(page, 'private-pools');
+  await showView(page, 'active-memory-timeline');
+  assert.equal(await page.isVisible('#pool-note'), false, 'the note belongs to the private-pools view');
+  await showView(page, 'allocator-state-history');
+  assert.equal(await page.isVisible('#pool-note'), false);
   await page.close();
 });
 

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::{size_text, Replay};
 use crate::snapshot::{Action, Snapshot};
 use crate::state::{rounded_size, AllocatorState, FreeRange, History};
+use crate::timeline::Layout;
 
 /// Free ranges of an allocator state, kept up to date event by event.
 #[derive(Clone, Debug)]
@@ -232,6 +233,18 @@ pub struct FragSeries {
 
 /// Fragmentation after every entry of device `device_pos`, sampled to at most `max_points` points.
 pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usize) -> FragSeries {
+    replay_series(snap, device_pos, max_points, None)
+}
+
+/// [`fragmentation_series`] and, from the same replay, the values after every entry
+/// ([`FragTrack`]), for drawing any window of the trace at full resolution.
+pub fn fragmentation_with_track(snap: &Snapshot, device_pos: usize, max_points: usize) -> (FragSeries, FragTrack) {
+    let mut track = FragTrack::default();
+    let series = replay_series(snap, device_pos, max_points, Some(&mut track));
+    (series, track)
+}
+
+fn replay_series(snap: &Snapshot, device_pos: usize, max_points: usize, mut track: Option<&mut FragTrack>) -> FragSeries {
     let device = snap.devices.get(device_pos).map_or(0, |d| d.index);
     let history = History::build(snap, device_pos);
     let mut tr = FreeTracker::new(history.initial().clone());
@@ -250,6 +263,10 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
         largest_free_bytes: tr.largest_free_bytes(),
     };
     let first = point(&tr, None);
+    if let Some(k) = track.as_deref_mut() {
+        k.initial = TrackValues::of(&first);
+        k.values.reserve_exact(n);
+    }
     let mut points = vec![first];
     let mut max_unused = first;
     let mut max_scattered = first;
@@ -257,9 +274,18 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
     let per = n.div_ceil(buckets).max(1);
     let mut best: Option<FragPoint> = None;
     for row in 0..n {
-        let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row)) else { continue };
+        let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row)) else {
+            if let Some(k) = track.as_deref_mut() {
+                let last = k.values.last().copied().unwrap_or(k.initial);
+                k.values.push(last);
+            }
+            continue;
+        };
         tr.apply_sized(a, addr, size, stream, stack, real.get(&(row as u32)).copied());
         let p = point(&tr, Some(row as u32));
+        if let Some(k) = track.as_deref_mut() {
+            k.values.push(TrackValues::of(&p));
+        }
         if p.unused_bytes() > max_unused.unused_bytes() {
             max_unused = p;
         }
@@ -284,6 +310,144 @@ pub fn fragmentation_series(snap: &Snapshot, device_pos: usize, max_points: usiz
         points.truncate(max_points);
     }
     FragSeries { device, entries: n, points, max_unused: Some(max_unused), max_scattered: Some(max_scattered) }
+}
+
+/// Reserved, allocated and largest free bytes at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrackValues {
+    /// Segment bytes.
+    pub reserved_bytes: u64,
+    /// Live requested bytes in blocks.
+    pub allocated_bytes: u64,
+    /// Largest free block.
+    pub largest_free_bytes: u64,
+}
+
+impl TrackValues {
+    fn of(p: &FragPoint) -> TrackValues {
+        TrackValues { reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes, largest_free_bytes: p.largest_free_bytes }
+    }
+
+    /// Reserved minus allocated.
+    pub fn unused_bytes(&self) -> u64 {
+        self.reserved_bytes.saturating_sub(self.allocated_bytes)
+    }
+}
+
+/// Reserved, allocated and largest free bytes after every entry of one device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FragTrack {
+    /// Before the first entry.
+    pub initial: TrackValues,
+    /// After each entry, by trace row.
+    pub values: Vec<TrackValues>,
+}
+
+/// A moment of a [`FragTrack`] placed on the x axis of a timeline layout.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepPoint {
+    /// Layout step (event steps of the Active Memory Timeline).
+    pub step: f64,
+    /// Trace row (`None`: before the first entry).
+    pub row: Option<u32>,
+    /// The values just after the row.
+    pub values: TrackValues,
+}
+
+/// Layout step of a trace row: its event's step, or for a row that is not an event of the layout
+/// (segment actions, `oom`), the step of the next event.
+pub fn step_of_row(layout: &Layout, row: Option<u32>) -> f64 {
+    match row {
+        None => 0.0,
+        Some(r) => f64::from(layout.step_of_row(r).unwrap_or_else(|| layout.step_for_row(r))),
+    }
+}
+
+impl FragTrack {
+    /// Entries in the trace.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the trace has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Values after a row (`None`: before the first entry); `None` past the end.
+    pub fn at_row(&self, row: Option<u32>) -> Option<TrackValues> {
+        match row {
+            None => Some(self.initial),
+            Some(r) => self.values.get(r as usize).copied(),
+        }
+    }
+
+    fn step_point(&self, layout: &Layout, row: Option<u32>) -> Option<StepPoint> {
+        Some(StepPoint { step: step_of_row(layout, row), row, values: self.at_row(row)? })
+    }
+
+    /// The moment shown at a layout step: after the last event at or before it.
+    pub fn at_step(&self, layout: &Layout, step: f64) -> Option<StepPoint> {
+        let row = layout.row_at(step);
+        let values = self.at_row(row)?;
+        Some(StepPoint { step, row, values })
+    }
+
+    /// The points to draw for the layout steps `[s0, s1]`: every row when they are few, else per
+    /// column of rows the ones with the least and the most reserved-but-unallocated bytes, in row
+    /// order; the last point before the window and the first after it are included, so lines
+    /// reach the edges.
+    pub fn window(&self, layout: &Layout, s0: f64, s1: f64, columns: usize) -> Vec<StepPoint> {
+        let n = self.values.len() as i64;
+        // Rows as i64, -1 for the state before the first entry.
+        let first = layout.row_at(s0).map_or(-1, i64::from).min(n - 1);
+        let mut last = layout.row_at(s1).map_or(-1, i64::from).clamp(first, n - 1);
+        // Rows after the last event in the window that are placed at or before s1, then one more.
+        let mut guard = 0;
+        while last + 1 < n && guard < 4096 && step_of_row(layout, u32::try_from(last + 1).ok()) <= s1 {
+            last += 1;
+            guard += 1;
+        }
+        if last + 1 < n {
+            last += 1;
+        }
+        let row_of = |r: i64| u32::try_from(r).ok();
+        let unused = |r: i64| self.at_row(row_of(r)).map_or(0, |v| v.unused_bytes());
+        let count = (last - first + 1).max(0) as usize;
+        let columns = columns.max(1);
+        let mut rows: Vec<i64> = Vec::new();
+        if count <= 2 * columns {
+            rows.extend(first..=last);
+        } else {
+            rows.push(first);
+            for c in 0..columns {
+                let a = first + (count * c / columns) as i64;
+                let b = (first + (count * (c + 1) / columns) as i64).min(last + 1);
+                if a >= b {
+                    continue;
+                }
+                let (mut lo, mut hi) = (a, a);
+                let (mut lo_bytes, mut hi_bytes) = (unused(a), unused(a));
+                for r in a + 1..b {
+                    let u = unused(r);
+                    if u < lo_bytes {
+                        (lo, lo_bytes) = (r, u);
+                    }
+                    if u > hi_bytes {
+                        (hi, hi_bytes) = (r, u);
+                    }
+                }
+                let (p, q) = (lo.min(hi), lo.max(hi));
+                rows.push(p);
+                if q != p {
+                    rows.push(q);
+                }
+            }
+            rows.push(last);
+            rows.dedup();
+        }
+        rows.into_iter().filter_map(|r| self.step_point(layout, row_of(r))).collect()
+    }
 }
 
 /// Real block sizes of the allocs whose blocks are still live in the final segments, by alloc
@@ -445,6 +609,33 @@ mod tests {
             assert_eq!(at(45), Some((2_751_463_424, 2_740_593_636, 9_246_208, 2_059_264)));
             assert_eq!(s.max_unused.map(|m| (m.row, m.unused_bytes())), Some((Some(36), 877_647_382)));
         }
+    }
+
+    #[test]
+    fn track_follows_the_series_and_windows_use_layout_steps() {
+        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let (s, track) = fragmentation_with_track(&snap, 0, 100_000);
+        assert_eq!(s, fragmentation_series(&snap, 0, 100_000));
+        assert_eq!(track.len(), s.entries);
+        for p in &s.points {
+            let v = track.at_row(p.row).expect("row");
+            assert_eq!((v.reserved_bytes, v.allocated_bytes, v.largest_free_bytes), (p.reserved_bytes, p.allocated_bytes, p.largest_free_bytes));
+        }
+        let layout = Layout::build(&snap, 0, crate::timeline::Options::default());
+        let end = f64::from(layout.steps);
+        let all = track.window(&layout, 0.0, end, 300);
+        assert!(all.len() <= 2 * 300 + 2, "{}", all.len());
+        assert!(all.windows(2).all(|w| w[0].step <= w[1].step && w[0].row < w[1].row || w[0].row.is_none()));
+        // The worst moment is the most unused of its column, so it is drawn, at its event's step.
+        let worst = all.iter().find(|p| p.row == Some(4180)).expect("row 4180 drawn");
+        assert_eq!(worst.values.unused_bytes(), 204_713_944);
+        assert_eq!(worst.step, f64::from(layout.step_of_row(4180).expect("an event")));
+        // A narrow window: every row in it, from the one before to the one after.
+        let step = worst.step;
+        let near = track.window(&layout, step - 5.0, step + 5.0, 300);
+        assert!(near.first().is_some_and(|p| p.step <= step - 5.0) && near.last().is_some_and(|p| p.step > step + 5.0));
+        assert!(near.iter().any(|p| p.row == Some(4180)));
+        assert_eq!(track.at_step(&layout, step).map(|p| p.row), Some(Some(4180)));
     }
 
     #[test]

@@ -2,35 +2,39 @@
 //! stacked category timeline over the plot, and, for snapshots, categories inferred from stacks,
 //! lifetimes and annotations, which can colour the timeline's allocations (the Categories tab).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write;
 
 use memviz_core::analysis::categories::{self, Category, CategoryTimeline, SnapshotCategories};
 use memviz_core::analysis::size_text;
 use memviz_core::timeline::Mode;
+use plotters::style::{Color, RGBColor};
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 
-use super::esc;
+use super::{chart, esc};
 use crate::app::App;
 
 /// Points kept of a category timeline for drawing.
 const MAX_POINTS: usize = 1500;
-/// Height of the stacked chart, CSS px.
-const CHART_H_PX: f64 = 320.0;
-/// Margins of the chart, CSS px.
-const LEFT_PX: f64 = 70.0;
-const RIGHT_PX: f64 = 12.0;
-const TOP_PX: f64 = 8.0;
-const BOTTOM_PX: f64 = 22.0;
+/// Size of the stacked chart when it is not laid out, CSS px.
+const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
+/// Colour of the pointer's marker.
+const MARKER: RGBColor = chart::rgb(0x222222);
 
-/// Colour of category `k` (index into the timeline's categories).
-fn colour(k: usize) -> &'static str {
-    const C: [&str; 9] = [
-        "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
-        "#bab0ac",
-    ];
-    C[k % C.len()]
+/// Colours of the categories, in order (the swatches `.sw.cat-N` in style.css).
+const COLOURS: [u32; 9] = [
+    0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xedc948, 0xb07aa1, 0x9c755f, 0xbab0ac,
+];
+
+/// Colour of category `k` (index into the timeline's categories), as CSS.
+fn colour(k: usize) -> String {
+    format!("#{:06x}", COLOURS[k % COLOURS.len()])
+}
+
+/// Colour of category `k`, for charts.
+fn chart_colour(k: usize) -> RGBColor {
+    chart::rgb(COLOURS[k % COLOURS.len()])
 }
 
 fn category_index(c: Category) -> usize {
@@ -66,7 +70,11 @@ pub struct State {
     /// Pointer x over the profile chart, CSS px.
     pub hover_x_px: Option<f64>,
     inferred: RefCell<Option<((usize, usize), SnapshotCategories)>>,
-    written: RefCell<Option<(usize, Option<f64>)>>,
+    /// (profile, pointer x, chart width in device px) drawn.
+    written: RefCell<Option<(usize, Option<f64>, u32)>>,
+    /// The chart without its marker, and its plot area.
+    layer: RefCell<chart::Layered>,
+    area: Cell<Option<chart::Area>>,
 }
 
 impl State {
@@ -212,18 +220,21 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
             .and_then(|&e| c.per_element.get(e as usize))
             .map_or(Category::ALL.len() - 1, |&x| category_index(x))
     };
-    bands.sort_unstable_by_key(|&b| (cat_of(b), b));
+    let edges = crate::render::view_edges(layout, &bands, s_left, s_right, rect.width_px * dpr);
+    let mut order: Vec<usize> = (0..edges.bands.len()).collect();
+    order.sort_by_key(|&i| cat_of(edges.bands[i]));
     let mut edge = Vec::new();
     let mut current = usize::MAX;
-    for &b in &bands {
-        crate::render::band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
+    for i in order {
+        let b = edges.bands[i];
+        crate::render::band_edge(layout, &edges, i, s_left, s_right, &to_dev, &mut edge);
         if edge.len() < 2 {
             continue;
         }
         let k = cat_of(b);
         if k != current {
             current = k;
-            ctx.set_fill_style_str(colour(k));
+            ctx.set_fill_style_str(&colour(k));
         }
         crate::render::trace_band(
             ctx,
@@ -253,7 +264,6 @@ pub fn sync_profile(app: &App) {
     let Ok(el) = el.dyn_into::<HtmlElement>() else {
         return;
     };
-    let want = (st.profile_seq, st.hover_x_px);
     let written = *st.written.borrow();
     if written.map(|w| w.0) != Some(st.profile_seq) {
         el.set_hidden(st.profile.is_none());
@@ -291,36 +301,46 @@ pub fn sync_profile(app: &App) {
         }
         el.set_inner_html(&s);
     }
+    // The chart is as wide as the page: it is drawn again when that changes (or the pixel ratio).
+    let width_dev = el
+        .query_selector("canvas.cat-chart")
+        .ok()
+        .flatten()
+        .map_or(0, |c| {
+            (f64::from(c.client_width()) * app.dpr).round() as u32
+        });
+    let want = (st.profile_seq, st.hover_x_px, width_dev);
     if written != Some(want) {
         if let Some(p) = &st.profile {
-            draw_profile(app, &el, p, st.hover_x_px);
+            let same_chart = written.map(|w| (w.0, w.2)) == Some((st.profile_seq, width_dev));
+            draw_profile(app, &el, p, st.hover_x_px, same_chart);
         }
         *st.written.borrow_mut() = Some(want);
     }
 }
 
-fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64>) {
+/// Draws the stacked chart (unless `same_chart` and its copy can be put back) and the pointer's
+/// marker with the bytes of each category there.
+fn draw_profile(
+    app: &App,
+    el: &HtmlElement,
+    p: &Profile,
+    hover_x_px: Option<f64>,
+    same_chart: bool,
+) {
     let Ok(Some(canvas)) = el.query_selector("canvas.cat-chart") else {
         return;
     };
     let Ok(canvas) = canvas.dyn_into::<HtmlCanvasElement>() else {
         return;
     };
+    let st = &app.analysis.categories;
+    let Ok(mut layer) = st.layer.try_borrow_mut() else {
+        return;
+    };
     let dpr = app.dpr;
-    let w = f64::from(canvas.client_width()).max(200.0);
-    let h = CHART_H_PX;
-    canvas.set_width((w * dpr).round() as u32);
-    canvas.set_height((h * dpr).round() as u32);
-    let Ok(Some(ctx)) = canvas.get_context("2d") else {
-        return;
-    };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
-        return;
-    };
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     let tl = &p.timeline;
     let n = tl.bytes.len();
-    let (left, right, top, bottom) = (LEFT_PX, w - RIGHT_PX, TOP_PX, h - BOTTOM_PX);
     let times: Vec<f64> = (0..n)
         .map(|i| {
             tl.times_us
@@ -332,79 +352,55 @@ fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64
         .collect();
     let t0 = times.first().copied().unwrap_or(0.0);
     let t1 = times.last().copied().unwrap_or(1.0).max(t0 + 1.0);
-    let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0).max(1) as f64;
-    let x = |t: f64| left + (t - t0) / (t1 - t0) * (right - left);
-    let y = |b: f64| bottom - b / max_bytes * (bottom - top);
-    ctx.set_font("10px system-ui, sans-serif");
-    ctx.set_text_align("right");
-    ctx.set_text_baseline("middle");
-    for k in 0..=4 {
-        let b = max_bytes * f64::from(k) / 4.0;
-        ctx.set_fill_style_str("#555");
-        let _ = ctx.fill_text(&size_text(b as u64), left - 4.0, y(b));
-        ctx.set_stroke_style_str("#ececec");
-        ctx.begin_path();
-        ctx.move_to(left, y(b));
-        ctx.line_to(right, y(b));
-        ctx.stroke();
-    }
-    // Bands, bottom to top.
-    let mut below = vec![0.0f64; n];
-    for k in 0..tl.categories.len() {
-        let above: Vec<f64> = (0..n)
-            .map(|i| below[i] + tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0) as f64)
-            .collect();
-        if above.iter().zip(&below).all(|(a, b)| a <= b) {
-            below = above;
-            continue;
-        }
-        ctx.set_fill_style_str(colour(k));
-        ctx.begin_path();
-        for i in 0..n {
-            if i == 0 {
-                ctx.move_to(x(times[i]), y(above[i]));
-            } else {
-                ctx.line_to(x(times[i]), y(above[i]));
+    let restored = same_chart && st.area.get().is_some() && layer.restore(&canvas);
+    if !restored {
+        chart::fit(&canvas, CHART_CSS_PX, dpr);
+        let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0);
+        let (_, ticks) = crate::axis::linear_ticks(0.0, t1 - t0, 6);
+        let label = |x: f64| time_text(x as i64);
+        let axes = chart::Axes {
+            x: 0.0..t1 - t0,
+            x_ticks: ticks,
+            x_label: &label,
+            max_bytes,
+            y_ticks: 6,
+        };
+        let area = chart::draw(&canvas, dpr, &axes, |c, pen| {
+            // Bands, bottom to top.
+            let mut below: Vec<(f64, f64)> = times.iter().map(|&t| (t - t0, 0.0)).collect();
+            for k in 0..tl.categories.len() {
+                let above: Vec<(f64, f64)> = below
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(x, y))| {
+                        let b = tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0);
+                        (x, y + b as f64)
+                    })
+                    .collect();
+                if above.iter().zip(&below).any(|(a, b)| a.1 > b.1) {
+                    pen.band(c, &above, &below, chart_colour(k).to_rgba());
+                }
+                below = above;
             }
-        }
-        for i in (0..n).rev() {
-            ctx.line_to(x(times[i]), y(below[i]));
-        }
-        ctx.close_path();
-        ctx.fill();
-        below = above;
-    }
-    // Time axis.
-    ctx.set_fill_style_str("#555");
-    ctx.set_text_baseline("top");
-    for k in 0..=4 {
-        let t = t0 + (t1 - t0) * f64::from(k) / 4.0;
-        ctx.set_text_align(if k == 0 {
-            "left"
-        } else if k == 4 {
-            "right"
-        } else {
-            "center"
         });
-        let _ = ctx.fill_text(&time_text((t - t0) as i64), x(t), bottom + 4.0);
+        st.area.set(area);
+        layer.keep(&app.ui.document, &canvas);
     }
     // What the pointer is over.
-    let Some(hx) = hover_x_px else { return };
-    if n == 0 || hx < left || hx > right {
+    let (Some(hx), Some(area)) = (hover_x_px, st.area.get()) else {
+        return;
+    };
+    if n == 0 || !area.contains_x(hx) {
         return;
     }
-    let t = t0 + (hx - left) / (right - left) * (t1 - t0);
+    let t = t0 + area.x_at(hx);
     let i = times.partition_point(|&v| v < t).min(n - 1);
     let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() {
         i - 1
     } else {
         i
     };
-    ctx.set_stroke_style_str("#222");
-    ctx.begin_path();
-    ctx.move_to(x(times[i]), top);
-    ctx.line_to(x(times[i]), bottom);
-    ctx.stroke();
+    chart::marker(&canvas, dpr, &area, times[i] - t0, MARKER);
     let mut s = format!("t = {}: ", time_text((times[i] - t0) as i64));
     for (k, name) in tl.categories.iter().enumerate() {
         let b = tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0);

@@ -10,22 +10,21 @@ use memviz_core::analysis::compare::{
     self, Alignment, CompareOptions, Comparison, KeyMode, StackDiff,
 };
 use memviz_core::analysis::{signed_size_text, size_text};
-use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use plotters::style::RGBColor;
+use web_sys::HtmlCanvasElement;
 
-use super::esc;
+use super::{chart, esc};
 use crate::app::App;
 
-/// Chart size, CSS px.
-const CHART_W_PX: f64 = 390.0;
-const CHART_H_PX: f64 = 130.0;
+/// Chart size when the canvas is not laid out, CSS px.
+const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
 /// Curve points.
 const CURVE_POINTS: usize = 400;
 /// Differences listed per direction and point.
 const TOP_DIFFS: usize = 12;
-/// Colours of A and B.
-const A_COLOUR: &str = "#4e79a7";
-const B_COLOUR: &str = "#e15759";
+/// Colours of A and B (the swatches `.sw.cmp-a` and `.sw.cmp-b` in style.css).
+const A_COLOUR: RGBColor = chart::rgb(0x4e79a7);
+const B_COLOUR: RGBColor = chart::rgb(0xe15759);
 
 /// (A file, A device position, B file, B device position).
 pub type PairKey = (usize, usize, usize, usize);
@@ -149,11 +148,14 @@ pub fn html(app: &App, s: &mut String) {
                 .to_string()
         }
     };
+    let b_name = other.map_or(String::new(), name);
     let _ = write!(
         s,
-        "<p class=\"cmp-align\">{}</p><canvas class=\"cmp-chart\" data-points=\"{}\" aria-label=\"Live bytes of A and B on one x axis\"></canvas><p class=\"an-legend\"><span class=\"sw cmp-a\"></span>A <span class=\"sw cmp-b\"></span>B (highest live bytes per slice of x)</p>",
+        "<p class=\"cmp-align\">{}</p><canvas class=\"cmp-chart\" data-points=\"{}\" aria-label=\"Total live bytes of A and B on one x axis\"></canvas><p class=\"an-legend cmp-legend\"><span class=\"sw cmp-a\"></span>A: {} <span class=\"sw cmp-b\"></span>B: {} (total live bytes, the highest per slice of x)</p>",
         esc(&align),
-        c.curve.len()
+        c.curve.len(),
+        name(cur),
+        b_name
     );
     for (k, p) in c.points.iter().enumerate() {
         let delta = i128::from(p.b_bytes) - i128::from(p.a_bytes);
@@ -179,77 +181,54 @@ pub fn html(app: &App, s: &mut String) {
     }
 }
 
-/// Draws both curves on the tab's canvas.
+/// Draws both total curves on the tab's canvas.
 pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
     let dpr = app.dpr;
     let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
         return;
     };
     let Some((_, c)) = cache.as_ref() else { return };
-    canvas.set_width((CHART_W_PX * dpr).round() as u32);
-    canvas.set_height((CHART_H_PX * dpr).round() as u32);
-    let Ok(Some(ctx)) = canvas.get_context("2d") else {
-        return;
-    };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
-        return;
-    };
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    let (left, right, top, bottom) = (62.0, CHART_W_PX - 6.0, 6.0, CHART_H_PX - 16.0);
+    chart::fit(canvas, CHART_CSS_PX, dpr);
     let max_bytes = c
         .curve
         .iter()
         .map(|p| p.a_bytes.max(p.b_bytes))
         .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let x_max = match c.alignment {
-        Alignment::Iterations { a, b } => a.min(b).max(1) as f64,
-        Alignment::Proportion => 1.0,
+        .unwrap_or(0);
+    let iterations = match c.alignment {
+        Alignment::Iterations { a, b } => Some(a.min(b).max(1)),
+        Alignment::Proportion => None,
     };
-    let x = |v: f64| left + (v / x_max) * (right - left);
-    let y = |b: u64| bottom - (b as f64 / max_bytes) * (bottom - top);
-    ctx.set_font("10px system-ui, sans-serif");
-    ctx.set_fill_style_str("#555");
-    ctx.set_text_align("right");
-    ctx.set_text_baseline("middle");
-    for k in 0..=2 {
-        let b = (max_bytes * f64::from(k) / 2.0) as u64;
-        let _ = ctx.fill_text(&size_text(b), left - 4.0, y(b));
-        ctx.set_stroke_style_str("#ececec");
-        ctx.begin_path();
-        ctx.move_to(left, y(b));
-        ctx.line_to(right, y(b));
-        ctx.stroke();
-    }
-    let n = c.curve.len().max(1) as f64;
-    let step = x_max / n;
-    for (colour, pick) in [(A_COLOUR, true), (B_COLOUR, false)] {
-        ctx.set_stroke_style_str(colour);
-        ctx.set_line_width(1.3);
-        ctx.begin_path();
-        for (k, p) in c.curve.iter().enumerate() {
-            let b = if pick { p.a_bytes } else { p.b_bytes };
-            let xx = x(p.x + step / 2.0);
-            if k == 0 {
-                ctx.move_to(xx, y(b));
-            } else {
-                ctx.line_to(xx, y(b));
-            }
+    let x_max = iterations.map_or(1.0, |n| n as f64);
+    // Iteration k (from 0) spans x in [k, k + 1); ticks at iteration starts, thinned to about 6.
+    let ticks: Vec<f64> = match iterations {
+        Some(n) => {
+            let every = n.div_ceil(6).max(1);
+            (0..n).step_by(every).map(|k| k as f64).collect()
         }
-        ctx.stroke();
-    }
-    ctx.set_fill_style_str("#555");
-    ctx.set_text_baseline("top");
-    ctx.set_text_align("left");
-    let (l0, l1) = match c.alignment {
-        Alignment::Iterations { .. } => (
-            "iteration 1".to_string(),
-            format!("iteration {}", x_max as usize),
-        ),
-        Alignment::Proportion => ("start".to_string(), "end".to_string()),
+        None => (0..=4).map(|k| f64::from(k) / 4.0).collect(),
     };
-    let _ = ctx.fill_text(&l0, left, bottom + 3.0);
-    ctx.set_text_align("right");
-    let _ = ctx.fill_text(&l1, right, bottom + 3.0);
+    let label = move |x: f64| match iterations {
+        Some(_) => format!("it. {}", x.round() as usize + 1),
+        None => format!("{:.0}%", x * 100.0),
+    };
+    // Each point is the highest live bytes over a slice of x: drawn at the slice's middle.
+    let half = x_max / c.curve.len().max(1) as f64 / 2.0;
+    let curve = |pick: fn(&compare::CurvePoint) -> u64| -> Vec<(f64, f64)> {
+        c.curve
+            .iter()
+            .map(|p| (p.x + half, pick(p) as f64))
+            .collect()
+    };
+    let axes = chart::Axes {
+        x: 0.0..x_max,
+        x_ticks: ticks,
+        x_label: &label,
+        max_bytes,
+        y_ticks: 4,
+    };
+    chart::draw(canvas, dpr, &axes, |ch, pen| {
+        pen.line(ch, curve(|p| p.a_bytes), A_COLOUR, 2.0);
+        pen.line(ch, curve(|p| p.b_bytes), B_COLOUR, 2.0);
+    });
 }

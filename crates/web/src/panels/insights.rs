@@ -9,11 +9,15 @@ use memviz_core::analysis::{signed_size_text, site_label, size_text};
 use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
-use memviz_core::analysis::fragmentation::{FragPoint, FragSeries};
+use memviz_core::analysis::fragmentation::{step_of_row, FragSeries, TrackValues};
+use plotters::style::{RGBAColor, RGBColor};
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use web_sys::{HtmlCanvasElement, HtmlElement};
 
-use super::{esc, Analysis};
+use super::{chart, esc, Analysis};
+use crate::app::{App, OpenFile, Target};
+use crate::axis;
+use crate::input::Surface;
 
 /// `97.5 MiB (102228128 bytes)`.
 pub fn sz(bytes: u64) -> String {
@@ -147,15 +151,21 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     frag_html(&a.fragmentation, s);
 }
 
-/// Chart size, CSS px.
-const FRAG_W_PX: f64 = 390.0;
-const FRAG_H_PX: f64 = 120.0;
+/// Chart size when the canvas is not laid out, CSS px.
+const FRAG_CSS_PX: (f64, f64) = (390.0, 120.0);
+/// Colours of the fragmentation chart (the legend's swatches in style.css).
+const RESERVED: RGBColor = chart::rgb(0x4e79a7);
+const ALLOCATED: RGBColor = chart::rgb(0x59a14f);
+const LARGEST: RGBColor = chart::rgb(0xe15759);
+const UNUSED: RGBAColor = RGBAColor(214, 39, 40, 0.22);
+const WORST: RGBColor = chart::rgb(0xd62728);
+const MARKER: RGBColor = chart::rgb(0x222222);
 
 fn frag_html(fs: &FragSeries, s: &mut String) {
     let m = fs.max_unused.as_ref();
     let _ = write!(
         s,
-        "<h3>Fragmentation over time</h3><p class=\"an-frag-summary\">{}</p><canvas class=\"an-frag\" data-points=\"{}\" data-max-unused-row=\"{}\" data-max-unused-bytes=\"{}\" aria-label=\"Reserved, allocated and largest free block over the trace\"></canvas><p class=\"an-legend\"><span class=\"sw reserved\"></span>reserved <span class=\"sw allocated\"></span>allocated <span class=\"sw unused\"></span>reserved − allocated <span class=\"sw largest\"></span>largest free block (x: trace entries)</p>",
+        "<h3>Fragmentation over time</h3><p class=\"an-frag-summary\">{}</p><canvas class=\"an-frag\" data-points=\"{}\" data-max-unused-row=\"{}\" data-max-unused-bytes=\"{}\" aria-label=\"Reserved, allocated and largest free block over the timeline's visible window\"></canvas><p class=\"an-legend\"><span class=\"sw reserved\"></span>reserved <span class=\"sw allocated\"></span>allocated <span class=\"sw unused\"></span>reserved − allocated <span class=\"sw largest\"></span>largest free block (x: the timeline's visible window; red line: the most reserved but unallocated)</p><p class=\"an-legend an-frag-at\">Point at the timeline to read the values at a step.</p>",
         esc(&fs.summary()),
         fs.points.len(),
         m.and_then(|p| p.row).map_or(-1, i64::from),
@@ -163,95 +173,188 @@ fn frag_html(fs: &FragSeries, s: &mut String) {
     );
 }
 
-/// Draws the fragmentation series on its canvas.
-pub fn draw_fragmentation(canvas: &HtmlCanvasElement, fs: &FragSeries, dpr: f64) {
-    canvas.set_width((FRAG_W_PX * dpr).round() as u32);
-    canvas.set_height((FRAG_H_PX * dpr).round() as u32);
-    let Ok(Some(ctx)) = canvas.get_context("2d") else {
-        return;
-    };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
-        return;
-    };
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    let (left, right, top, bottom) = (52.0, FRAG_W_PX - 6.0, 6.0, FRAG_H_PX - 16.0);
-    let max_bytes = fs
-        .points
-        .iter()
-        .map(|p| p.reserved_bytes.max(p.allocated_bytes))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let rows = fs.entries.max(1) as f64;
-    let x =
-        |p: &FragPoint| left + (p.row.map_or(0.0, |r| f64::from(r) + 1.0) / rows) * (right - left);
-    let y = |b: u64| bottom - (b as f64 / max_bytes) * (bottom - top);
-    ctx.set_font("10px system-ui, sans-serif");
-    ctx.set_fill_style_str("#555");
-    ctx.set_text_align("right");
-    ctx.set_text_baseline("middle");
-    for k in 0..=2 {
-        let b = max_bytes * f64::from(k) / 2.0;
-        let yy = y(b as u64);
-        let _ = ctx.fill_text(&size_text(b as u64), left - 4.0, yy);
-        ctx.set_stroke_style_str("#ececec");
-        ctx.begin_path();
-        ctx.move_to(left, yy);
-        ctx.line_to(right, yy);
-        ctx.stroke();
+/// What the fragmentation chart shows, apart from its marker.
+#[derive(Clone, Debug, PartialEq)]
+struct FragKey {
+    file: (usize, usize),
+    generation: usize,
+    window: (f64, f64),
+    time_axis: bool,
+    dpr: f64,
+}
+
+/// The fragmentation chart as drawn.
+#[derive(Default)]
+pub struct FragChart {
+    key: Option<FragKey>,
+    /// (x, step) of the marker drawn.
+    marker: Option<Option<(f64, f64)>>,
+    area: Option<chart::Area>,
+    layer: chart::Layered,
+}
+
+impl FragChart {
+    /// Forgets what was drawn (the canvas was replaced).
+    pub fn reset(&mut self) {
+        self.key = None;
+        self.marker = None;
     }
-    if fs.points.is_empty() {
-        return;
-    }
-    // Reserved minus allocated, filled.
-    ctx.set_fill_style_str("rgba(214, 39, 40, 0.22)");
-    ctx.begin_path();
-    for (k, p) in fs.points.iter().enumerate() {
-        let (xx, yy) = (x(p), y(p.reserved_bytes));
-        if k == 0 {
-            ctx.move_to(xx, yy)
-        } else {
-            ctx.line_to(xx, yy)
+}
+
+/// The step the user points at on the timeline, or the pinned allocation's alloc: (x position,
+/// step).
+fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
+    let xm = f.xmap();
+    if app.hover.is_some() && app.drag.is_none() {
+        if let Some((Surface::Plot, x_px, _)) = app.last_pointer {
+            let pos = f.viewport.pos_at(&app.plot_rect(), x_px);
+            return Some((pos, xm.step(pos)));
         }
     }
-    for p in fs.points.iter().rev() {
-        ctx.line_to(x(p), y(p.allocated_bytes.min(p.reserved_bytes)));
+    match app.pinned {
+        Some(Target::Element(e)) => {
+            // Its alloc, when the trace has it.
+            let el = f.plot.layout.elements.get(e as usize)?;
+            el.alloc_row?;
+            let step = f64::from(el.alloc_step);
+            Some((xm.pos(step), step))
+        }
+        _ => None,
     }
-    ctx.close_path();
-    ctx.fill();
-    let line = |colour: &str, width: f64, value: &dyn Fn(&FragPoint) -> u64| {
-        ctx.set_stroke_style_str(colour);
-        ctx.set_line_width(width);
-        ctx.begin_path();
-        for (k, p) in fs.points.iter().enumerate() {
-            let (xx, yy) = (x(p), y(value(p)));
-            if k == 0 {
-                ctx.move_to(xx, yy)
+}
+
+/// Draws the fragmentation chart for the timeline's visible window when the window changed, and
+/// its marker at the step the user points at (called by each frame while the tab is shown).
+pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
+    let Some(f) = app.file() else { return };
+    let Some(canvas) = panel
+        .query_selector("canvas.an-frag")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
+    else {
+        return;
+    };
+    let Ok(mut st) = app.analysis.frag_chart.try_borrow_mut() else {
+        return;
+    };
+    let xm = f.xmap();
+    let v = &f.viewport;
+    let key = FragKey {
+        file: (app.current.unwrap_or(0), f.plot.device_pos),
+        generation: app.generation,
+        window: (v.x0, v.x1),
+        time_axis: xm.is_time(),
+        dpr: app.dpr,
+    };
+    let marker = marker_of(app, f);
+    let mut drawn = false;
+    if st.key.as_ref() != Some(&key) {
+        let Some(a) = super::analysis(app) else {
+            return;
+        };
+        let dpr = app.dpr;
+        chart::fit(&canvas, FRAG_CSS_PX, dpr);
+        let layout = &f.plot.layout;
+        let (s0, s1) = (xm.step(v.x0), xm.step(v.x1));
+        let columns = (FRAG_CSS_PX.0 * dpr) as usize;
+        let points = a.frag_track.window(layout, s0, s1, columns);
+        let xs: Vec<f64> = points.iter().map(|p| xm.pos(p.step)).collect();
+        let series = |value: &dyn Fn(&TrackValues) -> u64| -> Vec<(f64, f64)> {
+            xs.iter()
+                .zip(&points)
+                .map(|(&x, p)| (x, value(&p.values) as f64))
+                .collect()
+        };
+        let max_bytes = points
+            .iter()
+            .map(|p| p.values.reserved_bytes.max(p.values.allocated_bytes))
+            .max()
+            .unwrap_or(0);
+        let (_, ticks) = axis::linear_ticks(v.x0, v.x1, 4);
+        let x_step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
+        let time = xm.is_time();
+        let label = move |x: f64| {
+            if time {
+                axis::time_label(x, x_step)
             } else {
-                ctx.line_to(xx, yy)
+                axis::step_label(x)
             }
-        }
-        ctx.stroke();
-    };
-    line("#4e79a7", 1.5, &|p| p.reserved_bytes);
-    line("#59a14f", 1.2, &|p| p.allocated_bytes);
-    line("#e15759", 1.2, &|p| p.largest_free_bytes);
-    // The worst moment.
-    if let Some(m) = &fs.max_unused {
-        ctx.set_stroke_style_str("#d62728");
-        ctx.set_line_width(1.0);
-        let xx = x(m);
-        ctx.begin_path();
-        ctx.move_to(xx, top);
-        ctx.line_to(xx, bottom);
-        ctx.stroke();
+        };
+        let worst_x = a
+            .fragmentation
+            .max_unused
+            .and_then(|m| m.row)
+            .map(|r| xm.pos(step_of_row(layout, Some(r))));
+        let axes = chart::Axes {
+            x: v.x0..v.x1,
+            x_ticks: ticks,
+            x_label: &label,
+            max_bytes,
+            y_ticks: 4,
+        };
+        let (x0, x1) = (v.x0, v.x1);
+        st.area = chart::draw(&canvas, dpr, &axes, |c, pen| {
+            // Each value holds until the next entry.
+            let stairs =
+                |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
+            let reserved = stairs(&|t| t.reserved_bytes);
+            let allocated = stairs(&|t| t.allocated_bytes.min(t.reserved_bytes));
+            pen.band(c, &reserved, &allocated, UNUSED);
+            pen.line(c, reserved, RESERVED, 1.5);
+            pen.line(c, stairs(&|t| t.allocated_bytes), ALLOCATED, 1.2);
+            pen.line(c, stairs(&|t| t.largest_free_bytes), LARGEST, 1.2);
+            if let Some(x) = worst_x.filter(|x| (x0..=x1).contains(x)) {
+                pen.vline(c, x, WORST, 1.0);
+            }
+        });
+        let _ = canvas.set_attribute("data-window-points", &points.len().to_string());
+        // The window as the timeline's `data-view` gives it, and in steps.
+        let _ = canvas.set_attribute("data-window", &format!("{:.3},{:.3}", v.x0, v.x1));
+        let _ = canvas.set_attribute("data-window-steps", &format!("{s0:.0},{s1:.0}"));
+        st.layer.keep(&app.ui.document, &canvas);
+        st.key = Some(key);
+        drawn = true;
     }
-    ctx.set_fill_style_str("#555");
-    ctx.set_text_align("left");
-    ctx.set_text_baseline("top");
-    let _ = ctx.fill_text("entry 0", left, bottom + 3.0);
-    ctx.set_text_align("right");
-    let _ = ctx.fill_text(&format!("entry {}", fs.entries), right, bottom + 3.0);
+    if drawn || st.marker != Some(marker) {
+        if !drawn && !st.layer.restore(&canvas) {
+            st.reset();
+            return;
+        }
+        let text = match (marker, super::analysis(app)) {
+            (Some((x, step)), Some(a)) => {
+                if let Some(area) = &st.area {
+                    chart::marker(&canvas, app.dpr, area, x, MARKER);
+                }
+                a.frag_track
+                    .at_step(&f.plot.layout, step)
+                    .map(|p| {
+                        let t = p.values;
+                        let _ = canvas.set_attribute("data-marker-step", &format!("{step:.0}"));
+                        let _ = canvas.set_attribute("data-marker-unused-bytes", &t.unused_bytes().to_string());
+                        format!(
+                            "At step {}{}: reserved {}, allocated {}, reserved − allocated {}, largest free block {}",
+                            axis::step_label(step),
+                            p.row.map_or_else(|| " (before the first entry)".to_string(), |r| format!(" (after entry {r})")),
+                            size_text(t.reserved_bytes),
+                            size_text(t.allocated_bytes),
+                            size_text(t.unused_bytes()),
+                            size_text(t.largest_free_bytes)
+                        )
+                    })
+                    .unwrap_or_default()
+            }
+            _ => {
+                let _ = canvas.remove_attribute("data-marker-step");
+                let _ = canvas.remove_attribute("data-marker-unused-bytes");
+                "Point at the timeline to read the values at a step.".to_string()
+            }
+        };
+        if let Ok(Some(el)) = panel.query_selector(".an-frag-at") {
+            el.set_text_content(Some(&text));
+        }
+        st.marker = Some(marker);
+    }
 }
 
 /// One out-of-memory explanation.

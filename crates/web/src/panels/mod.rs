@@ -7,6 +7,7 @@
 //! or a row names is outlined on the timeline by [`draw_highlight`].
 
 pub mod categories;
+pub mod chart;
 pub mod compare;
 pub mod export;
 pub mod insights;
@@ -15,7 +16,7 @@ pub mod live;
 use std::cell::{Ref, RefCell};
 
 use gloo_events::EventListener;
-use memviz_core::analysis::fragmentation::{fragmentation_series, FragSeries};
+use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{Moment, Replay};
@@ -98,8 +99,10 @@ pub struct Analysis {
     pub replay: Replay,
     /// Findings.
     pub insights: Insights,
-    /// Reserved, allocated and the largest free block over time.
+    /// Reserved, allocated and the largest free block over time, sampled.
     pub fragmentation: FragSeries,
+    /// The same after every entry, for drawing any window of the timeline.
+    pub frag_track: FragTrack,
     /// The live set at [`Panel::moment`].
     pub live: Option<LiveSet>,
     /// The moment `live` is for.
@@ -124,6 +127,7 @@ pub struct Panel {
     /// Categories: the profiler timeline and the inferred colouring.
     pub categories: categories::State,
     cache: RefCell<Option<Analysis>>,
+    frag_chart: RefCell<insights::FragChart>,
     written: RefCell<Option<WrittenKey>>,
     written_highlight: RefCell<Option<String>>,
 }
@@ -157,12 +161,13 @@ pub fn analysis(app: &App) -> Option<Ref<'_, Analysis>> {
         if cache.as_ref().is_none_or(|a| a.key != key) {
             let replay = Replay::build(&f.snap, key.1);
             let insights = growth::insights_with(&f.snap, &replay);
-            let fragmentation = fragmentation_series(&f.snap, key.1, FRAG_POINTS);
+            let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
             *cache = Some(Analysis {
                 key,
                 replay,
                 insights,
                 fragmentation,
+                frag_track,
                 live: None,
                 live_moment: None,
             });
@@ -321,13 +326,10 @@ pub fn sync(app: &App) {
         panel.set_hidden(!open);
         let html = if open { body_html(app) } else { String::new() };
         panel.set_inner_html(&html);
+        if let Ok(mut c) = p.frag_chart.try_borrow_mut() {
+            c.reset();
+        }
         if open {
-            if let (Some(a), Ok(Some(c))) = (analysis(app), panel.query_selector("canvas.an-frag"))
-            {
-                if let Ok(c) = c.dyn_into::<web_sys::HtmlCanvasElement>() {
-                    insights::draw_fragmentation(&c, &a.fragmentation, app.dpr);
-                }
-            }
             if let Ok(Some(c)) = panel.query_selector("canvas.cmp-chart") {
                 if let Ok(c) = c.dyn_into::<web_sys::HtmlCanvasElement>() {
                     compare::draw(app, &c);
@@ -336,6 +338,9 @@ pub fn sync(app: &App) {
         }
         *p.written.borrow_mut() = Some(key);
         *p.written_highlight.borrow_mut() = None;
+    }
+    if open && p.tab == Tab::Insights {
+        insights::sync_fragmentation(app, &panel);
     }
     // The selected row.
     let want = p.highlight.as_ref().map(|h| h.key.clone());
@@ -500,7 +505,6 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     );
     ctx.clip();
     if let Some(h) = &p.highlight {
-        let mut edge = Vec::new();
         // Everything else fades; what the row names is drawn in one strong colour.
         ctx.set_fill_style_str("rgba(255, 255, 255, 0.72)");
         ctx.fill_rect(
@@ -512,22 +516,28 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
         ctx.set_fill_style_str(HIGHLIGHT_FILL);
         ctx.set_stroke_style_str("#5c0a2e");
         ctx.set_line_width(0.5 * dpr);
-        for &e in &h.elements {
-            let Some(b) = layout.elements.get(e as usize).and_then(|el| el.band) else {
-                continue;
-            };
-            crate::render::band_edge(layout, b, s_left, s_right, &to_dev, &mut edge);
-            if edge.len() < 2 {
-                continue;
-            }
-            crate::render::trace_band(
-                ctx,
-                &edge,
-                (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
-            );
-            ctx.fill();
-            ctx.stroke();
-        }
+        let bands: Vec<u32> = h
+            .elements
+            .iter()
+            .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
+            .collect();
+        crate::render::for_each_band_edge(
+            layout,
+            &bands,
+            s_left,
+            s_right,
+            rect.width_px * dpr,
+            &to_dev,
+            |b, edge| {
+                crate::render::trace_band(
+                    ctx,
+                    edge,
+                    (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
+                );
+                ctx.fill();
+                ctx.stroke();
+            },
+        );
     }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {

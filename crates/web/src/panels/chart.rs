@@ -1,0 +1,463 @@
+//! The analysis panel's charts (fragmentation over time, compared curves, memory by category),
+//! drawn with plotters on a `<canvas>`.
+//!
+//! Charts are drawn in device pixels: the canvas' backing store is its CSS box times
+//! devicePixelRatio, and font sizes and line widths are scaled by it, so the charts stay sharp on
+//! HiDPI screens. Byte axes tick at powers of two (0, 256 MiB, 512 MiB, ...) and are labelled like
+//! the timeline's axis. A chart whose pointer marker moves often keeps a copy of itself without the
+//! marker ([`Layered`]), so moving the marker does not lay the chart out again.
+
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, Document, HtmlCanvasElement};
+
+use crate::axis::byte_label;
+
+/// Coordinates of a chart: x in the caller's unit, y in bytes, both with chosen ticks.
+pub type Coord = Cartesian2d<Ticked, Ticked>;
+
+/// A linear axis over `[lo, hi]` whose ticks are chosen by the caller (binary ones for bytes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ticked {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ticked {
+    /// The axis `[lo, hi]` with the ticks inside it.
+    pub fn new(lo: f64, hi: f64, ticks: &[f64]) -> Ticked {
+        let hi = if hi > lo { hi } else { lo + 1.0 };
+        let ticks = ticks
+            .iter()
+            .copied()
+            .filter(|t| (lo..=hi).contains(t))
+            .collect();
+        Ticked { lo, hi, ticks }
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let share = (value - self.lo) / (self.hi - self.lo);
+        // Float-to-int casts saturate, so far-away points stay far away.
+        (f64::from(limit.0) + share * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+/// A chart being drawn.
+pub type Chart<'a> = ChartContext<'a, CanvasBackend, Coord>;
+
+/// Font of tick labels, CSS px.
+const LABEL_FONT_PX: f64 = 10.0;
+/// Font family of the labels (the page's).
+const FONT_FAMILY: &str = "system-ui, sans-serif";
+/// Width of the y labels' area, CSS px.
+const Y_LABELS_PX: f64 = 60.0;
+/// Height of the x labels' area, CSS px.
+const X_LABELS_PX: f64 = 16.0;
+/// Margin around the plot (room for the last x label), CSS px.
+const MARGIN_PX: f64 = 6.0;
+/// Colour of labels and axes.
+const INK: RGBColor = RGBColor(0x55, 0x55, 0x55);
+/// Colour of the grid lines at the y ticks.
+const GRID: RGBColor = RGBColor(0xec, 0xec, 0xec);
+
+/// A colour from `0xRRGGBB`.
+pub const fn rgb(hex: u32) -> RGBColor {
+    RGBColor((hex >> 16) as u8, (hex >> 8) as u8, hex as u8)
+}
+
+/// Sizes a canvas' backing store to its CSS box times `dpr` (`fallback_css` when it is not laid
+/// out) and returns the CSS size.
+pub fn fit(canvas: &HtmlCanvasElement, fallback_css: (f64, f64), dpr: f64) -> (f64, f64) {
+    let css = (
+        f64::from(canvas.client_width()),
+        f64::from(canvas.client_height()),
+    );
+    let css = if css.0 > 0.0 && css.1 > 0.0 {
+        css
+    } else {
+        fallback_css
+    };
+    let w = (css.0 * dpr).round().max(1.0) as u32;
+    let h = (css.1 * dpr).round().max(1.0) as u32;
+    // Setting the size clears the canvas even when it is unchanged.
+    canvas.set_width(w);
+    canvas.set_height(h);
+    css
+}
+
+/// Byte ticks from 0 for `[0, max_bytes]`: multiples of the smallest power of two that gives at
+/// most `max_ticks` steps (`0, 128 MiB, 256 MiB, 384 MiB` for 456 MiB and 4).
+pub fn binary_ticks(max_bytes: u64, max_ticks: usize) -> Vec<u64> {
+    let max_ticks = max_ticks.max(1) as u64;
+    let mut step: u64 = 1;
+    while max_bytes / step > max_ticks && step < (1 << 62) {
+        step <<= 1;
+    }
+    (0..=max_bytes / step).map(|k| k * step).collect()
+}
+
+/// A step line through values that each hold until the next point, cut to `[x0, x1]`: the value
+/// in effect at `x0` starts it and the last value holds to `x1`. (Plotters moves points outside the
+/// plot onto its edge, which would draw the steps outside the window along the edges.)
+pub fn stairs(points: &[(f64, f64)], x0: f64, x1: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2 + 2);
+    let mut held: Option<f64> = None;
+    for &(x, y) in points {
+        if x <= x0 {
+            held = Some(y);
+            continue;
+        }
+        if out.is_empty() {
+            if let Some(h) = held {
+                out.push((x0, h));
+            }
+        }
+        if x >= x1 {
+            break;
+        }
+        if let Some(h) = held {
+            out.push((x, h));
+        }
+        out.push((x, y));
+        held = Some(y);
+    }
+    if let Some(h) = held {
+        if out.is_empty() {
+            out.push((x0, h));
+        }
+        out.push((x1, h));
+    }
+    out
+}
+
+/// The plot area of a drawn chart, CSS px from the canvas' top left corner, and its x range.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Area {
+    /// Left edge.
+    pub left_px: f64,
+    /// Right edge.
+    pub right_px: f64,
+    /// Top edge.
+    pub top_px: f64,
+    /// Bottom edge.
+    pub bottom_px: f64,
+    /// x at the left edge.
+    pub x0: f64,
+    /// x at the right edge.
+    pub x1: f64,
+}
+
+impl Area {
+    /// x at a horizontal position (CSS px).
+    pub fn x_at(&self, x_px: f64) -> f64 {
+        let w = (self.right_px - self.left_px).max(1e-9);
+        self.x0 + (x_px - self.left_px) / w * (self.x1 - self.x0)
+    }
+
+    /// Horizontal position (CSS px) of x.
+    pub fn px_of(&self, x: f64) -> f64 {
+        let span = self.x1 - self.x0;
+        if span.abs() < 1e-12 {
+            return self.left_px;
+        }
+        self.left_px + (x - self.x0) / span * (self.right_px - self.left_px)
+    }
+
+    /// Whether a horizontal position (CSS px) is over the plot.
+    pub fn contains_x(&self, x_px: f64) -> bool {
+        x_px >= self.left_px && x_px <= self.right_px
+    }
+}
+
+/// The axes of a chart.
+pub struct Axes<'a> {
+    /// x range.
+    pub x: Range<f64>,
+    /// x ticks.
+    pub x_ticks: Vec<f64>,
+    /// Label of an x tick.
+    pub x_label: &'a dyn Fn(f64) -> String,
+    /// Highest bytes to show.
+    pub max_bytes: u64,
+    /// y ticks at most.
+    pub y_ticks: usize,
+}
+
+/// Pens of one chart: sizes given in CSS px, drawn in device px.
+#[derive(Clone, Copy, Debug)]
+pub struct Pen {
+    /// devicePixelRatio.
+    pub dpr: f64,
+}
+
+impl Pen {
+    /// A stroke of `width_css` CSS px.
+    pub fn stroke(&self, colour: RGBColor, width_css: f64) -> ShapeStyle {
+        colour.stroke_width((width_css * self.dpr).round().max(1.0) as u32)
+    }
+
+    /// A line through points.
+    pub fn line(
+        &self,
+        chart: &mut Chart<'_>,
+        points: Vec<(f64, f64)>,
+        colour: RGBColor,
+        width_css: f64,
+    ) {
+        if points.len() < 2 {
+            return;
+        }
+        let _ = chart.draw_series(std::iter::once(PathElement::new(
+            points,
+            self.stroke(colour, width_css),
+        )));
+    }
+
+    /// The area between an upper and a lower line over the same x values, filled.
+    pub fn band(
+        &self,
+        chart: &mut Chart<'_>,
+        upper: &[(f64, f64)],
+        lower: &[(f64, f64)],
+        fill: RGBAColor,
+    ) {
+        if upper.len() < 2 {
+            return;
+        }
+        let outline: Vec<(f64, f64)> = upper.iter().chain(lower.iter().rev()).copied().collect();
+        let _ = chart.draw_series(std::iter::once(Polygon::new(outline, fill.filled())));
+    }
+
+    /// A vertical line over the whole plot at x.
+    pub fn vline(&self, chart: &mut Chart<'_>, x: f64, colour: RGBColor, width_css: f64) {
+        let y = chart.y_range();
+        self.line(chart, vec![(x, y.start), (x, y.end)], colour, width_css);
+    }
+}
+
+/// Draws a chart on a canvas already sized by [`fit`]: white background, grid lines at the byte
+/// ticks, axes and labels, then `series` clipped to the plot area. Returns the plot area.
+pub fn draw(
+    canvas: &HtmlCanvasElement,
+    dpr: f64,
+    axes: &Axes<'_>,
+    series: impl FnOnce(&mut Chart<'_>, Pen),
+) -> Option<Area> {
+    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    let backend = CanvasBackend::with_canvas_object(canvas.clone())?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).ok()?;
+    let px = |css: f64| (css * dpr).round() as i32;
+    let y_ticks = binary_ticks(axes.max_bytes.max(1), axes.y_ticks);
+    let y_top = (axes.max_bytes.max(1) as f64 * 1.04).max(1.0);
+    let y_ticks: Vec<f64> = y_ticks.iter().map(|&b| b as f64).collect();
+    let x_axis = Ticked::new(axes.x.start, axes.x.end, &axes.x_ticks);
+    let (x0, x1) = (x_axis.lo, x_axis.hi);
+    let mut chart = ChartBuilder::on(&root)
+        .margin_top(px(MARGIN_PX))
+        .margin_right(px(MARGIN_PX * 3.0))
+        .x_label_area_size(px(X_LABELS_PX))
+        .y_label_area_size(px(Y_LABELS_PX))
+        .build_cartesian_2d(x_axis, Ticked::new(0.0, y_top, &y_ticks))
+        .ok()?;
+    let font = (FONT_FAMILY, LABEL_FONT_PX * dpr).into_font().color(&INK);
+    let x_label = |x: &f64| (axes.x_label)(*x);
+    let y_label = |b: &f64| byte_label(*b);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .bold_line_style(GRID.stroke_width(px(1.0).max(1) as u32))
+        .light_line_style(TRANSPARENT)
+        .axis_style(INK.mix(0.6).stroke_width(px(1.0).max(1) as u32))
+        .set_all_tick_mark_size(px(3.0))
+        .label_style(font)
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&y_label)
+        .draw()
+        .ok()?;
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(
+        f64::from(xs.start),
+        f64::from(ys.start),
+        f64::from(xs.end - xs.start),
+        f64::from(ys.end - ys.start),
+    );
+    ctx.clip();
+    series(&mut chart, Pen { dpr });
+    ctx.restore();
+    Some(Area {
+        left_px: f64::from(xs.start) / dpr,
+        right_px: f64::from(xs.end) / dpr,
+        top_px: f64::from(ys.start) / dpr,
+        bottom_px: f64::from(ys.end) / dpr,
+        x0,
+        x1,
+    })
+}
+
+/// Draws a vertical marker over a drawn chart's plot area at x.
+pub fn marker(canvas: &HtmlCanvasElement, dpr: f64, area: &Area, x: f64, colour: RGBColor) {
+    let x_px = area.px_of(x);
+    if !area.contains_x(x_px) {
+        return;
+    }
+    let Some(mut backend) = CanvasBackend::with_canvas_object(canvas.clone()) else {
+        return;
+    };
+    let dev = |css: f64| (css * dpr).round() as i32;
+    let style = Pen { dpr }.stroke(colour, 1.0);
+    let _ = backend.draw_line(
+        (dev(x_px), dev(area.top_px)),
+        (dev(x_px), dev(area.bottom_px)),
+        &style,
+    );
+}
+
+/// A copy of a chart without its marker, to draw the marker elsewhere without drawing the chart
+/// again.
+#[derive(Default)]
+pub struct Layered {
+    base: Option<HtmlCanvasElement>,
+}
+
+impl Layered {
+    /// Keeps a copy of the canvas as it is now.
+    pub fn keep(&mut self, document: &Document, canvas: &HtmlCanvasElement) {
+        if self.base.is_none() {
+            self.base = document
+                .create_element("canvas")
+                .ok()
+                .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok());
+        }
+        let Some(base) = &self.base else { return };
+        base.set_width(canvas.width());
+        base.set_height(canvas.height());
+        if let Some(ctx) = context(base) {
+            let _ = ctx.draw_image_with_html_canvas_element(canvas, 0.0, 0.0);
+        }
+    }
+
+    /// Puts the kept copy back on the canvas; false when there is none of its size.
+    pub fn restore(&self, canvas: &HtmlCanvasElement) -> bool {
+        let Some(base) = &self.base else { return false };
+        if base.width() != canvas.width() || base.height() != canvas.height() {
+            return false;
+        }
+        let Some(ctx) = context(canvas) else {
+            return false;
+        };
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.clear_rect(
+            0.0,
+            0.0,
+            f64::from(canvas.width()),
+            f64::from(canvas.height()),
+        );
+        ctx.draw_image_with_html_canvas_element(base, 0.0, 0.0)
+            .is_ok()
+    }
+}
+
+fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok()??.dyn_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn byte_ticks_are_powers_of_two() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(
+            binary_ticks(456 * MIB, 4),
+            [0, 128 * MIB, 256 * MIB, 384 * MIB]
+        );
+        assert_eq!(
+            binary_ticks(1100 * MIB, 4),
+            [0, 256 * MIB, 512 * MIB, 768 * MIB, 1024 * MIB]
+        );
+        let labels: Vec<String> = binary_ticks(2600 * MIB, 4)
+            .iter()
+            .map(|&b| byte_label(b as f64))
+            .collect();
+        assert_eq!(labels, ["0", "1.0 GiB", "2.0 GiB"]);
+        assert_eq!(binary_ticks(0, 4), [0]);
+        assert_eq!(binary_ticks(3, 4), [0, 1, 2, 3]);
+        assert!(binary_ticks(u64::MAX, 4).len() <= 5);
+        for max in [1, 1000, 5 * MIB + 3, 123_456_789_012] {
+            let t = binary_ticks(max, 5);
+            assert!(t.len() >= 2 && t.len() <= 6, "{max}: {t:?}");
+            assert!(t.iter().all(|&b| b <= max));
+            assert!(t[1].is_power_of_two());
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn stairs_are_cut_to_the_window() {
+        let pts = [
+            (0.0, 1.0),
+            (5.0, 2.0),
+            (12.0, 3.0),
+            (20.0, 4.0),
+            (31.0, 5.0),
+        ];
+        assert_eq!(
+            stairs(&pts, 10.0, 30.0),
+            [
+                (10.0, 2.0),
+                (12.0, 2.0),
+                (12.0, 3.0),
+                (20.0, 3.0),
+                (20.0, 4.0),
+                (30.0, 4.0)
+            ]
+        );
+        assert_eq!(stairs(&pts, 21.0, 25.0), [(21.0, 4.0), (25.0, 4.0)]);
+        assert_eq!(
+            stairs(&pts[3..], 0.0, 40.0),
+            [(20.0, 4.0), (31.0, 4.0), (31.0, 5.0), (40.0, 5.0)]
+        );
+        assert!(stairs(&[], 0.0, 1.0).is_empty());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn area_maps_both_ways() {
+        let a = Area {
+            left_px: 60.0,
+            right_px: 360.0,
+            top_px: 6.0,
+            bottom_px: 100.0,
+            x0: 1000.0,
+            x1: 4000.0,
+        };
+        assert_eq!(a.px_of(2500.0), 210.0);
+        assert_eq!(a.x_at(210.0), 2500.0);
+        assert!(a.contains_x(60.0) && !a.contains_x(59.0));
+    }
+}
