@@ -173,15 +173,13 @@ pub fn draw(app: &App) {
     }) != Some(base_key);
     let ui = &app.ui;
     if base_changed {
-        let info = match app.view {
-            _ => draw_timeline_base(
-                app.file(),
-                app.plot_css,
-                app.dpr,
-                &ui.plot_layer,
-                &ui.plot_layer_ctx,
-            ),
-        };
+        let info = draw_timeline_base(
+            app.file(),
+            app.plot_css,
+            app.dpr,
+            &ui.plot_layer,
+            &ui.plot_layer_ctx,
+        );
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
@@ -195,9 +193,7 @@ pub fn draw(app: &App) {
         f64::from(ui.plot.height()),
     );
     let _ = ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0);
-    match app.view {
-        _ => draw_timeline_overlay(app, ctx),
-    }
+    draw_timeline_overlay(app, ctx);
     crate::panels::draw_highlight(app, ctx);
     crate::search::draw(app, ctx);
     crate::pools::draw(app, ctx);
@@ -518,7 +514,7 @@ const MAX_EDGE_SAMPLES: usize = 4096;
 
 /// Lower edges of the bands `wanted` inside steps `[s_left, s_right]`, sampled about once per
 /// device pixel (every step when zoomed in that far, so the drawing is then exact).
-pub(crate) fn view_edges(layout: &Layout, wanted: &[u32], s_left: f64, s_right: f64, width_dev: f64) -> BandEdges {
+fn view_edges(layout: &Layout, wanted: &[u32], s_left: f64, s_right: f64, width_dev: f64) -> BandEdges {
     let mut wanted = wanted.to_vec();
     wanted.sort_unstable();
     wanted.dedup();
@@ -528,7 +524,7 @@ pub(crate) fn view_edges(layout: &Layout, wanted: &[u32], s_left: f64, s_right: 
 
 /// The lower edge of band `edges.bands[i]` inside steps `[s_left, s_right]`, in device pixels,
 /// decimated: from where the band appears to where it is freed, through its sampled offsets.
-pub(crate) fn band_edge(
+fn band_edge(
     layout: &Layout,
     edges: &BandEdges,
     i: usize,
@@ -563,7 +559,7 @@ pub(crate) fn band_edge(
 
 /// Calls `f(band, edge)` with the device-pixel lower edge of each of `bands` that shows inside
 /// steps `[s_left, s_right]` (bands in ascending order).
-pub(crate) fn for_each_band_edge(
+fn for_each_band_edge(
     layout: &Layout,
     bands: &[u32],
     s_left: f64,
@@ -582,8 +578,77 @@ pub(crate) fn for_each_band_edge(
     }
 }
 
+/// Drawing over the timeline of a file in device pixels: the visible steps, the scale, and the
+/// mapping from (step, bytes) to device pixels. Shared by everything that outlines or colours
+/// bands over the base layer (hover, pin, search matches, live-set rows, categories).
+pub(crate) struct PlotDev<'a> {
+    pub layout: &'a Layout,
+    pub rect: PlotRect,
+    pub dpr: f64,
+    /// First and last step in view.
+    pub s_left: f64,
+    pub s_right: f64,
+    /// Device pixels per byte.
+    pub px_per_byte_dev: f64,
+    v: &'a Viewport,
+    xm: XMap<'a>,
+}
+
+impl<'a> PlotDev<'a> {
+    pub(crate) fn new(f: &'a OpenFile, rect: PlotRect, dpr: f64) -> Self {
+        let v = &f.viewport;
+        let xm = f.xmap();
+        PlotDev {
+            layout: &f.plot.layout,
+            rect,
+            dpr,
+            s_left: xm.step(v.x0),
+            s_right: xm.step(v.x1),
+            px_per_byte_dev: v.px_per_byte(&rect) * dpr,
+            v,
+            xm,
+        }
+    }
+
+    /// Device pixels of a point (step, bytes).
+    pub(crate) fn to_dev(&self, step: f64, bytes: f64) -> (f64, f64) {
+        (
+            self.v.x_px(&self.rect, self.xm.pos(step)) * self.dpr,
+            self.v.y_px(&self.rect, bytes) * self.dpr,
+        )
+    }
+
+    /// Saves the context, switches it to device pixels and clips it to the plot area; the caller
+    /// restores it.
+    pub(crate) fn clip(&self, ctx: &CanvasRenderingContext2d) {
+        ctx.save();
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.begin_path();
+        let r = &self.rect;
+        let d = self.dpr;
+        ctx.rect(r.left_px * d, r.top_px * d, r.width_px * d, r.height_px * d);
+        ctx.clip();
+    }
+
+    /// Traces the polygon of each of `bands` that shows in the window (at least one device pixel
+    /// tall) and calls `paint(band)` to fill or stroke it.
+    pub(crate) fn trace_bands(
+        &self,
+        ctx: &CanvasRenderingContext2d,
+        bands: &[u32],
+        mut paint: impl FnMut(u32),
+    ) {
+        let to_dev = |step: f64, bytes: f64| self.to_dev(step, bytes);
+        let width_dev = self.rect.width_px * self.dpr;
+        for_each_band_edge(self.layout, bands, self.s_left, self.s_right, width_dev, &to_dev, |b, edge| {
+            trace_band(ctx, edge, (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0));
+            paint(b);
+        });
+    }
+}
+
 /// Traces a band's polygon: the lower edge left to right, then the upper edge back.
-pub(crate) fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
     let Some(&(x0, y0)) = edge.first() else {
         return;
     };
@@ -843,39 +908,18 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
     let rect = app.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
-    let layout = &f.plot.layout;
-    let s_left = xm.step(v.x0);
-    let s_right = xm.step(v.x1);
-    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
-    let to_dev =
-        |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
+    let plot = PlotDev::new(f, rect, dpr);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     for (t, width) in [(app.pinned, 2.0), (app.hover, 1.5)] {
         match t {
             Some(Target::Element(e)) => {
-                if let Some(b) = layout.elements.get(e as usize).and_then(|el| el.band) {
-                    let width_dev = rect.width_px * dpr;
-                    for_each_band_edge(layout, &[b], s_left, s_right, width_dev, &to_dev, |b, edge| {
-                        ctx.save();
-                        ctx.begin_path();
-                        ctx.rect(
-                            rect.left_px * dpr,
-                            rect.top_px * dpr,
-                            rect.width_px * dpr,
-                            rect.height_px * dpr,
-                        );
-                        ctx.clip();
-                        ctx.set_stroke_style_str("#000");
-                        ctx.set_line_width(width * dpr);
-                        trace_band(
-                            ctx,
-                            edge,
-                            (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
-                        );
-                        ctx.stroke();
-                        ctx.restore();
-                    });
+                if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
+                    plot.clip(ctx);
+                    ctx.set_stroke_style_str("#000");
+                    ctx.set_line_width(width * dpr);
+                    plot.trace_bands(ctx, &[b], |_| ctx.stroke());
+                    ctx.restore();
                 }
             }
             Some(Target::Annotation(i)) => {

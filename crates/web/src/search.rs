@@ -173,33 +173,21 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
         *app.search.drawn_count.borrow_mut() = Some(text);
     }
     let (Some(m), Some(f)) = (found, app.file()) else { return };
-    let dpr = app.dpr;
-    let rect = app.plot_rect();
-    let v = &f.viewport;
-    let xm = f.xmap();
-    let layout = &f.plot.layout;
-    let s_left = xm.step(v.x0);
-    let s_right = xm.step(v.x1);
-    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
-    let to_dev = |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
-    ctx.save();
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.begin_path();
-    ctx.rect(rect.left_px * dpr, rect.top_px * dpr, rect.width_px * dpr, rect.height_px * dpr);
-    ctx.clip();
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr);
+    plot.clip(ctx);
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);
-    ctx.set_line_width(2.0 * dpr);
+    ctx.set_line_width(2.0 * app.dpr);
+    let layout = plot.layout;
     let bands: Vec<u32> = m
         .iter()
         .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
         .filter(|&b| {
             let (a, z) = layout.band_step_range(b);
-            f64::from(z) >= s_left && f64::from(a) <= s_right
+            f64::from(z) >= plot.s_left && f64::from(a) <= plot.s_right
         })
         .collect();
-    crate::render::for_each_band_edge(layout, &bands, s_left, s_right, rect.width_px * dpr, &to_dev, |b, edge| {
-        crate::render::trace_band(ctx, edge, (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0));
+    plot.trace_bands(ctx, &bands, |_| {
         ctx.fill();
         ctx.stroke();
     });

@@ -187,30 +187,13 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
         return;
     };
     let Some((_, c)) = cache.as_ref() else { return };
-    let dpr = app.dpr;
-    let rect = app.plot_rect();
-    let v = &f.viewport;
-    let xm = f.xmap();
-    let layout = &f.plot.layout;
-    let s_left = xm.step(v.x0);
-    let s_right = xm.step(v.x1);
-    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
-    let min_size = 0.5 / px_per_byte_dev;
-    let to_dev =
-        |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
-    ctx.save();
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.begin_path();
-    ctx.rect(
-        rect.left_px * dpr,
-        rect.top_px * dpr,
-        rect.width_px * dpr,
-        rect.height_px * dpr,
-    );
-    ctx.clip();
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr);
+    let layout = plot.layout;
+    plot.clip(ctx);
+    let min_size = 0.5 / plot.px_per_byte_dev;
     let mut bands = layout.bands_overlapping(
-        s_left.floor().max(0.0) as u32,
-        s_right.ceil().max(0.0) as u32,
+        plot.s_left.floor().max(0.0) as u32,
+        plot.s_right.ceil().max(0.0) as u32,
     );
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let cat_of = |b: u32| {
@@ -220,28 +203,13 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
             .and_then(|&e| c.per_element.get(e as usize))
             .map_or(Category::ALL.len() - 1, |&x| category_index(x))
     };
-    let edges = crate::render::view_edges(layout, &bands, s_left, s_right, rect.width_px * dpr);
-    let mut order: Vec<usize> = (0..edges.bands.len()).collect();
-    order.sort_by_key(|&i| cat_of(edges.bands[i]));
-    let mut edge = Vec::new();
-    let mut current = usize::MAX;
-    for i in order {
-        let b = edges.bands[i];
-        crate::render::band_edge(layout, &edges, i, s_left, s_right, &to_dev, &mut edge);
-        if edge.len() < 2 {
-            continue;
+    // One pass per category, so the fill style changes once per category.
+    bands.sort_unstable_by_key(|&b| (cat_of(b), b));
+    for group in bands.chunk_by(|&a, &b| cat_of(a) == cat_of(b)) {
+        if let Some(&first) = group.first() {
+            ctx.set_fill_style_str(&colour(cat_of(first)));
+            plot.trace_bands(ctx, group, |_| ctx.fill());
         }
-        let k = cat_of(b);
-        if k != current {
-            current = k;
-            ctx.set_fill_style_str(&colour(k));
-        }
-        crate::render::trace_band(
-            ctx,
-            &edge,
-            (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
-        );
-        ctx.fill();
     }
     ctx.restore();
 }

@@ -485,25 +485,9 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
         return;
     }
     let dpr = app.dpr;
-    let rect = app.plot_rect();
-    let v = &f.viewport;
-    let xm = f.xmap();
-    let layout = &f.plot.layout;
-    let s_left = xm.step(v.x0);
-    let s_right = xm.step(v.x1);
-    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
-    let to_dev =
-        |step: f64, off: f64| (v.x_px(&rect, xm.pos(step)) * dpr, v.y_px(&rect, off) * dpr);
-    ctx.save();
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.begin_path();
-    ctx.rect(
-        rect.left_px * dpr,
-        rect.top_px * dpr,
-        rect.width_px * dpr,
-        rect.height_px * dpr,
-    );
-    ctx.clip();
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), dpr);
+    let (rect, layout) = (plot.rect, plot.layout);
+    plot.clip(ctx);
     if let Some(h) = &p.highlight {
         // Everything else fades; what the row names is drawn in one strong colour.
         ctx.set_fill_style_str("rgba(255, 255, 255, 0.72)");
@@ -521,23 +505,10 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
             .iter()
             .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
             .collect();
-        crate::render::for_each_band_edge(
-            layout,
-            &bands,
-            s_left,
-            s_right,
-            rect.width_px * dpr,
-            &to_dev,
-            |b, edge| {
-                crate::render::trace_band(
-                    ctx,
-                    edge,
-                    (layout.band_size(b) as f64 * px_per_byte_dev).max(1.0),
-                );
-                ctx.fill();
-                ctx.stroke();
-            },
-        );
+        plot.trace_bands(ctx, &bands, |_| {
+            ctx.fill();
+            ctx.stroke();
+        });
     }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {
@@ -550,7 +521,7 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
             let step = layout
                 .step_of_row(row)
                 .unwrap_or_else(|| layout.step_for_row(row));
-            let x = v.x_px(&rect, xm.pos(f64::from(step))) * dpr;
+            let (x, _) = plot.to_dev(f64::from(step), 0.0);
             ctx.set_stroke_style_str("#6a3d9a");
             ctx.set_line_width(1.5 * dpr);
             let dash = js_sys::Array::of2(&(4.0 * dpr).into(), &(3.0 * dpr).into());
