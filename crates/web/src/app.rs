@@ -668,9 +668,13 @@ impl App {
         let mrect = self.minimap_rect();
         match drag {
             Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
-                // A click pins what is under the pointer (or unpins on empty space).
+                // A click pins what is under the pointer (or unpins on empty space), and with
+                // the live set shown, moves its moment there.
                 self.pinned = self.target_at(x_px, y_px);
                 self.hover = self.pinned;
+                if self.analysis.open && self.analysis.tab == crate::panels::Tab::Live {
+                    crate::panels::handle(self, crate::panels::Action::LiveAtPx(x_px));
+                }
             }
             Some(Drag::Brush { start, down_px, .. }) => {
                 let Some(f) = self.file_mut() else { return };

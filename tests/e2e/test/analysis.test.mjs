@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, fixture, openFiles, plotArea, shot, start } from '../lib/harness.mjs';
+import { ROOT, fixture, openFiles, plotArea, plotData, shot, start } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -176,7 +176,7 @@ test('out-of-memory explainer: requested, device free, reserved vs allocated, ho
   await page.close();
 });
 
-test('live set: the peak by default, rows highlight, Shift+click picks a moment, exports download', { skip: needFixtures }, async () => {
+test('live set: the peak by default, rows highlight, a click on the timeline picks a moment, exports download', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, BUGGY);
   await openPanel(page);
@@ -227,14 +227,20 @@ test('live set: the peak by default, rows highlight, Shift+click picks a moment,
   const png = await download('png');
   assert.equal(png.name, 'resnet50_buggy.timeline.png');
   assert.deepEqual([...png.body.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
-  // Shift+click near the left edge picks an early moment; click-to-pin still works without Shift.
+  // With the live set shown, a click near the left edge picks an early moment (and pins what is
+  // under the pointer); Shift+click does the same from any tab.
   const a = await plotArea(page);
-  await page.keyboard.down('Shift');
   await page.mouse.click(a.x + a.width * 0.05, a.y + a.height - 5);
-  await page.keyboard.up('Shift');
   await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row !== '2302');
   const row = Number(await page.getAttribute('#analysis .an-live-head', 'data-row'));
   assert.ok(row < 2302, `row ${row}`);
+  assert.match((await plotData(page)).hover, /^element:/);
+  await page.click('#analysis [data-act=peak]');
+  await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row === '2302');
+  await page.keyboard.down('Shift');
+  await page.mouse.click(a.x + a.width * 0.05, a.y + a.height - 5);
+  await page.keyboard.up('Shift');
+  await page.waitForFunction((r) => document.querySelector('#analysis .an-live-head')?.dataset.row === String(r), row);
   assert.match(await page.textContent('#analysis .an-live-head'), /^After entry \d+/);
   await page.click('#analysis [data-act=peak]');
   await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row === '2302');

@@ -23,7 +23,7 @@ const SITES: usize = 50;
 
 /// Writes the tab.
 pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
-    s.push_str("<div class=\"an-actions\"><button type=\"button\" data-act=\"peak\">Peak</button><button type=\"button\" data-act=\"centre\" title=\"The moment at the centre of the visible window\">Window centre</button><span class=\"hint\">or Shift+click the timeline</span></div>");
+    s.push_str("<div class=\"an-actions\"><button type=\"button\" data-act=\"peak\">Peak</button><button type=\"button\" data-act=\"centre\" title=\"The moment at the centre of the visible window\">Window centre</button><span class=\"hint\">or click the timeline</span></div>");
     let Some(l) = &a.live else {
         s.push_str("<p>No live set at this moment.</p>");
         return;
