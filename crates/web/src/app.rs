@@ -531,6 +531,10 @@ impl App {
             }
             Input::Open(sources) => {
                 self.drag_hover = false;
+                // The last file's error goes at once, not at the next frame, so that nothing
+                // reading the page sees it as the new file's.
+                self.error = None;
+                self.ui.error.set_hidden(true);
                 self.ui.mark("memviz:open");
                 self.queue.extend(sources);
                 self.start_loader();
