@@ -564,6 +564,15 @@ fn as_i128(doc: &Document, v: Value) -> Option<i128> {
     }
 }
 
+/// The fixed columns of one trace row.
+struct RowColumns {
+    action: Action,
+    addr: u64,
+    size_bytes: u64,
+    stream: u32,
+    stack: u32,
+}
+
 /// Converts document values into the model, interning as it goes.
 struct Builder<'d> {
     doc: &'d Document,
@@ -891,13 +900,21 @@ impl<'d> Builder<'d> {
                 column.push(r, id.unwrap_or(0), 0);
             }
         }
-        t.action.push(action);
-        t.addr.push(rec.addr.unwrap_or(0));
-        t.size_bytes.push(rec.size_bytes.unwrap_or(0));
-        t.stream.push(stream);
-        t.stack.push(stack);
+        let cols = RowColumns { action, addr: rec.addr.unwrap_or(0), size_bytes: rec.size_bytes.unwrap_or(0), stream, stack };
+        self.finish_row(t, cols, odd, e, row, device_index);
+    }
+
+    /// Pushes a row's fixed columns, and keeps the entry verbatim when its action is not one the
+    /// columns describe fully or a field had an unexpected type (with a warning).
+    fn finish_row(&mut self, t: &mut Trace, c: RowColumns, odd: bool, e: Value, row: usize, device_index: i64) {
+        let r = t.action.len();
+        t.action.push(c.action);
+        t.addr.push(c.addr);
+        t.size_bytes.push(c.size_bytes);
+        t.stream.push(c.stream);
+        t.stack.push(c.stack);
         let verbatim = !matches!(
-            action,
+            c.action,
             Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
         );
         if verbatim || odd {
@@ -1097,24 +1114,7 @@ impl<'d> Builder<'d> {
                     None => odd = true,
                 }
             }
-            t.action.push(action);
-            t.addr.push(addr);
-            t.size_bytes.push(size);
-            t.stream.push(stream);
-            t.stack.push(stack);
-            let verbatim = !matches!(
-                action,
-                Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
-            );
-            if verbatim || odd {
-                if odd && !verbatim {
-                    self.warnings.add(WarningKind::OddField, || {
-                        format!("device {device_index} entry {row}: a field has an unexpected type; kept verbatim")
-                    });
-                }
-                let tr = self.tree_of(e);
-                t.raw.push((r as u32, tr));
-            }
+            self.finish_row(&mut t, RowColumns { action, addr, size_bytes: size, stream, stack }, odd, e, row, device_index);
         }
         let rows = t.action.len();
         t.time_us.finish(rows);
