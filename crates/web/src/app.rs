@@ -1216,6 +1216,9 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     });
 }
 
+/// Makes the input of a pointer event from its surface and position (CSS px).
+type PointerInput = fn(Surface, f64, f64) -> Input;
+
 /// Registers a listener that turns a DOM event into an [`Input`] and hands it to the state.
 pub fn listen<E: JsCast + 'static>(
     weak: &Weak<RefCell<App>>,
@@ -1396,32 +1399,16 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
                 })
             },
         ));
-        l.push(listen(
-            weak,
-            target,
-            "pointermove",
-            move |e: &PointerEvent| {
+        let moves: [(&'static str, PointerInput); 2] = [
+            ("pointermove", |surface, x_px, y_px| Input::PointerMove { surface, x_px, y_px }),
+            ("pointerup", |surface, x_px, y_px| Input::PointerUp { surface, x_px, y_px }),
+        ];
+        for (name, make) in moves {
+            l.push(listen(weak, target, name, move |e: &PointerEvent| {
                 let (surface, x_px, y_px) = pointer(surface, e);
-                Some(Input::PointerMove {
-                    surface,
-                    x_px,
-                    y_px,
-                })
-            },
-        ));
-        l.push(listen(
-            weak,
-            target,
-            "pointerup",
-            move |e: &PointerEvent| {
-                let (surface, x_px, y_px) = pointer(surface, e);
-                Some(Input::PointerUp {
-                    surface,
-                    x_px,
-                    y_px,
-                })
-            },
-        ));
+                Some(make(surface, x_px, y_px))
+            }));
+        }
         l.push(listen(
             weak,
             target,
