@@ -32,8 +32,8 @@ mod records;
 
 use entry_template::{EntryTemplate, KeyCode};
 
-use records::{Field, RecordTable};
 pub use records::TraceRecord;
+use records::{Field, RecordTable};
 
 /// A decoded value. Containers and strings are indices into the owning [`Document`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,7 +77,13 @@ impl Value {
             Value::UInt(u) => (3u8, u).hash(h),
             Value::Float(f) => (4u8, f.to_bits()).hash(h),
             Value::Str(s) => (5u8, s).hash(h),
-            Value::BigInt(i) | Value::Bytes(i) | Value::List(i) | Value::Tuple(i) | Value::Dict(i) | Value::Set(i) | Value::FrozenSet(i) => (6u8, i).hash(h),
+            Value::BigInt(i)
+            | Value::Bytes(i)
+            | Value::List(i)
+            | Value::Tuple(i)
+            | Value::Dict(i)
+            | Value::Set(i)
+            | Value::FrozenSet(i) => (6u8, i).hash(h),
         }
     }
 }
@@ -154,7 +160,9 @@ impl Packed {
     }
 
     fn get(&self, i: usize) -> Value {
-        let Some(&t) = self.tags.get(i) else { return Value::None };
+        let Some(&t) = self.tags.get(i) else {
+            return Value::None;
+        };
         let b = i / PACK_BLOCK;
         let (mut n32, mut n64) = (
             self.block_w32.get(b).copied().unwrap_or(0) as usize,
@@ -238,7 +246,10 @@ impl Packed {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.tags.capacity() + self.w32.capacity() * 4 + self.w64.capacity() * 8 + self.block_w32.capacity() * 8
+        self.tags.capacity()
+            + self.w32.capacity() * 4
+            + self.w64.capacity() * 8
+            + self.block_w32.capacity() * 8
     }
 }
 
@@ -321,7 +332,10 @@ impl<'a> Items<'a> {
 
     /// The items in order.
     pub fn iter(&self) -> ItemsIter<'a> {
-        ItemsIter { items: *self, pos: 0 }
+        ItemsIter {
+            items: *self,
+            pos: 0,
+        }
     }
 
     /// The items collected.
@@ -469,10 +483,15 @@ impl Document {
                 None => Items::Values(&[]),
             },
             Value::Tuple(i) => Items::Values(match self.tuples.get(i as usize) {
-                Some(&(s, n)) => self.tuple_items.get(s as usize..(s + n) as usize).unwrap_or(&[]),
+                Some(&(s, n)) => self
+                    .tuple_items
+                    .get(s as usize..(s + n) as usize)
+                    .unwrap_or(&[]),
                 None => &[],
             }),
-            Value::Set(i) | Value::FrozenSet(i) => Items::Values(self.sets.get(i as usize).map_or(&[], |l| l.as_slice())),
+            Value::Set(i) | Value::FrozenSet(i) => {
+                Items::Values(self.sets.get(i as usize).map_or(&[], |l| l.as_slice()))
+            }
             _ => Items::Values(&[]),
         }
     }
@@ -482,8 +501,14 @@ impl Document {
         let Value::Dict(i) = v else { return 0 };
         match self.dict_rec(i).as_ref() {
             Some(DictRec::Compact { shape, .. }) => self.shape_keys(*shape).len(),
-            Some(DictRec::Record(row)) => self.records.shape(*row).map_or(0, |s| self.shape_keys(s).len()),
-            Some(DictRec::Generic(g)) => self.generic_dicts.get(*g as usize).map_or(0, |d| d.items.len()),
+            Some(DictRec::Record(row)) => self
+                .records
+                .shape(*row)
+                .map_or(0, |s| self.shape_keys(s).len()),
+            Some(DictRec::Generic(g)) => self
+                .generic_dicts
+                .get(*g as usize)
+                .map_or(0, |d| d.items.len()),
             Some(DictRec::Empty) | None => 0,
         }
     }
@@ -494,7 +519,11 @@ impl Document {
             Value::Dict(i) => self.dict_rec(i),
             _ => None,
         };
-        DictIter { doc: self, rec, pos: 0 }
+        DictIter {
+            doc: self,
+            rec,
+            pos: 0,
+        }
     }
 
     /// Looks up a string key in a dict. Linear in the dict's size, which is small for snapshot records.
@@ -513,7 +542,10 @@ impl Document {
             }
             DictRec::Generic(g) => {
                 let d = self.generic_dicts.get(*g as usize)?;
-                d.items.iter().find(|(k, _)| self.as_str(*k) == Some(key)).map(|(_, v)| *v)
+                d.items
+                    .iter()
+                    .find(|(k, _)| self.as_str(*k) == Some(key))
+                    .map(|(_, v)| *v)
             }
             DictRec::Empty => None,
         }
@@ -553,7 +585,9 @@ impl Document {
     /// The fields of a trace entry kept as a record (`None` for any other value).
     pub fn trace_record(&self, dict: Value) -> Option<TraceRecord> {
         let Value::Dict(i) = dict else { return None };
-        let DictRec::Record(row) = self.dict_rec(i)? else { return None };
+        let DictRec::Record(row) = self.dict_rec(i)? else {
+            return None;
+        };
         let mask = *self.shape_masks.get(self.records.shape(row)? as usize)?;
         Some(self.records.record(row, mask))
     }
@@ -584,7 +618,10 @@ impl Document {
 
     /// The value at key position `pos` of record `row`.
     fn record_value(&self, row: u32, pos: usize) -> Option<Value> {
-        let fields = self.shape_fields.get(self.records.shape(row)? as usize)?.as_deref()?;
+        let fields = self
+            .shape_fields
+            .get(self.records.shape(row)? as usize)?
+            .as_deref()?;
         Some(self.records.value(row, *fields.get(pos)?))
     }
 
@@ -679,13 +716,24 @@ impl Iterator for DictIter<'_> {
             DictRec::Compact { shape, start } => {
                 let keys = self.doc.shapes.get(shape as usize)?;
                 let k = *keys.get(self.pos)?;
-                (Value::Str(k), self.doc.dict_vals.get(start as usize + self.pos))
+                (
+                    Value::Str(k),
+                    self.doc.dict_vals.get(start as usize + self.pos),
+                )
             }
             DictRec::Record(row) => {
                 let keys = self.doc.shape_keys(self.doc.records.shape(row)?);
-                (Value::Str(*keys.get(self.pos)?), self.doc.record_value(row, self.pos)?)
+                (
+                    Value::Str(*keys.get(self.pos)?),
+                    self.doc.record_value(row, self.pos)?,
+                )
             }
-            DictRec::Generic(g) => *self.doc.generic_dicts.get(g as usize)?.items.get(self.pos)?,
+            DictRec::Generic(g) => *self
+                .doc
+                .generic_dicts
+                .get(g as usize)?
+                .items
+                .get(self.pos)?,
             DictRec::Empty => return None,
         };
         self.pos += 1;
@@ -727,7 +775,10 @@ enum Step {
     /// Done; `n` bytes consumed.
     Done(usize),
     /// Need more input; `what` describes what is incomplete, `declared` its length when known.
-    More { what: &'static str, declared: Option<u64> },
+    More {
+        what: &'static str,
+        declared: Option<u64>,
+    },
     /// STOP reached after `n` bytes.
     Stop(usize),
 }
@@ -834,7 +885,8 @@ impl Parser {
         if self.pending.is_empty() {
             let used = self.run(chunk)?;
             if !self.stopped {
-                self.pending.extend_from_slice(chunk.get(used..).unwrap_or(&[]));
+                self.pending
+                    .extend_from_slice(chunk.get(used..).unwrap_or(&[]));
             } else {
                 self.trailing += (chunk.len() - used) as u64;
             }
@@ -883,10 +935,17 @@ impl Parser {
                 Ok(_) => ("the pickle (no STOP opcode)", None),
                 Err(e) => return Err(e),
             };
-            return Err(Error::Truncated { offset: offset + pending.len() as u64, inside: what, declared });
+            return Err(Error::Truncated {
+                offset: offset + pending.len() as u64,
+                inside: what,
+                declared,
+            });
         }
         if self.trailing > 0 {
-            self.doc.oddities.push(format!("{} bytes after the pickle's STOP opcode were ignored", self.trailing));
+            self.doc.oddities.push(format!(
+                "{} bytes after the pickle's STOP opcode were ignored",
+                self.trailing
+            ));
         }
         Ok(self.doc)
     }
@@ -917,7 +976,11 @@ impl Parser {
                     if let (Some(total), Some(d)) = (self.total_len, declared) {
                         let remaining = total.saturating_sub(self.consumed);
                         if d > remaining {
-                            return Err(Error::Truncated { offset: total, inside: what, declared: Some(d) });
+                            return Err(Error::Truncated {
+                                offset: total,
+                                inside: what,
+                                declared: Some(d),
+                            });
                         }
                     }
                     return Ok(pos);
@@ -941,12 +1004,16 @@ impl Parser {
                 Some(self.memo_len())
             }
             Some(b'q') => {
-                let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                let Some(&i) = rest.get(p + 1) else {
+                    return Ok(None);
+                };
                 p += 2;
                 Some(u64::from(i))
             }
             Some(b'r') => {
-                let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
+                let Some(b) = rest.get(p + 1..p + 5) else {
+                    return Ok(None);
+                };
                 p += 5;
                 Some(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
             }
@@ -960,7 +1027,9 @@ impl Parser {
         let mut key_codes = [None; FLAT_DICT_MAX_PAIRS];
         let mut n = 0;
         loop {
-            let Some(&op) = rest.get(p) else { return Ok(None) };
+            let Some(&op) = rest.get(p) else {
+                return Ok(None);
+            };
             if op == b'u' {
                 p += 1;
                 break;
@@ -971,43 +1040,64 @@ impl Parser {
             let (v, used) = match op {
                 b'h' | b'j' => {
                     let (idx, used) = if op == b'h' {
-                        let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                        let Some(&i) = rest.get(p + 1) else {
+                            return Ok(None);
+                        };
                         (u64::from(i), 2)
                     } else {
-                        let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
+                        let Some(b) = rest.get(p + 1..p + 5) else {
+                            return Ok(None);
+                        };
                         (u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5)
                     };
                     if Some(idx) == memo_idx {
                         return Ok(None);
                     }
-                    let Some(v) = self.memo_peek(idx) else { return Ok(None) };
+                    let Some(v) = self.memo_peek(idx) else {
+                        return Ok(None);
+                    };
                     if n % 2 == 0 {
                         key_codes[n / 2] = KeyCode::of(op, idx);
                     }
                     (v, used)
                 }
                 b'K' => {
-                    let Some(&i) = rest.get(p + 1) else { return Ok(None) };
+                    let Some(&i) = rest.get(p + 1) else {
+                        return Ok(None);
+                    };
                     (Value::Int(i64::from(i)), 2)
                 }
                 b'M' => {
-                    let Some(b) = rest.get(p + 1..p + 3) else { return Ok(None) };
+                    let Some(b) = rest.get(p + 1..p + 3) else {
+                        return Ok(None);
+                    };
                     (Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))), 3)
                 }
                 b'J' => {
-                    let Some(b) = rest.get(p + 1..p + 5) else { return Ok(None) };
-                    (Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))), 5)
+                    let Some(b) = rest.get(p + 1..p + 5) else {
+                        return Ok(None);
+                    };
+                    (
+                        Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+                        5,
+                    )
                 }
                 0x8a => {
-                    let Some(&len) = rest.get(p + 1) else { return Ok(None) };
+                    let Some(&len) = rest.get(p + 1) else {
+                        return Ok(None);
+                    };
                     if len == 0 || len > 8 {
                         return Ok(None);
                     }
-                    let Some(b) = rest.get(p + 2..p + 2 + len as usize) else { return Ok(None) };
+                    let Some(b) = rest.get(p + 2..p + 2 + len as usize) else {
+                        return Ok(None);
+                    };
                     (Value::Int(small_long(b)), 2 + len as usize)
                 }
                 b'G' => {
-                    let Some(b) = rest.get(p + 1..p + 9) else { return Ok(None) };
+                    let Some(b) = rest.get(p + 1..p + 9) else {
+                        return Ok(None);
+                    };
                     let mut a = [0u8; 8];
                     a.copy_from_slice(b);
                     (Value::Float(f64::from_be_bytes(a)), 9)
@@ -1052,42 +1142,61 @@ impl Parser {
     #[inline(always)]
     fn fast_op(&mut self, data: &[u8], pos: usize, base: u64) -> Result<Option<usize>, Error> {
         let rest = &data[pos..];
-        let Some(&op) = rest.first() else { return Ok(None) };
+        let Some(&op) = rest.first() else {
+            return Ok(None);
+        };
         let n = match op {
             b'h' => {
-                let Some(&i) = rest.get(1) else { return Ok(None) };
+                let Some(&i) = rest.get(1) else {
+                    return Ok(None);
+                };
                 let v = self.memo_get(u64::from(i), base + pos as u64)?;
                 self.stack.push(v);
                 2
             }
             b'j' => {
-                let Some(b) = rest.get(1..5) else { return Ok(None) };
+                let Some(b) = rest.get(1..5) else {
+                    return Ok(None);
+                };
                 let i = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 let v = self.memo_get(u64::from(i), base + pos as u64)?;
                 self.stack.push(v);
                 5
             }
             b'K' => {
-                let Some(&i) = rest.get(1) else { return Ok(None) };
+                let Some(&i) = rest.get(1) else {
+                    return Ok(None);
+                };
                 self.stack.push(Value::Int(i64::from(i)));
                 2
             }
             b'M' => {
-                let Some(b) = rest.get(1..3) else { return Ok(None) };
-                self.stack.push(Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
+                let Some(b) = rest.get(1..3) else {
+                    return Ok(None);
+                };
+                self.stack
+                    .push(Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
                 3
             }
             b'J' => {
-                let Some(b) = rest.get(1..5) else { return Ok(None) };
-                self.stack.push(Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))));
+                let Some(b) = rest.get(1..5) else {
+                    return Ok(None);
+                };
+                self.stack.push(Value::Int(i64::from(i32::from_le_bytes([
+                    b[0], b[1], b[2], b[3],
+                ]))));
                 5
             }
             0x8a => {
-                let Some(&len) = rest.get(1) else { return Ok(None) };
+                let Some(&len) = rest.get(1) else {
+                    return Ok(None);
+                };
                 if len == 0 || len > 8 {
                     return Ok(None);
                 }
-                let Some(b) = rest.get(2..2 + len as usize) else { return Ok(None) };
+                let Some(b) = rest.get(2..2 + len as usize) else {
+                    return Ok(None);
+                };
                 self.stack.push(Value::Int(small_long(b)));
                 2 + len as usize
             }
@@ -1096,7 +1205,9 @@ impl Parser {
                 1
             }
             0x94 => {
-                let Some(&top) = self.stack.last() else { return Ok(None) };
+                let Some(&top) = self.stack.last() else {
+                    return Ok(None);
+                };
                 let idx = self.memo_len();
                 self.memo_put(idx, top);
                 1
@@ -1126,13 +1237,22 @@ impl Parser {
         // A pop may not reach below the innermost mark.
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
-            return Err(Error::Malformed { offset, reason: format!("{op} on an empty stack") });
+            return Err(Error::Malformed {
+                offset,
+                reason: format!("{op} on an empty stack"),
+            });
         }
-        self.stack.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} on an empty stack") })
+        self.stack.pop().ok_or_else(|| Error::Malformed {
+            offset,
+            reason: format!("{op} on an empty stack"),
+        })
     }
 
     fn pop_mark(&mut self, offset: u64, op: &'static str) -> Result<usize, Error> {
-        self.marks.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} without a MARK") })
+        self.marks.pop().ok_or_else(|| Error::Malformed {
+            offset,
+            reason: format!("{op} without a MARK"),
+        })
     }
 
     fn push_str(&mut self, raw: &[u8]) -> Value {
@@ -1141,7 +1261,9 @@ impl Parser {
             Err(_) => {
                 let s = decode_surrogatepass(raw);
                 if self.doc.oddities.len() < 16 && s.contains('\u{fffd}') {
-                    self.doc.oddities.push("a string with invalid UTF-8 was decoded lossily".into());
+                    self.doc
+                        .oddities
+                        .push("a string with invalid UTF-8 was decoded lossily".into());
                 }
                 Value::Str(self.doc.intern_str(&s))
             }
@@ -1170,7 +1292,10 @@ impl Parser {
     #[inline]
     fn new_dict(&mut self, offset: u64) -> Result<Value, Error> {
         if self.doc.dicts.len() >= RECORD_BIT as usize {
-            return Err(Error::Malformed { offset, reason: "more than 2^31 dicts".into() });
+            return Err(Error::Malformed {
+                offset,
+                reason: "more than 2^31 dicts".into(),
+            });
         }
         self.doc.dicts.push(DictRec::Empty);
         let id = (self.doc.dicts.len() - 1) as u32;
@@ -1261,7 +1386,10 @@ impl Parser {
     #[inline(always)]
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
         let v = self.memo_peek(idx);
-        let v = v.ok_or_else(|| Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })?;
+        let v = v.ok_or_else(|| Error::Malformed {
+            offset,
+            reason: format!("memo index {idx} was never stored"),
+        })?;
         self.note_escape(v);
         Ok(v)
     }
@@ -1298,7 +1426,12 @@ impl Parser {
         }
         // Fast path: same keys as the last dict.
         if let Some(keys) = self.doc.shapes.get(self.last_shape as usize) {
-            if keys.len() == n && pairs.chunks_exact(2).zip(keys.iter()).all(|(kv, &k)| kv[0] == Value::Str(k)) {
+            if keys.len() == n
+                && pairs
+                    .chunks_exact(2)
+                    .zip(keys.iter())
+                    .all(|(kv, &k)| kv[0] == Value::Str(k))
+            {
                 return Some(self.last_shape);
             }
         }
@@ -1320,7 +1453,9 @@ impl Parser {
                 let s = self.doc.shapes.len() as u32;
                 let boxed: Box<[u32]> = keys.into_boxed_slice();
                 let fields = Field::layout(boxed.iter().map(|&k| Field::from_key(self.doc.str(k))));
-                self.doc.shape_masks.push(fields.as_deref().map_or(0, Field::mask));
+                self.doc
+                    .shape_masks
+                    .push(fields.as_deref().map_or(0, Field::mask));
                 self.doc.shape_fields.push(fields);
                 self.doc.shapes.push(boxed.clone());
                 self.doc.shape_index.insert(boxed, s);
@@ -1334,11 +1469,22 @@ impl Parser {
     /// Makes the fresh dict `di` an alias of the equal leaf dict `canon`: the new dict's slot is
     /// dropped and the stack and memo point at `canon`. Returns false when that is not safe.
     fn try_alias(&mut self, di: u32, canon: u32, shape: u32, pairs: &[Value]) -> bool {
-        let Some(DictRec::Compact { shape: cs, start }) = self.doc.dicts.get(canon as usize).copied() else { return false };
-        if cs != shape || pairs.chunks_exact(2).enumerate().any(|(i, kv)| self.doc.dict_vals.get(start as usize + i) != kv[1]) {
+        let Some(DictRec::Compact { shape: cs, start }) =
+            self.doc.dicts.get(canon as usize).copied()
+        else {
+            return false;
+        };
+        if cs != shape
+            || pairs
+                .chunks_exact(2)
+                .enumerate()
+                .any(|(i, kv)| self.doc.dict_vals.get(start as usize + i) != kv[1])
+        {
             return false;
         }
-        let Some((fid, slot, escaped)) = self.fresh else { return false };
+        let Some((fid, slot, escaped)) = self.fresh else {
+            return false;
+        };
         let last = self.doc.dicts.len() as u32 - 1;
         if fid != di || escaped || di != last || self.stack.last() != Some(&Value::Dict(di)) {
             return false;
@@ -1373,8 +1519,12 @@ impl Parser {
 
     /// Stores the fresh dict `di` as a trace record when its shape and value types allow.
     fn try_record(&mut self, di: usize, shape: u32, pairs: &[Value]) -> bool {
-        let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else { return false };
-        let Some(row) = self.doc.records.push(shape, fields, pairs) else { return false };
+        let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else {
+            return false;
+        };
+        let Some(row) = self.doc.records.push(shape, fields, pairs) else {
+            return false;
+        };
         if let Some(rec) = self.doc.dicts.get_mut(di) {
             *rec = DictRec::Record(row);
         }
@@ -1386,12 +1536,18 @@ impl Parser {
         let Value::Dict(di) = dict else {
             return Err(Error::Malformed {
                 offset,
-                reason: format!("SETITEM(S) on {} (only dicts are supported)", Document::a_type_name(dict)),
+                reason: format!(
+                    "SETITEM(S) on {} (only dicts are supported)",
+                    Document::a_type_name(dict)
+                ),
             });
         };
         let di = di as usize;
         if pairs.len() % 2 != 0 {
-            return Err(Error::Malformed { offset, reason: "SETITEMS with an odd number of items".into() });
+            return Err(Error::Malformed {
+                offset,
+                reason: "SETITEMS with an odd number of items".into(),
+            });
         }
         let fresh = matches!(self.doc.dicts.get(di), Some(DictRec::Empty));
         if fresh && !pairs.is_empty() {
@@ -1402,7 +1558,15 @@ impl Parser {
                 // Leaf dicts (scalars and strings only) are deduplicated by content.
                 let leaf = pairs.len() <= 16
                     && pairs.chunks_exact(2).all(|kv| {
-                        matches!(kv[1], Value::None | Value::Bool(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Str(_))
+                        matches!(
+                            kv[1],
+                            Value::None
+                                | Value::Bool(_)
+                                | Value::Int(_)
+                                | Value::UInt(_)
+                                | Value::Float(_)
+                                | Value::Str(_)
+                        )
                     });
                 let mut hash = None;
                 if leaf {
@@ -1445,17 +1609,26 @@ impl Parser {
             Some(DictRec::Compact { .. } | DictRec::Record(_)) => {
                 let items = self.doc.dict_pairs(Value::Dict(id));
                 let g = self.doc.generic_dicts.len();
-                self.doc.generic_dicts.push(GenericDict { items, index: None });
+                self.doc
+                    .generic_dicts
+                    .push(GenericDict { items, index: None });
                 self.doc.set_generic(id, g as u32);
                 g
             }
-            None => return Err(Error::Malformed { offset, reason: "unknown dict".into() }),
+            None => {
+                return Err(Error::Malformed {
+                    offset,
+                    reason: "unknown dict".into(),
+                })
+            }
         };
         for kv in pairs.chunks_exact(2) {
             let (k, v) = (kv[0], kv[1]);
             self.unique += 1;
             let hk = self.doc.hash_key(k, self.unique);
-            let Some(d) = self.doc.generic_dicts.get_mut(g) else { break };
+            let Some(d) = self.doc.generic_dicts.get_mut(g) else {
+                break;
+            };
             if d.index.is_none() && d.items.len() >= 16 {
                 let mut idx = HashMap::new();
                 for (i, (ek, _)) in d.items.iter().enumerate() {
@@ -1500,7 +1673,12 @@ impl Parser {
         Ok(())
     }
 
-    fn list_extend(doc: &mut Document, list: Value, items: &[Value], offset: u64) -> Result<(), Error> {
+    fn list_extend(
+        doc: &mut Document,
+        list: Value,
+        items: &[Value],
+        offset: u64,
+    ) -> Result<(), Error> {
         match list {
             Value::List(i) => {
                 if let Some(l) = doc.lists.get_mut(i as usize) {
@@ -1510,7 +1688,10 @@ impl Parser {
             }
             other => Err(Error::Malformed {
                 offset,
-                reason: format!("APPEND(S) on {} (only lists are supported)", Document::a_type_name(other)),
+                reason: format!(
+                    "APPEND(S) on {} (only lists are supported)",
+                    Document::a_type_name(other)
+                ),
             }),
         }
     }
@@ -1521,14 +1702,20 @@ impl Parser {
         let offset = self.consumed; // absolute offset of this opcode
         let rest = data.get(pos..).unwrap_or(&[]);
         let Some(&op) = rest.first() else {
-            return Ok(Step::More { what: "an opcode", declared: None });
+            return Ok(Step::More {
+                what: "an opcode",
+                declared: None,
+            });
         };
         let arg = rest.get(1..).unwrap_or(&[]);
         macro_rules! need {
             ($n:expr, $what:expr) => {{
                 let n: u64 = $n;
                 if (arg.len() as u64) < n {
-                    return Ok(Step::More { what: $what, declared: Some(n) });
+                    return Ok(Step::More {
+                        what: $what,
+                        declared: Some(n),
+                    });
                 }
                 &arg[..n as usize]
             }};
@@ -1538,8 +1725,15 @@ impl Parser {
                 let header: u64 = $header;
                 let n: u64 = $n;
                 match header.checked_add(n) {
-                    Some(total) if (arg.len() as u64) >= total => &arg[header as usize..total as usize],
-                    _ => return Ok(Step::More { what: $what, declared: Some(n) }),
+                    Some(total) if (arg.len() as u64) >= total => {
+                        &arg[header as usize..total as usize]
+                    }
+                    _ => {
+                        return Ok(Step::More {
+                            what: $what,
+                            declared: Some(n),
+                        })
+                    }
                 }
             }};
         }
@@ -1554,7 +1748,11 @@ impl Parser {
             }};
         }
         if let Some(name) = forbidden_name(op) {
-            return Err(Error::ForbiddenOpcode { name, opcode: op, offset });
+            return Err(Error::ForbiddenOpcode {
+                name,
+                opcode: op,
+                offset,
+            });
         }
         let step = match op {
             0x80 => {
@@ -1573,7 +1771,9 @@ impl Parser {
             b'.' => {
                 let v = self.pop(offset, "STOP")?;
                 if !self.stack.is_empty() || !self.marks.is_empty() {
-                    self.doc.oddities.push("values were left on the pickle stack at STOP".into());
+                    self.doc
+                        .oddities
+                        .push("values were left on the pickle stack at STOP".into());
                 }
                 self.doc.root = Some(v);
                 Step::Stop(1)
@@ -1597,7 +1797,10 @@ impl Parser {
                 Step::Done(1)
             }
             b'2' => {
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "DUP on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "DUP on an empty stack".into(),
+                })?;
                 self.note_escape(top);
                 self.stack.push(top);
                 Step::Done(1)
@@ -1639,7 +1842,10 @@ impl Parser {
             0x8b => {
                 let n = le_u!(4, "a LONG4 length") as u32 as i32;
                 if n < 0 {
-                    return Err(Error::Malformed { offset, reason: "LONG4 with a negative length".into() });
+                    return Err(Error::Malformed {
+                        offset,
+                        reason: "LONG4 with a negative length".into(),
+                    });
                 }
                 let n = n as u64;
                 let b = need_payload!(4, n, "a LONG4 integer");
@@ -1698,10 +1904,16 @@ impl Parser {
             b'I' | b'L' | b'F' | b'S' | b'V' | b'p' | b'g' => {
                 // Text opcodes: argument runs to the next newline.
                 let Some(nl) = arg.iter().position(|&c| c == b'\n') else {
-                    return Ok(Step::More { what: "a text-protocol argument line", declared: None });
+                    return Ok(Step::More {
+                        what: "a text-protocol argument line",
+                        declared: None,
+                    });
                 };
                 if nl > 1 << 20 && !matches!(op, b'S' | b'V') {
-                    return Err(Error::Malformed { offset, reason: "a text opcode argument longer than 1 MiB".into() });
+                    return Err(Error::Malformed {
+                        offset,
+                        reason: "a text opcode argument longer than 1 MiB".into(),
+                    });
                 }
                 let line = &arg[..nl];
                 self.text_op(op, line, offset)?;
@@ -1721,18 +1933,27 @@ impl Parser {
             }
             b'q' => {
                 let i = le_u!(1, "a BINPUT index");
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "BINPUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "BINPUT on an empty stack".into(),
+                })?;
                 self.memo_put(i, top);
                 Step::Done(2)
             }
             b'r' => {
                 let i = le_u!(4, "a LONG_BINPUT index");
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "LONG_BINPUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "LONG_BINPUT on an empty stack".into(),
+                })?;
                 self.memo_put(i, top);
                 Step::Done(5)
             }
             0x94 => {
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "MEMOIZE on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "MEMOIZE on an empty stack".into(),
+                })?;
                 let idx = self.memo_len();
                 self.memo_put(idx, top);
                 Step::Done(1)
@@ -1761,7 +1982,10 @@ impl Parser {
                 let n = (op - 0x84) as usize;
                 let floor = self.marks.last().copied().unwrap_or(0);
                 if self.stack.len() < floor + n {
-                    return Err(Error::Malformed { offset, reason: format!("TUPLE{n} with fewer than {n} items on the stack") });
+                    return Err(Error::Malformed {
+                        offset,
+                        reason: format!("TUPLE{n} with fewer than {n} items on the stack"),
+                    });
                 }
                 let at = self.stack.len() - n;
                 let items = self.take_items(at);
@@ -1790,7 +2014,10 @@ impl Parser {
             }
             b'a' => {
                 let item = self.pop(offset, "APPEND")?;
-                let list = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "APPEND without a list".into() })?;
+                let list = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "APPEND without a list".into(),
+                })?;
                 Self::list_extend(&mut self.doc, list, &[item], offset)?;
                 Step::Done(1)
             }
@@ -1800,22 +2027,36 @@ impl Parser {
                 let list = *m
                     .checked_sub(1)
                     .and_then(|i| self.stack.get(i))
-                    .ok_or_else(|| Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
-                Self::list_extend(&mut self.doc, list, self.stack.get(m..).unwrap_or(&[]), offset)?;
+                    .ok_or_else(|| Error::Malformed {
+                        offset,
+                        reason: "APPENDS without a list".into(),
+                    })?;
+                Self::list_extend(
+                    &mut self.doc,
+                    list,
+                    self.stack.get(m..).unwrap_or(&[]),
+                    offset,
+                )?;
                 self.stack.truncate(m);
                 Step::Done(1)
             }
             b's' => {
                 let v = self.pop(offset, "SETITEM")?;
                 let k = self.pop(offset, "SETITEM")?;
-                let d = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "SETITEM without a dict".into() })?;
+                let d = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "SETITEM without a dict".into(),
+                })?;
                 self.dict_set(d, &[k, v], offset)?;
                 Step::Done(1)
             }
             b'u' => {
                 let m = self.pop_mark(offset, "SETITEMS")?;
                 let items = self.take_items(m);
-                let d = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "SETITEMS without a dict".into() })?;
+                let d = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "SETITEMS without a dict".into(),
+                })?;
                 let r = self.dict_set(d, &items, offset);
                 self.give_back(items);
                 r?;
@@ -1831,12 +2072,22 @@ impl Parser {
                             s.extend_from_slice(&items);
                         }
                     }
-                    _ => return Err(Error::Malformed { offset, reason: "ADDITEMS without a set".into() }),
+                    _ => {
+                        return Err(Error::Malformed {
+                            offset,
+                            reason: "ADDITEMS without a set".into(),
+                        })
+                    }
                 }
                 Step::Done(1)
             }
             0x98 => Step::Done(1), // READONLY_BUFFER: a no-op on an in-band buffer
-            other => return Err(Error::UnknownOpcode { opcode: other, offset }),
+            other => {
+                return Err(Error::UnknownOpcode {
+                    opcode: other,
+                    offset,
+                })
+            }
         };
         Ok(step)
     }
@@ -1878,7 +2129,10 @@ impl Parser {
     }
 
     fn text_op(&mut self, op: u8, line: &[u8], offset: u64) -> Result<(), Error> {
-        let bad = |what: &str| Error::Malformed { offset, reason: format!("bad {what} argument in a text-protocol opcode") };
+        let bad = |what: &str| Error::Malformed {
+            offset,
+            reason: format!("bad {what} argument in a text-protocol opcode"),
+        };
         match op {
             b'I' => {
                 let s = std::str::from_utf8(line).map_err(|_| bad("INT"))?.trim();
@@ -1919,7 +2173,10 @@ impl Parser {
             b'p' => {
                 let s = std::str::from_utf8(line).map_err(|_| bad("PUT"))?.trim();
                 let i: u64 = s.parse().map_err(|_| bad("PUT"))?;
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed { offset, reason: "PUT on an empty stack".into() })?;
+                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
+                    offset,
+                    reason: "PUT on an empty stack".into(),
+                })?;
                 self.memo_put(i, top);
             }
             b'g' => {
@@ -1945,7 +2202,8 @@ impl Parser {
             Some(d) => (true, d),
             None => (false, s.strip_prefix('+').unwrap_or(s)),
         };
-        if digits.is_empty() || digits.len() > 10_000 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        if digits.is_empty() || digits.len() > 10_000 || !digits.bytes().all(|c| c.is_ascii_digit())
+        {
             return None;
         }
         let mut mag: Vec<u8> = vec![0];
@@ -1976,7 +2234,11 @@ impl Parser {
 
 /// A little-endian two's complement integer of 1 to 8 bytes (LONG1's payload).
 fn small_long(b: &[u8]) -> i64 {
-    let mut x: u64 = if b.last().is_some_and(|&t| t & 0x80 != 0) { u64::MAX } else { 0 };
+    let mut x: u64 = if b.last().is_some_and(|&t| t & 0x80 != 0) {
+        u64::MAX
+    } else {
+        0
+    };
     for (k, &byte) in b.iter().take(8).enumerate() {
         x &= !(0xffu64 << (8 * k));
         x |= u64::from(byte) << (8 * k);
@@ -2005,7 +2267,9 @@ fn decode_surrogatepass(raw: &[u8]) -> String {
                 match bad {
                     [0xed, b1 @ 0xa0..=0xbf, b2 @ 0x80..=0xbf, ..] => {
                         let cp = 0xd000 | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
-                        out.push(char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'));
+                        out.push(
+                            char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'),
+                        );
                         rest = &bad[3..];
                     }
                     _ => {
@@ -2147,7 +2411,10 @@ mod tests {
     fn truncation_reports_declared_length() {
         let b = b"\x80\x04X\x00\x01\x00\x00abc";
         match p(b) {
-            Err(Error::Truncated { declared: Some(256), .. }) => {}
+            Err(Error::Truncated {
+                declared: Some(256),
+                ..
+            }) => {}
             other => panic!("unexpected {other:?}"),
         }
     }

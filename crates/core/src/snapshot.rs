@@ -7,7 +7,6 @@
 //! expandable segments, addresses at or above 2^63, profile_plot pickles with `category`, several
 //! devices. Inconsistent traces load with [`Warning`]s.
 
-
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::error::Error;
@@ -315,13 +314,21 @@ impl Trace {
     /// `device_free` of an oom row.
     pub fn device_free_at(&self, row: usize) -> Option<u64> {
         let r = row as u32;
-        self.device_free.binary_search_by_key(&r, |&(x, _)| x).ok().and_then(|i| self.device_free.get(i)).map(|&(_, v)| v)
+        self.device_free
+            .binary_search_by_key(&r, |&(x, _)| x)
+            .ok()
+            .and_then(|i| self.device_free.get(i))
+            .map(|&(_, v)| v)
     }
 
     /// The raw entry of a row, if kept.
     pub fn raw_at(&self, row: usize) -> Option<&Tree> {
         let r = row as u32;
-        self.raw.binary_search_by_key(&r, |(x, _)| *x).ok().and_then(|i| self.raw.get(i)).map(|(_, t)| t)
+        self.raw
+            .binary_search_by_key(&r, |(x, _)| *x)
+            .ok()
+            .and_then(|i| self.raw.get(i))
+            .map(|(_, t)| t)
     }
 
     /// Approximate heap bytes.
@@ -360,7 +367,10 @@ pub struct StackTable {
 impl Default for StackTable {
     fn default() -> Self {
         // Stack 0 is the empty stack.
-        StackTable { offsets: vec![0, 0], frames: Vec::new() }
+        StackTable {
+            offsets: vec![0, 0],
+            frames: Vec::new(),
+        }
     }
 }
 
@@ -404,7 +414,11 @@ pub struct Strings {
 
 impl Default for Strings {
     fn default() -> Self {
-        let mut s = Strings { data: String::new(), spans: Vec::new(), index: HashMap::default() };
+        let mut s = Strings {
+            data: String::new(),
+            spans: Vec::new(),
+            index: HashMap::default(),
+        };
         s.intern("");
         s
     }
@@ -536,7 +550,11 @@ impl Warnings {
         if let Some(w) = self.list.iter_mut().find(|w| w.kind == kind) {
             w.count += 1;
         } else {
-            self.list.push(Warning { kind, count: 1, example: example() });
+            self.list.push(Warning {
+                kind,
+                count: 1,
+                example: example(),
+            });
         }
     }
 }
@@ -692,7 +710,10 @@ impl<'d> Builder<'d> {
         if items.len() != 2 {
             return 0;
         }
-        let (Some(a), Some(b)) = (items.get(0).and_then(|x| as_i128(self.doc, x)), items.get(1).and_then(|x| as_i128(self.doc, x))) else {
+        let (Some(a), Some(b)) = (
+            items.get(0).and_then(|x| as_i128(self.doc, x)),
+            items.get(1).and_then(|x| as_i128(self.doc, x)),
+        ) else {
             return 0;
         };
         if let Some(&i) = self.pool_map.get(&(a, b)) {
@@ -751,27 +772,46 @@ impl<'d> Builder<'d> {
         }
         let order_ok = {
             let keys: Vec<Option<&str>> = doc.dict_iter(v).map(|(k, _)| doc.as_str(k)).collect();
-            keys == [Some("filename"), Some("line"), Some("name")] || keys == [Some("name"), Some("filename"), Some("line")]
+            keys == [Some("filename"), Some("line"), Some("name")]
+                || keys == [Some("name"), Some("filename"), Some("line")]
         };
         let extra = if plain && order_ok {
             None
         } else {
-            Some(Box::new(FrameExtra { dict: tree::from_value_budgeted(doc, v, &mut self.expansion_left, &mut |_| None) }))
+            Some(Box::new(FrameExtra {
+                dict: tree::from_value_budgeted(doc, v, &mut self.expansion_left, &mut |_| None),
+            }))
         };
         let id = if extra.is_none() {
-            let ck = (filename, line, name ^ if name_first { 0x8000_0000 } else { 0 });
+            let ck = (
+                filename,
+                line,
+                name ^ if name_first { 0x8000_0000 } else { 0 },
+            );
             match self.frame_by_content.get(&ck) {
                 Some(&f) => f,
                 None => {
                     let f = self.snap.frames.len() as u32;
-                    self.snap.frames.push(Frame { filename, line, name, extra: None, name_first });
+                    self.snap.frames.push(Frame {
+                        filename,
+                        line,
+                        name,
+                        extra: None,
+                        name_first,
+                    });
                     self.frame_by_content.insert(ck, f);
                     f
                 }
             }
         } else {
             let f = self.snap.frames.len() as u32;
-            self.snap.frames.push(Frame { filename, line, name, extra, name_first });
+            self.snap.frames.push(Frame {
+                filename,
+                line,
+                name,
+                extra,
+                name_first,
+            });
             f
         };
         if let Some(slot) = key.and_then(|k| self.frame_map.get_mut(k as usize)) {
@@ -827,7 +867,13 @@ impl<'d> Builder<'d> {
                 Some(&f) => f,
                 None => {
                     let f = self.snap.frames.len() as u32;
-                    self.snap.frames.push(Frame { filename: 0, line: 0, name, extra: None, name_first: false });
+                    self.snap.frames.push(Frame {
+                        filename: 0,
+                        line: 0,
+                        name,
+                        extra: None,
+                        name_first: false,
+                    });
                     self.frame_by_content.insert(ck, f);
                     f
                 }
@@ -873,12 +919,23 @@ impl<'d> Builder<'d> {
     /// Appends trace entry `e`, kept by the reader as `rec`: the same row the generic path in
     /// [`Builder::trace`] makes of it, without decoding values (a record's values have the
     /// expected types, and its keys are all known).
-    fn record_row(&mut self, t: &mut Trace, rec: &TraceRecord, e: Value, row: usize, device_index: i64) {
+    fn record_row(
+        &mut self,
+        t: &mut Trace,
+        rec: &TraceRecord,
+        e: Value,
+        row: usize,
+        device_index: i64,
+    ) {
         let r = t.action.len();
         let action = rec.action.map_or(Action::Unknown, |id| self.action_of(id));
         if action == Action::Unknown {
-            let name = rec.action.map_or_else(|| "(missing)".to_owned(), |id| self.doc.str(id).to_owned());
-            self.warnings.add(WarningKind::UnknownAction, || format!("device {device_index} entry {row}: unknown action {name}"));
+            let name = rec
+                .action
+                .map_or_else(|| "(missing)".to_owned(), |id| self.doc.str(id).to_owned());
+            self.warnings.add(WarningKind::UnknownAction, || {
+                format!("device {device_index} entry {row}: unknown action {name}")
+            });
         }
         let stream = rec.stream.map_or(0, |x| self.stream_index(i128::from(x)));
         let mut odd = false;
@@ -894,19 +951,37 @@ impl<'d> Builder<'d> {
         if t.pool.is_present() {
             t.pool.push(r, 0, 0);
         }
-        for (value, column) in [(rec.user_metadata, &mut t.user_metadata), (rec.compile_context, &mut t.compile_context), (None, &mut t.category)] {
+        for (value, column) in [
+            (rec.user_metadata, &mut t.user_metadata),
+            (rec.compile_context, &mut t.compile_context),
+            (None, &mut t.category),
+        ] {
             let id = value.and_then(|s| self.string(Value::Str(s)));
             if id.is_some() || column.is_present() {
                 column.push(r, id.unwrap_or(0), 0);
             }
         }
-        let cols = RowColumns { action, addr: rec.addr.unwrap_or(0), size_bytes: rec.size_bytes.unwrap_or(0), stream, stack };
+        let cols = RowColumns {
+            action,
+            addr: rec.addr.unwrap_or(0),
+            size_bytes: rec.size_bytes.unwrap_or(0),
+            stream,
+            stack,
+        };
         self.finish_row(t, cols, odd, e, row, device_index);
     }
 
     /// Pushes a row's fixed columns, and keeps the entry verbatim when its action is not one the
     /// columns describe fully or a field had an unexpected type (with a warning).
-    fn finish_row(&mut self, t: &mut Trace, c: RowColumns, odd: bool, e: Value, row: usize, device_index: i64) {
+    fn finish_row(
+        &mut self,
+        t: &mut Trace,
+        c: RowColumns,
+        odd: bool,
+        e: Value,
+        row: usize,
+        device_index: i64,
+    ) {
         let r = t.action.len();
         t.action.push(c.action);
         t.addr.push(c.addr);
@@ -915,7 +990,12 @@ impl<'d> Builder<'d> {
         t.stack.push(c.stack);
         let verbatim = !matches!(
             c.action,
-            Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
+            Action::Alloc
+                | Action::FreeRequested
+                | Action::FreeCompleted
+                | Action::SegmentAlloc
+                | Action::SegmentFree
+                | Action::Oom
         );
         if verbatim || odd {
             if odd && !verbatim {
@@ -985,7 +1065,10 @@ impl<'d> Builder<'d> {
                             .entry(shape)
                             .or_insert_with(|| {
                                 let keys = doc.shape_keys(shape);
-                                let slots: Vec<u8> = keys.iter().map(|&k| key_slot(doc.str(k)).map_or(NO_SLOT, |x| x as u8)).collect();
+                                let slots: Vec<u8> = keys
+                                    .iter()
+                                    .map(|&k| key_slot(doc.str(k)).map_or(NO_SLOT, |x| x as u8))
+                                    .collect();
                                 let unknown = slots.contains(&NO_SLOT);
                                 (slots, unknown)
                             })
@@ -1006,7 +1089,10 @@ impl<'d> Builder<'d> {
                 None => {
                     if !matches!(e, Value::Dict(_)) {
                         self.warnings.add(WarningKind::OddField, || {
-                            format!("device {device_index} entry {row} is {}, not a dict; skipped", Document::a_type_name(e))
+                            format!(
+                                "device {device_index} entry {row} is {}, not a dict; skipped",
+                                Document::a_type_name(e)
+                            )
                         });
                         continue;
                     }
@@ -1030,7 +1116,10 @@ impl<'d> Builder<'d> {
                     None => format!("<{}>", Document::type_name(v)),
                 });
                 self.warnings.add(WarningKind::UnknownAction, || {
-                    format!("device {device_index} entry {row}: unknown action {}", name.unwrap_or_else(|| "(missing)".into()))
+                    format!(
+                        "device {device_index} entry {row}: unknown action {}",
+                        name.unwrap_or_else(|| "(missing)".into())
+                    )
                 });
             }
             let addr = match vals[K_ADDR] {
@@ -1114,7 +1203,20 @@ impl<'d> Builder<'d> {
                     None => odd = true,
                 }
             }
-            self.finish_row(&mut t, RowColumns { action, addr, size_bytes: size, stream, stack }, odd, e, row, device_index);
+            self.finish_row(
+                &mut t,
+                RowColumns {
+                    action,
+                    addr,
+                    size_bytes: size,
+                    stream,
+                    stack,
+                },
+                odd,
+                e,
+                row,
+                device_index,
+            );
         }
         let rows = t.action.len();
         t.time_us.finish(rows);
@@ -1129,14 +1231,20 @@ impl<'d> Builder<'d> {
         let doc = self.doc;
         for (si, s) in doc.items(list).iter().enumerate() {
             if !matches!(s, Value::Dict(_)) {
-                return Err(Error::Schema { path: format!("segments[{si}]"), reason: format!("{}, expected a dict", Document::a_type_name(s)) });
+                return Err(Error::Schema {
+                    path: format!("segments[{si}]"),
+                    reason: format!("{}, expected a dict", Document::a_type_name(s)),
+                });
             }
             let field_u64 = |key: &str| -> Result<u64, Error> {
                 match doc.get(s, key) {
                     None => Ok(0),
                     Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
                         path: format!("segments[{si}].{key}"),
-                        reason: format!("{}, expected a non-negative int", Document::a_type_name(v)),
+                        reason: format!(
+                            "{}, expected a non-negative int",
+                            Document::a_type_name(v)
+                        ),
                     }),
                 }
             };
@@ -1145,27 +1253,52 @@ impl<'d> Builder<'d> {
             let allocated_size = field_u64("allocated_size")?;
             let active_size = field_u64("active_size")?;
             let requested_size = field_u64("requested_size")?;
-            let device = doc.get(s, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
-            let stream_raw = doc.get(s, "stream").and_then(|v| as_i128(doc, v)).unwrap_or(0);
+            let device = doc
+                .get(s, "device")
+                .and_then(|v| as_i128(doc, v))
+                .unwrap_or(0) as i64;
+            let stream_raw = doc
+                .get(s, "stream")
+                .and_then(|v| as_i128(doc, v))
+                .unwrap_or(0);
             let stream = self.stream_index(stream_raw);
-            let segment_type = doc.get(s, "segment_type").and_then(|v| self.string(v)).unwrap_or(0);
-            let pool = doc.get(s, "segment_pool_id").map_or(0, |v| self.pool_index(v));
+            let segment_type = doc
+                .get(s, "segment_type")
+                .and_then(|v| self.string(v))
+                .unwrap_or(0);
+            let pool = doc
+                .get(s, "segment_pool_id")
+                .map_or(0, |v| self.pool_index(v));
             let is_expandable = matches!(doc.get(s, "is_expandable"), Some(Value::Bool(true)));
-            let stack = doc.get(s, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
+            let stack = doc
+                .get(s, "frames")
+                .and_then(|v| self.stack(v))
+                .unwrap_or(0);
             let first_block = self.snap.blocks.len() as u32;
             let blocks_v = doc.get(s, "blocks").unwrap_or(Value::None);
             if !matches!(blocks_v, Value::List(_) | Value::None) {
-                return Err(Error::Schema { path: format!("segments[{si}].blocks"), reason: format!("{}, expected a list", Document::a_type_name(blocks_v)) });
+                return Err(Error::Schema {
+                    path: format!("segments[{si}].blocks"),
+                    reason: format!("{}, expected a list", Document::a_type_name(blocks_v)),
+                });
             }
-            self.spend(doc.items(blocks_v).len(), || format!("segments[{si}].blocks"))?;
+            self.spend(doc.items(blocks_v).len(), || {
+                format!("segments[{si}].blocks")
+            })?;
             let mut offset = address;
             for (bi, b) in doc.items(blocks_v).iter().enumerate() {
                 let path = || format!("segments[{si}].blocks[{bi}]");
                 if !matches!(b, Value::Dict(_)) {
-                    return Err(Error::Schema { path: path(), reason: format!("{}, expected a dict", Document::a_type_name(b)) });
+                    return Err(Error::Schema {
+                        path: path(),
+                        reason: format!("{}, expected a dict", Document::a_type_name(b)),
+                    });
                 }
                 let size = match doc.get(b, "size") {
-                    Some(v) => as_u64(v).ok_or_else(|| Error::Schema { path: format!("{}.size", path()), reason: "expected a non-negative int".into() })?,
+                    Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
+                        path: format!("{}.size", path()),
+                        reason: "expected a non-negative int".into(),
+                    })?,
                     None => 0,
                 };
                 let state = match doc.get(b, "state").and_then(|v| doc.as_str(v)) {
@@ -1176,18 +1309,35 @@ impl<'d> Builder<'d> {
                 };
                 let (stack, requested) = if let Some(fr) = doc.get(b, "frames") {
                     let st = self.stack(fr).unwrap_or(0);
-                    let req = doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size);
+                    let req = doc
+                        .get(b, "requested_size")
+                        .and_then(as_u64)
+                        .unwrap_or(size);
                     (st, req)
                 } else if let Some(h) = doc.get(b, "history") {
                     self.snap.source.legacy_history = true;
                     let first = doc.items(h).first().unwrap_or(Value::None);
-                    let st = doc.get(first, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
+                    let st = doc
+                        .get(first, "frames")
+                        .and_then(|v| self.stack(v))
+                        .unwrap_or(0);
                     let req = doc.get(first, "real_size").and_then(as_u64).unwrap_or(size);
                     (st, req)
                 } else {
-                    (0, doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size))
+                    (
+                        0,
+                        doc.get(b, "requested_size")
+                            .and_then(as_u64)
+                            .unwrap_or(size),
+                    )
                 };
-                self.snap.blocks.push(Block { address: offset, size, requested_size: requested, state, stack });
+                self.snap.blocks.push(Block {
+                    address: offset,
+                    size,
+                    requested_size: requested,
+                    state,
+                    stack,
+                });
                 offset = offset.wrapping_add(size);
             }
             let block_count = self.snap.blocks.len() as u32 - first_block;
@@ -1215,12 +1365,20 @@ impl<'d> Builder<'d> {
         for a in doc.items(list) {
             let name = doc.get(a, "name").and_then(|v| self.string(v)).unwrap_or(0);
             let start = doc.get(a, "stage").and_then(|v| doc.as_str(v)) == Some("START");
-            let device = doc.get(a, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
+            let device = doc
+                .get(a, "device")
+                .and_then(|v| as_i128(doc, v))
+                .unwrap_or(0) as i64;
             let time_us = match doc.get(a, "time_us") {
                 Some(Value::Int(t)) => Some(t),
                 _ => None,
             };
-            self.snap.annotations.push(Annotation { name, start, device, time_us });
+            self.snap.annotations.push(Annotation {
+                name,
+                start,
+                device,
+                time_us,
+            });
         }
     }
 
@@ -1229,7 +1387,9 @@ impl<'d> Builder<'d> {
             let t = &d.trace;
             let mut live: HashMap<u64, usize> = HashMap::default();
             for row in 0..t.len() {
-                let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
+                let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else {
+                    continue;
+                };
                 match a {
                     Action::Alloc => {
                         if live.insert(addr, row).is_some() {
@@ -1269,7 +1429,10 @@ impl Snapshot {
             Value::Dict(_) => {
                 let keys: Vec<String> = doc
                     .dict_iter(root)
-                    .map(|(k, _)| doc.as_str(k).map_or_else(|| format!("<{}>", Document::type_name(k)), str::to_owned))
+                    .map(|(k, _)| {
+                        doc.as_str(k)
+                            .map_or_else(|| format!("<{}>", Document::type_name(k)), str::to_owned)
+                    })
                     .collect();
                 b.snap.source.top_level_keys = keys.clone();
                 let segs = doc.get(root, "segments");
@@ -1280,14 +1443,19 @@ impl Snapshot {
                         .iter()
                         .take(MAX_REPORTED_KEYS)
                         .map(|k| {
-                            let mut t: String = k.chars().take(40).flat_map(|c| c.escape_debug()).collect();
+                            let mut t: String =
+                                k.chars().take(40).flat_map(|c| c.escape_debug()).collect();
                             if k.chars().count() > 40 {
                                 t.push_str("...");
                             }
                             t
                         })
                         .collect();
-                    let more = if keys.len() > MAX_REPORTED_KEYS { format!(" and {} more", keys.len() - MAX_REPORTED_KEYS) } else { String::new() };
+                    let more = if keys.len() > MAX_REPORTED_KEYS {
+                        format!(" and {} more", keys.len() - MAX_REPORTED_KEYS)
+                    } else {
+                        String::new()
+                    };
                     return Err(Error::NotASnapshot {
                         found: if keys.is_empty() {
                             "the file holds an empty dict".into()
@@ -1300,7 +1468,10 @@ impl Snapshot {
                 if let Some(tv) = traces {
                     b.snap.source.has_device_traces = true;
                     if !matches!(tv, Value::List(_)) {
-                        return Err(Error::Schema { path: "device_traces".into(), reason: format!("{}, expected a list", Document::a_type_name(tv)) });
+                        return Err(Error::Schema {
+                            path: "device_traces".into(),
+                            reason: format!("{}, expected a list", Document::a_type_name(tv)),
+                        });
                     }
                     let lists = doc.items(tv);
                     if lists.len() > MAX_DEVICES {
@@ -1311,16 +1482,25 @@ impl Snapshot {
                     }
                     for (i, dt) in lists.iter().take(MAX_DEVICES).enumerate() {
                         if !matches!(dt, Value::List(_)) {
-                            return Err(Error::Schema { path: format!("device_traces[{i}]"), reason: format!("{}, expected a list", Document::a_type_name(dt)) });
+                            return Err(Error::Schema {
+                                path: format!("device_traces[{i}]"),
+                                reason: format!("{}, expected a list", Document::a_type_name(dt)),
+                            });
                         }
                         b.spend(doc.items(dt).len(), || format!("device_traces[{i}]"))?;
                         let trace = b.trace(dt, i as i64);
-                        b.snap.devices.push(Device { index: i as i64, trace });
+                        b.snap.devices.push(Device {
+                            index: i as i64,
+                            trace,
+                        });
                     }
                 }
                 if let Some(sv) = segs {
                     if !matches!(sv, Value::List(_)) {
-                        return Err(Error::Schema { path: "segments".into(), reason: format!("{}, expected a list", Document::a_type_name(sv)) });
+                        return Err(Error::Schema {
+                            path: "segments".into(),
+                            reason: format!("{}, expected a list", Document::a_type_name(sv)),
+                        });
                     }
                     b.segments(sv)?;
                 }
@@ -1332,7 +1512,13 @@ impl Snapshot {
                 }
                 for (k, v) in doc.dict_iter(root) {
                     let Some(name) = doc.as_str(k) else { continue };
-                    if !matches!(name, "segments" | "device_traces" | "allocator_settings" | "external_annotations") {
+                    if !matches!(
+                        name,
+                        "segments"
+                            | "device_traces"
+                            | "allocator_settings"
+                            | "external_annotations"
+                    ) {
                         let t = b.tree_of(v);
                         b.snap.other_keys.push((name.to_owned(), t));
                     }
@@ -1340,7 +1526,10 @@ impl Snapshot {
             }
             other => {
                 return Err(Error::NotASnapshot {
-                    found: format!("the file holds {}, not a dict with 'segments' and 'device_traces'", Document::a_type_name(other)),
+                    found: format!(
+                        "the file holds {}, not a dict with 'segments' and 'device_traces'",
+                        Document::a_type_name(other)
+                    ),
                 })
             }
         }
@@ -1350,7 +1539,10 @@ impl Snapshot {
         seg_devices.dedup();
         for dv in seg_devices {
             if dv >= 0 && !b.snap.devices.iter().any(|d| d.index == dv) {
-                b.snap.devices.push(Device { index: dv, trace: Trace::default() });
+                b.snap.devices.push(Device {
+                    index: dv,
+                    trace: Trace::default(),
+                });
             }
         }
         b.snap.devices.sort_by_key(|d| d.index);
@@ -1388,12 +1580,17 @@ impl Snapshot {
     /// Blocks of a segment.
     pub fn segment_blocks(&self, s: &Segment) -> &[Block] {
         let a = s.first_block as usize;
-        self.blocks.get(a..a + s.block_count as usize).unwrap_or(&[])
+        self.blocks
+            .get(a..a + s.block_count as usize)
+            .unwrap_or(&[])
     }
 
     /// Frames of a stack.
     pub fn stack_frames(&self, stack: u32) -> impl Iterator<Item = &Frame> + '_ {
-        self.stacks.get(stack).iter().filter_map(move |&f| self.frames.get(f as usize))
+        self.stacks
+            .get(stack)
+            .iter()
+            .filter_map(move |&f| self.frames.get(f as usize))
     }
 
     /// Raw value of a stream index.
@@ -1403,7 +1600,10 @@ impl Snapshot {
 
     /// Approximate heap bytes of the model.
     pub fn heap_bytes(&self) -> usize {
-        self.devices.iter().map(|d| d.trace.heap_bytes()).sum::<usize>()
+        self.devices
+            .iter()
+            .map(|d| d.trace.heap_bytes())
+            .sum::<usize>()
             + self.segments.capacity() * std::mem::size_of::<Segment>()
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.frames.capacity() * std::mem::size_of::<Frame>()

@@ -121,7 +121,13 @@ impl Parser {
 
     /// Decodes one value of `field` into `rec`; the bytes taken.
     #[inline(always)]
-    fn template_value(&self, rest: &[u8], field: Field, own_slot: u64, rec: &mut TraceRecord) -> Option<usize> {
+    fn template_value(
+        &self,
+        rest: &[u8],
+        field: Field,
+        own_slot: u64,
+        rec: &mut TraceRecord,
+    ) -> Option<usize> {
         match field {
             Field::Addr | Field::Size | Field::Stream | Field::TimeUs => {
                 let (x, used) = small_int(rest)?;
@@ -153,16 +159,30 @@ impl Parser {
     /// Keeps the keys of a record just read (`codes`, one per key) as the template, unless the
     /// template in use already stands for them.
     pub(super) fn remember_template(&mut self, shape: u32, codes: &[Option<KeyCode>]) {
-        if self.entry_template.as_ref().is_some_and(|t| t.shape == shape && t.rebinds == self.memo_rebinds) {
+        if self
+            .entry_template
+            .as_ref()
+            .is_some_and(|t| t.shape == shape && t.rebinds == self.memo_rebinds)
+        {
             return;
         }
-        let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else { return };
+        let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else {
+            return;
+        };
         if codes.len() != fields.len() {
             return;
         }
-        let keys: Option<Vec<(KeyCode, Field)>> = codes.iter().zip(fields.iter()).map(|(c, &f)| c.map(|c| (c, f))).collect();
+        let keys: Option<Vec<(KeyCode, Field)>> = codes
+            .iter()
+            .zip(fields.iter())
+            .map(|(c, &f)| c.map(|c| (c, f)))
+            .collect();
         if let Some(keys) = keys {
-            self.entry_template = Some(EntryTemplate { shape, keys, rebinds: self.memo_rebinds });
+            self.entry_template = Some(EntryTemplate {
+                shape,
+                keys,
+                rebinds: self.memo_rebinds,
+            });
         }
     }
 }
@@ -193,7 +213,14 @@ mod tests {
     }
 
     fn summary(d: &Document) -> Vec<Vec<(String, Value)>> {
-        d.items(d.root()).iter().map(|e| d.dict_iter(e).map(|(k, v)| (d.as_str(k).unwrap_or("?").to_owned(), v)).collect()).collect()
+        d.items(d.root())
+            .iter()
+            .map(|e| {
+                d.dict_iter(e)
+                    .map(|(k, v)| (d.as_str(k).unwrap_or("?").to_owned(), v))
+                    .collect()
+            })
+            .collect()
     }
 
     #[test]
@@ -206,7 +233,9 @@ mod tests {
             assert_eq!(e[1], ("addr".to_owned(), Value::Int(16 * (i as i64 + 1))));
         }
         assert_eq!(s[3][1], ("size".to_owned(), Value::Int(64)));
-        assert!(d.trace_record(d.items(d.root()).get(2).unwrap_or(Value::None)).is_some());
+        assert!(d
+            .trace_record(d.items(d.root()).get(2).unwrap_or(Value::None))
+            .is_some());
     }
 
     #[test]

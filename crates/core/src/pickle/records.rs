@@ -60,7 +60,9 @@ impl Field {
     pub(crate) fn layout(keys: impl Iterator<Item = Option<Field>>) -> Option<Box<[Field]>> {
         let fields: Option<Vec<Field>> = keys.collect();
         let fields = fields?;
-        fields.contains(&Field::Action).then(|| fields.into_boxed_slice())
+        fields
+            .contains(&Field::Action)
+            .then(|| fields.into_boxed_slice())
     }
 }
 
@@ -168,13 +170,20 @@ impl RecordTable {
     /// The shape of a row (`None` once the row became a generic dict).
     #[inline]
     pub(crate) fn shape(&self, row: u32) -> Option<u32> {
-        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT == 0)
+        self.shape
+            .get(row as usize)
+            .copied()
+            .filter(|s| s & MOVED_BIT == 0)
     }
 
     /// The generic dict a row became, if it did.
     #[inline]
     pub(crate) fn moved_to(&self, row: u32) -> Option<u32> {
-        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT != 0).map(|s| s & !MOVED_BIT)
+        self.shape
+            .get(row as usize)
+            .copied()
+            .filter(|s| s & MOVED_BIT != 0)
+            .map(|s| s & !MOVED_BIT)
     }
 
     /// Records that a row became generic dict `g`.
@@ -193,8 +202,14 @@ impl RecordTable {
             Field::CompileContext => str_at(&self.compile_context),
             Field::UserMetadata => str_at(&self.user_metadata),
             Field::Frames => self.frames.get(r).map_or(Value::None, |&l| Value::List(l)),
-            Field::Addr => self.addr.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
-            Field::Size => self.size_bytes.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Addr => self
+                .addr
+                .get(r)
+                .map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Size => self
+                .size_bytes
+                .get(r)
+                .map_or(Value::None, |&x| value_of_unsigned(x)),
             Field::Stream => self.stream.get(r).map_or(Value::None, |&x| Value::Int(x)),
             Field::TimeUs => self.time_us.get(r).map_or(Value::None, |&x| Value::Int(x)),
         }
@@ -211,8 +226,16 @@ impl RecordTable {
             size_bytes: self.size_bytes.get(r).copied().filter(|_| has(Field::Size)),
             stream: self.stream.get(r).copied().filter(|_| has(Field::Stream)),
             time_us: self.time_us.get(r).copied().filter(|_| has(Field::TimeUs)),
-            compile_context: self.compile_context.get(r).copied().filter(|_| has(Field::CompileContext)),
-            user_metadata: self.user_metadata.get(r).copied().filter(|_| has(Field::UserMetadata)),
+            compile_context: self
+                .compile_context
+                .get(r)
+                .copied()
+                .filter(|_| has(Field::CompileContext)),
+            user_metadata: self
+                .user_metadata
+                .get(r)
+                .copied()
+                .filter(|_| has(Field::UserMetadata)),
             frames: self.frames.get(r).copied().filter(|_| has(Field::Frames)),
         }
     }
@@ -237,7 +260,14 @@ mod tests {
 
     #[test]
     fn values_round_trip() {
-        let fields = [Field::Action, Field::Addr, Field::Size, Field::Stream, Field::TimeUs, Field::Frames];
+        let fields = [
+            Field::Action,
+            Field::Addr,
+            Field::Size,
+            Field::Stream,
+            Field::TimeUs,
+            Field::Frames,
+        ];
         let pairs = [
             Value::Str(1),
             Value::Str(2),
@@ -265,9 +295,18 @@ mod tests {
     #[test]
     fn odd_types_are_refused() {
         let mut t = RecordTable::default();
-        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::Int(-1)]), None);
-        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::UInt(5)]), None);
-        assert_eq!(t.push(0, &[Field::Action], &[Value::Str(0), Value::Int(1)]), None);
+        assert_eq!(
+            t.push(0, &[Field::Addr], &[Value::Str(0), Value::Int(-1)]),
+            None
+        );
+        assert_eq!(
+            t.push(0, &[Field::Addr], &[Value::Str(0), Value::UInt(5)]),
+            None
+        );
+        assert_eq!(
+            t.push(0, &[Field::Action], &[Value::Str(0), Value::Int(1)]),
+            None
+        );
         assert_eq!(t.len(), 0);
     }
 }
