@@ -66,7 +66,7 @@ pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
         Kind::Json => json::load(bytes),
         Kind::Pickle => {
             let doc = pickle::parse(bytes)?;
-            Snapshot::from_document(&doc)
+            Snapshot::from_owned_document(doc)
         }
     }
 }
@@ -155,7 +155,7 @@ impl Loader {
             Some(Kind::Json) => json::load(&self.json),
             _ => {
                 let doc = self.parser.finish()?;
-                Snapshot::from_document(&doc)
+                Snapshot::from_owned_document(doc)
             }
         }
     }

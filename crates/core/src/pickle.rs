@@ -30,10 +30,11 @@ use crate::error::Error;
 mod entry_template;
 mod records;
 
-use entry_template::{EntryTemplate, KeyCode};
+use entry_template::{EntryTemplate, InlineMemo, KeyCode};
 
 pub use records::TraceRecord;
 use records::{Field, RecordTable};
+pub(crate) use records::{RecordColumns, RecordField, RecordRun, WideColumns};
 
 /// A decoded value. Containers and strings are indices into the owning [`Document`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -258,9 +259,16 @@ impl Packed {
 enum ListStore {
     Dicts(Vec<u32>),
     Values(Vec<Value>),
+    /// Dicts only, held in `Document::list_items[start..start + len]`: frame lists read whole by
+    /// the entry template. Lists with equal items share one span.
+    Shared {
+        start: u32,
+        len: u32,
+    },
 }
 
 impl ListStore {
+    /// Appends items (a `Shared` list is given items of its own first, by `Parser::list_extend`).
     fn extend(&mut self, items: &[Value]) {
         if let ListStore::Dicts(ids) = self {
             if items.iter().all(|v| matches!(v, Value::Dict(_))) {
@@ -282,6 +290,9 @@ impl ListStore {
         match self {
             ListStore::Dicts(v) => v.capacity() * 4 + 32,
             ListStore::Values(v) => v.capacity() * 16 + 32,
+            // Counted as if the list held its items, as the generic path stores it: the model
+            // builder's expansion budget is a share of this.
+            ListStore::Shared { len, .. } => *len as usize * 4 + 32,
         }
     }
 }
@@ -413,6 +424,10 @@ pub struct Document {
     /// Integers too large for 64 bits, little-endian two's complement.
     pub bigints: Vec<Box<[u8]>>,
     lists: Vec<ListStore>,
+    /// Items of [`ListStore::Shared`] lists.
+    list_items: Vec<u32>,
+    /// Spans of `list_items` by a hash of their items, so equal frame lists share one span.
+    list_spans: FxHashMap<u64, (u32, u32)>,
     tuple_items: Vec<Value>,
     tuples: Vec<(u32, u32)>,
     shapes: Vec<Box<[u32]>>,
@@ -480,6 +495,9 @@ impl Document {
             Value::List(i) => match self.lists.get(i as usize) {
                 Some(ListStore::Dicts(ids)) => Items::Dicts(ids),
                 Some(ListStore::Values(vals)) => Items::Values(vals),
+                Some(&ListStore::Shared { start, len }) => {
+                    Items::Dicts(self.shared_items(start, len))
+                }
                 None => Items::Values(&[]),
             },
             Value::Tuple(i) => Items::Values(match self.tuples.get(i as usize) {
@@ -494,6 +512,52 @@ impl Document {
             }
             _ => Items::Values(&[]),
         }
+    }
+
+    /// The items of a shared span.
+    fn shared_items(&self, start: u32, len: u32) -> &[u32] {
+        let start = start as usize;
+        self.list_items
+            .get(start..start + len as usize)
+            .unwrap_or(&[])
+    }
+
+    /// For a list whose items are a shared span, the span (start and length as one number):
+    /// lists with the same span hold equal items (a cheap key for interning frame lists).
+    pub(crate) fn shared_list_key(&self, list: Value) -> Option<u64> {
+        let Value::List(i) = list else { return None };
+        match self.lists.get(i as usize) {
+            Some(&ListStore::Shared { start, len }) => {
+                Some(u64::from(start) << 32 | u64::from(len))
+            }
+            _ => None,
+        }
+    }
+
+    /// Adds the items at `list_items[start..]` as a new shared list, reusing an earlier span
+    /// with the same items; the list's id.
+    fn push_shared_list(&mut self, start: usize) -> u32 {
+        let items = self.list_items.get(start..).unwrap_or(&[]);
+        let len = items.len() as u32;
+        let mut h = FxHasher::default();
+        items.hash(&mut h);
+        let key = h.finish();
+        let span = match self.list_spans.get(&key) {
+            Some(&(s, n)) if self.shared_items(s, n) == items => {
+                self.list_items.truncate(start);
+                (s, n)
+            }
+            Some(_) => (start as u32, len),
+            None => {
+                self.list_spans.insert(key, (start as u32, len));
+                (start as u32, len)
+            }
+        };
+        self.lists.push(ListStore::Shared {
+            start: span.0,
+            len: span.1,
+        });
+        (self.lists.len() - 1) as u32
     }
 
     /// Number of items of a dict (0 for anything else).
@@ -592,6 +656,42 @@ impl Document {
         Some(self.records.record(row, mask))
     }
 
+    /// When the items of `list` are trace records of one shape in consecutive rows (a trace as
+    /// this reader stores it), those rows.
+    pub(crate) fn record_run(&self, list: Value) -> Option<RecordRun> {
+        let Items::Dicts(ids) = self.items(list) else {
+            return None;
+        };
+        let first_row = self.record_row_of(*ids.first()?)?;
+        let consecutive = ids
+            .iter()
+            .zip(first_row..)
+            .all(|(&id, want)| id == RECORD_BIT | want || self.record_row_of(id) == Some(want));
+        if !consecutive {
+            return None;
+        }
+        self.records.run(first_row, u32::try_from(ids.len()).ok()?)
+    }
+
+    /// The record row of dict `id`, if it is kept as a record.
+    fn record_row_of(&self, id: u32) -> Option<u32> {
+        match self.dict_rec(id)? {
+            DictRec::Record(row) => Some(row),
+            _ => None,
+        }
+    }
+
+    /// The columns of a run of records.
+    pub(crate) fn record_columns(&self, run: RecordRun) -> Option<RecordColumns<'_>> {
+        self.records.columns(run, &self.shape_masks)
+    }
+
+    /// The 64-bit columns of a run of records, moved out of the document when the run holds
+    /// every record (the document then reads those fields as absent) and copied otherwise.
+    pub(crate) fn take_record_columns(&mut self, run: RecordRun) -> Option<WideColumns> {
+        self.records.take_wide_columns(run)
+    }
+
     /// How dict `id` is stored. Ids with [`RECORD_BIT`] set name record rows directly.
     #[inline]
     fn dict_rec(&self, id: u32) -> Option<DictRec> {
@@ -667,7 +767,7 @@ impl Document {
         }
     }
 
-    /// Approximate heap bytes held by the arenas.
+    /// Approximate heap bytes held by the arenas (lists that share items counted whole).
     pub fn heap_bytes(&self) -> usize {
         self.str_data.capacity()
             + self.str_spans.capacity() * 16
@@ -826,6 +926,8 @@ pub struct Parser {
     entry_template: Option<EntryTemplate>,
     /// Memo writes that did not simply append a slot (a template made before one is retired).
     memo_rebinds: u64,
+    /// The string last read inline by a fast path, to skip hashing repeats of it.
+    last_inline_str: Option<u32>,
 }
 
 impl Default for Parser {
@@ -857,6 +959,7 @@ impl Parser {
             leaf_index: FxHashMap::default(),
             entry_template: None,
             memo_rebinds: 0,
+            last_inline_str: None,
             fresh: None,
         }
     }
@@ -1025,6 +1128,7 @@ impl Parser {
         p += 1;
         let mut vals = [Value::None; 2 * FLAT_DICT_MAX_PAIRS];
         let mut key_codes = [None; FLAT_DICT_MAX_PAIRS];
+        let mut inline_memo = InlineMemo::new();
         let mut n = 0;
         loop {
             let Some(&op) = rest.get(p) else {
@@ -1105,6 +1209,13 @@ impl Parser {
                 b'N' => (Value::None, 1),
                 0x88 => (Value::Bool(true), 1),
                 0x89 => (Value::Bool(false), 1),
+                // A string value written inline; its memo write waits for the dict's own.
+                0x8c | b'X' if n % 2 == 1 && self.memo_sparse.is_empty() => {
+                    let Some((id, used)) = self.inline_str(&rest[p..], &mut inline_memo) else {
+                        return Ok(None);
+                    };
+                    (Value::Str(id), used)
+                }
                 _ => return Ok(None),
             };
             vals[n] = v;
@@ -1123,6 +1234,7 @@ impl Parser {
             if let Some(idx) = memo_idx {
                 self.memo_put(idx, d);
             }
+            self.put_inline_memo(&inline_memo);
             return Ok(Some(p));
         }
         // Commit: the same effects as the generic path, in the same order.
@@ -1131,6 +1243,7 @@ impl Parser {
         if let Some(idx) = memo_idx {
             self.memo_put(idx, d);
         }
+        self.put_inline_memo(&inline_memo);
         for v in &vals[..n] {
             self.note_escape(*v);
         }
@@ -1681,6 +1794,13 @@ impl Parser {
     ) -> Result<(), Error> {
         match list {
             Value::List(i) => {
+                if let Some(&ListStore::Shared { start, len }) = doc.lists.get(i as usize) {
+                    // A list read whole is appended to later: it gets items of its own.
+                    let own = ListStore::Dicts(doc.shared_items(start, len).to_vec());
+                    if let Some(l) = doc.lists.get_mut(i as usize) {
+                        *l = own;
+                    }
+                }
                 if let Some(l) = doc.lists.get_mut(i as usize) {
                     l.extend(items);
                 }
@@ -1978,7 +2098,7 @@ impl Parser {
                 self.stack.push(v);
                 Step::Done(1)
             }
-            0x85 | 0x86 | 0x87 => {
+            0x85..=0x87 => {
                 let n = (op - 0x84) as usize;
                 let floor = self.marks.last().copied().unwrap_or(0);
                 if self.stack.len() < floor + n {
@@ -2233,17 +2353,15 @@ impl Parser {
 }
 
 /// A little-endian two's complement integer of 1 to 8 bytes (LONG1's payload).
+#[inline]
 fn small_long(b: &[u8]) -> i64 {
-    let mut x: u64 = if b.last().is_some_and(|&t| t & 0x80 != 0) {
-        u64::MAX
-    } else {
-        0
-    };
-    for (k, &byte) in b.iter().take(8).enumerate() {
-        x &= !(0xffu64 << (8 * k));
-        x |= u64::from(byte) << (8 * k);
+    let fill = if b.last().is_some_and(|&t| t & 0x80 != 0) { 0xff } else { 0 };
+    let mut le = [fill; 8];
+    let n = b.len().min(8);
+    if let (Some(dst), Some(src)) = (le.get_mut(..n), b.get(..n)) {
+        dst.copy_from_slice(src);
     }
-    x as i64
+    i64::from_le_bytes(le)
 }
 
 /// First code point of the range that stands for lone surrogates (U+D800..U+DFFF), which Python

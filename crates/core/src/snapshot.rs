@@ -10,8 +10,11 @@
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::error::Error;
-use crate::pickle::{Document, TraceRecord, Value};
+use crate::pickle::{
+    Document, Items, RecordColumns, RecordField, RecordRun, TraceRecord, Value, WideColumns,
+};
 use crate::tree::{self, Tree};
+
 
 /// What a trace entry records. See the reference study, section 1.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -229,6 +232,28 @@ impl<T: Copy + PartialEq> SparseColumn<T> {
                     self.values.push(v);
                 }
             }
+        }
+    }
+
+    /// The column holding `values` (one per row): the same column as pushing them one by one.
+    fn from_rows(values: Vec<T>) -> Self {
+        let Some(&first) = values.first() else {
+            return SparseColumn {
+                default: None,
+                values,
+            };
+        };
+        if values.iter().all(|&v| v == first) {
+            return SparseColumn {
+                default: Some(first),
+                values: Vec::new(),
+            };
+        }
+        let mut values = values;
+        values.shrink_to_fit();
+        SparseColumn {
+            default: Some(first),
+            values,
         }
     }
 
@@ -610,10 +635,18 @@ struct Builder<'d> {
     frame_by_content: HashMap<(u32, i64, u32), u32>,
     /// Stacks by content.
     stack_by_content: HashMap<Box<[u32]>, u32>,
+    /// Stacks of shared frame lists by their span ([`Document::shared_list_key`]): copies of
+    /// a frame list are interned once.
+    stack_by_span: HashMap<u64, u32>,
     stream_map: HashMap<i128, u32>,
     pool_map: HashMap<(i128, i128), u32>,
     warnings: Warnings,
     scratch: Vec<u32>,
+    /// Whether the 64-bit columns of a trace read as one run of records may be left for
+    /// [`Snapshot::from_owned_document`] to move out of the document.
+    may_defer_columns: bool,
+    /// The trace whose 64-bit columns were left to be moved.
+    deferred_columns: Option<PendingColumns>,
     /// Entries, blocks and tree nodes the model may still expand to. Shared (memoized) objects
     /// let a small file name one big list many times; this keeps the work proportional to the file.
     expansion_left: usize,
@@ -625,9 +658,11 @@ const MAX_REPORTED_KEYS: usize = 12;
 pub const MAX_DEVICES: usize = 4096;
 
 impl<'d> Builder<'d> {
-    fn new(doc: &'d Document) -> Self {
+    fn new(doc: &'d Document, may_defer_columns: bool) -> Self {
         let mut b = Builder {
             doc,
+            may_defer_columns,
+            deferred_columns: None,
             snap: Snapshot::default(),
             str_map: vec![u32::MAX; doc.str_count()],
             stack_map: vec![u32::MAX; doc.list_count()],
@@ -636,6 +671,7 @@ impl<'d> Builder<'d> {
             last_stream: (0, 0),
             frame_by_content: HashMap::default(),
             stack_by_content: HashMap::default(),
+            stack_by_span: HashMap::default(),
             stream_map: HashMap::default(),
             pool_map: HashMap::default(),
             warnings: Warnings::default(),
@@ -828,6 +864,13 @@ impl<'d> Builder<'d> {
                 return Some(s);
             }
         }
+        let span = self.doc.shared_list_key(v);
+        if let Some(&s) = span.and_then(|k| self.stack_by_span.get(&k)) {
+            if let Some(slot) = self.stack_map.get_mut(li as usize) {
+                *slot = s;
+            }
+            return Some(s);
+        }
         let items = self.doc.items(v);
         if !items.all_dicts() {
             return None;
@@ -851,6 +894,9 @@ impl<'d> Builder<'d> {
         self.scratch = ids;
         if let Some(slot) = self.stack_map.get_mut(li as usize) {
             *slot = s;
+        }
+        if let Some(k) = span {
+            self.stack_by_span.insert(k, s);
         }
         Some(s)
     }
@@ -988,8 +1034,25 @@ impl<'d> Builder<'d> {
         t.size_bytes.push(c.size_bytes);
         t.stream.push(c.stream);
         t.stack.push(c.stack);
+        self.keep_verbatim_if_needed(t, r, c.action, odd, e, row, device_index);
+    }
+
+    /// Keeps entry `e` (trace row `r`) verbatim when its action is not one the columns describe
+    /// fully or a field had an unexpected type (with a warning).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn keep_verbatim_if_needed(
+        &mut self,
+        t: &mut Trace,
+        r: usize,
+        action: Action,
+        odd: bool,
+        e: Value,
+        row: usize,
+        device_index: i64,
+    ) {
         let verbatim = !matches!(
-            c.action,
+            action,
             Action::Alloc
                 | Action::FreeRequested
                 | Action::FreeCompleted
@@ -1006,9 +1069,110 @@ impl<'d> Builder<'d> {
         }
     }
 
+    /// The trace of a device whose entries the reader kept as records in consecutive rows
+    /// (`run`), built column by column: the same trace as [`Builder::trace`] makes entry by
+    /// entry, with strings, frames and stacks interned in the same order. The `addr`,
+    /// `size_bytes` and `time_us` columns are copied, or left empty for
+    /// [`Snapshot::from_owned_document`] to move in.
+    fn record_trace(
+        &mut self,
+        entries: Items<'_>,
+        run: RecordRun,
+        device_index: i64,
+    ) -> Option<Trace> {
+        let doc = self.doc;
+        let cols = doc.record_columns(run)?;
+        let n = run.len as usize;
+        let mut t = Trace::default();
+        t.action.reserve_exact(n);
+        t.stream.reserve_exact(n);
+        t.stack.reserve_exact(n);
+        let mut time = TimeColumn::default();
+        let at = |col: &[u32], k: usize| col.get(k).copied().unwrap_or(0);
+        for k in 0..n {
+            let mask = cols.mask(k);
+            let has = |f: RecordField| RecordColumns::has(mask, f);
+            let action_id = at(cols.action, k);
+            let action = self.action_of(action_id);
+            if action == Action::Unknown {
+                let name = doc.str(action_id);
+                self.warnings.add(WarningKind::UnknownAction, || {
+                    format!("device {device_index} entry {k}: unknown action {name}")
+                });
+            }
+            let stream = match cols.stream.get(k) {
+                Some(&raw) if has(RecordField::STREAM) => self.stream_index(i128::from(raw)),
+                _ => 0,
+            };
+            let mut odd = false;
+            let stack = if has(RecordField::FRAMES) {
+                self.stack(Value::List(at(cols.frames, k)))
+                    .unwrap_or_else(|| {
+                        odd = true;
+                        0
+                    })
+            } else {
+                0
+            };
+            time.note_row(k, has(RecordField::TIME_US));
+            for (field, col, column) in [
+                (
+                    RecordField::USER_METADATA,
+                    cols.user_metadata,
+                    &mut t.user_metadata,
+                ),
+                (
+                    RecordField::COMPILE_CONTEXT,
+                    cols.compile_context,
+                    &mut t.compile_context,
+                ),
+            ] {
+                let id = if has(field) {
+                    self.string(Value::Str(at(col, k)))
+                } else {
+                    None
+                };
+                if id.is_some() || column.is_present() {
+                    column.push(k, id.unwrap_or(0), 0);
+                }
+            }
+            let r = t.action.len();
+            t.action.push(action);
+            t.stream.push(stream);
+            t.stack.push(stack);
+            if let Some(e) = entries.get(k) {
+                self.keep_verbatim_if_needed(&mut t, r, action, odd, e, k, device_index);
+            }
+        }
+        t.user_metadata.finish(n);
+        t.compile_context.finish(n);
+        let pending = PendingColumns {
+            device_index,
+            run,
+            time,
+        };
+        if self.may_defer_columns && self.deferred_columns.is_none() {
+            self.deferred_columns = Some(pending);
+        } else {
+            let wide = WideColumns {
+                addr: cols.addr.to_vec(),
+                size_bytes: cols.size_bytes.to_vec(),
+                time_us: cols.time_us.to_vec(),
+            };
+            pending.fill(&mut t, wide);
+        }
+        Some(t)
+    }
+
     fn trace(&mut self, list: Value, device_index: i64) -> Trace {
         let doc = self.doc;
         let entries = doc.items(list);
+        if let Some(t) = doc
+            .record_run(list)
+            .and_then(|run| self.record_trace(entries, run, device_index))
+        {
+            return t;
+        }
         let mut t = Trace::default();
         let n = entries.len();
         t.action.reserve_exact(n);
@@ -1381,6 +1545,105 @@ impl<'d> Builder<'d> {
             });
         }
     }
+}
+
+/// Which rows of a run of records have `time_us`.
+#[derive(Debug, Default)]
+struct TimeColumn {
+    /// Whether any row has it.
+    any: bool,
+    /// The rows (of the run) that lack it.
+    absent_rows: Vec<u32>,
+}
+
+impl TimeColumn {
+    fn note_row(&mut self, k: usize, present: bool) {
+        if present {
+            self.any = true;
+        } else {
+            self.absent_rows.push(k as u32);
+        }
+    }
+}
+
+/// The 64-bit columns of a trace read as a run of records, still to be put in.
+#[derive(Debug)]
+struct PendingColumns {
+    device_index: i64,
+    run: RecordRun,
+    time: TimeColumn,
+}
+
+impl PendingColumns {
+    /// Puts the run's 64-bit columns into its trace: `addr` and `size_bytes` as they are (the
+    /// records hold 0 for absent fields, as the generic path makes them), `time_us` when any
+    /// row has it (`i64::MIN` in rows without, as the generic path makes them).
+    fn fill(self, t: &mut Trace, wide: WideColumns) {
+        let WideColumns {
+            mut addr,
+            mut size_bytes,
+            mut time_us,
+        } = wide;
+        addr.shrink_to_fit();
+        size_bytes.shrink_to_fit();
+        t.addr = addr;
+        t.size_bytes = size_bytes;
+        if self.time.any {
+            for &k in &self.time.absent_rows {
+                if let Some(x) = time_us.get_mut(k as usize) {
+                    *x = i64::MIN;
+                }
+            }
+            t.time_us = SparseColumn::from_rows(time_us);
+        }
+    }
+}
+
+impl Snapshot {
+    /// Builds the model from a decoded pickle.
+    pub fn from_document(doc: &Document) -> Result<Snapshot, Error> {
+        Ok(Builder::new(doc, false).build()?.finish(&doc.oddities))
+    }
+
+    /// Builds the model from a decoded pickle it may take columns from: a trace's `addr`,
+    /// `size_bytes` and `time_us` columns are moved out of the document rather than copied.
+    pub(crate) fn from_owned_document(mut doc: Document) -> Result<Snapshot, Error> {
+        let mut built = Builder::new(&doc, true).build()?;
+        if let Some(pending) = built.deferred_columns.take() {
+            let wide = doc
+                .take_record_columns(pending.run)
+                .unwrap_or_else(|| WideColumns::zeros(pending.run.len as usize));
+            if let Some(d) = built
+                .snap
+                .devices
+                .iter_mut()
+                .find(|d| d.index == pending.device_index)
+            {
+                pending.fill(&mut d.trace, wide);
+            }
+        }
+        Ok(built.finish(&doc.oddities))
+    }
+}
+
+/// A model built but for the checks that need every column.
+struct Built {
+    snap: Snapshot,
+    warnings: Warnings,
+    /// The trace whose 64-bit columns are still in the document.
+    deferred_columns: Option<PendingColumns>,
+}
+
+impl Built {
+    /// Checks the traces and adds the reader's oddities as warnings.
+    fn finish(mut self, oddities: &[String]) -> Snapshot {
+        self.check_consistency();
+        for o in oddities {
+            self.warnings.add(WarningKind::Pickle, || o.clone());
+        }
+        self.snap.warnings = self.warnings.list;
+        self.snap
+    }
 
     fn check_consistency(&mut self) {
         for d in &self.snap.devices {
@@ -1392,14 +1655,16 @@ impl<'d> Builder<'d> {
                 };
                 match a {
                     Action::Alloc => {
-                        if live.insert(addr, row).is_some() {
+                        let already_live = live.insert(addr, row).is_some();
+                        if already_live {
                             self.warnings.add(WarningKind::DoubleAlloc, || {
                                 format!("device {} entry {row}: alloc at 0x{addr:x}, which is already allocated", d.index)
                             });
                         }
                     }
                     Action::FreeCompleted | Action::Free => {
-                        if live.remove(&addr).is_none() {
+                        let was_live = live.remove(&addr).is_some();
+                        if !was_live {
                             self.warnings.add(WarningKind::FreeWithoutAlloc, || {
                                 format!(
                                     "device {} entry {row}: free of 0x{addr:x} whose alloc is not in the trace (allocated before recording started, or the ring buffer wrapped)",
@@ -1415,11 +1680,12 @@ impl<'d> Builder<'d> {
     }
 }
 
-impl Snapshot {
-    /// Builds the model from a decoded pickle.
-    pub fn from_document(doc: &Document) -> Result<Snapshot, Error> {
+impl Builder<'_> {
+    /// Builds the whole model but for the checks that need every column ([`Built::finish`]).
+    fn build(self) -> Result<Built, Error> {
+        let mut b = self;
+        let doc = b.doc;
         let root = doc.root();
-        let mut b = Builder::new(doc);
         b.snap.source.protocol = doc.protocol;
         match root {
             Value::List(_) => {
@@ -1546,15 +1812,15 @@ impl Snapshot {
             }
         }
         b.snap.devices.sort_by_key(|d| d.index);
-        b.check_consistency();
-        for o in &doc.oddities {
-            let o = o.clone();
-            b.warnings.add(WarningKind::Pickle, || o);
-        }
-        b.snap.warnings = b.warnings.list;
-        Ok(b.snap)
+        Ok(Built {
+            snap: b.snap,
+            warnings: b.warnings,
+            deferred_columns: b.deferred_columns,
+        })
     }
+}
 
+impl Snapshot {
     /// The device to show first: the one with the longest trace (ties: lowest index), else the
     /// first device with segments.
     pub fn default_device(&self) -> Option<usize> {

@@ -4,12 +4,57 @@
 //! memo GET of the key string (the keys were memoized by the first entry) and the value, then
 //! `SETITEMS`. Once one entry has been read as a record, its key GETs are kept; the next entries
 //! are matched against them byte for byte and only their values are decoded, straight into a
-//! [`TraceRecord`]. Anything unexpected (another key, a value of another type or encoding, input
-//! that ends early) leaves the entry to the general path with nothing changed. A memo slot
-//! written twice retires the template, since a key GET may then mean another string.
+//! [`TraceRecord`]. Values may be memo GETs, small ints, strings written inline (a fresh
+//! `compile_context` string, say) and frame lists written inline as memo GETs of frame dicts;
+//! the memo writes of inline values are made, in file order, once the whole entry has matched.
+//! Anything unexpected (another key, a value of another type or encoding, input that ends early)
+//! leaves the entry to the general path with nothing changed but the string table (interning a
+//! string twice gives the same id). A memo slot written twice retires the template, since a key
+//! GET may then mean another string.
 
 use super::records::{Field, TraceRecord};
 use super::{small_long, Parser, Value, RECORD_BIT};
+
+/// Most memo writes the inline values of one entry make (one per field).
+const MAX_INLINE_MEMO: usize = 8;
+
+/// Memo writes of values read inline, in file order, not made yet.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InlineMemo {
+    values: [Value; MAX_INLINE_MEMO],
+    len: usize,
+}
+
+impl InlineMemo {
+    pub(super) fn new() -> Self {
+        InlineMemo {
+            values: [Value::None; MAX_INLINE_MEMO],
+            len: 0,
+        }
+    }
+
+    /// Adds a write; `None` when there are too many.
+    fn push(&mut self, v: Value) -> Option<()> {
+        *self.values.get_mut(self.len)? = v;
+        self.len += 1;
+        Some(())
+    }
+
+    /// The writes in order.
+    pub(super) fn values(&self) -> &[Value] {
+        self.values.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// What matching one entry has read so far.
+struct EntryRead {
+    /// The memo slot of the entry dict itself; value GETs must name earlier slots.
+    own_slot: u64,
+    rec: TraceRecord,
+    memo: InlineMemo,
+    /// Whether the frame list was written inline (its items are at the end of `list_items`).
+    inline_list: bool,
+}
 
 /// A key written as a memo GET of slot `idx` (`BINGET` or `LONG_BINGET`).
 #[derive(Clone, Copy, Debug)]
@@ -93,67 +138,206 @@ impl Parser {
     /// bytes taken, or `None` with nothing changed.
     #[inline(always)]
     pub(super) fn template_entry(&mut self, rest: &[u8]) -> Option<usize> {
-        let t = self.entry_template.as_ref()?;
-        if t.rebinds != self.memo_rebinds || rest.get(1..3)? != [0x94, b'('] {
+        let t = self.entry_template.take()?;
+        let read = self.read_with_template(&t, rest);
+        self.entry_template = Some(t);
+        read
+    }
+
+    #[inline(always)]
+    fn read_with_template(&mut self, t: &EntryTemplate, rest: &[u8]) -> Option<usize> {
+        if t.rebinds != self.memo_rebinds
+            || rest.get(1..3)? != [0x94, b'(']
+            || self.doc.records.len() >= RECORD_BIT as usize
+        {
             return None;
         }
-        let own_slot = self.memo_len();
-        let mut p = 3;
-        let mut rec = TraceRecord::default();
-        for &(key, field) in &t.keys {
-            p += key.matches(rest.get(p..)?)?;
-            p += self.template_value(rest.get(p..)?, field, own_slot, &mut rec)?;
-        }
-        if rest.get(p) != Some(&b'u') {
+        let list_items_before = self.doc.list_items.len();
+        let mut e = EntryRead {
+            own_slot: self.memo_len(),
+            rec: TraceRecord::default(),
+            memo: InlineMemo::new(),
+            inline_list: false,
+        };
+        let row = self
+            .match_entry(t, rest, &mut e)
+            .and_then(|used| Some((self.doc.records.push_record(t.shape, &e.rec)?, used)));
+        let Some((row, used)) = row else {
+            self.doc.list_items.truncate(list_items_before);
             return None;
+        };
+        if e.inline_list {
+            self.doc.push_shared_list(list_items_before);
         }
-        let shape = t.shape;
-        if self.doc.records.len() >= RECORD_BIT as usize {
-            return None;
-        }
-        let row = self.doc.records.push_record(shape, &rec)?;
         let d = Value::Dict(RECORD_BIT | row);
         self.fresh = None;
         self.stack.push(d);
-        self.memo_put(own_slot, d);
-        Some(p + 1)
+        self.memo_put(e.own_slot, d);
+        self.put_inline_memo(&e.memo);
+        Some(used)
     }
 
-    /// Decodes one value of `field` into `rec`; the bytes taken.
+    /// Makes the memo writes of inline values, in order, after the enclosing value's own.
+    pub(super) fn put_inline_memo(&mut self, memo: &InlineMemo) {
+        for &v in memo.values() {
+            let idx = self.memo_len();
+            self.memo_put(idx, v);
+        }
+    }
+
+    /// Matches the keys and decodes the values of one entry; the bytes taken up to and
+    /// including its `SETITEMS`.
     #[inline(always)]
-    fn template_value(
-        &self,
-        rest: &[u8],
-        field: Field,
-        own_slot: u64,
-        rec: &mut TraceRecord,
-    ) -> Option<usize> {
+    fn match_entry(&mut self, t: &EntryTemplate, rest: &[u8], e: &mut EntryRead) -> Option<usize> {
+        let mut p = 3;
+        for &(key, field) in &t.keys {
+            p += key.matches(rest.get(p..)?)?;
+            p += self.template_value(rest.get(p..)?, field, e)?;
+        }
+        (rest.get(p) == Some(&b'u')).then_some(p + 1)
+    }
+
+    /// The value of memo slot `idx` when it was written before the entry began.
+    #[inline(always)]
+    fn memo_before(&self, idx: u64, own_slot: u64) -> Option<Value> {
+        if idx >= own_slot {
+            return None;
+        }
+        self.memo_peek(idx)
+    }
+
+    /// Decodes one value of `field` into `e.rec`; the bytes taken.
+    #[inline(always)]
+    fn template_value(&mut self, rest: &[u8], field: Field, e: &mut EntryRead) -> Option<usize> {
         match field {
             Field::Addr | Field::Size | Field::Stream | Field::TimeUs => {
                 let (x, used) = small_int(rest)?;
                 match field {
-                    Field::Addr => rec.addr = Some(u64::try_from(x).ok()?),
-                    Field::Size => rec.size_bytes = Some(u64::try_from(x).ok()?),
-                    Field::Stream => rec.stream = Some(x),
-                    _ => rec.time_us = Some(x),
+                    Field::Addr => e.rec.addr = Some(u64::try_from(x).ok()?),
+                    Field::Size => e.rec.size_bytes = Some(u64::try_from(x).ok()?),
+                    Field::Stream => e.rec.stream = Some(x),
+                    _ => e.rec.time_us = Some(x),
                 }
                 Some(used)
             }
-            Field::Action | Field::CompileContext | Field::UserMetadata | Field::Frames => {
-                let (idx, used) = get_index(rest)?;
-                if idx == own_slot {
-                    return None;
-                }
-                match (field, self.memo_peek(idx)?) {
-                    (Field::Action, Value::Str(s)) => rec.action = Some(s),
-                    (Field::CompileContext, Value::Str(s)) => rec.compile_context = Some(s),
-                    (Field::UserMetadata, Value::Str(s)) => rec.user_metadata = Some(s),
-                    (Field::Frames, Value::List(l)) => rec.frames = Some(l),
-                    _ => return None,
+            Field::Frames => {
+                let (list, used) = if rest.first() == Some(&b']') {
+                    self.inline_dict_list(rest, e)?
+                } else {
+                    let (idx, used) = get_index(rest)?;
+                    match self.memo_before(idx, e.own_slot)? {
+                        Value::List(l) => (l, used),
+                        _ => return None,
+                    }
+                };
+                e.rec.frames = Some(list);
+                Some(used)
+            }
+            Field::Action | Field::CompileContext | Field::UserMetadata => {
+                let (s, used) = match *rest.first()? {
+                    0x8c | b'X' => self.inline_str(rest, &mut e.memo)?,
+                    _ => {
+                        let (idx, used) = get_index(rest)?;
+                        match self.memo_before(idx, e.own_slot)? {
+                            Value::Str(s) => (s, used),
+                            _ => return None,
+                        }
+                    }
+                };
+                match field {
+                    Field::Action => e.rec.action = Some(s),
+                    Field::CompileContext => e.rec.compile_context = Some(s),
+                    _ => e.rec.user_metadata = Some(s),
                 }
                 Some(used)
             }
         }
+    }
+
+    /// A string written inline (`SHORT_BINUNICODE` or `BINUNICODE`, valid UTF-8) and the
+    /// `MEMOIZE` that may follow it (added to `memo`): (string id, bytes taken).
+    #[inline]
+    pub(super) fn inline_str(
+        &mut self,
+        rest: &[u8],
+        memo: &mut InlineMemo,
+    ) -> Option<(u32, usize)> {
+        let (len, header): (usize, usize) = match *rest.first()? {
+            0x8c => (usize::from(*rest.get(1)?), 2),
+            b'X' => {
+                let b = rest.get(1..5)?;
+                (
+                    usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()?,
+                    5,
+                )
+            }
+            _ => return None,
+        };
+        let end = header.checked_add(len)?;
+        let id = self.intern_inline_str(rest.get(header..end)?)?;
+        if rest.get(end) == Some(&0x94) {
+            memo.push(Value::Str(id))?;
+            return Some((id, end + 1));
+        }
+        Some((id, end))
+    }
+
+    /// Interns the text of an inline string; `None` when it is not valid UTF-8 (the general
+    /// path decodes those). The last one is remembered: files repeat the same few (`"N/A"`).
+    #[inline]
+    fn intern_inline_str(&mut self, raw: &[u8]) -> Option<u32> {
+        if let Some(id) = self.last_inline_str {
+            if self.doc.str(id).as_bytes() == raw {
+                return Some(id);
+            }
+        }
+        let id = self.doc.intern_str(std::str::from_utf8(raw).ok()?);
+        self.last_inline_str = Some(id);
+        Some(id)
+    }
+
+    /// A list of memoized dicts written inline: `EMPTY_LIST MEMOIZE`, then batches of items,
+    /// each `MARK GET... APPENDS` or `GET APPEND`, as CPython writes a frame list. Its items go
+    /// to the end of `Document::list_items`; (the id the list will get, bytes taken).
+    fn inline_dict_list(&mut self, rest: &[u8], e: &mut EntryRead) -> Option<(u32, usize)> {
+        if rest.get(1) != Some(&0x94) {
+            return None;
+        }
+        let id = u32::try_from(self.doc.lists.len()).ok()?;
+        e.memo.push(Value::List(id))?;
+        e.inline_list = true;
+        let mut p = 2;
+        loop {
+            match rest.get(p) {
+                Some(b'(') => {
+                    p += 1;
+                    while *rest.get(p)? != b'e' {
+                        p += self.inline_list_item(rest.get(p..)?, e.own_slot)?;
+                    }
+                    p += 1;
+                }
+                Some(b'h' | b'j') => {
+                    let (_, used) = get_index(rest.get(p..)?)?;
+                    if rest.get(p + used) != Some(&b'a') {
+                        break; // the next key
+                    }
+                    p += self.inline_list_item(rest.get(p..)?, e.own_slot)? + 1;
+                }
+                _ => break,
+            }
+        }
+        Some((id, p))
+    }
+
+    /// One item of an inline list: a memo GET of a dict, appended to `Document::list_items`.
+    #[inline(always)]
+    fn inline_list_item(&mut self, rest: &[u8], own_slot: u64) -> Option<usize> {
+        let (idx, used) = get_index(rest)?;
+        let Value::Dict(d) = self.memo_before(idx, own_slot)? else {
+            return None;
+        };
+        self.doc.list_items.push(d);
+        Some(used)
     }
 
     /// Keeps the keys of a record just read (`codes`, one per key) as the template, unless the
@@ -236,6 +420,62 @@ mod tests {
         assert!(d
             .trace_record(d.items(d.root()).get(2).unwrap_or(Value::None))
             .is_some());
+    }
+
+    /// Entries whose action and frame list are written inline (a frame list of two items, one
+    /// by APPEND, an empty one, and a copy of the first), then an APPENDS onto the first list.
+    fn entries_with_inline_values() -> Vec<u8> {
+        let mut b = vec![0x80, 4, b']', 0x94, b'('];
+        // Slots 1..=9: the entry, its keys and values, a frame list holding a new frame dict.
+        b.extend_from_slice(b"}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x10\x8c\x06frames\x94");
+        b.extend_from_slice(b"]\x94(}\x94(\x8c\x04name\x94\x8c\x01f\x94uh\x07eu");
+        // Slot 10: all GETs, so the template is made.
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x20h\x05h\x06u");
+        // Slots 11..=13: an inline action string and an inline frame list of two items.
+        b.extend_from_slice(b"}\x94(h\x02\x8c\x0efree_requested\x94h\x04K\x30h\x05]\x94(h\x07h\x07eu");
+        // Slots 14, 15: the string of slot 12 by GET, a frame list of one item by APPEND.
+        b.extend_from_slice(b"}\x94(h\x02h\x0ch\x04K\x40h\x05]\x94h\x07au");
+        // Slots 16, 17: an empty inline frame list.
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x50h\x05]\x94u");
+        // Slots 18, 19: the same items as slot 13's list.
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x60h\x05]\x94(h\x07h\x07eu");
+        // One more item for slot 13's list only.
+        b.extend_from_slice(b"h\x0d(h\x07e0");
+        b.extend_from_slice(b"e.");
+        b
+    }
+
+    /// Per entry: its action, addr and the number of frames.
+    fn inline_summary(d: &Document) -> Vec<(String, Option<Value>, usize)> {
+        d.items(d.root())
+            .iter()
+            .map(|e| {
+                let action = d.get(e, "action").and_then(|v| d.as_str(v)).unwrap_or("?").to_owned();
+                let frames = d.get(e, "frames").map_or(usize::MAX, |f| d.items(f).len());
+                (action, d.get(e, "addr"), frames)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn inline_strings_and_frame_lists_are_read_by_the_template() {
+        let bytes = entries_with_inline_values();
+        let d = parse(&bytes).expect("parses");
+        let s = inline_summary(&d);
+        let want = [("alloc", 16, 2), ("alloc", 32, 2), ("free_requested", 48, 3), ("free_requested", 64, 1), ("alloc", 80, 0), ("alloc", 96, 2)];
+        assert_eq!(s.len(), want.len());
+        for (got, (action, addr, frames)) in s.iter().zip(want) {
+            assert_eq!(got, &(action.to_owned(), Some(Value::Int(addr)), frames));
+        }
+        // Entries 3 to 5 were read by the template: their frame lists are shared spans.
+        let frames = |i: usize| d.items(d.root()).get(i).and_then(|e| d.get(e, "frames")).unwrap_or(Value::None);
+        for i in 3..6 {
+            assert!(d.shared_list_key(frames(i)).is_some(), "entry {i}");
+        }
+        assert_eq!(d.shared_list_key(frames(2)), None, "a list appended to later has items of its own");
+        for chunk in [1, 2, 3, 5, 7, 11, 13] {
+            assert_eq!(inline_summary(&chunked(&bytes, chunk)), s, "chunks of {chunk}");
+        }
     }
 
     #[test]

@@ -103,6 +103,97 @@ pub struct TraceRecord {
     pub frames: Option<u32>,
 }
 
+/// Consecutive rows of records: a trace as the reader stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRun {
+    /// The first row.
+    pub first_row: u32,
+    /// Number of rows.
+    pub len: u32,
+}
+
+/// A field of a trace record, named outside the reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordField(Field);
+
+impl RecordField {
+    /// `time_us`.
+    pub const TIME_US: RecordField = RecordField(Field::TimeUs);
+    /// `stream`.
+    pub const STREAM: RecordField = RecordField(Field::Stream);
+    /// `frames`.
+    pub const FRAMES: RecordField = RecordField(Field::Frames);
+    /// `compile_context`.
+    pub const COMPILE_CONTEXT: RecordField = RecordField(Field::CompileContext);
+    /// `user_metadata`.
+    pub const USER_METADATA: RecordField = RecordField(Field::UserMetadata);
+}
+
+/// The columns of a [`RecordRun`], one slice per field (fields a row lacks hold 0 there).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordColumns<'a> {
+    /// The shape of each row.
+    shape: &'a [u32],
+    /// The presence mask of each shape.
+    shape_masks: &'a [u8],
+    /// `action` string ids.
+    pub action: &'a [u32],
+    /// `addr`.
+    pub addr: &'a [u64],
+    /// `size`.
+    pub size_bytes: &'a [u64],
+    /// `stream`.
+    pub stream: &'a [i64],
+    /// `time_us`.
+    pub time_us: &'a [i64],
+    /// `compile_context` string ids.
+    pub compile_context: &'a [u32],
+    /// `user_metadata` string ids.
+    pub user_metadata: &'a [u32],
+    /// `frames` list ids.
+    pub frames: &'a [u32],
+}
+
+impl RecordColumns<'_> {
+    /// The presence mask of row `k` of the run (see [`RecordColumns::has`]).
+    #[inline]
+    pub fn mask(&self, k: usize) -> u8 {
+        self.shape
+            .get(k)
+            .and_then(|&s| self.shape_masks.get(s as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether a presence mask has `field`.
+    #[inline]
+    pub fn has(mask: u8, field: RecordField) -> bool {
+        mask & field.0.bit() != 0
+    }
+}
+
+/// The 64-bit columns of a [`RecordRun`], owned.
+#[derive(Debug, Default)]
+pub struct WideColumns {
+    /// `addr`.
+    pub addr: Vec<u64>,
+    /// `size`.
+    pub size_bytes: Vec<u64>,
+    /// `time_us`.
+    pub time_us: Vec<i64>,
+}
+
+impl WideColumns {
+    /// Columns of `n` zeros.
+    pub fn zeros(n: usize) -> Self {
+        WideColumns {
+            addr: vec![0; n],
+            size_bytes: vec![0; n],
+            time_us: vec![0; n],
+        }
+    }
+}
+
 /// Marks a row's shape slot as holding the index of the generic dict the row became (when a
 /// record is given more items after it was made).
 const MOVED_BIT: u32 = 1 << 31;
@@ -150,6 +241,7 @@ impl RecordTable {
     }
 
     /// Appends a record of shape `shape`; its row.
+    #[inline]
     pub(crate) fn push_record(&mut self, shape: u32, rec: &TraceRecord) -> Option<u32> {
         let row = u32::try_from(self.shape.len()).ok()?;
         if shape & MOVED_BIT != 0 {
@@ -191,6 +283,58 @@ impl RecordTable {
         if let Some(s) = self.shape.get_mut(row as usize) {
             *s = MOVED_BIT | g;
         }
+    }
+
+    /// The rows `first..first + len` when they exist and none became a generic dict.
+    pub(crate) fn run(&self, first: u32, len: u32) -> Option<RecordRun> {
+        let rows = first as usize..(first as usize).checked_add(len as usize)?;
+        let shapes = self.shape.get(rows)?;
+        shapes
+            .iter()
+            .all(|&s| s & MOVED_BIT == 0)
+            .then_some(RecordRun {
+                first_row: first,
+                len,
+            })
+    }
+
+    /// The columns of a run; `shape_masks` holds the presence mask of each shape.
+    pub(crate) fn columns<'a>(
+        &'a self,
+        run: RecordRun,
+        shape_masks: &'a [u8],
+    ) -> Option<RecordColumns<'a>> {
+        let rows = run.first_row as usize..run.first_row as usize + run.len as usize;
+        Some(RecordColumns {
+            shape: self.shape.get(rows.clone())?,
+            shape_masks,
+            action: self.action.get(rows.clone())?,
+            addr: self.addr.get(rows.clone())?,
+            size_bytes: self.size_bytes.get(rows.clone())?,
+            stream: self.stream.get(rows.clone())?,
+            time_us: self.time_us.get(rows.clone())?,
+            compile_context: self.compile_context.get(rows.clone())?,
+            user_metadata: self.user_metadata.get(rows.clone())?,
+            frames: self.frames.get(rows)?,
+        })
+    }
+
+    /// The `addr`, `size` and `time_us` columns of a run, moved out when the run is every row
+    /// (the table's columns are left empty) and copied otherwise.
+    pub(crate) fn take_wide_columns(&mut self, run: RecordRun) -> Option<WideColumns> {
+        let rows = run.first_row as usize..run.first_row as usize + run.len as usize;
+        if rows.start == 0 && rows.end == self.shape.len() {
+            return Some(WideColumns {
+                addr: std::mem::take(&mut self.addr),
+                size_bytes: std::mem::take(&mut self.size_bytes),
+                time_us: std::mem::take(&mut self.time_us),
+            });
+        }
+        Some(WideColumns {
+            addr: self.addr.get(rows.clone())?.to_vec(),
+            size_bytes: self.size_bytes.get(rows.clone())?.to_vec(),
+            time_us: self.time_us.get(rows)?.to_vec(),
+        })
     }
 
     /// The value of one field of a row.
