@@ -33,6 +33,7 @@ pub mod state;
 pub mod timeline;
 pub mod timeline_pools;
 pub mod tree;
+pub mod wire;
 
 pub use error::{Error, FileKind};
 pub use snapshot::Snapshot;

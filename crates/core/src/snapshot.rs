@@ -15,6 +15,7 @@ use crate::pickle::{
 };
 use crate::tree::{self, Tree};
 
+mod wire;
 
 /// What a trace entry records. See the reference study, section 1.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -29,6 +29,8 @@ type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
+mod wire;
+
 /// Default number of drawn allocations (PyTorch's viewer uses 15000).
 pub const DEFAULT_MAX_ENTRIES: usize = 15_000;
 
