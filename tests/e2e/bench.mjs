@@ -20,6 +20,11 @@
 // medians over 24 wheel zooms and 24 hovers over the plot of: the work (the handler plus the
 // frame's drawing) and the latency (from the input event to the painted frame for a zoom, to the
 // changed stack text for a hover; a zoom's latency includes the wait for the next frame).
+// For a zoom also: "wait", from the input event to its dispatch (Chromium hands wheel events to
+// the page at the start of the next frame, so this is the browser's, not the page's), and
+// "frame end", from the input event to the end of the main thread's work on that frame (after
+// the animation-frame callbacks the browser rasterizes what was drawn on canvases; "latency"
+// stops before that).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,11 +77,24 @@ async function measureInteraction(page) {
   const box = await page.locator('#plot').boundingBox();
   await page.evaluate(() => {
     globalThis.__bench = { zoom: [], hover: [] };
+    // Capturing on the window runs before the page's own listener on the canvas.
+    let dispatched = null;
+    window.addEventListener('wheel', () => {
+      dispatched = performance.now();
+    }, { capture: true });
     window.addEventListener('wheel', (e) => {
       const handled = performance.now();
+      const start = dispatched ?? handled;
       requestAnimationFrame((frameStart) => {
         const now = performance.now();
-        globalThis.__bench.zoom.push({ work: handled - e.timeStamp + (now - frameStart), latency: now - e.timeStamp });
+        // The frame's time before the handler ran is not the page's work (wheel events are
+        // dispatched inside the frame, so frameStart is usually before them).
+        const work = handled - start + (now - Math.max(frameStart, handled));
+        const z = { work, latency: now - e.timeStamp, wait: start - e.timeStamp, end: NaN };
+        globalThis.__bench.zoom.push(z);
+        setTimeout(() => {
+          z.end = performance.now() - e.timeStamp;
+        }, 0);
       });
     });
     const stack = document.getElementById('stack');
@@ -102,7 +120,7 @@ async function measureInteraction(page) {
   }
   const b = await page.evaluate(() => globalThis.__bench);
   const med = (xs, k) => median(xs.map((x) => x[k]));
-  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zooms: b.zoom.length, hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
+  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zoomWait: med(b.zoom, 'wait'), zoomEnd: med(b.zoom, 'end'), zooms: b.zoom.length, hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
 }
 
 const server = await serve(dist);
@@ -186,10 +204,10 @@ const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.p
 console.log(line(head));
 for (const row of table) console.log(line(row));
 
-console.log('\nafter load, on the last run\'s page: page memory (JS + WebAssembly heaps, MiB); wheel zoom and hover, median ms (work = handler + drawing; latency = input to painted frame / to stack text)');
-const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'hover work', 'hover latency'];
+console.log('\nafter load, on the last run\'s page: page memory (JS + WebAssembly heaps, MiB); wheel zoom and hover, median ms (work = handler + drawing; latency = input to painted frame / to stack text; wait = input to dispatch; frame end = input to the end of the frame\'s main-thread work)');
+const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'zoom wait', 'zoom frame end', 'hover work', 'hover latency'];
 const table2 = rows.filter((r) => !r.error && r.interact).map((r) => [
-  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
+  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.zoomWait, 1), fmt(r.interact.zoomEnd, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
 ]);
 const widths2 = head2.map((h, i) => Math.max(h.length, ...table2.map((row) => (row[i] ?? '').length)));
 const line2 = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths2[i]) : c.padStart(widths2[i]))).join('  ');

@@ -89,11 +89,12 @@ pub struct Ui {
     pub status: HtmlElement,
     /// Error box.
     pub error: HtmlElement,
-    /// The timeline canvas.
+    /// The timeline canvas: what the pointer points at and other marks, over `plot_layer`.
     pub plot: HtmlCanvasElement,
     /// Its context.
     pub plot_ctx: CanvasRenderingContext2d,
-    /// Offscreen canvas holding the timeline without hover outlines.
+    /// The canvas under `plot` (`#plot-base`, made here) holding the rest of the timeline, so
+    /// that a frame where only the marks change leaves it alone.
     pub plot_layer: HtmlCanvasElement,
     /// Its context.
     pub plot_layer_ctx: CanvasRenderingContext2d,
@@ -140,6 +141,11 @@ impl Ui {
             .create_element("canvas")?
             .dyn_into()
             .map_err(|_| JsValue::from_str("no canvas element"))?;
+        plot_layer.set_id("plot-base");
+        plot_layer.set_attribute("aria-hidden", "true")?;
+        if let Some(parent) = plot.parent_node() {
+            parent.insert_before(&plot_layer, Some(&plot))?;
+        }
         Ok(Ui {
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
@@ -960,6 +966,28 @@ pub async fn next_frame() {
     next_tick().await;
 }
 
+/// Resolves after `ms` milliseconds (a `setTimeout` promise: no Rust closure to keep).
+pub async fn sleep_ms(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+}
+
+/// Asks for one more frame in `delay_ms`, for drawing put off while the input kept changing.
+pub fn redraw_after(delay_ms: i32) {
+    wasm_bindgen_futures::spawn_local(async move {
+        sleep_ms(delay_ms).await;
+        APP.with(|a| {
+            if let Some(Ok(mut app)) = a.borrow().as_ref().map(|rc| rc.try_borrow_mut()) {
+                app.request_redraw();
+            }
+        });
+    });
+}
+
 /// Resolves on the next turn of the event loop.
 pub async fn next_tick() {
     let p = js_sys::Promise::new(&mut |resolve, _| {
@@ -971,7 +999,7 @@ pub async fn next_tick() {
 }
 
 /// Borrows the state for a moment; `None` when it is gone or busy.
-fn with_app<R>(weak: &Weak<RefCell<App>>, f: impl FnOnce(&mut App) -> R) -> Option<R> {
+pub(crate) fn with_app<R>(weak: &Weak<RefCell<App>>, f: impl FnOnce(&mut App) -> R) -> Option<R> {
     let rc = weak.upgrade()?;
     let mut app = rc.try_borrow_mut().ok()?;
     Some(f(&mut app))

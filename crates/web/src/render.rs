@@ -145,6 +145,12 @@ pub struct FrameInfo {
 }
 
 /// Draws everything from the state.
+///
+/// The timeline is two canvases: the base (`#plot-base`: axes, bands, annotations, OOM
+/// markers), drawn only when what it shows changed (a zoom, a pan, a new layout), and over it the
+/// page's `#plot` with what the pointer points at and the other marks (pins, highlights, search
+/// matches, pools), cleared and drawn again every frame. Neither is copied into the other, so a
+/// frame rasterizes only what it drew.
 pub fn draw(app: &App) {
     let t0 = app.ui.now_ms();
     sync_dom(app);
@@ -157,42 +163,17 @@ pub fn draw(app: &App) {
     if app.memo.canvas.borrow().as_ref() == Some(&key) {
         return;
     }
-    // The base layer (everything but what the pointer points at) is kept in an offscreen canvas
-    // and redrawn only when it changes; hovering only copies it and draws the overlay.
-    let base_key = CanvasKey {
-        hover: None,
-        pinned: None,
-        analysis: 0,
-        ..key.clone()
-    };
-    let base_changed = app.memo.canvas.borrow().as_ref().map(|k| CanvasKey {
-        hover: None,
-        pinned: None,
-        analysis: 0,
-        ..k.clone()
-    }) != Some(base_key);
+    let base_changed = app.memo.canvas.borrow().as_ref().map(CanvasKey::base) != Some(key.base());
     let ui = &app.ui;
     if base_changed {
-        let info = draw_timeline_base(
-            app.file(),
-            app.plot_css,
-            app.dpr,
-            &ui.plot_layer,
-            &ui.plot_layer_ctx,
-        );
+        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
     fit_canvas(&ui.plot, app.plot_css.0, app.plot_css.1, app.dpr);
     let ctx = &ui.plot_ctx;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.clear_rect(
-        0.0,
-        0.0,
-        f64::from(ui.plot.width()),
-        f64::from(ui.plot.height()),
-    );
-    let _ = ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
     draw_timeline_overlay(app, ctx);
     crate::panels::draw_highlight(app, ctx);
     crate::search::draw(app, ctx);
@@ -201,39 +182,48 @@ pub fn draw(app: &App) {
     let info = app.memo.frame.borrow();
     let frame_ms = app.ui.now_ms() - t0;
     write_test_hooks(app, &info, frame_ms);
-    // The first complete timeline: nothing loading, and the canvases drawn at their real size.
-    let sized = (
-        f64::from(app.ui.plot.client_width()),
-        f64::from(app.ui.plot.client_height()),
-    ) == app.plot_css
-        && (
-            f64::from(app.ui.minimap.client_width()),
-            f64::from(app.ui.minimap.client_height()),
-        ) == app.minimap_css;
-    if app.loading.is_none() && app.file().is_some() && sized {
-        if let Some(t) = app.ready_pending.take() {
-            app.ui.mark("memviz:ready");
-            let total = app.ui.now_ms() - t.started_ms;
-            let json = format!(
-                "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
-                t.read_ms,
-                t.parse_ms,
-                t.model_ms,
-                t.layout_ms,
-                t.wait_ms,
-                t0 - t.laid_out_ms,
-                frame_ms,
-                total,
-                info.bands_drawn,
-                info.vertices_drawn
-            );
-            let _ = app.ui.plot.set_attribute("data-timings", &json);
-            web_sys::console::log_1(&JsValue::from_str(&format!(
-                "memviz: {} ready: {json}",
-                app.file().map_or("", |f| f.name.as_str())
-            )));
+    if let Some(t) = app.ready_pending.take() {
+        if is_first_complete_frame(app) {
+            report_ready(app, &t, &info, t0, frame_ms);
+        } else {
+            app.ready_pending.set(Some(t));
         }
     }
+}
+
+/// The first complete timeline of a load: nothing loading, a file shown, and the canvases
+/// drawn at the size the page gives them.
+fn is_first_complete_frame(app: &App) -> bool {
+    let ui = &app.ui;
+    let size_of = |c: &HtmlCanvasElement| (f64::from(c.client_width()), f64::from(c.client_height()));
+    app.loading.is_none()
+        && app.file().is_some()
+        && size_of(&ui.plot) == app.plot_css
+        && size_of(&ui.minimap) == app.minimap_css
+}
+
+/// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
+fn report_ready(app: &App, t: &crate::app::Timings, info: &FrameInfo, frame_start_ms: f64, frame_ms: f64) {
+    app.ui.mark("memviz:ready");
+    let total = app.ui.now_ms() - t.started_ms;
+    let json = format!(
+        "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
+        t.read_ms,
+        t.parse_ms,
+        t.model_ms,
+        t.layout_ms,
+        t.wait_ms,
+        frame_start_ms - t.laid_out_ms,
+        frame_ms,
+        total,
+        info.bands_drawn,
+        info.vertices_drawn
+    );
+    let _ = app.ui.plot.set_attribute("data-timings", &json);
+    web_sys::console::log_1(&JsValue::from_str(&format!(
+        "memviz: {} ready: {json}",
+        app.file().map_or("", |f| f.name.as_str())
+    )));
 }
 
 fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
@@ -296,6 +286,17 @@ pub struct CanvasKey {
 }
 
 impl CanvasKey {
+    /// The part of the key that the timeline's base shows (all but what the pointer points at
+    /// and the analysis panel's marks).
+    fn base(&self) -> CanvasKey {
+        CanvasKey {
+            hover: None,
+            pinned: None,
+            analysis: 0,
+            ..self.clone()
+        }
+    }
+
     fn of(app: &App) -> CanvasKey {
         CanvasKey {
             current: app.current,
@@ -647,12 +648,21 @@ impl<'a> PlotDev<'a> {
     }
 }
 
-/// Traces a band's polygon: the lower edge left to right, then the upper edge back.
+/// Traces a band's polygon as a path of its own: the lower edge left to right, then the upper
+/// edge back.
 fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+    ctx.begin_path();
+    add_band_polygon(ctx, edge, height_dev);
+    ctx.close_path();
+}
+
+/// Adds a band's polygon to the current path as a subpath left open: a fill closes it (and
+/// closing each of thousands of subpaths costs the canvas more than the rest). Every band's
+/// polygon winds the same way, so a path of several is filled where any of them is.
+fn add_band_polygon(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
     let Some(&(x0, y0)) = edge.first() else {
         return;
     };
-    ctx.begin_path();
     ctx.move_to(x0, y0);
     for &(x, y) in &edge[1..] {
         ctx.line_to(x, y);
@@ -660,7 +670,6 @@ fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f
     for &(x, y) in edge.iter().rev() {
         ctx.line_to(x, y - height_dev);
     }
-    ctx.close_path();
 }
 
 /// Draws everything of the timeline that does not depend on the pointer.
@@ -749,25 +758,32 @@ pub fn draw_timeline_base(
     );
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
-    // Group by colour so the fill style changes at most ten times.
+    // One path and one fill per colour (at most ten): a fill per band would cost the canvas a
+    // path copy and a rasterization pass each.
     let colour_of = |i: usize| (layout.band_element[edges.bands[i] as usize] % 10) as usize;
     let mut order: Vec<usize> = (0..edges.bands.len()).collect();
     order.sort_by_key(|&i| colour_of(i));
-    let mut colour = usize::MAX;
+    let mut colour = None;
     for i in order {
         band_edge(layout, &edges, i, s_left, s_right, &to_dev, &mut edge);
         if edge.len() < 2 {
             continue;
         }
         let c = colour_of(i);
-        if c != colour {
-            colour = c;
+        if colour != Some(c) {
+            if colour.is_some() {
+                ctx.fill();
+            }
+            colour = Some(c);
             ctx.set_fill_style_str(PALETTE[c]);
+            ctx.begin_path();
         }
-        trace_band(ctx, &edge, layout.band_size(edges.bands[i]) as f64 * px_per_byte_dev);
-        ctx.fill();
+        add_band_polygon(ctx, &edge, layout.band_size(edges.bands[i]) as f64 * px_per_byte_dev);
         info.bands_drawn += 1;
         info.vertices_drawn += edge.len() * 2;
+    }
+    if colour.is_some() {
+        ctx.fill();
     }
 
     // 3. The summarized band on top of the drawn stack.

@@ -2,8 +2,14 @@
 //! selected event, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
 //! Written with `history.replaceState` whenever it changes; read once at start and applied when
 //! the same file is opened again (a reload keeps the hash).
+//!
+//! `replaceState` costs several milliseconds, too much for every frame of a wheel zoom or a drag:
+//! a change of the zoom window alone is written at most every [`WINDOW_WRITE_INTERVAL_MS`], by a
+//! timer outside any frame, so the fragment holds the last window once the input has settled.
+//! Every other change (file, view, device, pin, event) is written at once, with the window as it
+//! is then.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::app::{App, Target};
 use crate::view::View;
@@ -94,7 +100,15 @@ thread_local! {
     static PENDING: RefCell<Option<Fragment>> = const { RefCell::new(None) };
     /// The fragment last written.
     static WRITTEN: RefCell<String> = const { RefCell::new(String::new()) };
+    /// A fragment that differs from the written one only in its zoom window, waiting for the
+    /// timer to write it.
+    static DEFERRED: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether the timer that writes [`DEFERRED`] is running.
+    static TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
 }
+
+/// The shortest time between two writes of a changed zoom window, ms.
+pub const WINDOW_WRITE_INTERVAL_MS: i32 = 250;
 
 fn location_hash() -> String {
     web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default()
@@ -171,7 +185,8 @@ pub fn of_app(app: &App) -> Option<Fragment> {
     })
 }
 
-/// Writes the current state into the fragment when it changed (nothing while no file is open).
+/// Writes the current state into the fragment when it changed (nothing while no file is open);
+/// a change of the zoom window alone waits for the timer (see the module's notes).
 pub fn sync(app: &App) {
     if app.loading.is_some() || PENDING.with(|p| p.borrow().is_some()) && app.file().is_none() {
         return;
@@ -179,13 +194,47 @@ pub fn sync(app: &App) {
     let Some(frag) = of_app(app) else { return };
     let text = format(&frag, encode);
     if WRITTEN.with(|w| *w.borrow() == text) {
+        DEFERRED.with(|d| d.borrow_mut().take());
         return;
     }
+    let window_only = WRITTEN.with(|w| same_but_window(&w.borrow(), &frag, decode));
+    if window_only {
+        DEFERRED.with(|d| *d.borrow_mut() = Some(text));
+        arm_timer();
+    } else {
+        DEFERRED.with(|d| d.borrow_mut().take());
+        write(text);
+    }
+}
+
+/// Whether the fragment `written` holds everything of `frag` but its zoom window.
+fn same_but_window(written: &str, frag: &Fragment, decode_part: impl Fn(&str) -> String) -> bool {
+    let old = parse(written, decode_part);
+    Fragment { x_steps: None, ..old } == Fragment { x_steps: None, ..frag.clone() }
+}
+
+/// Replaces the page's fragment with `text` (without the `#`).
+fn write(text: String) {
     let Some(w) = web_sys::window() else { return };
     let Ok(history) = w.history() else { return };
     if history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{text}"))).is_ok() {
         WRITTEN.with(|w| *w.borrow_mut() = text);
     }
+}
+
+/// Starts the timer that writes the deferred fragment, unless it is running.
+fn arm_timer() {
+    if TIMER_ARMED.with(Cell::get) {
+        return;
+    }
+    TIMER_ARMED.with(|t| t.set(true));
+    wasm_bindgen_futures::spawn_local(async {
+        crate::app::sleep_ms(WINDOW_WRITE_INTERVAL_MS).await;
+        TIMER_ARMED.with(|t| t.set(false));
+        if let Some(text) = DEFERRED.with(|d| d.borrow_mut().take()) {
+            write(text);
+        }
+    });
 }
 
 #[cfg(test)]
@@ -212,5 +261,28 @@ mod tests {
         assert_eq!(g, Fragment::default());
         assert_eq!(base_name("a.pickle (2)"), "a.pickle");
         assert_eq!(base_name("a (b).pickle"), "a (b).pickle");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_new_zoom_window_alone_is_told_apart() {
+        let id = |s: &str| s.to_string();
+        let f = Fragment {
+            file: Some("run.pickle".into()),
+            view: Some(View::ActiveMemoryTimeline),
+            device: Some(0),
+            x_steps: Some((120.0, 4500.0)),
+            pin: None,
+            event: None,
+        };
+        let written = format(&f, id);
+        let zoomed = Fragment { x_steps: Some((130.0, 4000.0)), ..f.clone() };
+        assert!(same_but_window(&written, &zoomed, id));
+        let full = Fragment { x_steps: None, ..f.clone() };
+        assert!(same_but_window(&written, &full, id));
+        let pinned = Fragment { pin: Some("b7f0a2c000000_3".into()), ..zoomed };
+        assert!(!same_but_window(&written, &pinned, id));
+        let other_view = Fragment { view: Some(View::AllocatorStateHistory), ..f.clone() };
+        assert!(!same_but_window(&written, &other_view, id));
+        assert!(!same_but_window("", &f, id));
     }
 }

@@ -58,12 +58,9 @@ pub fn run(app: &mut App, kind: Kind) {
             let name = app
                 .file()
                 .map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
-            download_canvas(
-                &app.ui.document,
-                &app.ui.plot,
-                format!("{name}.timeline.png"),
-            );
-            Ok(())
+            timeline_image(&app.ui).map(|image| {
+                download_canvas(&app.ui.document, &image, format!("{name}.timeline.png"));
+            })
         }
         _ => text_export(app, kind),
     };
@@ -132,6 +129,25 @@ pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(),
 }
 
 /// Downloads a canvas as PNG (`canvas.toBlob`).
+/// The timeline as the page shows it, on one new canvas: the base layer with the marks over it.
+fn timeline_image(ui: &crate::app::Ui) -> Result<HtmlCanvasElement, JsValue> {
+    let image: HtmlCanvasElement = ui
+        .document
+        .create_element("canvas")?
+        .dyn_into()
+        .map_err(|_| JsValue::from_str("no canvas element"))?;
+    image.set_width(ui.plot.width());
+    image.set_height(ui.plot.height());
+    let ctx: web_sys::CanvasRenderingContext2d = image
+        .get_context("2d")?
+        .ok_or_else(|| JsValue::from_str("no 2d context"))?
+        .dyn_into()
+        .map_err(|_| JsValue::from_str("no 2d context"))?;
+    ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0)?;
+    ctx.draw_image_with_html_canvas_element(&ui.plot, 0.0, 0.0)?;
+    Ok(image)
+}
+
 fn download_canvas(document: &Document, canvas: &HtmlCanvasElement, name: String) {
     let canvas = canvas.clone();
     let document = document.clone();

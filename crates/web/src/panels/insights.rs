@@ -183,6 +183,18 @@ struct FragKey {
     dpr: f64,
 }
 
+impl FragKey {
+    /// Whether `other` differs from this key in its window alone.
+    fn same_but_window(&self, other: &FragKey) -> bool {
+        FragKey { window: other.window, ..*self } == *other
+    }
+}
+
+/// How long a new window alone may wait for the chart, ms: while a zoom or pan goes on, the chart
+/// follows at about this pace (drawing it costs as much as the timeline's own frame), and it
+/// shows the last window once the input stops.
+const FRAG_WINDOW_REDRAW_MS: f64 = 200.0;
+
 /// The fragmentation chart as drawn.
 #[derive(Default)]
 pub struct FragChart {
@@ -191,6 +203,8 @@ pub struct FragChart {
     marker: Option<Option<(f64, f64)>>,
     area: Option<chart::Area>,
     layer: chart::Layered,
+    /// When a new window was first left undrawn (`performance.now()`, ms), while one is.
+    window_deferred_since_ms: Option<f64>,
 }
 
 impl FragChart {
@@ -198,6 +212,26 @@ impl FragChart {
     pub fn reset(&mut self) {
         self.key = None;
         self.marker = None;
+        self.window_deferred_since_ms = None;
+    }
+
+    /// Whether drawing for `key` waits (only the window changed, and the first such change is
+    /// younger than [`FRAG_WINDOW_REDRAW_MS`]); asks for the frame that draws it.
+    fn defers(&mut self, key: &FragKey, now_ms: f64) -> bool {
+        if !self.key.as_ref().is_some_and(|k| k.same_but_window(key)) {
+            self.window_deferred_since_ms = None;
+            return false;
+        }
+        let since_ms = *self.window_deferred_since_ms.get_or_insert(now_ms);
+        let left_ms = FRAG_WINDOW_REDRAW_MS - (now_ms - since_ms);
+        if left_ms <= 0.0 {
+            self.window_deferred_since_ms = None;
+            return false;
+        }
+        if since_ms == now_ms {
+            crate::app::redraw_after(left_ms.ceil() as i32 + 1);
+        }
+        true
     }
 }
 
@@ -223,8 +257,9 @@ fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
     }
 }
 
-/// Draws the fragmentation chart for the timeline's visible window when the window changed, and
-/// its marker at the step the user points at (called by each frame while the tab is shown).
+/// Draws the fragmentation chart for the timeline's visible window when the window changed (a
+/// moving window at most every [`FRAG_WINDOW_REDRAW_MS`]), and its marker at the step the user
+/// points at (called by each frame while the tab is shown).
 pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
     let Some(f) = app.file() else { return };
     let Some(canvas) = panel
@@ -250,6 +285,10 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
     let marker = marker_of(app, f);
     let mut drawn = false;
     if st.key.as_ref() != Some(&key) {
+        // A marker over the axes of the old window would be misplaced: it waits as well.
+        if st.defers(&key, app.ui.now_ms()) {
+            return;
+        }
         let Some(a) = super::analysis(app) else {
             return;
         };
