@@ -11,12 +11,134 @@ function forbidConnections() {
   document.head.appendChild(meta);
 }
 
+/** The page's WebAssembly, compiled once: the page and every loading worker instantiate it. */
+async function compileWasm() {
+  const response = await fetch(new URL('./memviz-web_bg.wasm', import.meta.url));
+  if (!response.ok) throw new Error(`its WebAssembly could not be fetched (${response.status})`);
+  if (WebAssembly.compileStreaming && response.headers.get('Content-Type') === 'application/wasm') {
+    return WebAssembly.compileStreaming(response);
+  }
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+const workerUrl = new URL('./worker.js', import.meta.url);
+
+/** Starts a loading worker and has it instantiate the WebAssembly now, before any file comes. */
+function spawnLoader(module) {
+  try {
+    const worker = new Worker(workerUrl, { type: 'module' });
+    worker.broken = false;
+    worker.onerror = (e) => {
+      e.preventDefault();
+      worker.broken = true;
+    };
+    worker.postMessage({ module });
+    return worker;
+  } catch {
+    return null;
+  }
+}
+
+/** Bytes of one slice of a file sent to a worker (crates/web/src/model.rs, CHUNK_BYTES). */
+const SLICE_BYTES = 8 << 20;
+/** Slices read ahead of what the worker has decoded. */
+const SLICES_AHEAD = 3;
+
+/** A worker started ahead of the next load. */
+let spare = null;
+
+const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: true });
+
+/**
+ * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends). Returns
+ * `{ model, done, cancel }`: `model` resolves to `{ head, parts }` as soon as the model has come
+ * (the layout is still being built then), `done` to `{ heads, parts }` with the rest; either may
+ * resolve to `{ profile: true }` instead, and rejects
+ * with an Error whose message is for the user, or with `workerUnavailable` set when no worker
+ * could run (the page then loads on its main thread). `onProgress(readBytes, phase)` is called
+ * as the worker goes. Each worker loads one file; the next one is started when it ends.
+ */
+function loadInWorker(module, file, request, onProgress) {
+  let worker = spare && !spare.broken ? spare : spawnLoader(module);
+  spare = null;
+  if (!worker) {
+    const no = Promise.reject(unavailable('this browser cannot start a worker'));
+    return { model: no, done: no, cancel() {} };
+  }
+  let settleModel;
+  const model = new Promise((resolve, reject) => { settleModel = { resolve, reject }; });
+  // Never left unhandled: the page awaits `done` only after `model`.
+  model.catch(() => {});
+  let cancel = () => {};
+  const done = new Promise((resolve, reject) => {
+    const heads = [];
+    let parts = [];
+    let started = false;
+    const finish = (f) => {
+      worker.terminate();
+      spare = spawnLoader(module);
+      f();
+    };
+    const fail = (err) => finish(() => {
+      settleModel.reject(err);
+      reject(err);
+    });
+    const end = (value) => finish(() => {
+      settleModel.resolve(value);
+      resolve(value);
+    });
+    cancel = () => fail(new Error('cancelled'));
+    // The file is read here, a few slices ahead of the worker, and handed over.
+    let readTo = 0;
+    const readAhead = (decodedTo) => {
+      while (readTo < file.size && readTo - decodedTo < SLICES_AHEAD * SLICE_BYTES) {
+        const offset = readTo;
+        readTo = Math.min(offset + SLICE_BYTES, file.size);
+        file.slice(offset, readTo).arrayBuffer().then(
+          (slice) => worker.postMessage({ slice, offset }, [slice]),
+          (err) => worker.postMessage({ sliceError: `${err.message || err}` }),
+        );
+      }
+    };
+    readAhead(0);
+    worker.onmessage = (e) => {
+      const m = e.data;
+      started = true;
+      if (m.kind === 'progress') {
+        readAhead(m.readBytes);
+        onProgress(m.readBytes, m.phase);
+      }
+      else if (m.kind === 'part') parts.push(m.bytes);
+      else if (m.kind === 'head' && heads.length === 0 && !settleModel.done) {
+        settleModel.done = true;
+        settleModel.resolve({ head: m.bytes, parts });
+        parts = [];
+      } else if (m.kind === 'head') heads.push(m.bytes);
+      else if (m.kind === 'done') end({ heads, parts });
+      else if (m.kind === 'profile') end({ profile: true });
+      else if (m.kind === 'error') fail(new Error(m.message));
+      else if (m.kind === 'failed') fail(unavailable(m.message));
+    };
+    worker.onerror = (e) => {
+      e.preventDefault();
+      const why = e.message || 'it stopped';
+      fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
+    };
+  });
+  done.catch(() => {});
+  worker.postMessage({ file, request });
+  return { model, done, cancel };
+}
+
 try {
-  const wasm = await init();
+  const module = await compileWasm();
+  const wasm = await init({ module_or_path: module });
   forbidConnections();
   // Bytes of the WebAssembly heap, for the benchmark's page-memory figure.
   globalThis.memvizWasmBytes = () => wasm.memory.buffer.byteLength;
+  globalThis.memvizLoadInWorker = (file, request, onProgress) => loadInWorker(module, file, request, onProgress);
   start();
+  spare = spawnLoader(module);
 } catch (e) {
   const el = document.getElementById('error');
   if (el) {

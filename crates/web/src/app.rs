@@ -23,7 +23,9 @@ use web_sys::{
 };
 
 use crate::input::{self, Command, Input, Source, Surface};
-use crate::model::{ModelLoader, PlotData, CHUNK_BYTES};
+use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::worker::LoadRequest;
+use crate::worker_client::{self, Outcome};
 use crate::render;
 use crate::view::View;
 use crate::viewport::{PlotRect, Viewport};
@@ -325,6 +327,8 @@ pub struct Timings {
     pub layout_ms: f64,
     /// Giving the page a chance to repaint between steps.
     pub wait_ms: f64,
+    /// Handing the model from the loading worker to the page (encoding there, decoding here).
+    pub transfer_ms: f64,
     /// When the model and layout were ready (`performance.now()`).
     pub laid_out_ms: f64,
 }
@@ -401,6 +405,8 @@ pub struct App {
     loader_running: bool,
     /// The user asked to stop loading.
     cancel_requested: bool,
+    /// Stops the load running in a Web Worker, while one runs.
+    pub cancel_load: Option<js_sys::Function>,
     /// A note for the status line (such as a stopped load), until the next load.
     pub status_note: Option<String>,
     self_ref: Weak<RefCell<App>>,
@@ -453,6 +459,7 @@ impl App {
             frame_pending: false,
             loader_running: false,
             cancel_requested: false,
+            cancel_load: None,
             status_note: None,
             self_ref: Weak::new(),
             raf: None,
@@ -533,6 +540,9 @@ impl App {
                 if self.loading.is_some() {
                     self.cancel_requested = true;
                     self.queue.clear();
+                    if let Some(cancel) = self.cancel_load.take() {
+                        let _ = cancel.call0(&JsValue::NULL);
+                    }
                 }
             }
             Input::Open(sources) => {
@@ -1060,6 +1070,15 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             app.request_redraw();
         });
     };
+    if let Source::File(file) = &source {
+        if worker_client::available() {
+            match load_in_worker(weak, file, &name, total_bytes, &mut timings).await {
+                WorkerEnd::Finished => return,
+                // Profiler timelines and pages without workers load below.
+                WorkerEnd::LoadHere => {}
+            }
+        }
+    }
     let mut loader = ModelLoader::new(total_bytes);
     let blob = match &source {
         Source::File(f) => Some(gloo_file::Blob::from(web_sys::Blob::from(f.clone()))),
@@ -1223,10 +1242,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         return;
     };
     let preferred = with_app(weak, |app| app.preferred_device).flatten();
-    let device_pos = preferred
-        .and_then(|index| snap.devices.iter().position(|d| d.index == index))
-        .or_else(|| snap.default_device())
-        .unwrap_or(0);
+    let device_pos = choose_device(&snap, preferred);
     let plot = PlotData::build(
         &snap,
         device_pos,
@@ -1242,6 +1258,100 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         app.finish_load(name, snap, plot, timings);
         app.request_redraw();
     });
+}
+
+/// How [`load_in_worker`] ended.
+enum WorkerEnd {
+    /// Loaded, failed or cancelled: nothing more to do.
+    Finished,
+    /// Load on the main thread instead.
+    LoadHere,
+}
+
+/// The phase names the worker reports, as the status line shows them.
+fn phase_name(phase: &str) -> &'static str {
+    match phase {
+        "Building the model" => "Building the model",
+        "Laying out the timeline" => "Laying out the timeline",
+        "Handing over the model" => "Handing over the model",
+        _ => "Reading",
+    }
+}
+
+/// Loads a file in a Web Worker: the page's main thread only shows progress and, at the end,
+/// copies the model and plot into place.
+async fn load_in_worker(
+    weak: &Weak<RefCell<App>>,
+    file: &web_sys::File,
+    name: &str,
+    total_bytes: u64,
+    timings: &mut Timings,
+) -> WorkerEnd {
+    let Some((view, hide_freed, preferred_device)) =
+        with_app(weak, |app| (app.view, app.panels.hide_freed, app.preferred_device))
+    else {
+        return WorkerEnd::Finished;
+    };
+    let request = LoadRequest {
+        name: name.to_string(),
+        preferred_device,
+        options: Options {
+            max_entries: DEFAULT_MAX_ENTRIES,
+            mode: view.mode(),
+            hide_freed,
+        },
+    };
+    let started_ms = timings.started_ms;
+    let on_progress = move |app: &mut App, read_bytes: f64, phase: &str| {
+        let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes / total_bytes as f64).min(1.0) };
+        let elapsed_ms = app.ui.now_ms() - started_ms;
+        let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
+            .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
+        if let Some(l) = &mut app.loading {
+            l.fraction = fraction;
+            l.read_bytes = read_bytes as u64;
+            l.left_ms = if phase == "Reading" { left_ms } else { None };
+            l.phase = phase_name(phase);
+        }
+        app.request_redraw();
+    };
+    match worker_client::load(weak, file, &request, on_progress).await {
+        Outcome::Loaded { snap, plot, timings: w, decode_ms } => {
+            timings.read_ms = w.read_ms;
+            timings.parse_ms = w.parse_ms;
+            timings.model_ms = w.model_ms;
+            timings.layout_ms = w.layout_ms;
+            timings.transfer_ms = w.encode_ms + decode_ms;
+            // A turn of the event loop between copying the model in and showing it.
+            next_tick().await;
+            let now = with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+            timings.laid_out_ms = now;
+            let t = *timings;
+            with_app(weak, |app| {
+                app.finish_load(name.to_string(), *snap, *plot, t);
+                app.request_redraw();
+            });
+            WorkerEnd::Finished
+        }
+        Outcome::Failed(msg) => {
+            with_app(weak, |app| {
+                app.error = Some(msg);
+                app.loading = None;
+                app.request_redraw();
+            });
+            WorkerEnd::Finished
+        }
+        Outcome::Cancelled => {
+            with_app(weak, |app| {
+                app.loading = None;
+                app.cancel_requested = false;
+                app.status_note = Some(format!("Stopped loading {name}."));
+                app.request_redraw();
+            });
+            WorkerEnd::Finished
+        }
+        Outcome::Profile | Outcome::Unavailable => WorkerEnd::LoadHere,
+    }
 }
 
 /// Makes the input of a pointer event from its surface and position (CSS px).

@@ -11,7 +11,9 @@
 //! - [`app`]: the one [`app::App`] state, the event listeners (DOM events become
 //!   [`input::Input`]s), the handlers, the loader task and the animation-frame guard;
 //! - [`render`]: drawing the timeline, the minimap and the controls from the state;
-//! - [`model`]: loading from byte chunks (no DOM, ready for a Web Worker) and what a plot needs;
+//! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
+//! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
+//!   are read, decoded and laid out off the main thread, then handed over as bytes;
 //! - pure logic tested in the browser and natively: [`viewport`] (window math), [`xmap`] (steps
 //!   or time on the x axis), [`axis`] (ticks and labels), [`decimate`] (vertices per pixel
 //!   column), [`input`] (key and wheel mapping), [`view`] (the views).
@@ -32,6 +34,8 @@ pub mod view;
 pub mod url;
 pub mod views;
 pub mod viewport;
+pub mod worker;
+pub mod worker_client;
 pub mod xmap;
 
 use wasm_bindgen::prelude::*;

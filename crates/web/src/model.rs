@@ -1,5 +1,6 @@
 //! Loading a snapshot from chunks of bytes, and what one plot of it needs. Nothing here touches
-//! the DOM, so loading can move into a Web Worker unchanged: bytes in, model out.
+//! the DOM: the same code runs in the page and in the loading Web Worker ([`crate::worker`]),
+//! which hands the model and plot over as bytes ([`memviz_core::wire`]).
 
 use memviz_core::snapshot::{Action, Snapshot};
 use memviz_core::timeline::{self, Layout, Options};
@@ -48,6 +49,15 @@ impl ModelLoader {
     pub fn finish(self) -> Result<Snapshot, Error> {
         self.loader.finish()
     }
+}
+
+/// The device a new file shows first: `preferred` when the file has it, else the first device
+/// with a trace.
+pub fn choose_device(snap: &Snapshot, preferred: Option<i64>) -> usize {
+    preferred
+        .and_then(|index| snap.devices.iter().position(|d| d.index == index))
+        .or_else(|| snap.default_device())
+        .unwrap_or(0)
 }
 
 /// Loads a snapshot from chunks in one go.
@@ -137,6 +147,18 @@ pub struct PlotData {
     /// Rows the strip needs.
     pub annotation_row_count: usize,
 }
+
+memviz_core::wire_struct!(OomMark { row, step });
+memviz_core::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us });
+memviz_core::wire_struct!(PlotData {
+    device_pos,
+    layout,
+    time,
+    ooms,
+    annotations,
+    annotation_rows,
+    annotation_row_count,
+});
 
 /// Most rows the annotation strip gets; deeper nesting shares the last row.
 pub const MAX_ANNOTATION_ROWS: usize = 3;
@@ -313,6 +335,34 @@ mod tests {
         }
         assert!(p.annotations.iter().any(|a| a.name == "## forward ##"));
         assert!(p.ooms.is_empty());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_model_and_plot_survive_the_hand_over_from_the_worker() {
+        use memviz_core::wire::{decode, encode, encode_with_part_min, PartList};
+        let snap = demo();
+        let p = PlotData::build(&snap, choose_device(&snap, None), Options::default());
+        // Every column as a part, as large files send them.
+        let (snap_head, mut parts) = encode_with_part_min(&snap, 1);
+        let (plot_head, plot_parts) = encode_with_part_min(&p, 1);
+        assert!(!plot_parts.is_empty(), "the demo's layout has large columns");
+        parts.extend(plot_parts);
+        let mut src = PartList::new(parts.clone());
+        let snap2: Snapshot = decode(&snap_head, &mut src).expect("snapshot");
+        let p2: PlotData = decode(&plot_head, &mut src).expect("plot");
+        assert_eq!(p2.annotations, p.annotations);
+        assert_eq!(p2.annotation_rows, p.annotation_rows);
+        assert_eq!(p2.ooms, p.ooms);
+        assert_eq!(p2.time, p.time);
+        assert_eq!(p2.layout.elements, p.layout.elements);
+        assert_eq!(p2.layout.event_drawn_bytes, p.layout.event_drawn_bytes);
+        assert_eq!(encode(&p2), encode(&p));
+        assert_eq!(snap2.devices[0].trace.addr, snap.devices[0].trace.addr);
+        assert_eq!(encode(&snap2), encode(&snap));
+        // A part that went missing is an error, not a panic.
+        let mut short = PartList::new(parts[..parts.len().saturating_sub(1)].to_vec());
+        let _: Snapshot = decode(&snap_head, &mut short).expect("snapshot");
+        assert!(decode::<PlotData>(&plot_head, &mut short).is_err());
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -208,3 +208,5 @@ mod tests {
         assert_eq!(XAxis::from_value("nope"), None);
     }
 }
+
+memviz_core::wire_struct!(TimeMap { knot_step, knot_us, t0_us });

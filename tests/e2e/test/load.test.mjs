@@ -175,6 +175,27 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   await page.close();
 });
 
+test('files are read, decoded and laid out in a Web Worker; without one the page loads them itself', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const viaWorker = JSON.parse((await plotData(page)).timings);
+  // The model and plot were handed over from the worker.
+  assert.ok(viaWorker.transfer_ms > 0, `transfer_ms ${viaWorker.transfer_ms}`);
+  assert.ok(viaWorker.parse_ms > 0 && viaWorker.layout_ms >= 0);
+  const bandsViaWorker = Number((await plotData(page)).bands);
+  const stepsViaWorker = Number((await plotData(page)).steps);
+  assert.ok(await page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/worker.js'))));
+  // The same file loaded on the main thread (as where no worker can run) draws the same.
+  await page.evaluate(() => { delete globalThis.memvizLoadInWorker; });
+  await openFiles(page, RESNET);
+  const d = await plotData(page);
+  assert.equal(JSON.parse(d.timings).transfer_ms, 0);
+  assert.equal(Number(d.bands), bandsViaWorker);
+  assert.equal(Number(d.steps), stepsViaWorker);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('nothing is requested but the page\'s own files', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);

@@ -1,0 +1,242 @@
+//! The loading Web Worker's side: reads a `File` in slices (the next one while this one is
+//! decoded), decodes it, builds the model and the first plot, and hands both to the page as bytes
+//! ([`memviz_core::wire`]), so none of that work runs on the page's main thread.
+//!
+//! Messages to the page (`www/worker.js` starts this; `www/boot.js` listens):
+//! - `{kind: "progress", readBytes, phase}` after each slice and at each phase;
+//! - `{kind: "part", bytes}` for each large column, in order (the buffer is transferred);
+//! - `{kind: "head", bytes}` three times: the snapshot (sent before the layout is built, so the
+//!   page copies it in meanwhile), the plot, the [`WorkerTimings`];
+//! - `{kind: "done"}`, or `{kind: "error", message}` with a message for the user, or
+//!   `{kind: "profile"}` when the file is a profiler memory timeline (the page reads those itself).
+
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use memviz_core::timeline::Options;
+use memviz_core::wire::{self, Encoder, Wire};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::DedicatedWorkerGlobalScope;
+
+use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+
+/// What the page asks for besides the file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadRequest {
+    /// File name, for messages.
+    pub name: String,
+    /// Device index to lay out when the file has it.
+    pub preferred_device: Option<i64>,
+    /// Options of the first layout.
+    pub options: Options,
+}
+
+memviz_core::wire_struct!(LoadRequest { name, preferred_device, options });
+
+/// Where the worker's time went (ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WorkerTimings {
+    /// Reading slices of the file.
+    pub read_ms: f64,
+    /// Decoding the pickle.
+    pub parse_ms: f64,
+    /// Building the model.
+    pub model_ms: f64,
+    /// Laying out the timeline.
+    pub layout_ms: f64,
+    /// Encoding and posting the model and plot.
+    pub encode_ms: f64,
+}
+
+memviz_core::wire_struct!(WorkerTimings { read_ms, parse_ms, model_ms, layout_ms, encode_ms });
+
+/// The request as bytes, for `postMessage`.
+pub fn encode_request(r: &LoadRequest) -> Vec<u8> {
+    wire::encode(r).0
+}
+
+/// Sends one message; `transfer` is handed over, not copied.
+fn post(scope: &DedicatedWorkerGlobalScope, fields: &[(&str, JsValue)], transfer: Option<&JsValue>) {
+    let msg = Object::new();
+    for (k, v) in fields {
+        let _ = Reflect::set(&msg, &JsValue::from_str(k), v);
+    }
+    let _ = match transfer {
+        Some(t) => scope.post_message_with_transfer(&msg, &Array::of1(t)),
+        None => scope.post_message(&msg),
+    };
+}
+
+fn post_bytes(scope: &DedicatedWorkerGlobalScope, kind: &str, bytes: &[u8]) {
+    let arr = Uint8Array::new_with_length(bytes.len() as u32);
+    arr.copy_from(bytes);
+    let buf = arr.buffer();
+    post(scope, &[("kind", kind.into()), ("bytes", buf.clone().into())], Some(&buf.into()));
+}
+
+fn progress(scope: &DedicatedWorkerGlobalScope, read_bytes: f64, phase: &str) {
+    post(scope, &[("kind", "progress".into()), ("readBytes", read_bytes.into()), ("phase", phase.into())], None);
+}
+
+fn fail(scope: &DedicatedWorkerGlobalScope, message: String) {
+    post(scope, &[("kind", "error".into()), ("message", message.into())], None);
+}
+
+fn now_ms(scope: &DedicatedWorkerGlobalScope) -> f64 {
+    scope.performance().map_or(0.0, |p| p.now())
+}
+
+/// Loads `file` as `request` (bytes of a [`LoadRequest`]) asks; answers with messages only.
+#[wasm_bindgen]
+pub async fn worker_load(file: web_sys::File, request: Vec<u8>, next_slice: js_sys::Function) {
+    let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() else { return };
+    let request: LoadRequest = match wire::decode(&request, &mut wire::PartList::new(Vec::new())) {
+        Ok(r) => r,
+        Err(e) => return fail(&scope, format!("Could not open the file: {e}")),
+    };
+    if let Err(message) = load(&scope, &file, &request, &next_slice).await {
+        fail(&scope, message);
+    }
+}
+
+/// Bytes decoded between chances to take events.
+const FEED_BYTES: usize = 1 << 20;
+
+/// Most time decoding goes on without taking events (ms).
+const YIELD_EVERY_MS: f64 = 4.0;
+
+/// Resolves after the events waiting now (a message to itself, which no timer clamping delays).
+async fn yield_to_events() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Ok(ch) = web_sys::MessageChannel::new() {
+            ch.port1().set_onmessage(Some(&resolve));
+            let _ = ch.port2().post_message(&JsValue::NULL);
+        } else {
+            let _ = resolve.call0(&JsValue::NULL);
+        }
+    });
+    let _ = JsFuture::from(p).await;
+}
+
+/// The slice of the file at `offset`, as the page sends it (`next_slice(offset)` resolves to an
+/// `ArrayBuffer` of [`CHUNK_BYTES`], or fewer at the end).
+fn read_slice(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
+    let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
+    Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+}
+
+async fn load(
+    scope: &DedicatedWorkerGlobalScope,
+    file: &web_sys::File,
+    request: &LoadRequest,
+    next_slice: &js_sys::Function,
+) -> Result<(), String> {
+    let name = &request.name;
+    let read_error = |e: &JsValue| format!("Could not read {name}: {}. Is the file still there and readable?", js_text(e));
+    let total_bytes = file.size() as u64;
+    let mut timings = WorkerTimings::default();
+    let mut loader = ModelLoader::new(total_bytes);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
+    // The page reads slices ahead while this one is decoded.
+    let mut pending = read_slice(next_slice, 0);
+    while offset < total_bytes {
+        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
+        let t0 = now_ms(scope);
+        let slice = match pending.take() {
+            Some(reading) => reading.await.map_err(|e| read_error(&e))?,
+            None => return Err(read_error(&JsValue::from_str("the browser refused to read it"))),
+        };
+        if end < total_bytes {
+            pending = read_slice(next_slice, end);
+        }
+        let arr = Uint8Array::new(&slice);
+        if arr.length() as u64 != end - offset {
+            return Err(read_error(&JsValue::from_str("a slice came back with the wrong length")));
+        }
+        buf.resize(arr.length() as usize, 0);
+        arr.copy_to(&mut buf);
+        let t1 = now_ms(scope);
+        timings.read_ms += t1 - t0;
+        if offset == 0 && crate::panels::categories::maybe_profile(&buf) {
+            post(scope, &[("kind", "profile".into())], None);
+            return Ok(());
+        }
+        // Decoded in parts, with a turn of the event loop between them, so the page's slices
+        // and a cancel get through.
+        let mut waited_ms = 0.0;
+        let mut last_yield_ms = t1;
+        for part in buf.chunks(FEED_BYTES) {
+            loader.feed(part).map_err(|e| format!("Could not open {name}: {e}"))?;
+            let t = now_ms(scope);
+            if t - last_yield_ms > YIELD_EVERY_MS {
+                yield_to_events().await;
+                last_yield_ms = now_ms(scope);
+                waited_ms += last_yield_ms - t;
+            }
+        }
+        timings.parse_ms += now_ms(scope) - t1 - waited_ms;
+        timings.read_ms += waited_ms;
+        offset = end;
+        progress(scope, offset as f64, "Reading");
+    }
+    progress(scope, offset as f64, "Building the model");
+    let t0 = now_ms(scope);
+    let snap = loader.finish().map_err(|e| format!("Could not open {name}: {e}"))?;
+    let t1 = now_ms(scope);
+    timings.model_ms = t1 - t0;
+    progress(scope, offset as f64, "Handing over the model");
+    // The model goes to the page first, so the page copies it in while the layout is built here.
+    let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
+    let mut e = Encoder::new(&mut sink);
+    snap.put(&mut e);
+    let head = e.finish();
+    post_bytes(scope, "head", &head);
+    let t2 = now_ms(scope);
+    timings.encode_ms = t2 - t1;
+    progress(scope, offset as f64, "Laying out the timeline");
+    let device_pos = choose_device(&snap, request.preferred_device);
+    let plot = PlotData::build(&snap, device_pos, request.options);
+    drop(snap);
+    let t3 = now_ms(scope);
+    timings.layout_ms = t3 - t2;
+    let mut e = Encoder::new(&mut sink);
+    plot.put(&mut e);
+    drop(plot);
+    let head = e.finish();
+    post_bytes(scope, "head", &head);
+    timings.encode_ms += now_ms(scope) - t3;
+    post_bytes(scope, "head", &wire::encode(&timings).0);
+    post(scope, &[("kind", "done".into())], None);
+    Ok(())
+}
+
+/// An error value's message.
+pub fn js_text(e: &JsValue) -> String {
+    Reflect::get(e, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+    use memviz_core::timeline::Mode;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn requests_survive_the_trip_to_the_worker() {
+        let r = LoadRequest {
+            name: "x.pickle".into(),
+            preferred_device: Some(-3),
+            options: Options { max_entries: 77, mode: Mode::Segments, hide_freed: true },
+        };
+        let back: LoadRequest =
+            wire::decode(&encode_request(&r), &mut wire::PartList::new(Vec::new())).expect("request");
+        assert_eq!(back, r);
+    }
+}

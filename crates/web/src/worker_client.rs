@@ -1,0 +1,215 @@
+//! The page's side of loading in a Web Worker: starts the load through `www/boot.js`'s
+//! `memvizLoadInWorker`, shows its progress, cancels it, and decodes the model and plot the
+//! worker hands over ([`crate::worker`]). Pages without that function (offline pages written by
+//! the command line, tests) load on the main thread instead.
+
+use std::cell::RefCell;
+use std::rc::Weak;
+
+use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
+use memviz_core::wire::{self, Parts, WireError};
+use memviz_core::Snapshot;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::app::App;
+use crate::model::PlotData;
+use crate::worker::{encode_request, js_text, LoadRequest, WorkerTimings};
+
+/// How a load in a worker ended.
+pub enum Outcome {
+    /// The model and the first plot.
+    Loaded {
+        /// The model.
+        snap: Box<Snapshot>,
+        /// The plot of the chosen device.
+        plot: Box<PlotData>,
+        /// The worker's timings.
+        timings: WorkerTimings,
+        /// Decoding on the page (ms).
+        decode_ms: f64,
+    },
+    /// A profiler memory timeline: the page reads it itself.
+    Profile,
+    /// A message for the user.
+    Failed(String),
+    /// Stopped by the user.
+    Cancelled,
+    /// No worker can run here: load on the main thread.
+    Unavailable,
+}
+
+/// The parts, as the worker sent them: `ArrayBuffer`s, each copied into place in pieces and then
+/// let go.
+struct JsParts {
+    parts: Array,
+    next: u32,
+    scratch: Vec<u8>,
+}
+
+/// Bytes copied from a part at a time.
+const PIECE_BYTES: usize = 1 << 20;
+
+impl Parts for JsParts {
+    fn next_part_len(&self) -> Option<usize> {
+        let buf = self.parts.get(self.next);
+        buf.dyn_ref::<ArrayBuffer>().map(|b| b.byte_length() as usize)
+    }
+
+    fn next_part_into(&mut self, dst: &mut [u8]) -> Result<(), WireError> {
+        let buf = self.parts.get(self.next);
+        let Some(buf) = buf.dyn_ref::<ArrayBuffer>() else {
+            return Err(WireError("a column's part is missing".into()));
+        };
+        let arr = Uint8Array::new(buf);
+        if arr.length() as usize != dst.len() {
+            return Err(WireError(format!("a part has {} bytes, its column needs {}", arr.length(), dst.len())));
+        }
+        arr.copy_to(dst);
+        self.release(buf);
+        Ok(())
+    }
+
+    fn next_part(&mut self, unit: usize, take: &mut dyn FnMut(&[u8])) -> Result<usize, WireError> {
+        let buf = self.parts.get(self.next);
+        let Some(buf) = buf.dyn_ref::<ArrayBuffer>() else {
+            return Err(WireError("a column's part is missing".into()));
+        };
+        let arr = Uint8Array::new(buf);
+        let len = arr.length() as usize;
+        let piece = (PIECE_BYTES / unit.max(1)).max(1) * unit.max(1);
+        self.scratch.resize(piece.min(len), 0);
+        let mut at = 0;
+        while at < len {
+            let end = (at + piece).min(len);
+            let out = &mut self.scratch[..end - at];
+            arr.subarray(at as u32, end as u32).copy_to(out);
+            take(out);
+            at = end;
+        }
+        self.release(buf);
+        Ok(len)
+    }
+}
+
+impl JsParts {
+    /// Lets the part just copied go: `transfer(0)` frees its memory at once (where the browser
+    /// has it) instead of at the next garbage collection.
+    fn release(&mut self, buf: &ArrayBuffer) {
+        if let Ok(f) = Reflect::get(buf, &JsValue::from_str("transfer")).and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from)) {
+            let _ = f.call1(buf, &JsValue::from_f64(0.0));
+        }
+        self.parts.set(self.next, JsValue::UNDEFINED);
+        self.next += 1;
+    }
+}
+
+fn load_fn() -> Option<Function> {
+    Reflect::get(&js_sys::global(), &JsValue::from_str("memvizLoadInWorker")).ok()?.dyn_into().ok()
+}
+
+/// Whether this page can load in a worker.
+pub fn available() -> bool {
+    load_fn().is_some()
+}
+
+/// Loads `file` in a worker. `on_progress(app, read_bytes, phase)` runs as the worker reports;
+/// the load's cancel function is kept in `App::cancel_load` while it runs.
+pub async fn load(
+    weak: &Weak<RefCell<App>>,
+    file: &web_sys::File,
+    request: &LoadRequest,
+    on_progress: impl Fn(&mut App, f64, &str) + 'static,
+) -> Outcome {
+    let Some(f) = load_fn() else { return Outcome::Unavailable };
+    let progress_weak = weak.clone();
+    let progress = Closure::<dyn FnMut(f64, String)>::new(move |read_bytes: f64, phase: String| {
+        if let Some(rc) = progress_weak.upgrade() {
+            if let Ok(mut app) = rc.try_borrow_mut() {
+                on_progress(&mut app, read_bytes, &phase);
+            }
+        }
+    });
+    let req = Uint8Array::from(encode_request(request).as_slice());
+    let Ok(handle) = f.call3(&JsValue::NULL, file, &req, progress.as_ref()) else {
+        return Outcome::Unavailable;
+    };
+    let promise = |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|p| p.dyn_into::<Promise>().ok());
+    let cancel = Reflect::get(&handle, &JsValue::from_str("cancel")).ok().and_then(|c| c.dyn_into::<Function>().ok());
+    let (Some(model), Some(done)) = (promise("model"), promise("done")) else { return Outcome::Unavailable };
+    crate::app::with_app(weak, |app| app.cancel_load = cancel);
+    let outcome = receive(weak, model, done).await;
+    crate::app::with_app(weak, |app| app.cancel_load = None);
+    // The progress callback lives until the worker is gone.
+    drop(progress);
+    outcome
+}
+
+/// What a settled promise of the worker's means: its value, or how the load ended.
+async fn settle(p: Promise) -> Result<JsValue, Outcome> {
+    let flag = |v: &JsValue, k: &str| Reflect::get(v, &JsValue::from_str(k)).ok().is_some_and(|x| x.is_truthy());
+    match JsFuture::from(p).await {
+        Ok(v) if flag(&v, "profile") => Err(Outcome::Profile),
+        Ok(v) => Ok(v),
+        Err(e) if flag(&e, "workerUnavailable") => Err(Outcome::Unavailable),
+        Err(e) => {
+            let msg = js_text(&e);
+            Err(if msg == "cancelled" { Outcome::Cancelled } else { Outcome::Failed(msg) })
+        }
+    }
+}
+
+fn get_array(v: &JsValue, k: &str) -> Option<Array> {
+    Reflect::get(v, &JsValue::from_str(k)).ok().and_then(|a| a.dyn_into::<Array>().ok())
+}
+
+fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
+    let b = v.dyn_ref::<ArrayBuffer>()?;
+    Some(Uint8Array::new(b).to_vec())
+}
+
+/// Takes the model as soon as it comes (the worker lays out meanwhile), then the plot.
+async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise) -> Outcome {
+    let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
+    let failed = |e: WireError| Outcome::Failed(format!("Could not open the file: {e}"));
+    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    let value = match settle(model).await {
+        Ok(v) => v,
+        Err(o) => return o,
+    };
+    let (Some(head), Some(parts)) = (
+        Reflect::get(&value, &JsValue::from_str("head")).ok().as_ref().and_then(buffer_bytes),
+        get_array(&value, "parts"),
+    ) else {
+        return incomplete();
+    };
+    let t0 = now();
+    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+    let snap: Snapshot = match wire::decode(&head, &mut src) {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    let model_ms = now() - t0;
+    let value = match settle(done).await {
+        Ok(v) => v,
+        Err(o) => return o,
+    };
+    let (Some(heads), Some(parts)) = (get_array(&value, "heads"), get_array(&value, "parts")) else {
+        return incomplete();
+    };
+    let (Some(plot_head), Some(timings_head)) = (buffer_bytes(&heads.get(0)), buffer_bytes(&heads.get(1))) else {
+        return incomplete();
+    };
+    // A turn of the event loop between the two copies keeps each task short.
+    crate::app::next_tick().await;
+    let t1 = now();
+    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+    let plot: PlotData = match wire::decode(&plot_head, &mut src) {
+        Ok(p) => p,
+        Err(e) => return failed(e),
+    };
+    let timings: WorkerTimings = wire::decode(&timings_head, &mut src).unwrap_or_default();
+    let decode_ms = model_ms + (now() - t1);
+    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms }
+}
