@@ -76,8 +76,9 @@ function loadInWorker(module, file, request, onProgress) {
     let started = false;
     const finish = (f) => {
       worker.terminate();
-      spare = spawnLoader(module);
       f();
+      // The next worker starts once the page has shown this file.
+      setTimeout(() => { spare ??= spawnLoader(module); }, 1000);
     };
     const fail = (err) => finish(() => {
       settleModel.reject(err);

@@ -13,7 +13,7 @@
 // Prints one row per file: the median over the runs of the total and of each phase, as the
 // page reports them in #plot[data-timings]: read (waiting for file slices), parse (decoding the
 // pickle), model, layout, yield (letting the page repaint the progress bar), transfer (handing the
-// model and layout from the loading Web Worker to the page), draw (the first frame). The total also holds the wait for that frame. "longest task": the longest time the page's
+// model and layout from the loading Web Worker to the page; in brackets the page's share), draw (the first frame). The total also holds the wait for that frame. "longest task": the longest time the page's
 // main thread was busy without a break while loading (PerformanceObserver 'longtask', >= 50 ms).
 //
 // Then, on the last run's page: page memory after load (JS heap + WebAssembly heap), and the
@@ -178,6 +178,7 @@ try {
       layout: t('layout_ms'),
       wait: t('wait_ms'),
       transfer: t('transfer_ms'),
+      decode: t('decode_ms'),
       draw: t('first_draw_ms'),
       bands: t('bands_drawn'),
       longest: median(ok.map((x) => x.longestTask)),
@@ -194,11 +195,11 @@ try {
 
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 console.log(`\nmemviz: choose file -> first complete timeline (median of ${runs} run(s), ${cold ? 'cold page' : 'warmed-up page'}), ms`);
-const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'transfer', 'draw', 'bands', 'longest task'];
+const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'transfer (page)', 'draw', 'bands', 'longest task'];
 const table = rows.map((r) =>
   r.error
     ? [r.file, fmt(r.mib, 1), `error: ${r.error}`]
-    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), fmt(r.transfer), fmt(r.draw), fmt(r.bands), fmt(r.longest)],
+    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), `${fmt(r.transfer)} (${fmt(r.decode)})`, fmt(r.draw), fmt(r.bands), fmt(r.longest)],
 );
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? '').length)));
 const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');

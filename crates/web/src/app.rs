@@ -329,6 +329,8 @@ pub struct Timings {
     pub wait_ms: f64,
     /// Handing the model from the loading worker to the page (encoding there, decoding here).
     pub transfer_ms: f64,
+    /// The part of `transfer_ms` spent on the page's main thread (copying the model in).
+    pub decode_ms: f64,
     /// When the model and layout were ready (`performance.now()`).
     pub laid_out_ms: f64,
 }
@@ -1322,6 +1324,7 @@ async fn load_in_worker(
             timings.model_ms = w.model_ms;
             timings.layout_ms = w.layout_ms;
             timings.transfer_ms = w.encode_ms + decode_ms;
+            timings.decode_ms = decode_ms;
             // A turn of the event loop between copying the model in and showing it.
             next_tick().await;
             let now = with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);

@@ -207,13 +207,14 @@ fn report_ready(app: &App, t: &crate::app::Timings, info: &FrameInfo, frame_star
     app.ui.mark("memviz:ready");
     let total = app.ui.now_ms() - t.started_ms;
     let json = format!(
-        "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"transfer_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
+        "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"transfer_ms\":{:.1},\"decode_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
         t.read_ms,
         t.parse_ms,
         t.model_ms,
         t.layout_ms,
         t.wait_ms,
         t.transfer_ms,
+        t.decode_ms,
         frame_start_ms - t.laid_out_ms,
         frame_ms,
         total,

@@ -3,8 +3,8 @@
 //! worker hands over ([`crate::worker`]). Pages without that function (offline pages written by
 //! the command line, tests) load on the main thread instead.
 
-use std::cell::RefCell;
-use std::rc::Weak;
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
 use memviz_core::wire::{self, Parts, WireError};
@@ -139,7 +139,9 @@ pub async fn load(
     let cancel = Reflect::get(&handle, &JsValue::from_str("cancel")).ok().and_then(|c| c.dyn_into::<Function>().ok());
     let (Some(model), Some(done)) = (promise("model"), promise("done")) else { return Outcome::Unavailable };
     crate::app::with_app(weak, |app| app.cancel_load = cancel);
-    let outcome = receive(weak, model, done).await;
+    let warm = WarmHeap::start((file.size() * WARM_SHARE) as usize);
+    let outcome = receive(weak, model, done, &warm).await;
+    warm.release();
     crate::app::with_app(weak, |app| app.cancel_load = None);
     // The progress callback lives until the worker is gone.
     drop(progress);
@@ -169,8 +171,45 @@ fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
     Some(Uint8Array::new(b).to_vec())
 }
 
+/// Share of the file's size touched ahead of the model (the model and plot take about as much).
+const WARM_SHARE: f64 = 0.85;
+
+/// Bytes touched per turn of the event loop.
+const WARM_BLOCK_BYTES: usize = 8 << 20;
+
+/// Page memory touched while the worker works and then freed, so that the model and plot are
+/// copied into memory that is already mapped: the first touch of fresh memory is most of the
+/// cost of copying them in, and would otherwise fall into those two copies.
+struct WarmHeap {
+    blocks: RefCell<Vec<Vec<u8>>>,
+    stopped: Cell<bool>,
+}
+
+impl WarmHeap {
+    fn start(target_bytes: usize) -> Rc<WarmHeap> {
+        let warm = Rc::new(WarmHeap { blocks: RefCell::new(Vec::new()), stopped: Cell::new(false) });
+        let w = Rc::clone(&warm);
+        wasm_bindgen_futures::spawn_local(async move {
+            let mut touched = 0;
+            while touched < target_bytes && !w.stopped.get() {
+                let n = WARM_BLOCK_BYTES.min(target_bytes - touched);
+                w.blocks.borrow_mut().push(vec![1u8; n]);
+                touched += n;
+                crate::app::next_tick().await;
+            }
+        });
+        warm
+    }
+
+    /// Frees what was touched (the allocator keeps it for what comes next).
+    fn release(&self) {
+        self.stopped.set(true);
+        self.blocks.borrow_mut().clear();
+    }
+}
+
 /// Takes the model as soon as it comes (the worker lays out meanwhile), then the plot.
-async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise) -> Outcome {
+async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise, warm: &WarmHeap) -> Outcome {
     let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
     let failed = |e: WireError| Outcome::Failed(format!("Could not open the file: {e}"));
     let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
@@ -184,6 +223,7 @@ async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise) -> Ou
     ) else {
         return incomplete();
     };
+    warm.release();
     let t0 = now();
     let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
     let snap: Snapshot = match wire::decode(&head, &mut src) {
