@@ -68,6 +68,8 @@ pub enum Value {
 }
 
 const MEMO_OTHER: u8 = 255;
+/// The memo tag of a dict.
+const MEMO_DICT: u8 = 3;
 
 impl Value {
     fn hash_bits<H: Hasher>(&self, h: &mut H) {
@@ -1228,7 +1230,7 @@ impl Parser {
         // A trace entry becomes a record row at once; the effects on the stack and memo are those
         // of the generic path.
         if let Some((d, shape)) = self.flat_record(&vals[..n]) {
-            self.remember_template(shape, &key_codes[..n / 2]);
+            self.remember_template(shape, &key_codes[..n / 2], p, rest.len());
             self.fresh = None;
             self.stack.push(d);
             if let Some(idx) = memo_idx {
@@ -1440,7 +1442,7 @@ impl Parser {
         let (tag, id) = match v {
             Value::Str(i) => (1, i),
             Value::List(i) => (2, i),
-            Value::Dict(i) => (3, i),
+            Value::Dict(i) => (MEMO_DICT, i),
             Value::Tuple(i) => (4, i),
             Value::Bytes(i) => (5, i),
             Value::Set(i) => (6, i),

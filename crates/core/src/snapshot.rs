@@ -1141,8 +1141,21 @@ impl<'d> Builder<'d> {
             t.action.push(action);
             t.stream.push(stream);
             t.stack.push(stack);
-            if let Some(e) = entries.get(k) {
-                self.keep_verbatim_if_needed(&mut t, r, action, odd, e, k, device_index);
+            // Rows the columns describe fully need nothing more (as `keep_verbatim_if_needed`
+            // decides), so their entry is not looked up.
+            let described = matches!(
+                action,
+                Action::Alloc
+                    | Action::FreeRequested
+                    | Action::FreeCompleted
+                    | Action::SegmentAlloc
+                    | Action::SegmentFree
+                    | Action::Oom
+            );
+            if odd || !described {
+                if let Some(e) = entries.get(k) {
+                    self.keep_verbatim_if_needed(&mut t, r, action, odd, e, k, device_index);
+                }
             }
         }
         t.user_metadata.finish(n);

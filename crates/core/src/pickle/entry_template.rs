@@ -13,7 +13,7 @@
 //! GET may then mean another string.
 
 use super::records::{Field, TraceRecord};
-use super::{small_long, Parser, Value, RECORD_BIT};
+use super::{small_long, Parser, Value, MEMO_DICT, RECORD_BIT};
 
 /// Most memo writes the inline values of one entry make (one per field).
 const MAX_INLINE_MEMO: usize = 8;
@@ -172,16 +172,45 @@ impl Parser {
         let d = Value::Dict(RECORD_BIT | row);
         self.fresh = None;
         self.stack.push(d);
-        self.memo_put(e.own_slot, d);
+        self.memo_append_record(e.own_slot, RECORD_BIT | row);
         self.put_inline_memo(&e.memo);
         Some(used)
     }
 
+    /// Memo slot `idx` takes record dict `d`, which is not the fresh dict: the same as
+    /// `memo_put`, with the usual case (the next dense slot) done at once.
+    #[inline(always)]
+    fn memo_append_record(&mut self, idx: u64, d: u32) {
+        if idx == self.memo_tags.len() as u64
+            && self.memo_sparse.is_empty()
+            && self.fresh.is_none()
+        {
+            self.memo_writes += 1;
+            self.memo_tags.push(MEMO_DICT);
+            self.memo_ids.push(d);
+        } else {
+            self.memo_put(idx, Value::Dict(d));
+        }
+    }
+
     /// Makes the memo writes of inline values, in order, after the enclosing value's own.
+    #[inline]
     pub(super) fn put_inline_memo(&mut self, memo: &InlineMemo) {
         for &v in memo.values() {
-            let idx = self.memo_len();
-            self.memo_put(idx, v);
+            let (tag, id) = match v {
+                Value::Str(i) => (1, i),
+                Value::List(i) => (2, i),
+                _ => (0, 0),
+            };
+            // A string or list goes to the next dense slot as `memo_put` would put it.
+            if tag != 0 && self.memo_sparse.is_empty() {
+                self.memo_writes += 1;
+                self.memo_tags.push(tag);
+                self.memo_ids.push(id);
+            } else {
+                let idx = self.memo_len();
+                self.memo_put(idx, v);
+            }
         }
     }
 
@@ -340,9 +369,32 @@ impl Parser {
         Some(used)
     }
 
+    /// Makes room for the entries that may follow one of `entry_len` bytes: as many as the rest of
+    /// the input could hold if they were as long (at least 32 bytes each), so the record columns
+    /// and the memo do not grow (and copy themselves) one doubling at a time.
+    fn reserve_for_entries(&mut self, entry_len: usize, rest_len: usize) {
+        let remaining = self.total_len.map_or(rest_len as u64, |t| {
+            t.saturating_sub(self.consumed).max(rest_len as u64)
+        });
+        let rows = remaining / entry_len.max(32) as u64;
+        let room = (RECORD_BIT as usize).saturating_sub(self.doc.records.len());
+        let rows = usize::try_from(rows).unwrap_or(room).min(room);
+        self.doc.records.reserve(rows);
+        self.memo_tags.reserve(rows);
+        self.memo_ids.reserve(rows);
+    }
+
     /// Keeps the keys of a record just read (`codes`, one per key) as the template, unless the
     /// template in use already stands for them.
-    pub(super) fn remember_template(&mut self, shape: u32, codes: &[Option<KeyCode>]) {
+    /// `entry_len` is the bytes the record took and `rest_len` the bytes from its start to the end
+    /// of the input at hand.
+    pub(super) fn remember_template(
+        &mut self,
+        shape: u32,
+        codes: &[Option<KeyCode>],
+        entry_len: usize,
+        rest_len: usize,
+    ) {
         if self
             .entry_template
             .as_ref()
@@ -362,6 +414,7 @@ impl Parser {
             .map(|(c, &f)| c.map(|c| (c, f)))
             .collect();
         if let Some(keys) = keys {
+            self.reserve_for_entries(entry_len, rest_len);
             self.entry_template = Some(EntryTemplate {
                 shape,
                 keys,

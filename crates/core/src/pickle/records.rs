@@ -219,6 +219,19 @@ impl RecordTable {
         self.shape.len()
     }
 
+    /// Makes room for `rows` more rows.
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        self.shape.reserve(rows);
+        self.action.reserve(rows);
+        self.addr.reserve(rows);
+        self.size_bytes.reserve(rows);
+        self.stream.reserve(rows);
+        self.time_us.reserve(rows);
+        self.compile_context.reserve(rows);
+        self.user_metadata.reserve(rows);
+        self.frames.reserve(rows);
+    }
+
     /// Appends the values of a dict laid out as `fields` (values at the odd positions of `pairs`);
     /// returns the row, or `None` (and appends nothing) when a value has another type.
     pub(crate) fn push(&mut self, shape: u32, fields: &[Field], pairs: &[Value]) -> Option<u32> {
@@ -241,7 +254,7 @@ impl RecordTable {
     }
 
     /// Appends a record of shape `shape`; its row.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_record(&mut self, shape: u32, rec: &TraceRecord) -> Option<u32> {
         let row = u32::try_from(self.shape.len()).ok()?;
         if shape & MOVED_BIT != 0 {
@@ -324,10 +337,16 @@ impl RecordTable {
     pub(crate) fn take_wide_columns(&mut self, run: RecordRun) -> Option<WideColumns> {
         let rows = run.first_row as usize..run.first_row as usize + run.len as usize;
         if rows.start == 0 && rows.end == self.shape.len() {
+            // The columns may have been reserved for more rows than came.
+            fn take_exact<T>(col: &mut Vec<T>) -> Vec<T> {
+                let mut col = std::mem::take(col);
+                col.shrink_to_fit();
+                col
+            }
             return Some(WideColumns {
-                addr: std::mem::take(&mut self.addr),
-                size_bytes: std::mem::take(&mut self.size_bytes),
-                time_us: std::mem::take(&mut self.time_us),
+                addr: take_exact(&mut self.addr),
+                size_bytes: take_exact(&mut self.size_bytes),
+                time_us: take_exact(&mut self.time_us),
             });
         }
         Some(WideColumns {
