@@ -534,6 +534,14 @@ pub struct SourceInfo {
     pub top_level_keys: Vec<String>,
 }
 
+/// Whether the trace columns describe an entry of this action fully (others keep their entry).
+fn columns_describe(action: Action) -> bool {
+    matches!(
+        action,
+        Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
+    )
+}
+
 /// A whole snapshot.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -1052,15 +1060,7 @@ impl<'d> Builder<'d> {
         row: usize,
         device_index: i64,
     ) {
-        let verbatim = !matches!(
-            action,
-            Action::Alloc
-                | Action::FreeRequested
-                | Action::FreeCompleted
-                | Action::SegmentAlloc
-                | Action::SegmentFree
-                | Action::Oom
-        );
+        let verbatim = !columns_describe(action);
         if verbatim || odd {
             if odd && !verbatim {
                 self.warnings.add(WarningKind::OddField, || format!("device {device_index} entry {row}: a field has an unexpected type; kept verbatim"));
@@ -1143,15 +1143,7 @@ impl<'d> Builder<'d> {
             t.stack.push(stack);
             // Rows the columns describe fully need nothing more (as `keep_verbatim_if_needed`
             // decides), so their entry is not looked up.
-            let described = matches!(
-                action,
-                Action::Alloc
-                    | Action::FreeRequested
-                    | Action::FreeCompleted
-                    | Action::SegmentAlloc
-                    | Action::SegmentFree
-                    | Action::Oom
-            );
+            let described = columns_describe(action);
             if odd || !described {
                 if let Some(e) = entries.get(k) {
                     self.keep_verbatim_if_needed(&mut t, r, action, odd, e, k, device_index);
