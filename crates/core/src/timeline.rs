@@ -299,19 +299,90 @@ pub struct Layout {
     /// Trace row -> event index (`u32::MAX` for rows that are not events of this layout).
     row_event: Vec<u32>,
     index: IntervalIndex,
-    block_max: Vec<u64>,
-    /// Per block of events, the most live bytes straight after one of them.
-    block_after_max: Vec<u64>,
-    /// Per block of events, the highest top of the drawn stack around one of them.
-    block_drawn_max: Vec<u64>,
-    /// Per block of events, the top of the drawn stack at its first event with the highest
-    /// total (`block_max`).
-    block_peak_drawn: Vec<u64>,
+    /// Maxima per block of [`SMALL`] events, for range-max queries.
+    small_blocks: BlockMaxima,
+    /// Maxima per block of [`BLOCK`] events.
+    blocks: BlockMaxima,
     /// Options used.
     pub options: Options,
 }
 
+/// Events per small block of maxima.
+const SMALL: usize = 32;
+/// Events per block of maxima: a whole number of small blocks.
 const BLOCK: usize = 256;
+
+/// Maxima over fixed blocks of consecutive events, so a range-max query takes whole blocks at
+/// once: with two block sizes a range costs O(SMALL + BLOCK / SMALL + its events / BLOCK).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlockMaxima {
+    /// The most live bytes (drawn + summarized) around one of the block's events.
+    total_max: Vec<u64>,
+    /// The most live bytes straight after one of the block's events.
+    after_max: Vec<u64>,
+    /// The highest top of the drawn stack around one of the block's events.
+    drawn_max: Vec<u64>,
+    /// The top of the drawn stack at the block's first event with the highest total.
+    peak_drawn: Vec<u64>,
+}
+
+impl BlockMaxima {
+    /// Maxima over blocks of `size` events.
+    fn of_events(l: &Layout, size: usize) -> BlockMaxima {
+        let n = l.event_step.len();
+        let mut m = BlockMaxima::default();
+        for start in (0..n).step_by(size) {
+            let (mut total, mut after, mut drawn, mut peak_drawn) = (0, 0, 0, 0);
+            for i in start..(start + size).min(n) {
+                let high = l.event_drawn_before[i].max(l.event_drawn_bytes[i]);
+                let t = high + l.event_summarized_bytes[i];
+                if t > total || i == start {
+                    (total, peak_drawn) = (t, high);
+                }
+                after = after.max(l.event_drawn_bytes[i] + l.event_summarized_bytes[i]);
+                drawn = drawn.max(high);
+            }
+            m.push(total, after, drawn, peak_drawn);
+        }
+        m
+    }
+
+    /// Maxima over groups of `fanout` consecutive blocks of `finer`.
+    fn of_blocks(finer: &BlockMaxima, fanout: usize) -> BlockMaxima {
+        let mut m = BlockMaxima::default();
+        let n = finer.total_max.len();
+        for start in (0..n).step_by(fanout) {
+            let (mut total, mut after, mut drawn, mut peak_drawn) = (0, 0, 0, 0);
+            for k in start..(start + fanout).min(n) {
+                if finer.total_max[k] > total || k == start {
+                    (total, peak_drawn) = (finer.total_max[k], finer.peak_drawn[k]);
+                }
+                after = after.max(finer.after_max[k]);
+                drawn = drawn.max(finer.drawn_max[k]);
+            }
+            m.push(total, after, drawn, peak_drawn);
+        }
+        m
+    }
+
+    fn push(&mut self, total: u64, after: u64, drawn: u64, peak_drawn: u64) {
+        self.total_max.push(total);
+        self.after_max.push(after);
+        self.drawn_max.push(drawn);
+        self.peak_drawn.push(peak_drawn);
+    }
+}
+
+/// A piece of a range of events, as [`Layout::for_each_piece`] hands them out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Piece {
+    /// One event.
+    Event(usize),
+    /// A whole small block (index into the small maxima).
+    Small(usize),
+    /// A whole block.
+    Block(usize),
+}
 
 impl Layout {
     /// Lays out device `device_pos` (an index into `snap.devices`).
@@ -550,34 +621,8 @@ impl Layout {
         let items: Vec<(u32, u32, u32)> = (0..l.band_element.len() as u32).map(|b| (l.band_start[b as usize], l.band_reach(b), b)).collect();
         l.index = IntervalIndex::build(items);
         // Block maxima of live bytes per event, for range-max queries.
-        l.block_max = l
-            .event_drawn_before
-            .chunks(BLOCK)
-            .zip(l.event_drawn_bytes.chunks(BLOCK).zip(l.event_summarized_bytes.chunks(BLOCK)))
-            .map(|(before, (after, summ))| {
-                before.iter().zip(after.iter().zip(summ)).map(|(&bf, (&af, &s))| bf.max(af) + s).max().unwrap_or(0)
-            })
-            .collect();
-        l.block_drawn_max = l
-            .event_drawn_before
-            .chunks(BLOCK)
-            .zip(l.event_drawn_bytes.chunks(BLOCK))
-            .map(|(before, after)| before.iter().zip(after).map(|(&b, &a)| b.max(a)).max().unwrap_or(0))
-            .collect();
-        l.block_peak_drawn = (0..l.block_max.len())
-            .map(|k| {
-                let start = k * BLOCK;
-                let end = (start + BLOCK).min(l.event_step.len());
-                let peak = (start..end).find(|&i| l.event_high_bytes(i) == l.block_max[k]).unwrap_or(start);
-                l.event_drawn_before[peak].max(l.event_drawn_bytes[peak])
-            })
-            .collect();
-        l.block_after_max = l
-            .event_drawn_bytes
-            .chunks(BLOCK)
-            .zip(l.event_summarized_bytes.chunks(BLOCK))
-            .map(|(after, summ)| after.iter().zip(summ).map(|(&a, &s)| a + s).max().unwrap_or(0))
-            .collect();
+        l.small_blocks = BlockMaxima::of_events(&l, SMALL);
+        l.blocks = BlockMaxima::of_blocks(&l.small_blocks, BLOCK / SMALL);
         l
     }
 
@@ -689,11 +734,6 @@ impl Layout {
         out
     }
 
-    /// Live bytes around event `i`: the higher of before and after it, plus the summarized.
-    fn event_high_bytes(&self, i: usize) -> u64 {
-        self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i]
-    }
-
     /// The first event at or after index `from` whose step is not below `step`, by galloping
     /// from `from` (cheap when it is near, as for consecutive columns).
     fn first_event_from(&self, from: usize, step: f64) -> usize {
@@ -721,7 +761,7 @@ impl Layout {
     /// Envelopes of the drawn stack and of the total over columns whose step boundaries are
     /// `bounds` (`bounds.len() - 1` columns, non-decreasing): what is filled under the bands, and
     /// where the summarized band goes. Whole blocks of events are taken from their maxima, so a
-    /// column costs O(BLOCK + its events / BLOCK), not O(its events).
+    /// column costs O(SMALL + BLOCK / SMALL + its events / BLOCK), not O(its events).
     pub fn column_envelopes(&self, bounds: &[f64]) -> Vec<ColumnEnvelope> {
         let mut out = Vec::with_capacity(bounds.len().saturating_sub(1));
         let Some(&b0) = bounds.first() else { return out };
@@ -741,18 +781,22 @@ impl Layout {
                     env.drawn_at_peak_bytes = drawn_at_total;
                 }
             };
-            while j < end.min(n) {
-                if j % BLOCK == 0 && j + BLOCK <= end {
-                    let k = j / BLOCK;
-                    let drawn_at = self.block_peak_drawn[k] as f64;
-                    take(&mut env, self.block_drawn_max[k] as f64, self.block_max[k] as f64, drawn_at);
-                    j += BLOCK;
-                } else {
-                    let hi = self.event_drawn_before[j].max(self.event_drawn_bytes[j]) as f64;
-                    take(&mut env, hi, hi + self.event_summarized_bytes[j] as f64, hi);
-                    j += 1;
+            let end = end.min(n);
+            self.for_each_piece(j, end, |p| match p {
+                Piece::Event(i) => {
+                    let hi = self.event_drawn_before[i].max(self.event_drawn_bytes[i]) as f64;
+                    take(&mut env, hi, hi + self.event_summarized_bytes[i] as f64, hi);
                 }
-            }
+                Piece::Small(k) => {
+                    let m = &self.small_blocks;
+                    take(&mut env, m.drawn_max[k] as f64, m.total_max[k] as f64, m.peak_drawn[k] as f64);
+                }
+                Piece::Block(k) => {
+                    let m = &self.blocks;
+                    take(&mut env, m.drawn_max[k] as f64, m.total_max[k] as f64, m.peak_drawn[k] as f64);
+                }
+            });
+            j = j.max(end);
             out.push(env);
         }
         out
@@ -763,39 +807,55 @@ impl Layout {
         self.event_drawn_bytes[i] + self.event_summarized_bytes[i]
     }
 
-    /// An event of `a..b` after which the most bytes are live, using the block maxima for whole
-    /// blocks: O(BLOCK + (b - a) / BLOCK).
-    fn highest_event(&self, a: usize, b: usize) -> Option<usize> {
+    /// Hands out `a..b` (event indices) as whole blocks where they fit, else whole small
+    /// blocks, else single events, in order.
+    fn for_each_piece(&self, a: usize, b: usize, mut f: impl FnMut(Piece)) {
         let b = b.min(self.event_step.len());
-        let mut best: Option<(u64, usize)> = None;
-        let consider = |v: u64, k: usize, best: &mut Option<(u64, usize)>| {
-            if best.is_none_or(|x| v > x.0) {
-                *best = Some((v, k));
-            }
-        };
-        // Best whole block, then the event inside it.
         let mut i = a;
-        let mut best_block: Option<(u64, usize)> = None;
         while i < b {
             if i % BLOCK == 0 && i + BLOCK <= b {
-                let v = self.block_after_max.get(i / BLOCK).copied().unwrap_or(0);
-                if best_block.is_none_or(|x| v > x.0) && best.is_none_or(|x| v > x.0) {
-                    best_block = Some((v, i));
-                }
+                f(Piece::Block(i / BLOCK));
                 i += BLOCK;
+            } else if i % SMALL == 0 && i + SMALL <= b {
+                f(Piece::Small(i / SMALL));
+                i += SMALL;
             } else {
-                consider(self.event_after_bytes(i), i, &mut best);
+                f(Piece::Event(i));
                 i += 1;
             }
         }
-        if let Some((v, start)) = best_block {
+    }
+
+    /// The first event of `a..b` after which the most bytes are live, using the block maxima
+    /// for whole blocks: O(SMALL + BLOCK / SMALL + (b - a) / BLOCK).
+    fn highest_event(&self, a: usize, b: usize) -> Option<usize> {
+        let mut best: Option<(u64, Piece)> = None;
+        self.for_each_piece(a, b, |p| {
+            let v = match p {
+                Piece::Event(i) => self.event_after_bytes(i),
+                Piece::Small(k) => self.small_blocks.after_max[k],
+                Piece::Block(k) => self.blocks.after_max[k],
+            };
             if best.is_none_or(|x| v > x.0) {
-                for k in start..start + BLOCK {
-                    consider(self.event_after_bytes(k), k, &mut best);
-                }
+                best = Some((v, p));
             }
+        });
+        let (v, mut piece) = best?;
+        // Descend into the winning block: its first small block, then event, with that value.
+        if let Piece::Block(k) = piece {
+            let first = k * (BLOCK / SMALL);
+            let last = (first + BLOCK / SMALL).min(self.small_blocks.after_max.len());
+            piece = Piece::Small((first..last).find(|&s| self.small_blocks.after_max[s] == v).unwrap_or(first));
         }
-        best.map(|x| x.1)
+        if let Piece::Small(k) = piece {
+            let first = k * SMALL;
+            let last = (first + SMALL).min(self.event_step.len());
+            piece = Piece::Event((first..last).find(|&i| self.event_after_bytes(i) == v).unwrap_or(first));
+        }
+        match piece {
+            Piece::Event(i) => Some(i),
+            _ => None,
+        }
     }
 
     /// Lower edges of the bands `wanted` (ascending band indices) at the steps `samples`
@@ -965,17 +1025,14 @@ impl Layout {
         if start.is_none() {
             best = best.max(self.initial_drawn_bytes + self.initial_summarized_bytes);
         }
-        let mut i = first;
-        let val = |i: usize| self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i];
-        while i < last {
-            if i % BLOCK == 0 && i + BLOCK <= last {
-                best = best.max(self.block_max.get(i / BLOCK).copied().unwrap_or(0));
-                i += BLOCK;
-            } else {
-                best = best.max(val(i));
-                i += 1;
-            }
-        }
+        self.for_each_piece(first, last, |p| {
+            let v = match p {
+                Piece::Event(i) => self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i],
+                Piece::Small(k) => self.small_blocks.total_max[k],
+                Piece::Block(k) => self.blocks.total_max[k],
+            };
+            best = best.max(v);
+        });
         best
     }
 
@@ -1182,6 +1239,33 @@ mod tests {
         }
     }
 
+    /// Range maxima through the blocks equal a scan of every event, for ranges that start and end
+    /// inside, across and on the edges of small blocks and blocks.
+    fn check_range_maxima(l: &Layout) {
+        let n = l.event_step.len();
+        let mut cuts: Vec<usize> = vec![0, 1, SMALL - 1, SMALL, SMALL + 1, BLOCK - 1, BLOCK, BLOCK + 7, 3 * BLOCK + SMALL + 3, n / 3, n / 2 + 5, n.saturating_sub(1), n];
+        cuts.retain(|&c| c <= n);
+        for &a in &cuts {
+            for &b in &cuts {
+                if a >= b {
+                    continue;
+                }
+                let want = (a..b).fold(None, |best: Option<usize>, i| match best {
+                    Some(k) if l.event_after_bytes(k) >= l.event_after_bytes(i) => Some(k),
+                    _ => Some(i),
+                });
+                assert_eq!(l.highest_event(a, b), want, "highest event of {a}..{b} of {n}");
+                let (sa, sb) = (f64::from(l.event_step[a]), f64::from(l.event_step[b - 1]));
+                let mut top = l.live_bytes_at(sa).max(l.live_bytes_at(sb));
+                let (first, last) = (l.event_at(sa).unwrap_or(0), l.event_at(sb).map_or(0, |i| i + 1));
+                for i in first..last {
+                    top = top.max(l.event_drawn_before[i].max(l.event_drawn_bytes[i]) + l.event_summarized_bytes[i]);
+                }
+                assert_eq!(l.max_live_between(sa, sb), top, "max live between steps {sa} and {sb}");
+            }
+        }
+    }
+
     /// The sweep of `band_edges` agrees with the stack computed at each step on its own: every
     /// band live at a sample has an edge, and the edge (linear between its vertices) passes
     /// through the band's offset there.
@@ -1264,6 +1348,7 @@ mod tests {
                     check_edges(&l, &l.sample_steps(0.0, f64::from(l.steps), 300));
                     check_envelopes(&l, 5);
                     check_envelopes(&l, 41);
+                    check_range_maxima(&l);
                     let mid = f64::from(l.steps) / 2.0;
                     check_edges(&l, &l.sample_steps(mid, mid + 250.0, 1000));
                     peaks.push(l.peak_bytes);

@@ -1,7 +1,7 @@
 //! [`Wire`] for a laid-out timeline, so a layout built in a Web Worker reaches the page as bytes.
 //! Elements travel as one column of fixed-width records, decoded in one pass.
 
-use super::{Element, IntervalIndex, Layout, Mode, Options, Origin};
+use super::{BlockMaxima, Element, IntervalIndex, Layout, Mode, Options, Origin};
 use crate::wire::{Decoder, Encoder, Plain, Wire, WireError};
 use crate::{wire_enum, wire_struct};
 
@@ -19,6 +19,12 @@ wire_struct!(IntervalIndex {
     items,
     max_end,
     levels
+});
+wire_struct!(BlockMaxima {
+    total_max,
+    after_max,
+    drawn_max,
+    peak_drawn
 });
 wire_struct!(Layout {
     elements,
@@ -40,10 +46,8 @@ wire_struct!(Layout {
     peak_step,
     row_event,
     index,
-    block_max,
-    block_after_max,
-    block_drawn_max,
-    block_peak_drawn,
+    small_blocks,
+    blocks,
     options,
 });
 
