@@ -1,6 +1,6 @@
 // Trunk post-build hook: drops the WebAssembly "name" section (function names for debuggers and
 // profilers, about a quarter of the module) from release builds, so the page downloads less.
-// Debug builds keep it.
+// Debug builds keep it, and so does a release build with MEMVIZ_KEEP_WASM_NAMES=1 (for profiling).
 import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -37,7 +37,7 @@ export function withoutCustomSections(bytes, drop) {
   return Buffer.concat(keep);
 }
 
-if (process.env.TRUNK_PROFILE === 'release') {
+if (process.env.TRUNK_PROFILE === 'release' && !process.env.MEMVIZ_KEEP_WASM_NAMES) {
   const dir = process.env.TRUNK_STAGING_DIR;
   for (const f of readdirSync(dir).filter((n) => n.endsWith('.wasm'))) {
     const path = join(dir, f);
