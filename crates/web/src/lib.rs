@@ -10,7 +10,8 @@
 //! Modules, from the DOM inwards:
 //! - [`app`]: the one [`app::App`] state, the event listeners (DOM events become
 //!   [`input::Input`]s), the handlers, the loader task and the animation-frame guard;
-//! - [`render`]: drawing the timeline, the minimap and the controls from the state;
+//! - [`render`]: drawing the timeline, the minimap and the controls from the state; [`raster`]:
+//!   the timeline's filled areas as pixels;
 //! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
 //!   are read, decoded and laid out off the main thread, then handed over as bytes;
@@ -28,6 +29,7 @@ pub mod input;
 pub mod model;
 pub mod panels;
 pub mod pools;
+pub mod raster;
 pub mod render;
 pub mod search;
 pub mod view;

@@ -7,13 +7,14 @@
 
 use memviz_core::format::human_size;
 use memviz_core::timeline::{BandEdges, Layout};
-use wasm_bindgen::JsValue;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use wasm_bindgen::{Clamped, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 
 use crate::app::{App, Drag, OpenFile, Target};
 use crate::axis;
 use crate::decimate::decimate_into;
 use crate::model::{column_envelopes, AnnotationSpan};
+use crate::raster::{rgb, Raster, Rgb};
 use crate::view::View;
 use crate::viewport::{PlotRect, Viewport};
 use crate::xmap::{TimeMap, XMap};
@@ -22,6 +23,20 @@ use crate::xmap::{TimeMap, XMap};
 pub const PALETTE: [&str; 10] = [
     "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7",
     "#9c755f", "#bab0ab",
+];
+
+/// [`PALETTE`] as pixels.
+const PALETTE_RGB: [Rgb; 10] = [
+    rgb(PALETTE[0]),
+    rgb(PALETTE[1]),
+    rgb(PALETTE[2]),
+    rgb(PALETTE[3]),
+    rgb(PALETTE[4]),
+    rgb(PALETTE[5]),
+    rgb(PALETTE[6]),
+    rgb(PALETTE[7]),
+    rgb(PALETTE[8]),
+    rgb(PALETTE[9]),
 ];
 
 /// Tableau10 at 35 % opacity, for annotations.
@@ -142,6 +157,27 @@ pub struct FrameInfo {
     pub x_labels: Vec<String>,
     /// x of each OOM marker in view (CSS px from the canvas' left edge).
     pub oom_x_px: Vec<f64>,
+    /// The band edges drawn, for the marks drawn over the same view (a hovered band's outline
+    /// takes its edge from here rather than sweeping the layout again).
+    pub edges: Option<ViewEdges>,
+}
+
+/// Band edges computed for one view of one layout.
+#[derive(Clone, Debug, Default)]
+pub struct ViewEdges {
+    /// The layout's address and band count (a layout is not moved while it is shown).
+    layout: (usize, usize),
+    /// Steps in view and plot width, bit for bit.
+    window: (u64, u64, u64),
+    /// Bands smaller than this (bytes) were left out.
+    min_size_bytes: f64,
+    edges: BandEdges,
+}
+
+impl ViewEdges {
+    fn key(layout: &Layout, s_left: f64, s_right: f64, width_dev: f64) -> ((usize, usize), (u64, u64, u64)) {
+        ((std::ptr::from_ref(layout) as usize, layout.band_count()), (s_left.to_bits(), s_right.to_bits(), width_dev.to_bits()))
+    }
 }
 
 /// Draws everything from the state.
@@ -261,6 +297,7 @@ fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
             .join(","),
     );
     set("data-bands", &info.bands_drawn.to_string());
+    set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
     let hover = match app.hover.or(app.pinned) {
         None => String::new(),
@@ -595,6 +632,8 @@ pub(crate) struct PlotDev<'a> {
     pub px_per_byte_dev: f64,
     v: &'a Viewport,
     xm: XMap<'a>,
+    /// What the base layer drew, whose band edges are reused when they are of this view.
+    frame: Option<&'a std::cell::RefCell<FrameInfo>>,
 }
 
 impl<'a> PlotDev<'a> {
@@ -610,7 +649,13 @@ impl<'a> PlotDev<'a> {
             px_per_byte_dev: v.px_per_byte(&rect) * dpr,
             v,
             xm,
+            frame: None,
         }
+    }
+
+    /// Reuses the band edges of the base layer's last frame where they are of this view.
+    pub(crate) fn reusing(self, frame: &'a std::cell::RefCell<FrameInfo>) -> Self {
+        PlotDev { frame: Some(frame), ..self }
     }
 
     /// Device pixels of a point (step, bytes).
@@ -643,8 +688,37 @@ impl<'a> PlotDev<'a> {
     ) {
         let to_dev = |step: f64, bytes: f64| self.to_dev(step, bytes);
         let width_dev = self.rect.width_px * self.dpr;
-        for_each_band_edge(self.layout, bands, self.s_left, self.s_right, width_dev, &to_dev, |b, edge| {
-            trace_band(ctx, edge, (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0));
+        let height_of = |b: u32| (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0);
+        let frame = self.frame.and_then(|f| f.try_borrow().ok());
+        let key = ViewEdges::key(self.layout, self.s_left, self.s_right, width_dev);
+        let drawn = frame.as_ref().and_then(|f| f.edges.as_ref()).filter(|e| (e.layout, e.window) == key);
+        // Bands the base layer left out (smaller than it draws) get their edges swept here.
+        let mut rest: Vec<u32> = Vec::new();
+        match drawn {
+            Some(d) => {
+                let mut edge = Vec::new();
+                for &b in bands {
+                    match d.edges.bands.binary_search(&b) {
+                        Ok(i) => {
+                            band_edge(self.layout, &d.edges, i, self.s_left, self.s_right, &to_dev, &mut edge);
+                            if edge.len() >= 2 {
+                                trace_band(ctx, &edge, height_of(b));
+                                paint(b);
+                            }
+                        }
+                        Err(_) if (self.layout.band_size(b) as f64) < d.min_size_bytes => rest.push(b),
+                        // Big enough but without a vertex in view: nothing shows.
+                        Err(_) => {}
+                    }
+                }
+            }
+            None => rest.extend_from_slice(bands),
+        }
+        if rest.is_empty() {
+            return;
+        }
+        for_each_band_edge(self.layout, &rest, self.s_left, self.s_right, width_dev, &to_dev, |b, edge| {
+            trace_band(ctx, edge, height_of(b));
             paint(b);
         });
     }
@@ -695,60 +769,33 @@ pub fn draw_timeline_base(
     let xm = f.xmap();
     let layout = &f.plot.layout;
 
-    // Grid.
     let (_, y_ticks) = axis::byte_ticks(
         v.y_max_bytes,
         ((rect.height_px / 56.0) as usize).clamp(2, 10),
     );
     let (x_step, x_ticks) =
         axis::linear_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14));
-    ctx.set_stroke_style_str(GRID);
-    ctx.set_line_width(1.0);
-    ctx.begin_path();
-    for &t in &y_ticks {
-        let y = crisp(v.y_px(&rect, t), dpr);
-        ctx.move_to(rect.left_px, y);
-        ctx.line_to(rect.right_px(), y);
-    }
-    for &t in &x_ticks {
-        let x = crisp(v.x_px(&rect, t), dpr);
-        ctx.move_to(x, rect.top_px);
-        ctx.line_to(x, rect.bottom_px());
-    }
-    ctx.stroke();
 
-    // The plot, in device pixels, clipped to the plot area.
-    ctx.save();
-    ctx.begin_path();
-    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
-    ctx.clip();
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    // The bands, rasterized into the plot area's pixels and put there in one call.
     let left_dev = rect.left_px * dpr;
     let width_dev = rect.width_px * dpr;
     let bottom_dev = rect.bottom_px() * dpr;
+    let (ox, oy) = (left_dev.round(), (rect.top_px * dpr).round());
+    let mut raster = Raster::new(
+        ((left_dev + width_dev).round() - ox).max(0.0) as usize,
+        (bottom_dev.round() - oy).max(0.0) as usize,
+    );
     let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
     let x_dev_of_pos = |pos: f64| v.x_px(&rect, pos) * dpr;
-    let to_dev = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)), y_dev(off));
+    // In the raster's pixels.
+    let to_px = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)) - ox, y_dev(off) - oy);
     let cols = width_dev.ceil().max(1.0) as usize;
     let bounds: Vec<f64> = (0..=cols)
         .map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0)))
         .collect();
     let envs = column_envelopes(layout, &bounds);
 
-    // 1. The area under the drawn stack.
-    ctx.set_fill_style_str(STACK_FILL);
-    ctx.begin_path();
-    ctx.move_to(left_dev, bottom_dev);
-    for (c, e) in envs.iter().enumerate() {
-        let y = y_dev(e.drawn_max_bytes);
-        ctx.line_to(left_dev + c as f64, y);
-        ctx.line_to(left_dev + c as f64 + 1.0, y);
-    }
-    ctx.line_to(left_dev + cols as f64, bottom_dev);
-    ctx.close_path();
-    ctx.fill();
-
-    // 2. Bands at least half a device pixel tall that overlap the view.
+    // Bands at least half a device pixel tall that overlap the view.
     let s_left = xm.step(v.x0);
     let s_right = xm.step(v.x1);
     let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
@@ -760,35 +807,38 @@ pub fn draw_timeline_base(
     );
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
-    // One path and one fill per colour (at most ten): a fill per band would cost the canvas a
-    // path copy and a rasterization pass each.
-    let colour_of = |i: usize| (layout.band_element[edges.bands[i] as usize] % 10) as usize;
-    let mut order: Vec<usize> = (0..edges.bands.len()).collect();
-    order.sort_by_key(|&i| colour_of(i));
-    let mut colour = None;
-    for i in order {
-        band_edge(layout, &edges, i, s_left, s_right, &to_dev, &mut edge);
+    let (layout_key, window) = ViewEdges::key(layout, s_left, s_right, width_dev);
+    let mut drawn = ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges: BandEdges::default() };
+    for (i, &band) in edges.bands.iter().enumerate() {
+        band_edge(layout, &edges, i, s_left, s_right, &to_px, &mut edge);
         if edge.len() < 2 {
             continue;
         }
-        let c = colour_of(i);
-        if colour != Some(c) {
-            if colour.is_some() {
-                ctx.fill();
-            }
-            colour = Some(c);
-            ctx.set_fill_style_str(PALETTE[c]);
-            ctx.begin_path();
-        }
-        add_band_polygon(ctx, &edge, layout.band_size(edges.bands[i]) as f64 * px_per_byte_dev);
+        let colour = PALETTE_RGB[(layout.band_element[band as usize] % 10) as usize];
+        raster.band(&edge, layout.band_size(band) as f64 * px_per_byte_dev, colour);
         info.bands_drawn += 1;
         info.vertices_drawn += edge.len() * 2;
     }
-    if colour.is_some() {
-        ctx.fill();
+
+    drawn.edges = edges;
+    info.edges = Some(drawn);
+
+    if raster.width_px() > 0 && raster.height_px() > 0 {
+        let bytes: &[u8] = bytemuck::cast_slice(raster.rows());
+        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(bytes), raster.width_px() as u32, raster.height_px() as u32) {
+            let _ = ctx.put_image_data(&img, ox, oy);
+        }
     }
 
-    // 3. The summarized band on top of the drawn stack.
+    // Behind the bands, each behind what is drawn before it: the summarized band on top of the
+    // drawn stack, the area under the drawn stack (where bands are too thin to draw one by
+    // one), the grid.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    ctx.clip();
+    let _ = ctx.set_global_composite_operation("destination-over");
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     if envs
         .iter()
         .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
@@ -814,6 +864,43 @@ pub fn draw_timeline_base(
         ctx.close_path();
         ctx.fill();
     }
+    ctx.set_fill_style_str(STACK_FILL);
+    ctx.begin_path();
+    ctx.move_to(left_dev, bottom_dev);
+    for (c, e) in envs.iter().enumerate() {
+        let y = y_dev(e.drawn_max_bytes);
+        ctx.line_to(left_dev + c as f64, y);
+        ctx.line_to(left_dev + c as f64 + 1.0, y);
+    }
+    ctx.line_to(left_dev + cols as f64, bottom_dev);
+    ctx.close_path();
+    ctx.fill();
+    ctx.restore();
+
+    // The grid, behind what is drawn.
+    let _ = ctx.set_global_composite_operation("destination-over");
+    ctx.set_stroke_style_str(GRID);
+    ctx.set_line_width(1.0);
+    ctx.begin_path();
+    for &t in &y_ticks {
+        let y = crisp(v.y_px(&rect, t), dpr);
+        ctx.move_to(rect.left_px, y);
+        ctx.line_to(rect.right_px(), y);
+    }
+    for &t in &x_ticks {
+        let x = crisp(v.x_px(&rect, t), dpr);
+        ctx.move_to(x, rect.top_px);
+        ctx.line_to(x, rect.bottom_px());
+    }
+    ctx.stroke();
+    let _ = ctx.set_global_composite_operation("source-over");
+
+    // The plot, in device pixels, clipped to the plot area.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    ctx.clip();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
 
     // 4. OOM markers.
     ctx.set_stroke_style_str(OOM_COLOUR);
@@ -926,7 +1013,7 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
     let rect = app.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
-    let plot = PlotDev::new(f, rect, dpr);
+    let plot = PlotDev::new(f, rect, dpr).reusing(&app.memo.frame);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     for (t, width) in [(app.pinned, 2.0), (app.hover, 1.5)] {

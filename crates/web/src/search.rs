@@ -173,7 +173,7 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
         *app.search.drawn_count.borrow_mut() = Some(text);
     }
     let (Some(m), Some(f)) = (found, app.file()) else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr);
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr).reusing(&app.memo.frame);
     plot.clip(ctx);
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);

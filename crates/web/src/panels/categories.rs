@@ -187,7 +187,7 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
         return;
     };
     let Some((_, c)) = cache.as_ref() else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr);
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr).reusing(&app.memo.frame);
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;

@@ -485,7 +485,7 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
         return;
     }
     let dpr = app.dpr;
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), dpr);
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), dpr).reusing(&app.memo.frame);
     let (rect, layout) = (plot.rect, plot.layout);
     plot.clip(ctx);
     if let Some(h) = &p.highlight {
