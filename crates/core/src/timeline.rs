@@ -768,10 +768,15 @@ impl Layout {
         let n = self.event_step.len();
         // Next event strictly after the first column's start.
         let mut j = self.event_step.partition_point(|&s| f64::from(s) <= b0);
+        // Events at or before the column's start (steps are whole numbers), found by galloping
+        // from the last column's.
+        let mut at_start = 0usize;
         for w in bounds.windows(2) {
             let (a, b) = (w[0], w[1]);
-            let top = self.drawn_top_at(a);
-            let (_, s_a) = self.bytes_at(a);
+            at_start = self.first_event_from(at_start, a.floor() + 1.0);
+            let before = at_start.checked_sub(1);
+            let top = self.drawn_top_after(before, a);
+            let s_a = before.map_or(self.initial_summarized_bytes, |i| self.event_summarized_bytes[i]);
             let mut env = ColumnEnvelope { drawn_max_bytes: top, total_max_bytes: top + s_a as f64, drawn_at_peak_bytes: top };
             let end = self.first_event_from(j, b);
             let take = |env: &mut ColumnEnvelope, drawn: f64, total: f64, drawn_at_total: f64| {
@@ -999,7 +1004,12 @@ impl Layout {
 
     /// Top of the drawn stack at a step, following slides (the summarized band's lower edge).
     pub fn drawn_top_at(&self, step: f64) -> f64 {
-        match self.event_at(step) {
+        self.drawn_top_after(self.event_at(step), step)
+    }
+
+    /// [`Layout::drawn_top_at`] with the last event at or before `step` known.
+    fn drawn_top_after(&self, event: Option<usize>, step: f64) -> f64 {
+        match event {
             None => self.initial_drawn_bytes as f64,
             Some(i) => {
                 let after = self.event_drawn_bytes[i] as f64;
