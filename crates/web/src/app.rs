@@ -1691,6 +1691,9 @@ pub fn install() -> Result<(), JsValue> {
 /// Browsers compile WebAssembly lazily and optimize a function only after it has run for a
 /// while, so the first file opened would otherwise run in the baseline tier (several times
 /// slower). Skipped if a file is already being opened.
+/// Frames the warm-up draws of the demo timeline.
+const WARM_DRAWS: u32 = 8;
+
 async fn warm_up(weak: Weak<RefCell<App>>) {
     next_frame().await;
     next_frame().await;
@@ -1724,25 +1727,29 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
         viewport: Viewport::new(1.0, 1.0, 1.0),
     };
     file.viewport = file.full_viewport();
-    // The drawing code too, on a canvas that is never shown.
-    let drawn = with_app(&weak, |app| {
-        let canvas = app
-            .ui
-            .document
-            .create_element("canvas")
-            .ok()?
-            .dyn_into::<HtmlCanvasElement>()
-            .ok()?;
+    // The drawing code too, on a canvas that is never shown, over several windows: a function
+    // is optimized only once it has run enough, and a long first run stays in the baseline tier.
+    let canvas = with_app(&weak, |app| {
+        let canvas = app.ui.document.create_element("canvas").ok()?.dyn_into::<HtmlCanvasElement>().ok()?;
         let ctx = context_2d(&canvas).ok()?;
-        Some(render::draw_timeline_base(
-            Some(&file),
-            (1000.0, 600.0),
-            1.0,
-            &canvas,
-            &ctx,
-        ))
-    });
-    drop(drawn);
+        Some((canvas, ctx))
+    })
+    .flatten();
+    if let Some((canvas, ctx)) = canvas {
+        let full = file.viewport;
+        for k in 0..WARM_DRAWS {
+            if !idle(&weak) {
+                return;
+            }
+            let mut v = full;
+            let share = 1.0 / f64::from(1 + k % 4);
+            v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
+            file.viewport = v;
+            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx));
+            next_tick().await;
+        }
+        file.viewport = full;
+    }
     let (snap, plot) = (&file.snap, &file.plot);
     let l = &plot.layout;
     let bounds: Vec<f64> = (0..=512)

@@ -5,10 +5,12 @@
 //! so that level of detail (bands under half a device pixel are not drawn one by one) and
 //! decimation (at most about two vertices per device-pixel column) match what the screen shows.
 
+use std::fmt::Write as _;
+
 use memviz_core::format::human_size;
 use memviz_core::timeline::{BandEdges, Layout};
 use wasm_bindgen::{Clamped, JsValue};
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 use crate::app::{App, Drag, OpenFile, Target};
 use crate::axis;
@@ -839,42 +841,40 @@ pub fn draw_timeline_base(
     ctx.clip();
     let _ = ctx.set_global_composite_operation("destination-over");
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    // Each outline goes to the canvas as one path string: one call instead of two per column.
+    let fill_outline = |colour: &str, d: &str| {
+        if let Ok(path) = Path2d::new_with_path_string(d) {
+            ctx.set_fill_style_str(colour);
+            ctx.fill_with_path_2d(&path);
+        }
+    };
+    // A number a path string can hold (a canvas skips a non-finite point; a path string with
+    // one is not drawn at all).
+    let fin = |v: f64| if v.is_finite() { v.clamp(-1e7, 1e7) } else { bottom_dev };
+    let mut d = String::with_capacity(envs.len() * 24);
     if envs
         .iter()
         .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
     {
-        ctx.set_fill_style_str(SUMMARIZED_FILL);
-        ctx.begin_path();
         for (c, e) in envs.iter().enumerate() {
-            let y = y_dev(e.total_max_bytes);
-            let x = left_dev + c as f64;
-            if c == 0 {
-                ctx.move_to(x, y);
-            } else {
-                ctx.line_to(x, y);
-            }
-            ctx.line_to(x + 1.0, y);
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
+            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
         }
         for (c, e) in envs.iter().enumerate().rev() {
-            let y = y_dev(e.drawn_at_peak_bytes);
-            let x = left_dev + c as f64;
-            ctx.line_to(x + 1.0, y);
-            ctx.line_to(x, y);
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
+            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
         }
-        ctx.close_path();
-        ctx.fill();
+        d.push('Z');
+        fill_outline(SUMMARIZED_FILL, &d);
     }
-    ctx.set_fill_style_str(STACK_FILL);
-    ctx.begin_path();
-    ctx.move_to(left_dev, bottom_dev);
+    d.clear();
+    let _ = write!(d, "M{left_dev:.2} {bottom_dev:.2}");
     for (c, e) in envs.iter().enumerate() {
-        let y = y_dev(e.drawn_max_bytes);
-        ctx.line_to(left_dev + c as f64, y);
-        ctx.line_to(left_dev + c as f64 + 1.0, y);
+        let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
+        let _ = write!(d, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
     }
-    ctx.line_to(left_dev + cols as f64, bottom_dev);
-    ctx.close_path();
-    ctx.fill();
+    let _ = write!(d, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
+    fill_outline(STACK_FILL, &d);
     ctx.restore();
 
     // The grid, behind what is drawn.
@@ -905,19 +905,13 @@ pub fn draw_timeline_base(
     // 4. OOM markers.
     ctx.set_stroke_style_str(OOM_COLOUR);
     ctx.set_line_width(1.5 * dpr);
+    ctx.begin_path();
     for o in &f.plot.ooms {
-        let x = x_dev_of_pos(xm.pos(o.step));
-        ctx.begin_path();
-        ctx.move_to(
-            x.clamp(left_dev + dpr, left_dev + width_dev - dpr),
-            rect.top_px * dpr,
-        );
-        ctx.line_to(
-            x.clamp(left_dev + dpr, left_dev + width_dev - dpr),
-            bottom_dev,
-        );
-        ctx.stroke();
+        let x = x_dev_of_pos(xm.pos(o.step)).clamp(left_dev + dpr, left_dev + width_dev - dpr);
+        ctx.move_to(x, rect.top_px * dpr);
+        ctx.line_to(x, bottom_dev);
     }
+    ctx.stroke();
     ctx.restore();
 
     // Axes.
@@ -1079,6 +1073,18 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
     ctx.set_font(SMALL_FONT);
     ctx.set_text_align("left");
     ctx.set_text_baseline("middle");
+    ctx.set_line_width(1.0);
+    // Boxes of one colour that touch within a pixel on a row are drawn as one (thousands of
+    // annotations in view would otherwise cost a few canvas calls each): per row, the run
+    // being gathered, as (x0, x1, colour).
+    let mut runs: Vec<Option<(f64, f64, usize)>> = Vec::new();
+    let draw_box = |(x0, x1, c): (f64, f64, usize), row: usize| {
+        let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
+        ctx.set_fill_style_str(PALETTE_LIGHT[c]);
+        ctx.fill_rect(x0, y, x1 - x0, ANNOTATION_ROW_PX - 2.0);
+        ctx.set_stroke_style_str(PALETTE[c]);
+        ctx.stroke_rect(x0 + 0.5, y + 0.5, (x1 - x0 - 1.0).max(0.5), ANNOTATION_ROW_PX - 3.0);
+    };
     for (i, a) in f.plot.annotations.iter().enumerate() {
         let Some(&row) = f.plot.annotation_rows.get(i) else {
             continue;
@@ -1091,28 +1097,41 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
             x0.max(rect.left_px),
             x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0),
         );
-        let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
         let c = colour_of_name(&a.name);
-        ctx.set_fill_style_str(PALETTE_LIGHT[c]);
-        ctx.fill_rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX - 2.0);
-        ctx.set_stroke_style_str(PALETTE[c]);
-        ctx.set_line_width(1.0);
-        ctx.stroke_rect(
-            cx0 + 0.5,
-            y + 0.5,
-            (cx1 - cx0 - 1.0).max(0.5),
-            ANNOTATION_ROW_PX - 3.0,
-        );
         let room = cx1 - cx0 - 6.0;
-        if room > 14.0 {
-            ctx.save();
-            ctx.begin_path();
-            ctx.rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX);
-            ctx.clip();
-            ctx.set_fill_style_str(TEXT);
-            let label = fit_text(ctx, &a.name, room);
-            let _ = ctx.fill_text(&label, cx0 + 3.0, y + (ANNOTATION_ROW_PX - 2.0) / 2.0 + 0.5);
-            ctx.restore();
+        if runs.len() <= row {
+            runs.resize(row + 1, None);
+        }
+        let Some(slot) = runs.get_mut(row) else { continue };
+        if room <= 14.0 {
+            // Too narrow for a label: joins the row's run when it touches it.
+            match slot {
+                Some((_, end, rc)) if *rc == c && cx0 <= *end + 1.0 => *end = end.max(cx1),
+                _ => {
+                    if let Some(run) = slot.replace((cx0, cx1, c)) {
+                        draw_box(run, row);
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(run) = slot.take() {
+            draw_box(run, row);
+        }
+        draw_box((cx0, cx1, c), row);
+        let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
+        ctx.save();
+        ctx.begin_path();
+        ctx.rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX);
+        ctx.clip();
+        ctx.set_fill_style_str(TEXT);
+        let label = fit_text(ctx, &a.name, room);
+        let _ = ctx.fill_text(&label, cx0 + 3.0, y + (ANNOTATION_ROW_PX - 2.0) / 2.0 + 0.5);
+        ctx.restore();
+    }
+    for (row, run) in runs.into_iter().enumerate() {
+        if let Some(run) = run {
+            draw_box(run, row);
         }
     }
 }
