@@ -1,12 +1,13 @@
-//! The timeline's filled areas rasterized in WebAssembly: a pixel buffer of the plot area that
-//! the page puts on the canvas in one call.
+//! The timeline's bands rasterized in WebAssembly: a pixel buffer of the plot area that the page
+//! puts on the canvas in one call.
 //!
 //! Thousands of band polygons cost a canvas two calls into JavaScript per vertex and then a
-//! rasterization pass per path when the frame is committed (about 13 ms for a million-entry
-//! snapshot on this machine's software canvas). Bands never overlap and are drawn as vertical
-//! spans per device-pixel column, so this raster touches each pixel about once. Edges are
-//! anti-aliased by coverage: the top and bottom pixel of a span by the part of it the span
-//! covers, the first and last column of a band by the part of the column it lives in.
+//! rasterization pass per path when the frame is committed (about 13 ms per frame for a
+//! million-entry snapshot on headless Chromium's software canvas). Bands never overlap: a level
+//! stretch of a band is a rectangle filled in whole-row runs, a sloped one a span per pixel
+//! column, so this raster touches each pixel about once. Edges are anti-aliased by coverage: the
+//! top and bottom row of a band by the part of them it covers, its first and last column by the
+//! part of the column it lives in.
 //!
 //! No DOM here: the buffer is plain memory, tested natively.
 
