@@ -529,6 +529,37 @@ def build_object(plan: Plan):
     return out, keep
 
 
+def deepen_stacks(src: dict, extra: int, seed: int) -> None:
+    """Adds C++ frames to every distinct frame list of the source's traces, in place.
+
+    The frames are the source's own C++ frame dicts (``filename`` "??" or a ``.cpp``/``.h``
+    file), so strings and frame objects stay shared as PyTorch shares them; each list gets
+    between ``extra // 2`` and ``extra * 3 // 2`` of them, inserted below the first three
+    (unwinder) frames.  Lists stay shared: a list used by several entries is deepened once.
+    """
+    rng = random.Random(seed ^ 0x5EED)
+    pool, seen_frames, lists = [], set(), []
+    seen_lists = set()
+    for trace in src["device_traces"]:
+        for e in trace:
+            fr = e.get("frames")
+            if not isinstance(fr, list) or id(fr) in seen_lists:
+                continue
+            seen_lists.add(id(fr))
+            lists.append(fr)
+            for f in fr:
+                name = f.get("filename", "") if isinstance(f, dict) else ""
+                if id(f) not in seen_frames and (name == "??" or name.endswith((".cpp", ".h"))):
+                    seen_frames.add(id(f))
+                    pool.append(f)
+    if not pool:
+        raise SystemExit("--extra-cpp-frames: the source has no C++ frames to draw from")
+    for fr in lists:
+        n = rng.randint(extra // 2, extra * 3 // 2)
+        at = min(3, len(fr))
+        fr[at:at] = [rng.choice(pool) for _ in range(n)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE,
@@ -538,6 +569,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20240613, help="random seed (default 20240613)")
     ap.add_argument("--unique-stack-fraction", type=float, default=0.12,
                     help="probability that a replay copies a frame list instead of sharing it (default 0.12)")
+    ap.add_argument("--extra-cpp-frames", type=int, default=0,
+                    help="deepen every distinct frame list of the source by about this many C++ frames "
+                         "(between half and 1.5 times it), drawn from the source's own C++ frames; "
+                         "deep C++ stacks as `stacks='all'` records them in large models (default 0)")
     ap.add_argument("--self-check", action="store_true",
                     help="also build the whole object and compare with pickle.dumps (small runs only)")
     args = ap.parse_args(argv)
@@ -551,6 +586,10 @@ def main(argv=None) -> int:
         src = pickle.load(f)
     if not isinstance(src, dict) or "device_traces" not in src:
         raise SystemExit(f"{args.source}: not a snapshot with device_traces")
+    if args.extra_cpp_frames < 0:
+        ap.error("--extra-cpp-frames must not be negative")
+    if args.extra_cpp_frames:
+        deepen_stacks(src, args.extra_cpp_frames, args.seed)
     plan = Plan(src, args.entries, args.seed, args.unique_stack_fraction)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
