@@ -100,6 +100,9 @@ pub struct Ui {
     pub plot_layer: HtmlCanvasElement,
     /// Its context.
     pub plot_layer_ctx: CanvasRenderingContext2d,
+    /// Copies of the last exact plot area and of the last exact one of the whole window, that
+    /// a zoom or pan stretches into its first frame ([`render::HeldPlot`]).
+    pub held: [render::HeldPlot; 2],
     /// The overview canvas.
     pub minimap: HtmlCanvasElement,
     /// Its context.
@@ -148,7 +151,9 @@ impl Ui {
         if let Some(parent) = plot.parent_node() {
             parent.insert_before(&plot_layer, Some(&plot))?;
         }
+        let held = [render::HeldPlot::new(&document)?, render::HeldPlot::new(&document)?];
         Ok(Ui {
+            held,
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
             performance: window.performance(),
@@ -403,6 +408,14 @@ pub struct App {
     pub search: crate::search::Search,
     /// The private pools view and view notes.
     pub pools: crate::pools::PoolView,
+    /// Until when (ms, `performance.now()`) the timeline's base is drawn from the held copies
+    /// instead of exactly: a zoom or pan is shown in its very next frame, and the exact drawing
+    /// follows once the input has rested for [`PREVIEW_HOLD_MS`].
+    pub preview_until_ms: f64,
+    /// The first frame of a file just opened draws the page around the timeline but not its
+    /// bands, which follow in the next frame: the browser's first layout and paint of the loaded
+    /// page and the first drawing of the bands are then two tasks, neither of them long.
+    pub bands_next_frame: bool,
     frame_pending: bool,
     loader_running: bool,
     /// The user asked to stop loading.
@@ -458,6 +471,8 @@ impl App {
             analysis: crate::panels::Panel::default(),
             search: crate::search::Search::default(),
             pools: crate::pools::PoolView::default(),
+            preview_until_ms: f64::NEG_INFINITY,
+            bands_next_frame: false,
             frame_pending: false,
             loader_running: false,
             cancel_requested: false,
@@ -613,7 +628,20 @@ impl App {
             Surface::Minimap => full_pos_at(&f.viewport, &rect, x_px),
         };
         f.viewport.zoom_x(anchor, factor);
+        self.hold_preview();
         self.update_hover_from_pointer();
+    }
+
+    /// Shows the next frames of the timeline from the held copies, and the exact drawing once
+    /// the input has rested.
+    fn hold_preview(&mut self) {
+        self.preview_until_ms = self.ui.now_ms() + PREVIEW_HOLD_MS;
+        redraw_after(PREVIEW_HOLD_MS as i32 + 1);
+    }
+
+    /// Whether the base of the timeline is shown from the held copies now.
+    pub fn previewing(&self) -> bool {
+        self.ui.now_ms() < self.preview_until_ms
     }
 
     fn on_pointer_down(&mut self, surface: Surface, x_px: f64, y_px: f64, button: i16) {
@@ -656,6 +684,9 @@ impl App {
                     let per_px = (x1 - x0) / rect.width_px.max(1.0);
                     let shift = -(x_px - down_px.0) * per_px;
                     f.viewport.set_window(x0 + shift, x1 + shift);
+                }
+                if moved {
+                    self.hold_preview();
                 }
                 self.drag = Some(Drag::Pan {
                     down_px,
@@ -958,7 +989,19 @@ impl App {
         self.settle_layout();
         self.after_plot_change(false);
         crate::url::restore(self);
+        render::prepare_canvases(self);
         self.ready_pending.set(Some(timings));
+        self.bands_next_frame = true;
+        let weak = self.self_ref.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            // After the frame that shows the page without the bands, and after its paint.
+            next_frame().await;
+            next_tick().await;
+            with_app(&weak, |app| {
+                app.bands_next_frame = false;
+                app.request_redraw();
+            });
+        });
     }
 }
 
@@ -987,6 +1030,9 @@ pub async fn sleep_ms(ms: i32) {
     });
     let _ = wasm_bindgen_futures::JsFuture::from(p).await;
 }
+
+/// How long after the last wheel or drag step the timeline is drawn exactly again (ms).
+pub const PREVIEW_HOLD_MS: f64 = 90.0;
 
 /// Asks for one more frame in `delay_ms`, for drawing put off while the input kept changing.
 pub fn redraw_after(delay_ms: i32) {
@@ -1745,7 +1791,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
             let share = 1.0 / f64::from(1 + k % 4);
             v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
             file.viewport = v;
-            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx));
+            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx, None));
             next_tick().await;
         }
         file.viewport = full;

@@ -162,6 +162,8 @@ pub struct FrameInfo {
     /// The band edges drawn, for the marks drawn over the same view (a hovered band's outline
     /// takes its edge from here rather than sweeping the layout again).
     pub edges: Option<ViewEdges>,
+    /// Drawn from the held copies of earlier frames, not from the layout.
+    pub preview: bool,
 }
 
 /// Band edges computed for one view of one layout.
@@ -182,6 +184,136 @@ impl ViewEdges {
     }
 }
 
+/// What a held copy of the plot area shows, but for its window: the file and layout, the x
+/// axis, the y scale and the canvas' size (CSS px and devicePixelRatio), bit for bit.
+pub type HeldWhat = (Option<usize>, usize, crate::xmap::XAxis, u64, (u64, u64, u64));
+
+/// A copy of the plot area of an exactly drawn base frame (bands and fills, no grid), kept off
+/// screen. A zoom or a pan changes only the x window, so its first frame stretches the copies
+/// into the new window at once (a `drawImage` each) and the exact drawing follows once the
+/// input rests: the very next frame shows the new window, whatever the trace's size.
+pub struct HeldPlot {
+    canvas: HtmlCanvasElement,
+    ctx: CanvasRenderingContext2d,
+    /// What the copy shows and its window `(x0, x1)`, when it holds one.
+    held: std::cell::Cell<Option<(HeldWhat, f64, f64)>>,
+}
+
+impl HeldPlot {
+    /// An empty copy (a canvas that is never put in the document).
+    pub fn new(document: &web_sys::Document) -> Result<HeldPlot, JsValue> {
+        use wasm_bindgen::JsCast as _;
+        let canvas: HtmlCanvasElement = document
+            .create_element("canvas")?
+            .dyn_into()
+            .map_err(|_| JsValue::from_str("no canvas element"))?;
+        canvas.set_width(0);
+        canvas.set_height(0);
+        let ctx = canvas
+            .get_context("2d")?
+            .ok_or_else(|| JsValue::from_str("no 2d context"))?
+            .dyn_into::<CanvasRenderingContext2d>()
+            .map_err(|_| JsValue::from_str("no 2d context"))?;
+        Ok(HeldPlot { canvas, ctx, held: std::cell::Cell::new(None) })
+    }
+
+    /// Sizes the copy's canvas to `(w, h)` device px and has its pixels allocated now.
+    fn reserve(&self, size: (f64, f64)) {
+        let (w, h) = (size.0.max(0.0) as u32, size.1.max(0.0) as u32);
+        if self.canvas.width() != w || self.canvas.height() != h {
+            self.held.set(None);
+            self.canvas.set_width(w);
+            self.canvas.set_height(h);
+            self.ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
+        }
+    }
+
+    fn shows(&self, what: &HeldWhat) -> Option<(f64, f64)> {
+        self.held.get().filter(|h| h.0 == *what).map(|h| (h.1, h.2))
+    }
+
+    /// Copies `(x, y, w, h)` of `from` (device px), which shows window `(x0, x1)` of `what`.
+    fn keep(&self, from: &HtmlCanvasElement, area: (f64, f64, f64, f64), what: HeldWhat, window: (f64, f64)) {
+        let (x, y, w, h) = area;
+        if w < 1.0 || h < 1.0 {
+            self.held.set(None);
+            return;
+        }
+        if self.canvas.width() != w as u32 || self.canvas.height() != h as u32 {
+            self.canvas.set_width(w as u32);
+            self.canvas.set_height(h as u32);
+        } else {
+            self.ctx.clear_rect(0.0, 0.0, w, h);
+        }
+        let ok = self
+            .ctx
+            .draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(from, x, y, w, h, 0.0, 0.0, w, h)
+            .is_ok();
+        self.held.set(ok.then_some((what, window.0, window.1)));
+    }
+}
+
+/// Sizes the timeline's and the minimap's canvases for the state and has the browser allocate
+/// their pixels now, in this task, rather than in the first frame that draws on them.
+pub fn prepare_canvases(app: &App) {
+    let ui = &app.ui;
+    for (canvas, ctx, css) in [
+        (&ui.plot_layer, &ui.plot_layer_ctx, app.plot_css),
+        (&ui.plot, &ui.plot_ctx, app.plot_css),
+        (&ui.minimap, &ui.minimap_ctx, app.minimap_css),
+    ] {
+        if css.0 > 0.0 && css.1 > 0.0 {
+            fit_canvas(canvas, css.0, css.1, app.dpr);
+            let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+            ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
+        }
+    }
+    // The held copies take the plot area's size (as the base layer's raster does).
+    if let Some(f) = app.file() {
+        let (w, h) = app.plot_css;
+        let rect = plot_rect(w, h, f.plot.annotation_row_count);
+        let dpr = app.dpr;
+        let (left, top) = ((rect.left_px * dpr).round(), (rect.top_px * dpr).round());
+        let size = (
+            ((rect.left_px + rect.width_px) * dpr).round() - left,
+            (rect.bottom_px() * dpr).round() - top,
+        );
+        for p in &ui.held {
+            p.reserve(size);
+        }
+    }
+}
+
+/// What the base layer is drawn from: the held copies stretched to the window (`preview`), or
+/// the layout, keeping a copy of the result.
+pub struct Holding<'a> {
+    /// The copies: the last exact frame, and the last exact frame of the whole window.
+    pub plots: &'a [HeldPlot; 2],
+    /// What is drawn now, but for the window.
+    pub what: HeldWhat,
+    /// Draw from the copies instead of the layout.
+    pub preview: bool,
+}
+
+impl Holding<'_> {
+    /// Whether a copy of `what` is held, so that a preview can be drawn.
+    fn can_preview(plots: &[HeldPlot; 2], what: &HeldWhat) -> bool {
+        plots.iter().any(|p| p.shows(what).is_some())
+    }
+}
+
+/// What the held copies of the base layer are of, for the file shown.
+fn held_what(app: &App) -> Option<HeldWhat> {
+    let f = app.file()?;
+    Some((
+        app.current,
+        app.generation,
+        f.x_axis,
+        f.viewport.y_max_bytes.to_bits(),
+        (app.plot_css.0.to_bits(), app.plot_css.1.to_bits(), app.dpr.to_bits()),
+    ))
+}
+
 /// Draws everything from the state.
 ///
 /// The timeline is two canvases: the base (`#plot-base`: axes, bands, annotations, OOM
@@ -196,15 +328,20 @@ pub fn draw(app: &App) {
     if crate::views::draw(app) {
         return;
     }
+    let ui = &app.ui;
+    // A zoom or pan in progress is drawn from the held copies while they show this file as it is.
+    let what = held_what(app);
+    let preview = app.bands_next_frame
+        || (app.previewing() && what.as_ref().is_some_and(|w| Holding::can_preview(&ui.held, w)));
     // Canvases are redrawn only when something they show changed (not for progress updates).
-    let key = CanvasKey::of(app);
+    let key = CanvasKey::of(app, preview);
     if app.memo.canvas.borrow().as_ref() == Some(&key) {
         return;
     }
     let base_changed = app.memo.canvas.borrow().as_ref().map(CanvasKey::base) != Some(key.base());
-    let ui = &app.ui;
     if base_changed {
-        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx);
+        let holding = what.map(|what| Holding { plots: &ui.held, what, preview });
+        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx, holding);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
@@ -212,11 +349,16 @@ pub fn draw(app: &App) {
     let ctx = &ui.plot_ctx;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
+    *app.memo.canvas.borrow_mut() = Some(key);
+    let _ = ui.plot.set_attribute("data-preview", if preview { "1" } else { "0" });
+    if preview {
+        // Outlines and highlights need the exact band edges; they come back with the exact frame.
+        return;
+    }
     draw_timeline_overlay(app, ctx);
     crate::panels::draw_highlight(app, ctx);
     crate::search::draw(app, ctx);
     crate::pools::draw(app, ctx);
-    *app.memo.canvas.borrow_mut() = Some(key);
     let info = app.memo.frame.borrow();
     let frame_ms = app.ui.now_ms() - t0;
     write_test_hooks(app, &info, frame_ms);
@@ -324,6 +466,8 @@ pub struct CanvasKey {
     sizes: ((f64, f64), (f64, f64), f64),
     minimap_columns: usize,
     analysis: usize,
+    /// Drawn from the held copies ([`HeldPlot`]) rather than exactly.
+    preview: bool,
 }
 
 impl CanvasKey {
@@ -338,8 +482,9 @@ impl CanvasKey {
         }
     }
 
-    fn of(app: &App) -> CanvasKey {
+    fn of(app: &App, preview: bool) -> CanvasKey {
         CanvasKey {
+            preview,
             current: app.current,
             generation: app.generation,
             view: app.view,
@@ -759,6 +904,7 @@ pub fn draw_timeline_base(
     dpr: f64,
     canvas: &HtmlCanvasElement,
     ctx: &CanvasRenderingContext2d,
+    holding: Option<Holding<'_>>,
 ) -> FrameInfo {
     let mut info = FrameInfo::default();
     let (w, h) = css;
@@ -769,7 +915,6 @@ pub fn draw_timeline_base(
     let rect = plot_rect(w, h, f.plot.annotation_row_count);
     let v = &f.viewport;
     let xm = f.xmap();
-    let layout = &f.plot.layout;
 
     let (_, y_ticks) = axis::byte_ticks(
         v.y_max_bytes,
@@ -783,99 +928,25 @@ pub fn draw_timeline_base(
     let width_dev = rect.width_px * dpr;
     let bottom_dev = rect.bottom_px() * dpr;
     let (ox, oy) = (left_dev.round(), (rect.top_px * dpr).round());
-    let mut raster = Raster::new(
+    let raster_size = (
         ((left_dev + width_dev).round() - ox).max(0.0) as usize,
         (bottom_dev.round() - oy).max(0.0) as usize,
     );
-    let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
     let x_dev_of_pos = |pos: f64| v.x_px(&rect, pos) * dpr;
-    // In the raster's pixels.
-    let to_px = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)) - ox, y_dev(off) - oy);
-    let cols = width_dev.ceil().max(1.0) as usize;
-    let bounds: Vec<f64> = (0..=cols)
-        .map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0)))
-        .collect();
-    let envs = column_envelopes(layout, &bounds);
-
-    // Bands at least half a device pixel tall that overlap the view.
-    let s_left = xm.step(v.x0);
-    let s_right = xm.step(v.x1);
-    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
-    let min_size = 0.5 / px_per_byte_dev;
-    let mut edge: Vec<(f64, f64)> = Vec::new();
-    let mut bands = layout.bands_overlapping(
-        s_left.floor().max(0.0) as u32,
-        s_right.ceil().max(0.0) as u32,
-    );
-    bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
-    let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
-    let (layout_key, window) = ViewEdges::key(layout, s_left, s_right, width_dev);
-    let mut drawn = ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges: BandEdges::default() };
-    for (i, &band) in edges.bands.iter().enumerate() {
-        band_edge(layout, &edges, i, s_left, s_right, &to_px, &mut edge);
-        if edge.len() < 2 {
-            continue;
+    let area = (ox, oy, raster_size.0 as f64, raster_size.1 as f64);
+    match holding {
+        Some(h) if h.preview => {
+            draw_held(ctx, &h, v, area, left_dev, width_dev);
+            info.preview = true;
         }
-        let colour = PALETTE_RGB[(layout.band_element[band as usize] % 10) as usize];
-        raster.band(&edge, layout.band_size(band) as f64 * px_per_byte_dev, colour);
-        info.bands_drawn += 1;
-        info.vertices_drawn += edge.len() * 2;
-    }
-
-    drawn.edges = edges;
-    info.edges = Some(drawn);
-
-    if raster.width_px() > 0 && raster.height_px() > 0 {
-        let bytes: &[u8] = bytemuck::cast_slice(raster.rows());
-        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(bytes), raster.width_px() as u32, raster.height_px() as u32) {
-            let _ = ctx.put_image_data(&img, ox, oy);
+        _ => {
+            draw_plot_exact(&mut info, ctx, f, rect, dpr, Raster::new(raster_size.0, raster_size.1), (ox, oy));
+            if let Some(h) = holding {
+                // Before the grid and the markers are drawn, so that a stretched copy has none.
+                h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)].keep(canvas, area, h.what, (v.x0, v.x1));
+            }
         }
     }
-
-    // Behind the bands, each behind what is drawn before it: the summarized band on top of the
-    // drawn stack, the area under the drawn stack (where bands are too thin to draw one by
-    // one), the grid.
-    ctx.save();
-    ctx.begin_path();
-    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
-    ctx.clip();
-    let _ = ctx.set_global_composite_operation("destination-over");
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    // Each outline goes to the canvas as one path string: one call instead of two per column.
-    let fill_outline = |colour: &str, d: &str| {
-        if let Ok(path) = Path2d::new_with_path_string(d) {
-            ctx.set_fill_style_str(colour);
-            ctx.fill_with_path_2d(&path);
-        }
-    };
-    // A number a path string can hold (a canvas skips a non-finite point; a path string with
-    // one is not drawn at all).
-    let fin = |v: f64| if v.is_finite() { v.clamp(-1e7, 1e7) } else { bottom_dev };
-    let mut d = String::with_capacity(envs.len() * 24);
-    if envs
-        .iter()
-        .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
-    {
-        for (c, e) in envs.iter().enumerate() {
-            let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
-            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
-        }
-        for (c, e) in envs.iter().enumerate().rev() {
-            let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
-            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
-        }
-        d.push('Z');
-        fill_outline(SUMMARIZED_FILL, &d);
-    }
-    d.clear();
-    let _ = write!(d, "M{left_dev:.2} {bottom_dev:.2}");
-    for (c, e) in envs.iter().enumerate() {
-        let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
-        let _ = write!(d, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
-    }
-    let _ = write!(d, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
-    fill_outline(STACK_FILL, &d);
-    ctx.restore();
 
     // The grid, behind what is drawn.
     let _ = ctx.set_global_composite_operation("destination-over");
@@ -997,6 +1068,146 @@ pub fn draw_timeline_base(
         let _ = ctx.fill_text(label, lx, rect.top_px + 4.0);
     }
     info
+}
+
+/// Stretches the held copies into window `v` of the plot area `area` (device px: x, y, width,
+/// height; the plot's own left edge and width in device px are `left_dev`, `width_dev`): the
+/// copy of the whole window first, the last exact frame over it.
+fn draw_held(
+    ctx: &CanvasRenderingContext2d,
+    h: &Holding<'_>,
+    v: &Viewport,
+    area: (f64, f64, f64, f64),
+    left_dev: f64,
+    width_dev: f64,
+) {
+    let (ox, oy, w, hgt) = area;
+    ctx.save();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.begin_path();
+    ctx.rect(ox, oy, w, hgt);
+    ctx.clip();
+    for p in [&h.plots[1], &h.plots[0]] {
+        let Some((x0, x1)) = p.shows(&h.what) else { continue };
+        // Column k of the copy showed position x0 + (ox + k - left_dev) / width_dev * (x1 - x0).
+        let r = (x1 - x0) / v.width();
+        let dx = left_dev + (x0 - v.x0) / v.width() * width_dev + (ox - left_dev) * r;
+        let (pw, ph) = (f64::from(p.canvas.width()), f64::from(p.canvas.height()));
+        let _ = ctx.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+            &p.canvas, 0.0, 0.0, pw, ph, dx, oy, pw * r, hgt,
+        );
+    }
+    ctx.restore();
+}
+
+/// Draws the plot area exactly: the bands rasterized and put at `origin` (device px), then
+/// behind them the summarized band and the area under the drawn stack.
+fn draw_plot_exact(
+    info: &mut FrameInfo,
+    ctx: &CanvasRenderingContext2d,
+    f: &OpenFile,
+    rect: PlotRect,
+    dpr: f64,
+    mut raster: Raster,
+    origin: (f64, f64),
+) {
+    let (ox, oy) = origin;
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let layout = &f.plot.layout;
+    let left_dev = rect.left_px * dpr;
+    let width_dev = rect.width_px * dpr;
+    let bottom_dev = rect.bottom_px() * dpr;
+    let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
+    let x_dev_of_pos = |pos: f64| v.x_px(&rect, pos) * dpr;
+    // In the raster's pixels.
+    let to_px = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)) - ox, y_dev(off) - oy);
+    let cols = width_dev.ceil().max(1.0) as usize;
+    let bounds: Vec<f64> = (0..=cols)
+        .map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0)))
+        .collect();
+    let envs = column_envelopes(layout, &bounds);
+
+    // Bands at least half a device pixel tall that overlap the view.
+    let s_left = xm.step(v.x0);
+    let s_right = xm.step(v.x1);
+    let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
+    let min_size = 0.5 / px_per_byte_dev;
+    let mut edge: Vec<(f64, f64)> = Vec::new();
+    let mut bands = layout.bands_overlapping(
+        s_left.floor().max(0.0) as u32,
+        s_right.ceil().max(0.0) as u32,
+    );
+    bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
+    let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
+    let (layout_key, window) = ViewEdges::key(layout, s_left, s_right, width_dev);
+    let mut drawn = ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges: BandEdges::default() };
+    for (i, &band) in edges.bands.iter().enumerate() {
+        band_edge(layout, &edges, i, s_left, s_right, &to_px, &mut edge);
+        if edge.len() < 2 {
+            continue;
+        }
+        let colour = PALETTE_RGB[(layout.band_element[band as usize] % 10) as usize];
+        raster.band(&edge, layout.band_size(band) as f64 * px_per_byte_dev, colour);
+        info.bands_drawn += 1;
+        info.vertices_drawn += edge.len() * 2;
+    }
+
+    drawn.edges = edges;
+    info.edges = Some(drawn);
+
+    if raster.width_px() > 0 && raster.height_px() > 0 {
+        let bytes: &[u8] = bytemuck::cast_slice(raster.rows());
+        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(bytes), raster.width_px() as u32, raster.height_px() as u32) {
+            let _ = ctx.put_image_data(&img, ox, oy);
+        }
+    }
+
+    // Behind the bands, each behind what is drawn before it: the summarized band on top of the
+    // drawn stack, the area under the drawn stack (where bands are too thin to draw one by
+    // one), the grid.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    ctx.clip();
+    let _ = ctx.set_global_composite_operation("destination-over");
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    // Each outline goes to the canvas as one path string: one call instead of two per column.
+    let fill_outline = |colour: &str, d: &str| {
+        if let Ok(path) = Path2d::new_with_path_string(d) {
+            ctx.set_fill_style_str(colour);
+            ctx.fill_with_path_2d(&path);
+        }
+    };
+    // A number a path string can hold (a canvas skips a non-finite point; a path string with
+    // one is not drawn at all).
+    let fin = |v: f64| if v.is_finite() { v.clamp(-1e7, 1e7) } else { bottom_dev };
+    let mut d = String::with_capacity(envs.len() * 24);
+    if envs
+        .iter()
+        .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
+    {
+        for (c, e) in envs.iter().enumerate() {
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
+            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
+        }
+        for (c, e) in envs.iter().enumerate().rev() {
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
+            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
+        }
+        d.push('Z');
+        fill_outline(SUMMARIZED_FILL, &d);
+    }
+    d.clear();
+    let _ = write!(d, "M{left_dev:.2} {bottom_dev:.2}");
+    for (c, e) in envs.iter().enumerate() {
+        let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
+        let _ = write!(d, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
+    }
+    let _ = write!(d, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
+    fill_outline(STACK_FILL, &d);
+    ctx.restore();
+
 }
 
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned

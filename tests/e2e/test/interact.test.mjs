@@ -64,6 +64,37 @@ test('the wheel zooms around the pointer and the x axis labels follow', { skip: 
   await page.close();
 });
 
+test('a zoom shows in the next frame, stretched from the last exact one, then exactly', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const d0 = await plotData(page);
+  const area = await plotArea(page);
+  await page.mouse.move(area.x + area.width * 0.6, area.y + area.height / 2);
+  await frames(page);
+  // Record each frame's kind, and whether a stretched frame has bands in the middle of the plot.
+  await page.evaluate(([x, y]) => {
+    globalThis.__frames = [];
+    const plot = document.getElementById('plot');
+    const base = document.getElementById('plot-base');
+    new MutationObserver(() => {
+      const px = base.getContext('2d').getImageData(Math.round(x * devicePixelRatio), Math.round(y * devicePixelRatio), 1, 1).data;
+      globalThis.__frames.push({ preview: plot.dataset.preview, alpha: px[3], view: plot.dataset.view });
+    }).observe(plot, { attributes: true, attributeFilter: ['data-preview'] });
+  }, [area.width * 0.6 + (area.x - area.box.x), area.height * 0.9 + (area.y - area.box.y)]);
+  await page.mouse.wheel(0, -600);
+  const d1 = await waitPlotChange(page, 'view', d0.view);
+  const seen = await page.evaluate(() => globalThis.__frames);
+  const first = seen.findIndex((f) => f.preview === '1');
+  assert.ok(first >= 0, `no stretched frame: ${JSON.stringify(seen)}`);
+  assert.equal(seen[first].alpha, 255, 'the stretched frame shows the bands');
+  assert.equal(seen[first].view, d0.view, 'test hooks describe exact frames only');
+  assert.ok(seen.slice(first).some((f) => f.preview === '0'), 'an exact frame follows');
+  assert.equal(await page.getAttribute('#plot', 'data-preview'), '0');
+  assert.ok(Number(d1.bands) > 0);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('dragging pans; keys zoom, pan and reset', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
