@@ -90,7 +90,7 @@ async function measureInteraction(page) {
         // The frame's time before the handler ran is not the page's work (wheel events are
         // dispatched inside the frame, so frameStart is usually before them).
         const work = handled - start + (now - Math.max(frameStart, handled));
-        const z = { work, latency: now - e.timeStamp, wait: start - e.timeStamp, end: NaN };
+        const z = { work, latency: now - e.timeStamp, wait: start - e.timeStamp, fromDispatch: now - start, end: NaN };
         globalThis.__bench.zoom.push(z);
         setTimeout(() => {
           z.end = performance.now() - e.timeStamp;
@@ -118,14 +118,68 @@ async function measureInteraction(page) {
     await page.mouse.move(box.x + box.width * (0.08 + 0.84 * ((k * 7) % 24) / 24), box.y + box.height * (0.55 + 0.3 * (k % 3) / 3));
     await page.waitForTimeout(60);
   }
+  // A single zoom after a rest: from the input to the exact frame that follows the stretched
+  // first one (the page draws exactly again once the wheel has rested).
+  const exact = [];
+  for (let k = 0; k < 6; k++) {
+    await page.mouse.move(cx - k * 9, cy);
+    await page.waitForTimeout(400);
+    const waiting = page.evaluate(() => new Promise((resolve) => {
+      const plot = document.getElementById('plot');
+      let t = null;
+      window.addEventListener('wheel', (e) => { t = e.timeStamp; }, { capture: true, once: true });
+      const obs = new MutationObserver(() => {
+        if (t !== null && plot.dataset.preview === '0') {
+          obs.disconnect();
+          requestAnimationFrame(() => resolve(performance.now() - t));
+        }
+      });
+      obs.observe(plot, { attributes: true, attributeFilter: ['data-preview', 'data-view'] });
+      setTimeout(() => resolve(NaN), 5000);
+    }));
+    await page.mouse.wheel(0, k % 2 === 0 ? -240 : 240);
+    exact.push(await waiting);
+  }
   const b = await page.evaluate(() => globalThis.__bench);
   const med = (xs, k) => median(xs.map((x) => x[k]));
-  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zoomWait: med(b.zoom, 'wait'), zoomEnd: med(b.zoom, 'end'), zooms: b.zoom.length, hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
+  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zoomWait: med(b.zoom, 'wait'), zoomFromDispatch: med(b.zoom, 'fromDispatch'), zoomEnd: med(b.zoom, 'end'), zooms: b.zoom.length, zoomExact: median(exact), hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
+}
+
+/** The browser's own share: the same wheel zooms on a page that only paints a canvas. */
+async function measureFloor(context) {
+  const page = await context.newPage();
+  await page.setContent(`<canvas id="plot" width="1200" height="600" style="width:1200px;height:600px"></canvas>`);
+  await page.evaluate(() => {
+    globalThis.__floor = [];
+    const c = document.getElementById('plot');
+    const g = c.getContext('2d');
+    c.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      const start = performance.now();
+      g.fillStyle = g.fillStyle === '#000000' ? '#ffffff' : '#000000';
+      g.fillRect(0, 0, 1200, 600);
+      requestAnimationFrame(() => {
+        const now = performance.now();
+        globalThis.__floor.push({ latency: now - e.timeStamp, wait: start - e.timeStamp });
+      });
+    }, { passive: false });
+  });
+  await page.waitForTimeout(300);
+  const box = await page.locator('#plot').boundingBox();
+  for (let k = 0; k < 24; k++) {
+    await page.mouse.move(box.x + box.width / 2 + (k % 5) * 7, box.y + box.height * 0.75);
+    await page.mouse.wheel(0, k % 2 === 0 ? -240 : 240);
+    await page.waitForTimeout(60);
+  }
+  const f = await page.evaluate(() => globalThis.__floor);
+  await page.close();
+  return { latency: median(f.map((x) => x.latency)), wait: median(f.map((x) => x.wait)), n: f.length };
 }
 
 const server = await serve(dist);
 const { context, close } = await launch();
 const rows = [];
+let floor = null;
 try {
   for (const file of files) {
     const results = [];
@@ -182,12 +236,14 @@ try {
       draw: t('first_draw_ms'),
       bands: t('bands_drawn'),
       longest: median(ok.map((x) => x.longestTask)),
+      longestMax: Math.max(0, ...ok.map((x) => x.longestTask)),
       memMiB: ok.length ? (ok[ok.length - 1].memory + ok[ok.length - 1].wasmBytes) / 1048576 : NaN,
       interact: ok.length ? ok[ok.length - 1].interact : null,
     });
     const last = rows[rows.length - 1];
     console.error(`${last.file}: ${last.error ?? `${last.total.toFixed(0)} ms`}`);
   }
+  floor = await measureFloor(context);
 } finally {
   await close();
   await server.close();
@@ -195,11 +251,11 @@ try {
 
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 console.log(`\nmemviz: choose file -> first complete timeline (median of ${runs} run(s), ${cold ? 'cold page' : 'warmed-up page'}), ms`);
-const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'transfer (page)', 'draw', 'bands', 'longest task'];
+const head = ['file', 'MiB', 'total', 'read', 'parse', 'model', 'layout', 'yield', 'transfer (page)', 'draw', 'bands', 'longest task (median / max)'];
 const table = rows.map((r) =>
   r.error
     ? [r.file, fmt(r.mib, 1), `error: ${r.error}`]
-    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), `${fmt(r.transfer)} (${fmt(r.decode)})`, fmt(r.draw), fmt(r.bands), fmt(r.longest)],
+    : [r.file, fmt(r.mib, 1), fmt(r.total), fmt(r.read), fmt(r.parse), fmt(r.model), fmt(r.layout), fmt(r.wait), `${fmt(r.transfer)} (${fmt(r.decode)})`, fmt(r.draw), fmt(r.bands), `${fmt(r.longest)} / ${fmt(r.longestMax)}`],
 );
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? '').length)));
 const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
@@ -207,10 +263,12 @@ console.log(line(head));
 for (const row of table) console.log(line(row));
 
 console.log('\nafter load, on the last run\'s page: page memory (JS + WebAssembly heaps, MiB); wheel zoom and hover, median ms (work = handler + drawing; latency = input to painted frame / to stack text; wait = input to dispatch; frame end = input to the end of the frame\'s main-thread work)');
-const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'zoom wait', 'zoom frame end', 'hover work', 'hover latency'];
+console.log('zoom from dispatch = from the page receiving the wheel event to its painted frame; zoom exact = input to the exact frame after a single zoom (the first frame stretches the last exact one)');
+const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'zoom wait', 'zoom from dispatch', 'zoom frame end', 'zoom exact', 'hover work', 'hover latency'];
 const table2 = rows.filter((r) => !r.error && r.interact).map((r) => [
-  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.zoomWait, 1), fmt(r.interact.zoomEnd, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
+  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.zoomWait, 1), fmt(r.interact.zoomFromDispatch, 1), fmt(r.interact.zoomEnd, 1), fmt(r.interact.zoomExact, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
 ]);
+if (floor) table2.push(['(a page that only paints a canvas)', '-', '-', '-', fmt(floor.latency, 1), fmt(floor.wait, 1), fmt(floor.latency - floor.wait, 1), '-', '-', '-', '-']);
 const widths2 = head2.map((h, i) => Math.max(h.length, ...table2.map((row) => (row[i] ?? '').length)));
 const line2 = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths2[i]) : c.padStart(widths2[i]))).join('  ');
 console.log(line2(head2));
