@@ -354,6 +354,8 @@ pub struct DomMemo {
     pub canvas: RefCell<Option<render::CanvasKey>>,
     /// What the base layer of the timeline holds.
     pub frame: RefCell<render::FrameInfo>,
+    /// The plot area of the next exact frame, computed ahead of it.
+    pub prepared: RefCell<Option<render::PlotPixels>>,
 }
 
 /// The page's state.
@@ -636,7 +638,7 @@ impl App {
     /// the input has rested.
     fn hold_preview(&mut self) {
         self.preview_until_ms = self.ui.now_ms() + PREVIEW_HOLD_MS;
-        redraw_after(PREVIEW_HOLD_MS as i32 + 1);
+        exact_after(PREVIEW_HOLD_MS as i32 + 1);
     }
 
     /// Whether the base of the timeline is shown from the held copies now.
@@ -997,6 +999,9 @@ impl App {
             // After the frame that shows the page without the bands, and after its paint.
             next_frame().await;
             next_tick().await;
+            // The bands are computed in a task of their own, then put on the canvas in a frame.
+            with_app(&weak, |app| render::prepare_plot(app));
+            next_tick().await;
             with_app(&weak, |app| {
                 app.bands_next_frame = false;
                 app.request_redraw();
@@ -1033,6 +1038,28 @@ pub async fn sleep_ms(ms: i32) {
 
 /// How long after the last wheel or drag step the timeline is drawn exactly again (ms).
 pub const PREVIEW_HOLD_MS: f64 = 90.0;
+
+/// Draws the timeline exactly again in `delay_ms` unless the input went on meanwhile: the plot
+/// area is computed in a task of its own, then put on the canvas in the next frame.
+fn exact_after(delay_ms: i32) {
+    wasm_bindgen_futures::spawn_local(async move {
+        sleep_ms(delay_ms).await;
+        let rested = APP.with(|a| {
+            let app = a.borrow().as_ref().map(Rc::clone)?;
+            let app = app.try_borrow().ok()?;
+            (!app.previewing()).then(|| render::prepare_plot(&app))
+        });
+        if rested.is_none() {
+            return;
+        }
+        next_tick().await;
+        APP.with(|a| {
+            if let Some(Ok(mut app)) = a.borrow().as_ref().map(|rc| rc.try_borrow_mut()) {
+                app.request_redraw();
+            }
+        });
+    });
+}
 
 /// Asks for one more frame in `delay_ms`, for drawing put off while the input kept changing.
 pub fn redraw_after(delay_ms: i32) {
@@ -1791,7 +1818,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
             let share = 1.0 / f64::from(1 + k % 4);
             v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
             file.viewport = v;
-            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx, None));
+            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx, None, None));
             next_tick().await;
         }
         file.viewport = full;

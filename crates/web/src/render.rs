@@ -186,7 +186,7 @@ impl ViewEdges {
 
 /// What a held copy of the plot area shows, but for its window: the file and layout, the x
 /// axis, the y scale and the canvas' size (CSS px and devicePixelRatio), bit for bit.
-pub type HeldWhat = (Option<usize>, usize, crate::xmap::XAxis, u64, (u64, u64, u64));
+pub type HeldWhat = (Option<usize>, usize, View, crate::xmap::XAxis, u64, (u64, u64, u64));
 
 /// A copy of the plot area of an exactly drawn base frame (bands and fills, no grid), kept off
 /// screen. A zoom or a pan changes only the x window, so its first frame stretches the copies
@@ -308,6 +308,7 @@ fn held_what(app: &App) -> Option<HeldWhat> {
     Some((
         app.current,
         app.generation,
+        app.view,
         f.x_axis,
         f.viewport.y_max_bytes.to_bits(),
         (app.plot_css.0.to_bits(), app.plot_css.1.to_bits(), app.dpr.to_bits()),
@@ -341,7 +342,8 @@ pub fn draw(app: &App) {
     let base_changed = app.memo.canvas.borrow().as_ref().map(CanvasKey::base) != Some(key.base());
     if base_changed {
         let holding = what.map(|what| Holding { plots: &ui.held, what, preview });
-        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx, holding);
+        let prepared = if preview { None } else { app.memo.prepared.try_borrow_mut().ok().and_then(|mut p| p.take()) };
+        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx, holding, prepared);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
@@ -905,6 +907,7 @@ pub fn draw_timeline_base(
     canvas: &HtmlCanvasElement,
     ctx: &CanvasRenderingContext2d,
     holding: Option<Holding<'_>>,
+    prepared: Option<PlotPixels>,
 ) -> FrameInfo {
     let mut info = FrameInfo::default();
     let (w, h) = css;
@@ -928,19 +931,21 @@ pub fn draw_timeline_base(
     let width_dev = rect.width_px * dpr;
     let bottom_dev = rect.bottom_px() * dpr;
     let (ox, oy) = (left_dev.round(), (rect.top_px * dpr).round());
-    let raster_size = (
-        ((left_dev + width_dev).round() - ox).max(0.0) as usize,
-        (bottom_dev.round() - oy).max(0.0) as usize,
-    );
+    let (_, _, rw, rh) = raster_area(&rect, dpr);
     let x_dev_of_pos = |pos: f64| v.x_px(&rect, pos) * dpr;
-    let area = (ox, oy, raster_size.0 as f64, raster_size.1 as f64);
+    let area = (ox, oy, rw as f64, rh as f64);
     match holding {
         Some(h) if h.preview => {
             draw_held(ctx, &h, v, area, left_dev, width_dev);
             info.preview = true;
         }
         _ => {
-            draw_plot_exact(&mut info, ctx, f, rect, dpr, Raster::new(raster_size.0, raster_size.1), (ox, oy));
+            let key = (holding.as_ref().map(|h| h.what), v.x0.to_bits(), v.x1.to_bits());
+            let pixels = match prepared.filter(|p| Some(p.key.0) == key.0 && (p.key.1, p.key.2) == (key.1, key.2)) {
+                Some(p) => p,
+                None => compute_plot(f, rect, dpr, (key.0.unwrap_or_default(), key.1, key.2)),
+            };
+            put_plot(&mut info, ctx, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
                 h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)].keep(canvas, area, h.what, (v.x0, v.x1));
@@ -1100,18 +1105,57 @@ fn draw_held(
     ctx.restore();
 }
 
-/// Draws the plot area exactly: the bands rasterized and put at `origin` (device px), then
-/// behind them the summarized band and the area under the drawn stack.
-fn draw_plot_exact(
-    info: &mut FrameInfo,
-    ctx: &CanvasRenderingContext2d,
-    f: &OpenFile,
-    rect: PlotRect,
-    dpr: f64,
-    mut raster: Raster,
-    origin: (f64, f64),
-) {
-    let (ox, oy) = origin;
+/// The plot area of one exact frame, computed but not yet on the canvas: the bands' pixels and
+/// the outlines filled behind them. Computing it is most of an exact frame's work, so it can be
+/// done in a task of its own ([`prepare_plot`]) and the frame only puts it on the canvas.
+pub struct PlotPixels {
+    /// What it shows and its window `(x0, x1)`, bit for bit.
+    key: (HeldWhat, u64, u64),
+    raster: Raster,
+    /// Path strings (device px) of the summarized band's outline, if it shows, and of the area
+    /// under the drawn stack.
+    summarized_path: Option<String>,
+    stack_path: String,
+    bands_drawn: usize,
+    vertices_drawn: usize,
+    edges: ViewEdges,
+}
+
+/// The key of the plot area of the file shown, in its window.
+fn pixels_key(app: &App) -> Option<(HeldWhat, u64, u64)> {
+    let v = &app.file()?.viewport;
+    Some((held_what(app)?, v.x0.to_bits(), v.x1.to_bits()))
+}
+
+/// Computes the plot area of the next exact frame now and keeps it for that frame, when the
+/// timeline is what the page shows.
+pub fn prepare_plot(app: &App) {
+    let (Some(f), Some(key)) = (app.file(), pixels_key(app)) else { return };
+    if app.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.key == key)) {
+        return;
+    }
+    let (w, h) = app.plot_css;
+    let rect = plot_rect(w, h, f.plot.annotation_row_count);
+    let pixels = compute_plot(f, rect, app.dpr, key);
+    if let Ok(mut p) = app.memo.prepared.try_borrow_mut() {
+        *p = Some(pixels);
+    }
+}
+
+/// The plot area's origin and size in device px (whole pixels).
+fn raster_area(rect: &PlotRect, dpr: f64) -> (f64, f64, usize, usize) {
+    let left_dev = rect.left_px * dpr;
+    let (ox, oy) = (left_dev.round(), (rect.top_px * dpr).round());
+    let w = ((left_dev + rect.width_px * dpr).round() - ox).max(0.0) as usize;
+    let h = ((rect.bottom_px() * dpr).round() - oy).max(0.0) as usize;
+    (ox, oy, w, h)
+}
+
+/// Computes the plot area exactly: the bands rasterized, and the outlines of the summarized
+/// band and of the area under the drawn stack.
+fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64, key: (HeldWhat, u64, u64)) -> PlotPixels {
+    let (ox, oy, rw, rh) = raster_area(&rect, dpr);
+    let mut raster = Raster::new(rw, rh);
     let v = &f.viewport;
     let xm = f.xmap();
     let layout = &f.plot.layout;
@@ -1141,7 +1185,7 @@ fn draw_plot_exact(
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
     let (layout_key, window) = ViewEdges::key(layout, s_left, s_right, width_dev);
-    let mut drawn = ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges: BandEdges::default() };
+    let (mut bands_drawn, mut vertices_drawn) = (0, 0);
     for (i, &band) in edges.bands.iter().enumerate() {
         band_edge(layout, &edges, i, s_left, s_right, &to_px, &mut edge);
         if edge.len() < 2 {
@@ -1149,23 +1193,56 @@ fn draw_plot_exact(
         }
         let colour = PALETTE_RGB[(layout.band_element[band as usize] % 10) as usize];
         raster.band(&edge, layout.band_size(band) as f64 * px_per_byte_dev, colour);
-        info.bands_drawn += 1;
-        info.vertices_drawn += edge.len() * 2;
+        bands_drawn += 1;
+        vertices_drawn += edge.len() * 2;
     }
 
-    drawn.edges = edges;
-    info.edges = Some(drawn);
+    // A number a path string can hold (a canvas skips a non-finite point; a path string with
+    // one is not drawn at all).
+    let fin = |v: f64| if v.is_finite() { v.clamp(-1e7, 1e7) } else { bottom_dev };
+    let summarized_path = envs.iter().any(|e| e.total_max_bytes > e.drawn_at_peak_bytes).then(|| {
+        let mut d = String::with_capacity(envs.len() * 48);
+        for (c, e) in envs.iter().enumerate() {
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
+            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
+        }
+        for (c, e) in envs.iter().enumerate().rev() {
+            let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
+            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
+        }
+        d.push('Z');
+        d
+    });
+    let mut stack_path = String::with_capacity(envs.len() * 24);
+    let _ = write!(stack_path, "M{left_dev:.2} {bottom_dev:.2}");
+    for (c, e) in envs.iter().enumerate() {
+        let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
+        let _ = write!(stack_path, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
+    }
+    let _ = write!(stack_path, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
+    PlotPixels {
+        key,
+        raster,
+        summarized_path,
+        stack_path,
+        bands_drawn,
+        vertices_drawn,
+        edges: ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges },
+    }
+}
 
+/// Puts a computed plot area on the canvas: the bands' pixels, and behind them (each behind what
+/// is drawn before it) the summarized band on top of the drawn stack and the area under the
+/// drawn stack (where bands are too thin to draw one by one).
+fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, rect: PlotRect, dpr: f64, p: PlotPixels) {
+    let (ox, oy, _, _) = raster_area(&rect, dpr);
+    let raster = &p.raster;
     if raster.width_px() > 0 && raster.height_px() > 0 {
         let bytes: &[u8] = bytemuck::cast_slice(raster.rows());
         if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(bytes), raster.width_px() as u32, raster.height_px() as u32) {
             let _ = ctx.put_image_data(&img, ox, oy);
         }
     }
-
-    // Behind the bands, each behind what is drawn before it: the summarized band on top of the
-    // drawn stack, the area under the drawn stack (where bands are too thin to draw one by
-    // one), the grid.
     ctx.save();
     ctx.begin_path();
     ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
@@ -1179,35 +1256,14 @@ fn draw_plot_exact(
             ctx.fill_with_path_2d(&path);
         }
     };
-    // A number a path string can hold (a canvas skips a non-finite point; a path string with
-    // one is not drawn at all).
-    let fin = |v: f64| if v.is_finite() { v.clamp(-1e7, 1e7) } else { bottom_dev };
-    let mut d = String::with_capacity(envs.len() * 24);
-    if envs
-        .iter()
-        .any(|e| e.total_max_bytes > e.drawn_at_peak_bytes)
-    {
-        for (c, e) in envs.iter().enumerate() {
-            let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
-            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
-        }
-        for (c, e) in envs.iter().enumerate().rev() {
-            let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
-            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
-        }
-        d.push('Z');
-        fill_outline(SUMMARIZED_FILL, &d);
+    if let Some(d) = &p.summarized_path {
+        fill_outline(SUMMARIZED_FILL, d);
     }
-    d.clear();
-    let _ = write!(d, "M{left_dev:.2} {bottom_dev:.2}");
-    for (c, e) in envs.iter().enumerate() {
-        let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
-        let _ = write!(d, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
-    }
-    let _ = write!(d, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
-    fill_outline(STACK_FILL, &d);
+    fill_outline(STACK_FILL, &p.stack_path);
     ctx.restore();
-
+    info.bands_drawn = p.bands_drawn;
+    info.vertices_drawn = p.vertices_drawn;
+    info.edges = Some(p.edges);
 }
 
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
