@@ -51,8 +51,9 @@ const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: 
 
 /**
  * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends). Returns
- * `{ model, done, cancel }`: `model` resolves to `{ head, parts }` as soon as the model has come
- * (the layout is still being built then), `done` to `{ heads, parts }` with the rest; either may
+ * `{ model, done, cancel }`: `model` resolves to `{ heads, parts }` as soon as the model has come
+ * (the layout is still being built then), `done` to `{ heads, parts }` with the rest (each head
+ * `{ bytes, group, field }`, the parts of all heads in order); either may
  * resolve to `{ profile: true }` instead, and rejects
  * with an Error whose message is for the user, or with `workerUnavailable` set when no worker
  * could run (the page then loads on its main thread). `onProgress(readBytes, phase)` is called
@@ -71,7 +72,7 @@ function loadInWorker(module, file, request, onProgress) {
   model.catch(() => {});
   let cancel = () => {};
   const done = new Promise((resolve, reject) => {
-    const heads = [];
+    let heads = [];
     let parts = [];
     let started = false;
     const finish = (f) => {
@@ -110,12 +111,13 @@ function loadInWorker(module, file, request, onProgress) {
         onProgress(m.readBytes, m.phase);
       }
       else if (m.kind === 'part') parts.push(m.bytes);
-      else if (m.kind === 'head' && heads.length === 0 && !settleModel.done) {
+      else if (m.kind === 'head') heads.push({ bytes: m.bytes, group: m.group, field: m.field });
+      else if (m.kind === 'model-end' && !settleModel.done) {
         settleModel.done = true;
-        settleModel.resolve({ head: m.bytes, parts });
+        settleModel.resolve({ heads, parts });
+        heads = [];
         parts = [];
-      } else if (m.kind === 'head') heads.push(m.bytes);
-      else if (m.kind === 'done') end({ heads, parts });
+      } else if (m.kind === 'done') end({ heads, parts });
       else if (m.kind === 'profile') end({ profile: true });
       else if (m.kind === 'error') fail(new Error(m.message));
       else if (m.kind === 'failed') fail(unavailable(m.message));

@@ -552,6 +552,114 @@ macro_rules! wire_struct {
     };
 }
 
+/// A struct sent as a sequence of messages rather than one: a message per field, and its large
+/// `Vec` fields in chunks of about `chunk_bytes` each, so that the side that receives it can
+/// decode one message at a time and take events in between (a page's main thread must not be
+/// busy for long). [`wire_by_field!`] makes it; [`decode_field`] reads one message.
+pub trait ByField: Default {
+    /// Hands each message to `out` in order: the field's number and a function that encodes the
+    /// message.
+    fn put_by_field(&self, chunk_bytes: usize, out: &mut MessageSink<'_>);
+
+    /// Decodes one message of field `field` into `self` (the chunks of a `Vec` field are
+    /// appended in order).
+    fn get_field(&mut self, field: u32, d: &mut Decoder<'_>) -> Result<(), WireError>;
+}
+
+/// Where a [`ByField`] value's messages go: a field's number and a function that encodes one.
+pub type MessageSink<'a> = dyn FnMut(u32, &dyn Fn(&mut Encoder<'_>)) + 'a;
+
+/// Decodes one message of a [`ByField`] value: `head` and its parts.
+pub fn decode_field<T: ByField>(value: &mut T, field: u32, head: &[u8], parts: &mut dyn Parts) -> Result<(), WireError> {
+    let mut d = Decoder::new(head, parts);
+    value.get_field(field, &mut d)?;
+    if !d.at_end() {
+        return err("bytes left over after a field");
+    }
+    Ok(())
+}
+
+/// Encodes a [`ByField`] value's messages as (field, head, parts), for tests and native use.
+pub fn encode_by_field<T: ByField>(v: &T, chunk_bytes: usize) -> Vec<(u32, Vec<u8>, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    v.put_by_field(chunk_bytes, &mut |field, put| {
+        let mut parts = Vec::new();
+        let mut sink = |p: &[u8]| parts.push(p.to_vec());
+        let mut e = Encoder::new(&mut sink);
+        put(&mut e);
+        let head = e.finish();
+        out.push((field, head, parts));
+    });
+    out
+}
+
+/// Elements of a `Vec<T>` field per chunk of about `chunk_bytes`.
+#[doc(hidden)]
+pub fn chunk_len<T>(_: &[T], chunk_bytes: usize) -> usize {
+    (chunk_bytes / std::mem::size_of::<T>().max(1)).max(1)
+}
+
+/// Writes one chunk of a `Vec` field: the whole field's length, then the chunk.
+#[doc(hidden)]
+pub fn put_chunk<T: Wire>(total: usize, chunk: &[T], e: &mut Encoder<'_>) {
+    e.put(&(total as u64));
+    T::put_slice(chunk, e);
+}
+
+/// Reads one chunk of a `Vec` field and appends it to `field`; the whole length, sent with every
+/// chunk, reserves the field's room once and bounds what the chunks may add up to.
+#[doc(hidden)]
+pub fn get_chunk<T: Wire>(field: &mut Vec<T>, d: &mut Decoder<'_>) -> Result<(), WireError> {
+    let total: u64 = d.get()?;
+    let mut chunk = T::get_vec(d)?;
+    let Some(total) = usize::try_from(total).ok().filter(|&t| field.len() + chunk.len() <= t) else {
+        return err("a field's chunks are longer than the field");
+    };
+    if field.is_empty() {
+        if chunk.len() == total {
+            *field = chunk;
+            return Ok(());
+        }
+        field.try_reserve_exact(total).map_err(|_| WireError(format!("no room for a field of {total} values")))?;
+    }
+    field.append(&mut chunk);
+    Ok(())
+}
+
+/// Implements [`ByField`] for a struct: the fields in the first list are sent whole, one message
+/// each, then those in the second list (each a `Vec`) in chunks. Fields not named keep their
+/// default.
+#[macro_export]
+macro_rules! wire_by_field {
+    ($t:ty { $($f:ident),* $(,)? } chunked { $($c:ident),* $(,)? }) => {
+        impl $crate::wire::ByField for $t {
+            #[allow(unused_assignments)]
+            fn put_by_field(&self, chunk_bytes: usize, out: &mut $crate::wire::MessageSink<'_>) {
+                let mut i = 0u32;
+                $( out(i, &|e| e.put(&self.$f)); i += 1; )*
+                $(
+                    let n = $crate::wire::chunk_len(&self.$c, chunk_bytes);
+                    for chunk in self.$c.chunks(n) {
+                        out(i, &|e| $crate::wire::put_chunk(self.$c.len(), chunk, e));
+                    }
+                    i += 1;
+                )*
+            }
+            #[allow(unused_assignments)]
+            fn get_field(
+                &mut self,
+                field: u32,
+                d: &mut $crate::wire::Decoder<'_>,
+            ) -> Result<(), $crate::wire::WireError> {
+                let mut i = 0u32;
+                $( if field == i { self.$f = d.get()?; return Ok(()); } i += 1; )*
+                $( if field == i { return $crate::wire::get_chunk(&mut self.$c, d); } i += 1; )*
+                Err($crate::wire::WireError(format!("{} has no field {field}", stringify!($t))))
+            }
+        }
+    };
+}
+
 /// Implements [`Wire`] for a field-less enum through its position in a list of its variants.
 #[macro_export]
 macro_rules! wire_enum {

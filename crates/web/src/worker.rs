@@ -5,14 +5,18 @@
 //! Messages to the page (`www/worker.js` starts this; `www/boot.js` listens):
 //! - `{kind: "progress", readBytes, phase}` after each slice and at each phase;
 //! - `{kind: "part", bytes}` for each large column, in order (the buffer is transferred);
-//! - `{kind: "head", bytes}` three times: the snapshot (sent before the layout is built, so the
-//!   page copies it in meanwhile), the plot, the [`WorkerTimings`];
+//! - `{kind: "head", bytes, group, field}` after the parts of each value: the snapshot without
+//!   its traces (group 0), each device's trace field by field (group 1 + device position, see
+//!   [`ByField`]), then `{kind: "model-end"}` (all sent before the layout is built, so the page
+//!   copies them in meanwhile); the plot without its layout (group 0), the layout field by field
+//!   (group 1), the [`WorkerTimings`] (group 2);
 //! - `{kind: "done"}`, or `{kind: "error", message}` with a message for the user, or
 //!   `{kind: "profile"}` when the file is a profiler memory timeline (the page reads those itself).
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use memviz_core::timeline::Options;
-use memviz_core::wire::{self, Encoder, Wire};
+use memviz_core::snapshot::Trace;
+use memviz_core::wire::{self, ByField, Encoder, Wire};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -106,7 +110,7 @@ const FEED_BYTES: usize = 1 << 20;
 const YIELD_EVERY_MS: f64 = 4.0;
 
 /// Resolves after the events waiting now (a message to itself, which no timer clamping delays).
-async fn yield_to_events() {
+pub(crate) async fn yield_to_events() {
     let p = js_sys::Promise::new(&mut |resolve, _| {
         if let Ok(ch) = web_sys::MessageChannel::new() {
             ch.port1().set_onmessage(Some(&resolve));
@@ -186,29 +190,73 @@ async fn load(
     let t1 = now_ms(scope);
     timings.model_ms = t1 - t0;
     progress(scope, offset as f64, "Handing over the model");
-    // The model goes to the page first, so the page copies it in while the layout is built here.
-    let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
-    let mut e = Encoder::new(&mut sink);
-    snap.put(&mut e);
-    let head = e.finish();
-    post_bytes(scope, "head", &head);
+    // The model goes to the page first, so the page copies it in while the layout is built here:
+    // the snapshot without its traces (group 0), then each device's trace field by field
+    // (group 1 + device position), so the page can copy it in over many short tasks.
+    let mut snap = snap;
+    let traces: Vec<Trace> = snap.devices.iter_mut().map(|d| std::mem::take(&mut d.trace)).collect();
+    post_value(scope, &snap, 0, 0);
+    for (k, t) in traces.iter().enumerate() {
+        post_by_field(scope, t, k as u32 + 1);
+    }
+    post(scope, &[("kind", "model-end".into())], None);
+    for (d, t) in snap.devices.iter_mut().zip(traces) {
+        d.trace = t;
+    }
     let t2 = now_ms(scope);
     timings.encode_ms = t2 - t1;
     progress(scope, offset as f64, "Laying out the timeline");
     let device_pos = choose_device(&snap, request.preferred_device);
-    let plot = PlotData::build(&snap, device_pos, request.options);
+    let mut plot = PlotData::build(&snap, device_pos, request.options);
     drop(snap);
     let t3 = now_ms(scope);
     timings.layout_ms = t3 - t2;
-    let mut e = Encoder::new(&mut sink);
-    plot.put(&mut e);
+    // The plot without its layout (group 0), the layout field by field (group 1).
+    let layout = std::mem::take(&mut plot.layout);
+    post_value(scope, &plot, 0, 0);
     drop(plot);
-    let head = e.finish();
-    post_bytes(scope, "head", &head);
+    post_by_field(scope, &layout, 1);
+    drop(layout);
     timings.encode_ms += now_ms(scope) - t3;
-    post_bytes(scope, "head", &wire::encode(&timings).0);
+    post_value(scope, &timings, 2, 0);
     post(scope, &[("kind", "done".into())], None);
     Ok(())
+}
+
+/// Bytes of one message of a value sent field by field (a column of a gigabyte trace takes
+/// several): the page copies one in well under a frame.
+const MESSAGE_BYTES: usize = 8 << 20;
+
+/// Sends a head, tagged with its group and field, after its parts.
+fn post_head(scope: &DedicatedWorkerGlobalScope, head: &[u8], group: u32, field: u32) {
+    let arr = Uint8Array::new_with_length(head.len() as u32);
+    arr.copy_from(head);
+    let buf = arr.buffer();
+    post(
+        scope,
+        &[("kind", "head".into()), ("bytes", buf.clone().into()), ("group", group.into()), ("field", field.into())],
+        Some(&buf.into()),
+    );
+}
+
+/// Sends a whole value: its parts, then its head.
+fn post_value<T: Wire>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32, field: u32) {
+    let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
+    let mut e = Encoder::new(&mut sink);
+    v.put(&mut e);
+    let head = e.finish();
+    post_head(scope, &head, group, field);
+}
+
+/// Sends a value field by field ([`ByField`]), each message's parts before its head.
+fn post_by_field<T: ByField>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32) {
+    v.put_by_field(MESSAGE_BYTES, &mut |field, put| {
+        let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
+        let mut e = Encoder::new(&mut sink);
+        put(&mut e);
+        let head = e.finish();
+        post_head(scope, &head, group, field);
+    });
 }
 
 /// An error value's message.

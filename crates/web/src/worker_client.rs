@@ -7,6 +7,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
+use memviz_core::snapshot::Trace;
+use memviz_core::timeline::Layout;
 use memviz_core::wire::{self, Parts, WireError};
 use memviz_core::Snapshot;
 use wasm_bindgen::prelude::*;
@@ -209,48 +211,129 @@ impl WarmHeap {
     }
 }
 
+/// One message of a value sent in several ([`crate::worker`]): its head, group and field.
+struct Head {
+    bytes: Vec<u8>,
+    group: u32,
+    field: u32,
+}
+
+fn heads_of(value: &JsValue) -> Option<Vec<Head>> {
+    let heads = get_array(value, "heads")?;
+    let num = |h: &JsValue, k: &str| Reflect::get(h, &JsValue::from_str(k)).ok().and_then(|v| v.as_f64());
+    heads
+        .iter()
+        .map(|h| {
+            let bytes = buffer_bytes(&Reflect::get(&h, &JsValue::from_str("bytes")).ok()?)?;
+            Some(Head { bytes, group: num(&h, "group")? as u32, field: num(&h, "field")? as u32 })
+        })
+        .collect()
+}
+
+/// Main-thread time spent copying in before taking events again (ms).
+const COPY_SLICE_MS: f64 = 12.0;
+
+/// Copies messages in, taking events whenever one turn has run for [`COPY_SLICE_MS`]; returns
+/// the time spent copying (ms, without the breaks).
+async fn copy_in(
+    weak: &Weak<RefCell<App>>,
+    heads: &[Head],
+    src: &mut JsParts,
+    mut each: impl FnMut(&Head, &mut JsParts) -> Result<(), WireError>,
+) -> Result<f64, WireError> {
+    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    let (mut busy_ms, mut turn_start) = (0.0, now());
+    for h in heads {
+        each(h, src)?;
+        let t = now();
+        if t - turn_start > COPY_SLICE_MS {
+            busy_ms += t - turn_start;
+            crate::worker::yield_to_events().await;
+            turn_start = now();
+        }
+    }
+    Ok(busy_ms + (now() - turn_start))
+}
+
+/// The snapshot from its messages: the snapshot without traces (group 0), then each device's
+/// trace field by field (group 1 + device position).
+async fn receive_snapshot(weak: &Weak<RefCell<App>>, heads: &[Head], parts: Array) -> Result<(Snapshot, f64), WireError> {
+    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+    let mut snap: Option<Snapshot> = None;
+    let mut traces: Vec<Trace> = Vec::new();
+    let ms = copy_in(weak, heads, &mut src, |h, src| {
+        match (h.group, snap.as_mut()) {
+            (0, None) => snap = Some(wire::decode(&h.bytes, src)?),
+            (g, Some(s)) if g >= 1 && (g as usize) <= s.devices.len() => {
+                let k = g as usize - 1;
+                while traces.len() <= k {
+                    traces.push(Trace::default());
+                }
+                if let Some(t) = traces.get_mut(k) {
+                    wire::decode_field(t, h.field, &h.bytes, src)?;
+                }
+            }
+            _ => return Err(WireError("the model's parts came out of order".into())),
+        }
+        Ok(())
+    })
+    .await?;
+    let mut snap = snap.ok_or_else(|| WireError("the model is missing".into()))?;
+    for (d, t) in snap.devices.iter_mut().zip(traces) {
+        d.trace = t;
+    }
+    Ok((snap, ms))
+}
+
+/// The plot and the worker's timings from their messages: the plot without its layout
+/// (group 0), the layout field by field (group 1), the timings (group 2).
+async fn receive_plot(weak: &Weak<RefCell<App>>, heads: &[Head], parts: Array) -> Result<(PlotData, WorkerTimings, f64), WireError> {
+    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+    let mut plot: Option<PlotData> = None;
+    let mut layout = Layout::default();
+    let mut timings = WorkerTimings::default();
+    let ms = copy_in(weak, heads, &mut src, |h, src| {
+        match h.group {
+            0 => plot = Some(wire::decode(&h.bytes, src)?),
+            1 => wire::decode_field(&mut layout, h.field, &h.bytes, src)?,
+            2 => timings = wire::decode(&h.bytes, src)?,
+            _ => return Err(WireError("the plot's parts came out of order".into())),
+        }
+        Ok(())
+    })
+    .await?;
+    let mut plot = plot.ok_or_else(|| WireError("the plot is missing".into()))?;
+    plot.layout = layout;
+    Ok((plot, timings, ms))
+}
+
 /// Takes the model as soon as it comes (the worker lays out meanwhile), then the plot.
 async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise, warm: &WarmHeap) -> Outcome {
     let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
     let failed = |e: WireError| Outcome::Failed(format!("Could not open the file: {e}"));
-    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
     let value = match settle(model).await {
         Ok(v) => v,
         Err(o) => return o,
     };
-    let (Some(head), Some(parts)) = (
-        Reflect::get(&value, &JsValue::from_str("head")).ok().as_ref().and_then(buffer_bytes),
-        get_array(&value, "parts"),
-    ) else {
+    let (Some(heads), Some(parts)) = (heads_of(&value), get_array(&value, "parts")) else {
         return incomplete();
     };
     warm.release();
-    let t0 = now();
-    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
-    let snap: Snapshot = match wire::decode(&head, &mut src) {
+    let (snap, model_ms) = match receive_snapshot(weak, &heads, parts).await {
         Ok(s) => s,
         Err(e) => return failed(e),
     };
-    let model_ms = now() - t0;
+    drop(heads);
     let value = match settle(done).await {
         Ok(v) => v,
         Err(o) => return o,
     };
-    let (Some(heads), Some(parts)) = (get_array(&value, "heads"), get_array(&value, "parts")) else {
+    let (Some(heads), Some(parts)) = (heads_of(&value), get_array(&value, "parts")) else {
         return incomplete();
     };
-    let (Some(plot_head), Some(timings_head)) = (buffer_bytes(&heads.get(0)), buffer_bytes(&heads.get(1))) else {
-        return incomplete();
-    };
-    // A turn of the event loop between the two copies keeps each task short.
-    crate::app::next_tick().await;
-    let t1 = now();
-    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
-    let plot: PlotData = match wire::decode(&plot_head, &mut src) {
+    let (plot, timings, plot_ms) = match receive_plot(weak, &heads, parts).await {
         Ok(p) => p,
         Err(e) => return failed(e),
     };
-    let timings: WorkerTimings = wire::decode(&timings_head, &mut src).unwrap_or_default();
-    let decode_ms = model_ms + (now() - t1);
-    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms }
+    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms: model_ms + plot_ms }
 }

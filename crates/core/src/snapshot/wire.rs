@@ -125,6 +125,22 @@ wire_struct!(Trace {
     forward_stack,
     raw,
 });
+crate::wire_by_field!(Trace {
+    time_us,
+    pool,
+    user_metadata,
+    compile_context,
+    category,
+} chunked {
+    action,
+    addr,
+    size_bytes,
+    stream,
+    stack,
+    device_free,
+    forward_stack,
+    raw,
+});
 wire_struct!(StackTable { offsets, frames });
 wire_struct!(Snapshot {
     devices,
@@ -191,7 +207,7 @@ impl Wire for Strings {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use crate::wire::{decode, encode, encode_with_part_min, PartList};
+    use crate::wire::{decode, decode_field, encode, encode_by_field, encode_with_part_min, PartList};
     use crate::Snapshot;
 
     /// Every fixture survives the trip: the re-encoded bytes and PyTorch's stats text are equal.
@@ -219,6 +235,17 @@ mod tests {
                 "{}",
                 path.display()
             );
+            // Each trace field by field, in chunks small enough that every column takes several.
+            for dev in &snap.devices {
+                let whole = encode(&dev.trace);
+                for chunk_bytes in [1, 64, 1 << 20] {
+                    let mut t = crate::snapshot::Trace::default();
+                    for (field, h, p) in encode_by_field(&dev.trace, chunk_bytes) {
+                        decode_field(&mut t, field, &h, &mut PartList::new(p)).unwrap();
+                    }
+                    assert!(encode(&t) == whole, "{} by field", path.display());
+                }
+            }
             assert_eq!(back.strings.len(), snap.strings.len());
             for id in 0..snap.strings.len() as u32 {
                 assert_eq!(

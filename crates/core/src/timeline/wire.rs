@@ -51,6 +51,32 @@ wire_struct!(Layout {
     options,
 });
 
+crate::wire_by_field!(Layout {
+    steps,
+    initial_drawn_bytes,
+    initial_summarized_bytes,
+    peak_bytes,
+    peak_step,
+    index,
+    small_blocks,
+    blocks,
+    options,
+} chunked {
+    elements,
+    band_element,
+    band_start,
+    band_end,
+    band_slides,
+    bands_by_end,
+    event_step,
+    event_row,
+    event_drawn_bytes,
+    event_summarized_bytes,
+    event_drawn_before,
+    event_slides,
+    row_event,
+});
+
 /// `None` as `u32::MAX` in a column (rows and steps never reach it: traces hold fewer entries).
 fn opt(v: Option<u32>) -> u32 {
     v.unwrap_or(u32::MAX)
@@ -143,7 +169,7 @@ const ORIGINS: [Origin; 3] = [Origin::Traced, Origin::FreedWithoutAlloc, Origin:
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use crate::timeline::{Layout, Mode, Options};
-    use crate::wire::{decode, encode, encode_with_part_min, PartList};
+    use crate::wire::{decode, decode_field, encode, encode_by_field, encode_with_part_min, PartList};
 
     /// Layouts of every fixture survive the trip: equal re-encoding, equal answers.
     #[test]
@@ -171,6 +197,18 @@ mod tests {
                 let (head1, parts1) = encode_with_part_min(&l, 1);
                 let back1: Layout = decode(&head1, &mut PartList::new(parts1)).unwrap();
                 assert!(encode(&back1) == (head.clone(), parts.clone()), "{}", path.display());
+                // Field by field, in chunks small enough that every column takes several.
+                for chunk_bytes in [1, 100, 1 << 20] {
+                    let mut by_field = Layout::default();
+                    let messages = encode_by_field(&l, chunk_bytes);
+                    if chunk_bytes == 1 && l.elements.len() > 1 {
+                        assert!(messages.len() > l.elements.len(), "{}: elements not chunked", path.display());
+                    }
+                    for (field, h, p) in messages {
+                        decode_field(&mut by_field, field, &h, &mut PartList::new(p)).unwrap();
+                    }
+                    assert!(encode(&by_field) == (head.clone(), parts.clone()), "{} by field", path.display());
+                }
                 assert_eq!(back.elements, l.elements);
                 let steps = f64::from(l.steps);
                 let bounds: Vec<f64> = (0..=50).map(|c| steps * f64::from(c) / 50.0).collect();
