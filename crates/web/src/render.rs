@@ -1371,9 +1371,11 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
         }
         let Some(slot) = runs.get_mut(row) else { continue };
         if room <= 14.0 {
-            // Too narrow for a label: joins the row's run when it touches it.
+            // Too narrow for a label: joins the row's run when it touches it and is of its
+            // colour, or narrower than a pixel (whose colour no one could tell apart), so a row
+            // costs at most a box per pixel however many annotations it holds.
             match slot {
-                Some((_, end, rc)) if *rc == c && cx0 <= *end + 1.0 => *end = end.max(cx1),
+                Some((_, end, rc)) if cx0 <= *end + 1.0 && (*rc == c || x1 - x0 < 1.0) => *end = end.max(cx1),
                 _ => {
                     if let Some(run) = slot.replace((cx0, cx1, c)) {
                         draw_box(run, row);
