@@ -51,86 +51,96 @@ const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: 
 
 /**
  * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends). Returns
- * `{ model, done, cancel }`: `model` resolves to `{ heads, parts }` as soon as the model has come
- * (the layout is still being built then), `done` to `{ heads, parts }` with the rest (each head
- * `{ bytes, group, field }`, the parts of all heads in order); either may
- * resolve to `{ profile: true }` instead, and rejects
- * with an Error whose message is for the user, or with `workerUnavailable` set when no worker
- * could run (the page then loads on its main thread). `onProgress(readBytes, phase)` is called
- * as the worker goes. Each worker loads one file; the next one is started when it ends.
+ * `{ next, cancel }`: `next()` resolves to the next of the worker's answers as it comes, so the
+ * page copies the model in while the worker still works: `{ kind: 'head', bytes, group, field,
+ * parts }` (one message of a value, with the parts it needs), `{ kind: 'model-end' }` (the
+ * model is complete; the plot follows), `{ kind: 'done' }` (the last), or `{ kind: 'profile' }`;
+ * it rejects with an Error whose message is for the user, or with `workerUnavailable` set when
+ * no worker could run (the page then loads on its main thread). `onProgress(readBytes, phase)`
+ * is called as the worker goes. Each worker loads one file; the next one is started when it ends.
  */
 function loadInWorker(module, file, request, onProgress) {
   let worker = spare && !spare.broken ? spare : spawnLoader(module);
   spare = null;
   if (!worker) {
-    const no = Promise.reject(unavailable('this browser cannot start a worker'));
-    return { model: no, done: no, cancel() {} };
+    return { next: () => Promise.reject(unavailable('this browser cannot start a worker')), cancel() {} };
   }
-  let settleModel;
-  const model = new Promise((resolve, reject) => { settleModel = { resolve, reject }; });
-  // Never left unhandled: the page awaits `done` only after `model`.
-  model.catch(() => {});
-  let cancel = () => {};
-  const done = new Promise((resolve, reject) => {
-    let heads = [];
-    let parts = [];
-    let started = false;
-    const finish = (f) => {
-      worker.terminate();
-      f();
-      // The next worker starts once the page has shown this file.
-      setTimeout(() => { spare ??= spawnLoader(module); }, 1000);
-    };
-    const fail = (err) => finish(() => {
-      settleModel.reject(err);
-      reject(err);
-    });
-    const end = (value) => finish(() => {
-      settleModel.resolve(value);
-      resolve(value);
-    });
-    cancel = () => fail(new Error('cancelled'));
-    // The file is read here, a few slices ahead of the worker, and handed over.
-    let readTo = 0;
-    const readAhead = (decodedTo) => {
-      while (readTo < file.size && readTo - decodedTo < SLICES_AHEAD * SLICE_BYTES) {
-        const offset = readTo;
-        readTo = Math.min(offset + SLICE_BYTES, file.size);
-        file.slice(offset, readTo).arrayBuffer().then(
-          (slice) => worker.postMessage({ slice, offset }, [slice]),
-          (err) => worker.postMessage({ sliceError: `${err.message || err}` }),
-        );
-      }
-    };
-    readAhead(0);
-    worker.onmessage = (e) => {
-      const m = e.data;
-      started = true;
-      if (m.kind === 'progress') {
-        readAhead(m.readBytes);
-        onProgress(m.readBytes, m.phase);
-      }
-      else if (m.kind === 'part') parts.push(m.bytes);
-      else if (m.kind === 'head') heads.push({ bytes: m.bytes, group: m.group, field: m.field });
-      else if (m.kind === 'model-end' && !settleModel.done) {
-        settleModel.done = true;
-        settleModel.resolve({ heads, parts });
-        heads = [];
-        parts = [];
-      } else if (m.kind === 'done') end({ heads, parts });
-      else if (m.kind === 'profile') end({ profile: true });
-      else if (m.kind === 'error') fail(new Error(m.message));
-      else if (m.kind === 'failed') fail(unavailable(m.message));
-    };
-    worker.onerror = (e) => {
-      e.preventDefault();
-      const why = e.message || 'it stopped';
-      fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
-    };
-  });
-  done.catch(() => {});
+  // Answers not yet taken, and the page's wait for the next one.
+  const queue = [];
+  let waiting = null;
+  let failure = null;
+  let ended = false;
+  const push = (answer) => {
+    if (waiting) {
+      const w = waiting;
+      waiting = null;
+      w.resolve(answer);
+    } else queue.push(answer);
+  };
+  const next = () => {
+    if (queue.length) return Promise.resolve(queue.shift());
+    if (failure) return Promise.reject(failure);
+    return new Promise((resolve, reject) => { waiting = { resolve, reject }; });
+  };
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    worker.terminate();
+    // The next worker starts once the page has shown this file.
+    setTimeout(() => { spare ??= spawnLoader(module); }, 1000);
+  };
+  const fail = (err) => {
+    if (failure) return;
+    failure = err;
+    queue.length = 0;
+    finish();
+    if (waiting) {
+      const w = waiting;
+      waiting = null;
+      w.reject(err);
+    }
+  };
+  const cancel = () => fail(new Error('cancelled'));
+  let parts = [];
+  let started = false;
+  // The file is read here, a few slices ahead of the worker, and handed over.
+  let readTo = 0;
+  const readAhead = (decodedTo) => {
+    while (readTo < file.size && readTo - decodedTo < SLICES_AHEAD * SLICE_BYTES) {
+      const offset = readTo;
+      readTo = Math.min(offset + SLICE_BYTES, file.size);
+      file.slice(offset, readTo).arrayBuffer().then(
+        (slice) => { if (!ended) worker.postMessage({ slice, offset }, [slice]); },
+        (err) => { if (!ended) worker.postMessage({ sliceError: `${err.message || err}` }); },
+      );
+    }
+  };
+  readAhead(0);
+  worker.onmessage = (e) => {
+    const m = e.data;
+    started = true;
+    if (failure) return;
+    if (m.kind === 'progress') {
+      readAhead(m.readBytes);
+      onProgress(m.readBytes, m.phase);
+    } else if (m.kind === 'part') parts.push(m.bytes);
+    else if (m.kind === 'head') {
+      push({ kind: 'head', bytes: m.bytes, group: m.group, field: m.field, parts });
+      parts = [];
+    } else if (m.kind === 'model-end') push({ kind: 'model-end' });
+    else if (m.kind === 'done' || m.kind === 'profile') {
+      finish();
+      push({ kind: m.kind });
+    } else if (m.kind === 'error') fail(new Error(m.message));
+    else if (m.kind === 'failed') fail(unavailable(m.message));
+  };
+  worker.onerror = (e) => {
+    e.preventDefault();
+    const why = e.message || 'it stopped';
+    fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
+  };
   worker.postMessage({ file, request });
-  return { model, done, cancel };
+  return { next, cancel };
 }
 
 try {

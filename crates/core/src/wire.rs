@@ -593,10 +593,14 @@ pub fn encode_by_field<T: ByField>(v: &T, chunk_bytes: usize) -> Vec<(u32, Vec<u
     out
 }
 
-/// Elements of a `Vec<T>` field per chunk of about `chunk_bytes`.
+/// Most values in one chunk of a `Vec` field: values that are checked one by one as they are
+/// read (an action, a flag) cost far more than their bytes.
+const CHUNK_VALUES: usize = 1 << 20;
+
+/// Values of a `Vec<T>` field per chunk of about `chunk_bytes` (and at most [`CHUNK_VALUES`]).
 #[doc(hidden)]
 pub fn chunk_len<T>(_: &[T], chunk_bytes: usize) -> usize {
-    (chunk_bytes / std::mem::size_of::<T>().max(1)).max(1)
+    (chunk_bytes / std::mem::size_of::<T>().max(1)).clamp(1, CHUNK_VALUES)
 }
 
 /// Writes one chunk of a `Vec` field: the whole field's length, then the chunk.
@@ -626,12 +630,17 @@ pub fn get_chunk<T: Wire>(field: &mut Vec<T>, d: &mut Decoder<'_>) -> Result<(),
     Ok(())
 }
 
+/// Field numbers of a [`ByField`] value nested in another: the outer field's number times this,
+/// plus the inner one's.
+#[doc(hidden)]
+pub const NESTED_FIELDS: u32 = 1 << 16;
+
 /// Implements [`ByField`] for a struct: the fields in the first list are sent whole, one message
-/// each, then those in the second list (each a `Vec`) in chunks. Fields not named keep their
-/// default.
+/// each, then those in the second list (each a `Vec`) in chunks, then those in the third (each
+/// [`ByField`] itself) message by message. Fields not named keep their default.
 #[macro_export]
 macro_rules! wire_by_field {
-    ($t:ty { $($f:ident),* $(,)? } chunked { $($c:ident),* $(,)? }) => {
+    ($t:ty { $($f:ident),* $(,)? } chunked { $($c:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
         impl $crate::wire::ByField for $t {
             #[allow(unused_assignments)]
             fn put_by_field(&self, chunk_bytes: usize, out: &mut $crate::wire::MessageSink<'_>) {
@@ -644,6 +653,11 @@ macro_rules! wire_by_field {
                     }
                     i += 1;
                 )*
+                $($(
+                    let base = (i + 1) * $crate::wire::NESTED_FIELDS;
+                    $crate::wire::ByField::put_by_field(&self.$n, chunk_bytes, &mut |sub, put| out(base + sub, put));
+                    i += 1;
+                )*)?
             }
             #[allow(unused_assignments)]
             fn get_field(
@@ -654,6 +668,12 @@ macro_rules! wire_by_field {
                 let mut i = 0u32;
                 $( if field == i { self.$f = d.get()?; return Ok(()); } i += 1; )*
                 $( if field == i { return $crate::wire::get_chunk(&mut self.$c, d); } i += 1; )*
+                $($(
+                    if field / $crate::wire::NESTED_FIELDS == i + 1 {
+                        return $crate::wire::ByField::get_field(&mut self.$n, field % $crate::wire::NESTED_FIELDS, d);
+                    }
+                    i += 1;
+                )*)?
                 Err($crate::wire::WireError(format!("{} has no field {field}", stringify!($t))))
             }
         }

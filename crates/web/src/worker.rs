@@ -8,8 +8,9 @@
 //! - `{kind: "head", bytes, group, field}` after the parts of each value: the snapshot without
 //!   its traces (group 0), each device's trace field by field (group 1 + device position, see
 //!   [`ByField`]), then `{kind: "model-end"}` (all sent before the layout is built, so the page
-//!   copies them in meanwhile); the plot without its layout (group 0), the layout field by field
-//!   (group 1), the [`WorkerTimings`] (group 2);
+//!   copies them in meanwhile); the plot without its layout and time map (group 0), the layout
+//!   field by field (group 1), the time map field by field (group 3, if there is one), the
+//!   [`WorkerTimings`] (group 2);
 //! - `{kind: "done"}`, or `{kind: "error", message}` with a message for the user, or
 //!   `{kind: "profile"}` when the file is a profiler memory timeline (the page reads those itself).
 
@@ -211,12 +212,18 @@ async fn load(
     drop(snap);
     let t3 = now_ms(scope);
     timings.layout_ms = t3 - t2;
-    // The plot without its layout (group 0), the layout field by field (group 1).
+    // The plot without its layout and time map (group 0), the layout field by field (group 1),
+    // the time map field by field (group 3, when there is one).
     let layout = std::mem::take(&mut plot.layout);
+    let time = plot.time.take();
     post_value(scope, &plot, 0, 0);
     drop(plot);
     post_by_field(scope, &layout, 1);
     drop(layout);
+    if let Some(t) = &time {
+        post_by_field(scope, t, 3);
+    }
+    drop(time);
     timings.encode_ms += now_ms(scope) - t3;
     post_value(scope, &timings, 2, 0);
     post(scope, &[("kind", "done".into())], None);

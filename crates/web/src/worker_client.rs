@@ -3,8 +3,8 @@
 //! worker hands over ([`crate::worker`]). Pages without that function (offline pages written by
 //! the command line, tests) load on the main thread instead.
 
-use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::cell::RefCell;
+use std::rc::Weak;
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
 use memviz_core::snapshot::Trace;
@@ -17,6 +17,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::app::App;
 use crate::model::PlotData;
+use crate::xmap::TimeMap;
 use crate::worker::{encode_request, js_text, LoadRequest, WorkerTimings};
 
 /// How a load in a worker ended.
@@ -137,78 +138,27 @@ pub async fn load(
     let Ok(handle) = f.call3(&JsValue::NULL, file, &req, progress.as_ref()) else {
         return Outcome::Unavailable;
     };
-    let promise = |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|p| p.dyn_into::<Promise>().ok());
-    let cancel = Reflect::get(&handle, &JsValue::from_str("cancel")).ok().and_then(|c| c.dyn_into::<Function>().ok());
-    let (Some(model), Some(done)) = (promise("model"), promise("done")) else { return Outcome::Unavailable };
+    let function = |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
+    let Some(next) = function("next") else { return Outcome::Unavailable };
+    let cancel = function("cancel");
     crate::app::with_app(weak, |app| app.cancel_load = cancel);
-    let warm = WarmHeap::start((file.size() * WARM_SHARE) as usize);
-    let outcome = receive(weak, model, done, &warm).await;
-    warm.release();
+    let outcome = receive(weak, &next).await;
     crate::app::with_app(weak, |app| app.cancel_load = None);
     // The progress callback lives until the worker is gone.
     drop(progress);
     outcome
 }
 
-/// What a settled promise of the worker's means: its value, or how the load ended.
-async fn settle(p: Promise) -> Result<JsValue, Outcome> {
-    let flag = |v: &JsValue, k: &str| Reflect::get(v, &JsValue::from_str(k)).ok().is_some_and(|x| x.is_truthy());
-    match JsFuture::from(p).await {
-        Ok(v) if flag(&v, "profile") => Err(Outcome::Profile),
-        Ok(v) => Ok(v),
-        Err(e) if flag(&e, "workerUnavailable") => Err(Outcome::Unavailable),
-        Err(e) => {
-            let msg = js_text(&e);
-            Err(if msg == "cancelled" { Outcome::Cancelled } else { Outcome::Failed(msg) })
-        }
-    }
-}
-
-fn get_array(v: &JsValue, k: &str) -> Option<Array> {
-    Reflect::get(v, &JsValue::from_str(k)).ok().and_then(|a| a.dyn_into::<Array>().ok())
-}
-
-fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
-    let b = v.dyn_ref::<ArrayBuffer>()?;
-    Some(Uint8Array::new(b).to_vec())
-}
-
-/// Share of the file's size touched ahead of the model and plot (together they take 1.1-1.2 times
-/// the file: 1M entries, 1 GB); memory touched beyond what they need stays mapped, unused.
-const WARM_SHARE: f64 = 1.2;
-
-/// Bytes touched per turn of the event loop.
-const WARM_BLOCK_BYTES: usize = 8 << 20;
-
-/// Page memory touched while the worker works and then freed, so that the model and plot are
-/// copied into memory that is already mapped: the first touch of fresh memory is most of the
-/// cost of copying them in, and would otherwise fall into those two copies.
-struct WarmHeap {
-    blocks: RefCell<Vec<Vec<u8>>>,
-    stopped: Cell<bool>,
-}
-
-impl WarmHeap {
-    fn start(target_bytes: usize) -> Rc<WarmHeap> {
-        let warm = Rc::new(WarmHeap { blocks: RefCell::new(Vec::new()), stopped: Cell::new(false) });
-        let w = Rc::clone(&warm);
-        wasm_bindgen_futures::spawn_local(async move {
-            let mut touched = 0;
-            while touched < target_bytes && !w.stopped.get() {
-                let n = WARM_BLOCK_BYTES.min(target_bytes - touched);
-                w.blocks.borrow_mut().push(vec![1u8; n]);
-                touched += n;
-                crate::app::next_tick().await;
-            }
-        });
-        warm
-    }
-
-    /// Frees what was touched (the allocator keeps it for what comes next).
-    fn release(&self) {
-        self.stopped.set(true);
-        self.blocks.borrow_mut().clear();
-    }
+/// One of the loading worker's answers (`www/boot.js`, `next()`).
+enum Answer {
+    /// One message of a value, and the parts it needs.
+    Head(Head, Array),
+    /// The model is complete; the plot follows.
+    ModelEnd,
+    /// The last answer.
+    Done,
+    /// A profiler memory timeline: the page reads it itself.
+    Profile,
 }
 
 /// One message of a value sent in several ([`crate::worker`]): its head, group and field.
@@ -218,122 +168,156 @@ struct Head {
     field: u32,
 }
 
-fn heads_of(value: &JsValue) -> Option<Vec<Head>> {
-    let heads = get_array(value, "heads")?;
-    let num = |h: &JsValue, k: &str| Reflect::get(h, &JsValue::from_str(k)).ok().and_then(|v| v.as_f64());
-    heads
-        .iter()
-        .map(|h| {
-            let bytes = buffer_bytes(&Reflect::get(&h, &JsValue::from_str("bytes")).ok()?)?;
-            Some(Head { bytes, group: num(&h, "group")? as u32, field: num(&h, "field")? as u32 })
-        })
-        .collect()
+/// The next answer, or how the load ended.
+async fn next_answer(next: &Function) -> Result<Answer, Outcome> {
+    let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
+    let Some(p) = next.call0(&JsValue::NULL).ok().and_then(|p| p.dyn_into::<Promise>().ok()) else {
+        return Err(Outcome::Unavailable);
+    };
+    let flag = |v: &JsValue, k: &str| Reflect::get(v, &JsValue::from_str(k)).ok().is_some_and(|x| x.is_truthy());
+    let v = match JsFuture::from(p).await {
+        Ok(v) => v,
+        Err(e) if flag(&e, "workerUnavailable") => return Err(Outcome::Unavailable),
+        Err(e) => {
+            let msg = js_text(&e);
+            return Err(if msg == "cancelled" { Outcome::Cancelled } else { Outcome::Failed(msg) });
+        }
+    };
+    let get = |k: &str| Reflect::get(&v, &JsValue::from_str(k)).ok();
+    match get("kind").and_then(|k| k.as_string()).as_deref() {
+        Some("head") => {
+            let num = |k: &str| get(k).and_then(|n| n.as_f64()).map(|n| n as u32);
+            let bytes = get("bytes").as_ref().and_then(buffer_bytes);
+            let parts = get("parts").and_then(|a| a.dyn_into::<Array>().ok());
+            match (bytes, num("group"), num("field"), parts) {
+                (Some(bytes), Some(group), Some(field), Some(parts)) => Ok(Answer::Head(Head { bytes, group, field }, parts)),
+                _ => Err(incomplete()),
+            }
+        }
+        Some("model-end") => Ok(Answer::ModelEnd),
+        Some("done") => Ok(Answer::Done),
+        Some("profile") => Ok(Answer::Profile),
+        _ => Err(incomplete()),
+    }
+}
+
+fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
+    let b = v.dyn_ref::<ArrayBuffer>()?;
+    Some(Uint8Array::new(b).to_vec())
 }
 
 /// Main-thread time spent copying in before taking events again (ms).
 const COPY_SLICE_MS: f64 = 12.0;
 
-/// Copies messages in, taking events whenever one turn has run for [`COPY_SLICE_MS`]; returns
-/// the time spent copying (ms, without the breaks).
-async fn copy_in(
-    weak: &Weak<RefCell<App>>,
-    heads: &[Head],
-    src: &mut JsParts,
-    mut each: impl FnMut(&Head, &mut JsParts) -> Result<(), WireError>,
-) -> Result<f64, WireError> {
-    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
-    let (mut busy_ms, mut turn_start) = (0.0, now());
-    for h in heads {
-        each(h, src)?;
-        let t = now();
-        if t - turn_start > COPY_SLICE_MS {
-            busy_ms += t - turn_start;
-            crate::worker::yield_to_events().await;
-            turn_start = now();
-        }
-    }
-    Ok(busy_ms + (now() - turn_start))
+/// The snapshot as its messages come: the snapshot without traces (group 0), then each device's
+/// trace field by field (group 1 + device position).
+#[derive(Default)]
+struct SnapshotIn {
+    snap: Option<Snapshot>,
+    traces: Vec<Trace>,
 }
 
-/// The snapshot from its messages: the snapshot without traces (group 0), then each device's
-/// trace field by field (group 1 + device position).
-async fn receive_snapshot(weak: &Weak<RefCell<App>>, heads: &[Head], parts: Array) -> Result<(Snapshot, f64), WireError> {
-    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
-    let mut snap: Option<Snapshot> = None;
-    let mut traces: Vec<Trace> = Vec::new();
-    let ms = copy_in(weak, heads, &mut src, |h, src| {
-        match (h.group, snap.as_mut()) {
-            (0, None) => snap = Some(wire::decode(&h.bytes, src)?),
+impl SnapshotIn {
+    fn take(&mut self, h: &Head, src: &mut JsParts) -> Result<(), WireError> {
+        match (h.group, self.snap.as_ref()) {
+            (0, None) => self.snap = Some(wire::decode(&h.bytes, src)?),
             (g, Some(s)) if g >= 1 && (g as usize) <= s.devices.len() => {
                 let k = g as usize - 1;
-                while traces.len() <= k {
-                    traces.push(Trace::default());
+                while self.traces.len() <= k {
+                    self.traces.push(Trace::default());
                 }
-                if let Some(t) = traces.get_mut(k) {
+                if let Some(t) = self.traces.get_mut(k) {
                     wire::decode_field(t, h.field, &h.bytes, src)?;
                 }
             }
             _ => return Err(WireError("the model's parts came out of order".into())),
         }
         Ok(())
-    })
-    .await?;
-    let mut snap = snap.ok_or_else(|| WireError("the model is missing".into()))?;
-    for (d, t) in snap.devices.iter_mut().zip(traces) {
-        d.trace = t;
     }
-    Ok((snap, ms))
+
+    fn finish(self) -> Result<Snapshot, WireError> {
+        let mut snap = self.snap.ok_or_else(|| WireError("the model is missing".into()))?;
+        for (d, t) in snap.devices.iter_mut().zip(self.traces) {
+            d.trace = t;
+        }
+        Ok(snap)
+    }
 }
 
-/// The plot and the worker's timings from their messages: the plot without its layout
-/// (group 0), the layout field by field (group 1), the timings (group 2).
-async fn receive_plot(weak: &Weak<RefCell<App>>, heads: &[Head], parts: Array) -> Result<(PlotData, WorkerTimings, f64), WireError> {
-    let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
-    let mut plot: Option<PlotData> = None;
-    let mut layout = Layout::default();
-    let mut timings = WorkerTimings::default();
-    let ms = copy_in(weak, heads, &mut src, |h, src| {
+/// The plot and the worker's timings as their messages come: the plot without its layout and
+/// time map (group 0), the layout field by field (group 1), the timings (group 2), the time map
+/// field by field (group 3, when the trace has times).
+#[derive(Default)]
+struct PlotIn {
+    plot: Option<PlotData>,
+    layout: Layout,
+    timings: WorkerTimings,
+    time: Option<TimeMap>,
+}
+
+impl PlotIn {
+    fn take(&mut self, h: &Head, src: &mut JsParts) -> Result<(), WireError> {
         match h.group {
-            0 => plot = Some(wire::decode(&h.bytes, src)?),
-            1 => wire::decode_field(&mut layout, h.field, &h.bytes, src)?,
-            2 => timings = wire::decode(&h.bytes, src)?,
+            0 => self.plot = Some(wire::decode(&h.bytes, src)?),
+            1 => wire::decode_field(&mut self.layout, h.field, &h.bytes, src)?,
+            2 => self.timings = wire::decode(&h.bytes, src)?,
+            3 => wire::decode_field(self.time.get_or_insert_with(TimeMap::default), h.field, &h.bytes, src)?,
             _ => return Err(WireError("the plot's parts came out of order".into())),
         }
         Ok(())
-    })
-    .await?;
-    let mut plot = plot.ok_or_else(|| WireError("the plot is missing".into()))?;
-    plot.layout = layout;
-    Ok((plot, timings, ms))
+    }
+
+    fn finish(self) -> Result<(PlotData, WorkerTimings), WireError> {
+        let mut plot = self.plot.ok_or_else(|| WireError("the plot is missing".into()))?;
+        plot.layout = self.layout;
+        plot.time = self.time;
+        Ok((plot, self.timings))
+    }
 }
 
-/// Takes the model as soon as it comes (the worker lays out meanwhile), then the plot.
-async fn receive(weak: &Weak<RefCell<App>>, model: Promise, done: Promise, warm: &WarmHeap) -> Outcome {
-    let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
+/// Copies the model and the plot in as their messages come (the worker lays out while the model
+/// is copied in), taking events whenever copying has gone on for [`COPY_SLICE_MS`].
+async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
     let failed = |e: WireError| Outcome::Failed(format!("Could not open the file: {e}"));
-    let value = match settle(model).await {
-        Ok(v) => v,
-        Err(o) => return o,
-    };
-    let (Some(heads), Some(parts)) = (heads_of(&value), get_array(&value, "parts")) else {
-        return incomplete();
-    };
-    warm.release();
-    let (snap, model_ms) = match receive_snapshot(weak, &heads, parts).await {
+    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    let (mut model, mut plot) = (SnapshotIn::default(), PlotIn::default());
+    let mut model_done = false;
+    let (mut decode_ms, mut since_yield_ms) = (0.0, 0.0);
+    loop {
+        let (h, parts) = match next_answer(next).await {
+            Ok(Answer::Head(h, parts)) => (h, parts),
+            Ok(Answer::ModelEnd) => {
+                model_done = true;
+                continue;
+            }
+            Ok(Answer::Done) => break,
+            Ok(Answer::Profile) => return Outcome::Profile,
+            Err(o) => return o,
+        };
+        let t0 = now();
+        let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+        let taken = if model_done { plot.take(&h, &mut src) } else { model.take(&h, &mut src) };
+        if let Err(e) = taken {
+            return failed(e);
+        }
+        let spent = now() - t0;
+        decode_ms += spent;
+        since_yield_ms += spent;
+        if since_yield_ms > COPY_SLICE_MS {
+            crate::worker::yield_to_events().await;
+            since_yield_ms = 0.0;
+        }
+    }
+    if !model_done {
+        return Outcome::Failed("The loader sent an incomplete answer.".into());
+    }
+    let snap = match model.finish() {
         Ok(s) => s,
         Err(e) => return failed(e),
     };
-    drop(heads);
-    let value = match settle(done).await {
-        Ok(v) => v,
-        Err(o) => return o,
-    };
-    let (Some(heads), Some(parts)) = (heads_of(&value), get_array(&value, "parts")) else {
-        return incomplete();
-    };
-    let (plot, timings, plot_ms) = match receive_plot(weak, &heads, parts).await {
+    let (plot, timings) = match plot.finish() {
         Ok(p) => p,
         Err(e) => return failed(e),
     };
-    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms: model_ms + plot_ms }
+    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms }
 }

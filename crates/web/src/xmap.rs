@@ -178,6 +178,20 @@ mod tests {
     use wasm_bindgen_test::wasm_bindgen_test;
 
     #[wasm_bindgen_test(unsupported = test)]
+    #[allow(clippy::unwrap_used)]
+    fn time_maps_cross_field_by_field() {
+        use memviz_core::wire::{decode_field, encode_by_field, PartList};
+        let m = TimeMap::from_knots((0..50).map(f64::from).collect(), (0..50).map(|k| f64::from(k * k)).collect(), -3);
+        for chunk_bytes in [1, 24, 1 << 20] {
+            let mut back = TimeMap::default();
+            for (field, head, parts) in encode_by_field(&m, chunk_bytes) {
+                decode_field(&mut back, field, &head, &mut PartList::new(parts)).unwrap();
+            }
+            assert_eq!(back, m);
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn time_map_interpolates_and_inverts() {
         let m = TimeMap::from_knots(
             vec![0.0, 1.0, 5.0, 6.0, 10.0],
@@ -210,3 +224,4 @@ mod tests {
 }
 
 memviz_core::wire_struct!(TimeMap { knot_step, knot_us, t0_us });
+memviz_core::wire_by_field!(TimeMap { t0_us } chunked { knot_step, knot_us });

@@ -125,13 +125,7 @@ wire_struct!(Trace {
     forward_stack,
     raw,
 });
-crate::wire_by_field!(Trace {
-    time_us,
-    pool,
-    user_metadata,
-    compile_context,
-    category,
-} chunked {
+crate::wire_by_field!(Trace {} chunked {
     action,
     addr,
     size_bytes,
@@ -140,7 +134,31 @@ crate::wire_by_field!(Trace {
     device_free,
     forward_stack,
     raw,
+} nested {
+    time_us,
+    pool,
+    user_metadata,
+    compile_context,
+    category,
 });
+
+impl<T: Wire + Copy + PartialEq + Default> crate::wire::ByField for SparseColumn<T> {
+    fn put_by_field(&self, chunk_bytes: usize, out: &mut crate::wire::MessageSink<'_>) {
+        out(0, &|e| e.put(&self.default));
+        let n = crate::wire::chunk_len(&self.values, chunk_bytes);
+        for chunk in self.values.chunks(n) {
+            out(1, &|e| crate::wire::put_chunk(self.values.len(), chunk, e));
+        }
+    }
+    fn get_field(&mut self, field: u32, d: &mut Decoder<'_>) -> Result<(), WireError> {
+        match field {
+            0 => self.default = d.get()?,
+            1 => crate::wire::get_chunk(&mut self.values, d)?,
+            _ => return Err(WireError(format!("a sparse column has no field {field}"))),
+        }
+        Ok(())
+    }
+}
 wire_struct!(StackTable { offsets, frames });
 wire_struct!(Snapshot {
     devices,

@@ -51,15 +51,19 @@ wire_struct!(Layout {
     options,
 });
 
+crate::wire_by_field!(IntervalIndex { levels } chunked { items, max_end });
+crate::wire_by_field!(BlockMaxima {} chunked {
+    total_max,
+    after_max,
+    drawn_max,
+    peak_drawn
+});
 crate::wire_by_field!(Layout {
     steps,
     initial_drawn_bytes,
     initial_summarized_bytes,
     peak_bytes,
     peak_step,
-    index,
-    small_blocks,
-    blocks,
     options,
 } chunked {
     elements,
@@ -75,6 +79,10 @@ crate::wire_by_field!(Layout {
     event_drawn_before,
     event_slides,
     row_event,
+} nested {
+    index,
+    small_blocks,
+    blocks,
 });
 
 /// `None` as `u32::MAX` in a column (rows and steps never reach it: traces hold fewer entries).
