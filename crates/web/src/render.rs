@@ -55,6 +55,10 @@ const PALETTE_LIGHT: [&str; 10] = [
     "rgba(186,176,171,0.35)",
 ];
 
+/// Annotations of several names merged into one box where each is narrower than a pixel.
+const MIXED_ANNOTATIONS_FILL: &str = "rgba(140,140,140,0.28)";
+const MIXED_ANNOTATIONS_STROKE: &str = "#9a9a9a";
+
 /// The summarized band.
 pub const SUMMARIZED_FILL: &str = "#c9c9c9";
 /// The area under the drawn stack (shows where bands are thinner than half a pixel).
@@ -1344,12 +1348,13 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
     // Boxes of one colour that touch within a pixel on a row are drawn as one (thousands of
     // annotations in view would otherwise cost a few canvas calls each): per row, the run
     // being gathered, as (x0, x1, colour).
-    let mut runs: Vec<Option<(f64, f64, usize)>> = Vec::new();
-    let draw_box = |(x0, x1, c): (f64, f64, usize), row: usize| {
+    // A run that gathered boxes of several colours is drawn in a neutral one.
+    let mut runs: Vec<Option<(f64, f64, Option<usize>)>> = Vec::new();
+    let draw_box = |(x0, x1, c): (f64, f64, Option<usize>), row: usize| {
         let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
-        ctx.set_fill_style_str(PALETTE_LIGHT[c]);
+        ctx.set_fill_style_str(c.map_or(MIXED_ANNOTATIONS_FILL, |c| PALETTE_LIGHT[c]));
         ctx.fill_rect(x0, y, x1 - x0, ANNOTATION_ROW_PX - 2.0);
-        ctx.set_stroke_style_str(PALETTE[c]);
+        ctx.set_stroke_style_str(c.map_or(MIXED_ANNOTATIONS_STROKE, |c| PALETTE[c]));
         ctx.stroke_rect(x0 + 0.5, y + 0.5, (x1 - x0 - 1.0).max(0.5), ANNOTATION_ROW_PX - 3.0);
     };
     for (i, a) in f.plot.annotations.iter().enumerate() {
@@ -1375,9 +1380,14 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
             // colour, or narrower than a pixel (whose colour no one could tell apart), so a row
             // costs at most a box per pixel however many annotations it holds.
             match slot {
-                Some((_, end, rc)) if cx0 <= *end + 1.0 && (*rc == c || x1 - x0 < 1.0) => *end = end.max(cx1),
+                Some((_, end, rc)) if cx0 <= *end + 1.0 && (*rc == Some(c) || x1 - x0 < 1.0) => {
+                    *end = end.max(cx1);
+                    if *rc != Some(c) {
+                        *rc = None;
+                    }
+                }
                 _ => {
-                    if let Some(run) = slot.replace((cx0, cx1, c)) {
+                    if let Some(run) = slot.replace((cx0, cx1, Some(c))) {
                         draw_box(run, row);
                     }
                 }
@@ -1387,7 +1397,7 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
         if let Some(run) = slot.take() {
             draw_box(run, row);
         }
-        draw_box((cx0, cx1, c), row);
+        draw_box((cx0, cx1, Some(c)), row);
         let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
         ctx.save();
         ctx.begin_path();
