@@ -635,12 +635,15 @@ pub fn get_chunk<T: Wire>(field: &mut Vec<T>, d: &mut Decoder<'_>) -> Result<(),
 #[doc(hidden)]
 pub const NESTED_FIELDS: u32 = 1 << 16;
 
-/// Implements [`ByField`] for a struct: the fields in the first list are sent whole, one message
-/// each, then those in the second list (each a `Vec`) in chunks, then those in the third (each
-/// [`ByField`] itself) message by message. Fields not named keep their default.
+/// Implements [`Wire`] (as [`wire_struct!`] does, every field in the order listed) and
+/// [`ByField`] for a struct: the fields in the first list are sent whole, one message each, then
+/// those in the second list (each a `Vec`) in chunks, then those in the third (each [`ByField`]
+/// itself) message by message. Every field must be named once (the [`Wire`] impl builds the
+/// struct from them, so one left out does not compile).
 #[macro_export]
 macro_rules! wire_by_field {
     ($t:ty { $($f:ident),* $(,)? } chunked { $($c:ident),* $(,)? } $(nested { $($n:ident),* $(,)? })?) => {
+        $crate::wire_struct!($t { $($f,)* $($c,)* $($($n,)*)? });
         impl $crate::wire::ByField for $t {
             #[allow(unused_assignments)]
             fn put_by_field(&self, chunk_bytes: usize, out: &mut $crate::wire::MessageSink<'_>) {

@@ -223,5 +223,4 @@ mod tests {
     }
 }
 
-memviz_core::wire_struct!(TimeMap { knot_step, knot_us, t0_us });
 memviz_core::wire_by_field!(TimeMap { t0_us } chunked { knot_step, knot_us });

@@ -110,21 +110,6 @@ wire_struct!(SourceInfo {
     top_level_keys
 });
 wire_struct!(Device { index, trace });
-wire_struct!(Trace {
-    action,
-    addr,
-    size_bytes,
-    stream,
-    stack,
-    time_us,
-    pool,
-    user_metadata,
-    compile_context,
-    category,
-    device_free,
-    forward_stack,
-    raw,
-});
 crate::wire_by_field!(Trace {} chunked {
     action,
     addr,

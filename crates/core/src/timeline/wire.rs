@@ -15,42 +15,6 @@ wire_struct!(Options {
     mode,
     hide_freed
 });
-wire_struct!(IntervalIndex {
-    items,
-    max_end,
-    levels
-});
-wire_struct!(BlockMaxima {
-    total_max,
-    after_max,
-    drawn_max,
-    peak_drawn
-});
-wire_struct!(Layout {
-    elements,
-    band_element,
-    band_start,
-    band_end,
-    band_slides,
-    bands_by_end,
-    event_step,
-    event_row,
-    event_drawn_bytes,
-    event_summarized_bytes,
-    event_drawn_before,
-    event_slides,
-    steps,
-    initial_drawn_bytes,
-    initial_summarized_bytes,
-    peak_bytes,
-    peak_step,
-    row_event,
-    index,
-    small_blocks,
-    blocks,
-    options,
-});
-
 crate::wire_by_field!(IntervalIndex { levels } chunked { items, max_end });
 crate::wire_by_field!(BlockMaxima {} chunked {
     total_max,
