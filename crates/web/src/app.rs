@@ -355,7 +355,7 @@ pub struct DomMemo {
     /// What the base layer of the timeline holds.
     pub frame: RefCell<render::FrameInfo>,
     /// The plot area of the next exact frame, computed ahead of it.
-    pub prepared: RefCell<Option<render::PlotPixels>>,
+    pub prepared: RefCell<Option<(render::PixelsKey, render::PlotPixels)>>,
 }
 
 /// The page's state.

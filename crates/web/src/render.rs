@@ -274,16 +274,9 @@ pub fn prepare_canvases(app: &App) {
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     if let Some(f) = app.file() {
-        let (w, h) = app.plot_css;
-        let rect = plot_rect(w, h, f.plot.annotation_row_count);
-        let dpr = app.dpr;
-        let (left, top) = ((rect.left_px * dpr).round(), (rect.top_px * dpr).round());
-        let size = (
-            ((rect.left_px + rect.width_px) * dpr).round() - left,
-            (rect.bottom_px() * dpr).round() - top,
-        );
+        let (_, _, w, h) = raster_area(&plot_rect(app.plot_css.0, app.plot_css.1, f.plot.annotation_row_count), app.dpr);
         for p in &ui.held {
-            p.reserve(size);
+            p.reserve((w as f64, h as f64));
         }
     }
 }
@@ -346,7 +339,9 @@ pub fn draw(app: &App) {
     let base_changed = app.memo.canvas.borrow().as_ref().map(CanvasKey::base) != Some(key.base());
     if base_changed {
         let holding = what.map(|what| Holding { plots: &ui.held, what, preview });
+        // The plot area computed ahead for this very view, if there is one.
         let prepared = if preview { None } else { app.memo.prepared.try_borrow_mut().ok().and_then(|mut p| p.take()) };
+        let prepared = prepared.filter(|p| Some(p.0) == pixels_key(app)).map(|p| p.1);
         let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx, holding, prepared);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
@@ -944,11 +939,7 @@ pub fn draw_timeline_base(
             info.preview = true;
         }
         _ => {
-            let key = (holding.as_ref().map(|h| h.what), v.x0.to_bits(), v.x1.to_bits());
-            let pixels = match prepared.filter(|p| Some(p.key.0) == key.0 && (p.key.1, p.key.2) == (key.1, key.2)) {
-                Some(p) => p,
-                None => compute_plot(f, rect, dpr, (key.0.unwrap_or_default(), key.1, key.2)),
-            };
+            let pixels = prepared.unwrap_or_else(|| compute_plot(f, rect, dpr));
             put_plot(&mut info, ctx, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
@@ -1113,8 +1104,6 @@ fn draw_held(
 /// the outlines filled behind them. Computing it is most of an exact frame's work, so it can be
 /// done in a task of its own ([`prepare_plot`]) and the frame only puts it on the canvas.
 pub struct PlotPixels {
-    /// What it shows and its window `(x0, x1)`, bit for bit.
-    key: (HeldWhat, u64, u64),
     raster: Raster,
     /// Path strings (device px) of the summarized band's outline, if it shows, and of the area
     /// under the drawn stack.
@@ -1125,8 +1114,12 @@ pub struct PlotPixels {
     edges: ViewEdges,
 }
 
+/// What the plot area of the file shown is of: what a held copy would be of, and the window
+/// `(x0, x1)`, bit for bit.
+pub type PixelsKey = (HeldWhat, u64, u64);
+
 /// The key of the plot area of the file shown, in its window.
-fn pixels_key(app: &App) -> Option<(HeldWhat, u64, u64)> {
+fn pixels_key(app: &App) -> Option<PixelsKey> {
     let v = &app.file()?.viewport;
     Some((held_what(app)?, v.x0.to_bits(), v.x1.to_bits()))
 }
@@ -1135,14 +1128,14 @@ fn pixels_key(app: &App) -> Option<(HeldWhat, u64, u64)> {
 /// timeline is what the page shows.
 pub fn prepare_plot(app: &App) {
     let (Some(f), Some(key)) = (app.file(), pixels_key(app)) else { return };
-    if app.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.key == key)) {
+    if app.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key)) {
         return;
     }
     let (w, h) = app.plot_css;
     let rect = plot_rect(w, h, f.plot.annotation_row_count);
-    let pixels = compute_plot(f, rect, app.dpr, key);
+    let pixels = compute_plot(f, rect, app.dpr);
     if let Ok(mut p) = app.memo.prepared.try_borrow_mut() {
-        *p = Some(pixels);
+        *p = Some((key, pixels));
     }
 }
 
@@ -1157,7 +1150,7 @@ fn raster_area(rect: &PlotRect, dpr: f64) -> (f64, f64, usize, usize) {
 
 /// Computes the plot area exactly: the bands rasterized, and the outlines of the summarized
 /// band and of the area under the drawn stack.
-fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64, key: (HeldWhat, u64, u64)) -> PlotPixels {
+fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels {
     let (ox, oy, rw, rh) = raster_area(&rect, dpr);
     let mut raster = Raster::new(rw, rh);
     let v = &f.viewport;
@@ -1225,7 +1218,6 @@ fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64, key: (HeldWhat, u64, u64
     }
     let _ = write!(stack_path, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
     PlotPixels {
-        key,
         raster,
         summarized_path,
         stack_path,
