@@ -72,12 +72,26 @@ fn post(scope: &DedicatedWorkerGlobalScope, fields: &[(&str, JsValue)], transfer
     };
 }
 
-fn post_bytes(scope: &DedicatedWorkerGlobalScope, kind: &str, bytes: &[u8]) {
+/// Sends `bytes` as a transferred buffer in a message of `kind` with the other `fields`.
+fn post_bytes(scope: &DedicatedWorkerGlobalScope, kind: &str, bytes: &[u8], fields: &[(&str, JsValue)]) {
     let arr = Uint8Array::new_with_length(bytes.len() as u32);
     arr.copy_from(bytes);
     let buf = arr.buffer();
-    post(scope, &[("kind", kind.into()), ("bytes", buf.clone().into())], Some(&buf.into()));
+    let mut all = vec![("kind", kind.into()), ("bytes", buf.clone().into())];
+    all.extend_from_slice(fields);
+    post(scope, &all, Some(&buf.into()));
 }
+
+/// Groups of the messages that carry the model (see the module docs): the snapshot without its
+/// traces, then device `k`'s trace as group `TRACE_GROUP + k`.
+pub(crate) const SNAPSHOT_GROUP: u32 = 0;
+pub(crate) const TRACE_GROUP: u32 = 1;
+/// Groups of the messages that carry the plot: the plot without its layout and time map, the
+/// layout, the [`WorkerTimings`], the time map.
+pub(crate) const PLOT_GROUP: u32 = 0;
+pub(crate) const LAYOUT_GROUP: u32 = 1;
+pub(crate) const TIMINGS_GROUP: u32 = 2;
+pub(crate) const TIME_MAP_GROUP: u32 = 3;
 
 fn progress(scope: &DedicatedWorkerGlobalScope, read_bytes: f64, phase: &str) {
     post(scope, &[("kind", "progress".into()), ("readBytes", read_bytes.into()), ("phase", phase.into())], None);
@@ -196,9 +210,9 @@ async fn load(
     // (group 1 + device position), so the page can copy it in over many short tasks.
     let mut snap = snap;
     let traces: Vec<Trace> = snap.devices.iter_mut().map(|d| std::mem::take(&mut d.trace)).collect();
-    post_value(scope, &snap, 0, 0);
+    post_value(scope, &snap, SNAPSHOT_GROUP);
     for (k, t) in traces.iter().enumerate() {
-        post_by_field(scope, t, k as u32 + 1);
+        post_by_field(scope, t, TRACE_GROUP + k as u32);
     }
     post(scope, &[("kind", "model-end".into())], None);
     for (d, t) in snap.devices.iter_mut().zip(traces) {
@@ -216,16 +230,16 @@ async fn load(
     // the time map field by field (group 3, when there is one).
     let layout = std::mem::take(&mut plot.layout);
     let time = plot.time.take();
-    post_value(scope, &plot, 0, 0);
+    post_value(scope, &plot, PLOT_GROUP);
     drop(plot);
-    post_by_field(scope, &layout, 1);
+    post_by_field(scope, &layout, LAYOUT_GROUP);
     drop(layout);
     if let Some(t) = &time {
-        post_by_field(scope, t, 3);
+        post_by_field(scope, t, TIME_MAP_GROUP);
     }
     drop(time);
     timings.encode_ms += now_ms(scope) - t3;
-    post_value(scope, &timings, 2, 0);
+    post_value(scope, &timings, TIMINGS_GROUP);
     post(scope, &[("kind", "done".into())], None);
     Ok(())
 }
@@ -234,36 +248,23 @@ async fn load(
 /// several): the page copies one in well under a frame.
 const MESSAGE_BYTES: usize = 8 << 20;
 
-/// Sends a head, tagged with its group and field, after its parts.
-fn post_head(scope: &DedicatedWorkerGlobalScope, head: &[u8], group: u32, field: u32) {
-    let arr = Uint8Array::new_with_length(head.len() as u32);
-    arr.copy_from(head);
-    let buf = arr.buffer();
-    post(
-        scope,
-        &[("kind", "head".into()), ("bytes", buf.clone().into()), ("group", group.into()), ("field", field.into())],
-        Some(&buf.into()),
-    );
-}
-
-/// Sends a whole value: its parts, then its head.
-fn post_value<T: Wire>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32, field: u32) {
-    let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
+/// Sends one message: the parts `put` writes, then its head tagged with `group` and `field`.
+fn post_message(scope: &DedicatedWorkerGlobalScope, group: u32, field: u32, put: &dyn Fn(&mut Encoder<'_>)) {
+    let mut sink = |part: &[u8]| post_bytes(scope, "part", part, &[]);
     let mut e = Encoder::new(&mut sink);
-    v.put(&mut e);
+    put(&mut e);
     let head = e.finish();
-    post_head(scope, &head, group, field);
+    post_bytes(scope, "head", &head, &[("group", group.into()), ("field", field.into())]);
 }
 
-/// Sends a value field by field ([`ByField`]), each message's parts before its head.
+/// Sends a whole value as one message.
+fn post_value<T: Wire>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32) {
+    post_message(scope, group, 0, &|e| v.put(e));
+}
+
+/// Sends a value field by field ([`ByField`]).
 fn post_by_field<T: ByField>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32) {
-    v.put_by_field(MESSAGE_BYTES, &mut |field, put| {
-        let mut sink = |part: &[u8]| post_bytes(scope, "part", part);
-        let mut e = Encoder::new(&mut sink);
-        put(&mut e);
-        let head = e.finish();
-        post_head(scope, &head, group, field);
-    });
+    v.put_by_field(MESSAGE_BYTES, &mut |field, put| post_message(scope, group, field, put));
 }
 
 /// An error value's message.

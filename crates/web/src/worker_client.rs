@@ -7,8 +7,6 @@ use std::cell::RefCell;
 use std::rc::Weak;
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
-use memviz_core::snapshot::Trace;
-use memviz_core::timeline::Layout;
 use memviz_core::wire::{self, Parts, WireError};
 use memviz_core::Snapshot;
 use wasm_bindgen::prelude::*;
@@ -18,7 +16,10 @@ use wasm_bindgen_futures::JsFuture;
 use crate::app::App;
 use crate::model::PlotData;
 use crate::xmap::TimeMap;
-use crate::worker::{encode_request, js_text, LoadRequest, WorkerTimings};
+use crate::worker::{
+    encode_request, js_text, LoadRequest, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP,
+    TIMINGS_GROUP, TRACE_GROUP,
+};
 
 /// How a load in a worker ended.
 pub enum Outcome {
@@ -209,25 +210,21 @@ fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
 /// Main-thread time spent copying in before taking events again (ms).
 const COPY_SLICE_MS: f64 = 12.0;
 
-/// The snapshot as its messages come: the snapshot without traces (group 0), then each device's
-/// trace field by field (group 1 + device position).
+/// The snapshot as its messages come: the snapshot without traces first, then each device's
+/// trace field by field, decoded into the (empty) trace the snapshot has for it.
 #[derive(Default)]
 struct SnapshotIn {
     snap: Option<Snapshot>,
-    traces: Vec<Trace>,
 }
 
 impl SnapshotIn {
     fn take(&mut self, h: &Head, src: &mut JsParts) -> Result<(), WireError> {
-        match (h.group, self.snap.as_ref()) {
-            (0, None) => self.snap = Some(wire::decode(&h.bytes, src)?),
-            (g, Some(s)) if g >= 1 && (g as usize) <= s.devices.len() => {
-                let k = g as usize - 1;
-                while self.traces.len() <= k {
-                    self.traces.push(Trace::default());
-                }
-                if let Some(t) = self.traces.get_mut(k) {
-                    wire::decode_field(t, h.field, &h.bytes, src)?;
+        let device = (h.group as usize).checked_sub(TRACE_GROUP as usize);
+        match (self.snap.as_mut(), h.group, device) {
+            (None, SNAPSHOT_GROUP, _) => self.snap = Some(wire::decode(&h.bytes, src)?),
+            (Some(s), _, Some(k)) if k < s.devices.len() => {
+                if let Some(d) = s.devices.get_mut(k) {
+                    wire::decode_field(&mut d.trace, h.field, &h.bytes, src)?;
                 }
             }
             _ => return Err(WireError("the model's parts came out of order".into())),
@@ -236,41 +233,35 @@ impl SnapshotIn {
     }
 
     fn finish(self) -> Result<Snapshot, WireError> {
-        let mut snap = self.snap.ok_or_else(|| WireError("the model is missing".into()))?;
-        for (d, t) in snap.devices.iter_mut().zip(self.traces) {
-            d.trace = t;
-        }
-        Ok(snap)
+        self.snap.ok_or_else(|| WireError("the model is missing".into()))
     }
 }
 
 /// The plot and the worker's timings as their messages come: the plot without its layout and
-/// time map (group 0), the layout field by field (group 1), the timings (group 2), the time map
-/// field by field (group 3, when the trace has times).
+/// time map first, then the layout and the time map field by field, decoded into it, and the
+/// timings.
 #[derive(Default)]
 struct PlotIn {
     plot: Option<PlotData>,
-    layout: Layout,
     timings: WorkerTimings,
-    time: Option<TimeMap>,
 }
 
 impl PlotIn {
     fn take(&mut self, h: &Head, src: &mut JsParts) -> Result<(), WireError> {
-        match h.group {
-            0 => self.plot = Some(wire::decode(&h.bytes, src)?),
-            1 => wire::decode_field(&mut self.layout, h.field, &h.bytes, src)?,
-            2 => self.timings = wire::decode(&h.bytes, src)?,
-            3 => wire::decode_field(self.time.get_or_insert_with(TimeMap::default), h.field, &h.bytes, src)?,
+        match (self.plot.as_mut(), h.group) {
+            (None, PLOT_GROUP) => self.plot = Some(wire::decode(&h.bytes, src)?),
+            (Some(p), LAYOUT_GROUP) => wire::decode_field(&mut p.layout, h.field, &h.bytes, src)?,
+            (Some(p), TIME_MAP_GROUP) => {
+                wire::decode_field(p.time.get_or_insert_with(TimeMap::default), h.field, &h.bytes, src)?;
+            }
+            (Some(_), TIMINGS_GROUP) => self.timings = wire::decode(&h.bytes, src)?,
             _ => return Err(WireError("the plot's parts came out of order".into())),
         }
         Ok(())
     }
 
     fn finish(self) -> Result<(PlotData, WorkerTimings), WireError> {
-        let mut plot = self.plot.ok_or_else(|| WireError("the plot is missing".into()))?;
-        plot.layout = self.layout;
-        plot.time = self.time;
+        let plot = self.plot.ok_or_else(|| WireError("the plot is missing".into()))?;
         Ok((plot, self.timings))
     }
 }
