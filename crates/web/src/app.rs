@@ -991,11 +991,14 @@ impl App {
         self.settle_layout();
         self.after_plot_change(false);
         crate::url::restore(self);
-        render::prepare_canvases(self);
         self.ready_pending.set(Some(timings));
         self.bands_next_frame = true;
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
+            for step in 0..render::CANVAS_STEPS {
+                next_tick().await;
+                with_app(&weak, |app| render::prepare_canvas(app, step));
+            }
             // After the frame that shows the page without the bands, and after its paint.
             next_frame().await;
             next_tick().await;

@@ -257,28 +257,33 @@ impl HeldPlot {
     }
 }
 
-/// Sizes the timeline's and the minimap's canvases for the state and has the browser allocate
-/// their pixels now, in this task, rather than in the first frame that draws on them.
-pub fn prepare_canvases(app: &App) {
+/// How many steps [`prepare_canvas`] takes: the timeline's two canvases, the minimap and the
+/// two held copies.
+pub const CANVAS_STEPS: usize = 5;
+
+/// Sizes one of the timeline's and the minimap's canvases (`step` < [`CANVAS_STEPS`]) for the
+/// state and has the browser allocate its pixels now, rather than in the first frame that draws
+/// on it. One canvas a step, each in a task of its own: where the first touch of fresh memory
+/// is slow, five canvases in one task took up to 50 ms, a single one up to 140 ms.
+pub fn prepare_canvas(app: &App, step: usize) {
     let ui = &app.ui;
-    for (canvas, ctx, css) in [
+    let canvases = [
         (&ui.plot_layer, &ui.plot_layer_ctx, app.plot_css),
         (&ui.plot, &ui.plot_ctx, app.plot_css),
         (&ui.minimap, &ui.minimap_ctx, app.minimap_css),
-    ] {
+    ];
+    if let Some((canvas, ctx, css)) = canvases.get(step) {
         if css.0 > 0.0 && css.1 > 0.0 {
             fit_canvas(canvas, css.0, css.1, app.dpr);
             let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
             ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
         }
+        return;
     }
     // The held copies take the plot area's size (as the base layer's raster does).
-    if let Some(f) = app.file() {
-        let (_, _, w, h) = raster_area(&plot_rect(app.plot_css.0, app.plot_css.1, f.plot.annotation_row_count), app.dpr);
-        for p in &ui.held {
-            p.reserve((w as f64, h as f64));
-        }
-    }
+    let (Some(f), Some(p)) = (app.file(), ui.held.get(step - canvases.len())) else { return };
+    let (_, _, w, h) = raster_area(&plot_rect(app.plot_css.0, app.plot_css.1, f.plot.annotation_row_count), app.dpr);
+    p.reserve((w as f64, h as f64));
 }
 
 /// What the base layer is drawn from: the held copies stretched to the window (`preview`), or

@@ -245,8 +245,9 @@ async fn load(
 }
 
 /// Bytes of one message of a value sent field by field (a column of a gigabyte trace takes
-/// several): the page copies one in well under a frame.
-const MESSAGE_BYTES: usize = 8 << 20;
+/// hundreds): the page copies one in a few milliseconds, even where touching fresh memory is
+/// slow (8 MiB messages took 25-60 ms each there, so one message could make a long task).
+const MESSAGE_BYTES: usize = 1 << 20;
 
 /// Sends one message: the parts `put` writes, then its head tagged with `group` and `field`.
 fn post_message(scope: &DedicatedWorkerGlobalScope, group: u32, field: u32, put: &dyn Fn(&mut Encoder<'_>)) {
