@@ -1092,14 +1092,24 @@ fn draw_held(
     ctx.begin_path();
     ctx.rect(ox, oy, w, hgt);
     ctx.clip();
-    for p in [&h.plots[1], &h.plots[0]] {
-        let Some((x0, x1)) = p.shows(&h.what) else { continue };
-        // Column k of the copy showed position x0 + (ox + k - left_dev) / width_dev * (x1 - x0).
-        let r = (x1 - x0) / v.width();
-        let dx = left_dev + (x0 - v.x0) / v.width() * width_dev + (ox - left_dev) * r;
+    // Nearest-pixel stretching: the copy shows for a few frames only, and smoothing it was most
+    // of the browser's work on such a frame.
+    ctx.set_image_smoothing_enabled(false);
+    // Where each copy goes: x and width on the canvas (device px).
+    let placed = [&h.plots[1], &h.plots[0]].map(|p| {
+        p.shows(&h.what).map(|(x0, x1)| {
+            // Column k of the copy showed position x0 + (ox + k - left_dev) / width_dev * (x1 - x0).
+            let r = (x1 - x0) / v.width();
+            let dx = left_dev + (x0 - v.x0) / v.width() * width_dev + (ox - left_dev) * r;
+            (p, dx, f64::from(p.canvas.width()) * r)
+        })
+    });
+    // The whole window's copy is only needed where the last exact frame does not reach.
+    let covered = placed[1].is_some_and(|(_, dx, dw)| dx <= ox && dx + dw >= ox + w);
+    for (p, dx, dw) in placed.into_iter().skip(usize::from(covered)).flatten() {
         let (pw, ph) = (f64::from(p.canvas.width()), f64::from(p.canvas.height()));
         let _ = ctx.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
-            &p.canvas, 0.0, 0.0, pw, ph, dx, oy, pw * r, hgt,
+            &p.canvas, 0.0, 0.0, pw, ph, dx, oy, dw, hgt,
         );
     }
     ctx.restore();
