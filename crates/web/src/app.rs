@@ -418,6 +418,10 @@ pub struct App {
     /// bands, which follow in the next frame: the browser's first layout and paint of the loaded
     /// page and the first drawing of the bands are then two tasks, neither of them long.
     pub bands_next_frame: bool,
+    /// The canvases of a file just opened are being allocated, one per task: frames until then
+    /// draw the page around them and leave them alone (the frame that reveals the loaded page
+    /// is then the browser's layout and paint only).
+    pub canvases_pending: bool,
     frame_pending: bool,
     loader_running: bool,
     /// The user asked to stop loading.
@@ -475,6 +479,7 @@ impl App {
             pools: crate::pools::PoolView::default(),
             preview_until_ms: f64::NEG_INFINITY,
             bands_next_frame: false,
+            canvases_pending: false,
             frame_pending: false,
             loader_running: false,
             cancel_requested: false,
@@ -554,7 +559,11 @@ impl App {
                 }
             }
             Input::Key(c) => self.on_command(c),
-            Input::Resize => self.on_resize(),
+            Input::Resize => {
+                if self.measure() {
+                    self.refresh_minimap();
+                }
+            }
             Input::CancelLoad => {
                 if self.loading.is_some() {
                     self.cancel_requested = true;
@@ -778,6 +787,13 @@ impl App {
     }
 
     fn on_resize(&mut self) {
+        self.measure();
+        self.refresh_minimap();
+    }
+
+    /// Measures the canvases and the device pixel ratio; whether any of them changed.
+    fn measure(&mut self) -> bool {
+        let before = (self.dpr, self.plot_css, self.minimap_css);
         self.dpr = self.ui.window.device_pixel_ratio().max(0.25);
         self.plot_css = (
             f64::from(self.ui.plot.client_width()),
@@ -787,7 +803,7 @@ impl App {
             f64::from(self.ui.minimap.client_width()),
             f64::from(self.ui.minimap.client_height()),
         );
-        self.refresh_minimap();
+        before != (self.dpr, self.plot_css, self.minimap_css)
     }
 
     /// Writes the controls and status line now and measures the canvases again, so the next
@@ -993,12 +1009,17 @@ impl App {
         crate::url::restore(self);
         self.ready_pending.set(Some(timings));
         self.bands_next_frame = true;
+        self.canvases_pending = true;
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
             for step in 0..render::CANVAS_STEPS {
                 next_tick().await;
                 with_app(&weak, |app| render::prepare_canvas(app, step));
             }
+            with_app(&weak, |app| {
+                app.canvases_pending = false;
+                app.request_redraw();
+            });
             // After the frame that shows the page without the bands, and after its paint.
             next_frame().await;
             next_tick().await;

@@ -328,6 +328,9 @@ pub fn draw(app: &App) {
     let t0 = app.ui.now_ms();
     sync_dom(app);
     crate::panels::sync(app);
+    if app.canvases_pending {
+        return;
+    }
     if crate::views::draw(app) {
         return;
     }
