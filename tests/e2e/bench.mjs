@@ -26,8 +26,13 @@
 // the animation-frame callbacks the browser rasterizes what was drawn on canvases; "latency"
 // stops before that); "from dispatch", the same two measured from the dispatch instead of the
 // event's time stamp; "zoom exact", from a single wheel zoom after a rest to the exact frame
-// that follows the stretched one. The longest task is given as the median and the maximum over
-// the runs. A last row does the same zooms on a page that only paints a canvas on each wheel:
+// that follows the stretched one. Before each wheel the pointer moves and rests for REST_MS, as
+// a person's does (a move in the same frame holds the wheel back a frame, on any page). The
+// hover column gives in brackets how many of the 24 moves changed the stack text (the median is
+// over those). The longest task while loading is given as the median and the maximum over the
+// runs; the last column, "longest task", is the longest on the last run's page from the end of
+// its load through the zooms and hovers (0: none of 50 ms or more). BENCH_VERBOSE=1 prints when
+// each long task began. A last row does the same zooms on a page that only paints a canvas on each wheel:
 // the browser's own share.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve, basename } from 'node:path';
@@ -82,6 +87,8 @@ const REST_MS = 100;
 /** Zoom and hover work/latency medians (ms) on a page showing a timeline. */
 async function measureInteraction(page) {
   const box = await page.locator('#plot').boundingBox();
+  // Long tasks from here on are the interaction's (and the loader's ending after the load).
+  const tasksBefore = await page.evaluate(() => globalThis.__longTasks.length);
   await page.evaluate(() => {
     globalThis.__bench = { zoom: [], hover: [] };
     // Capturing on the window runs before the page's own listener on the canvas.
@@ -152,8 +159,10 @@ async function measureInteraction(page) {
     exact.push(await waiting);
   }
   const b = await page.evaluate(() => globalThis.__bench);
+  const longestAfter = await page.evaluate((k) => Math.max(0, ...globalThis.__longTasks.slice(k)), tasksBefore);
+  if (process.env.BENCH_VERBOSE) console.error('  long tasks after the load (ms after memviz:ready, ms):', JSON.stringify(await page.evaluate((k) => globalThis.__longTasks.slice(k).map((d, i) => [Math.round(globalThis.__longTaskStarts[k + i] - performance.getEntriesByName('memviz:ready')[0].startTime), Math.round(d)]), tasksBefore)));
   const med = (xs, k) => median(xs.map((x) => x[k]));
-  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zoomWait: med(b.zoom, 'wait'), zoomFromDispatch: med(b.zoom, 'fromDispatch'), zoomEnd: med(b.zoom, 'end'), zoomEndFromDispatch: med(b.zoom, 'endFromDispatch'), zooms: b.zoom.length, zoomExact: median(exact), hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length };
+  return { zoomWork: med(b.zoom, 'work'), zoomLatency: med(b.zoom, 'latency'), zoomWait: med(b.zoom, 'wait'), zoomFromDispatch: med(b.zoom, 'fromDispatch'), zoomEnd: med(b.zoom, 'end'), zoomEndFromDispatch: med(b.zoom, 'endFromDispatch'), zooms: b.zoom.length, zoomExact: median(exact), hoverWork: med(b.hover, 'work'), hoverLatency: med(b.hover, 'latency'), hovers: b.hover.length, longestAfter };
 }
 
 /** The browser's own share: the same wheel zooms on a page that only paints a canvas. */
@@ -204,7 +213,13 @@ try {
       if (!cold) await page.waitForSelector('body[data-warm]', { timeout: 5000 }).catch(() => {});
       await page.evaluate(() => {
         globalThis.__longTasks = [];
-        new PerformanceObserver((l) => globalThis.__longTasks.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
+        globalThis.__longTaskStarts = [];
+        new PerformanceObserver((l) => {
+          for (const e of l.getEntries()) {
+            globalThis.__longTasks.push(e.duration);
+            globalThis.__longTaskStarts.push(e.startTime);
+          }
+        }).observe({ type: 'longtask' });
       });
       await page.setInputFiles('#file-input', file);
       await page.waitForFunction(
@@ -223,8 +238,11 @@ try {
           memory: performance.memory ? performance.memory.usedJSHeapSize : null,
           wasmBytes: globalThis.memvizWasmBytes ? globalThis.memvizWasmBytes() : null,
           longestTask: Math.max(0, ...globalThis.__longTasks),
+          // Where each long task began: ms after the file was chosen, and before the load ended.
+          longTasks: globalThis.__longTasks.map((d, i) => ({ ms: d, fromOpen: globalThis.__longTaskStarts[i] - open.startTime, beforeReady: ready.startTime - globalThis.__longTaskStarts[i] })),
         };
       });
+      if (process.env.BENCH_VERBOSE && res.longTasks?.length) console.error(`  run ${r}: long tasks while loading`, JSON.stringify(res.longTasks.map((t) => [Math.round(t.fromOpen), Math.round(t.ms), Math.round(t.beforeReady)])), '(ms after choosing the file, ms, ms before ready)');
       res.interact = !res.error && r === runs - 1 ? await measureInteraction(page) : null;
       await page.close();
       if (res.error) {
@@ -278,11 +296,11 @@ for (const row of table) console.log(line(row));
 
 console.log('\nafter load, on the last run\'s page: page memory (JS + WebAssembly heaps, MiB); wheel zoom and hover, median ms (work = handler + drawing; latency = input to painted frame / to stack text; wait = input to dispatch; frame end = input to the end of the frame\'s main-thread work)');
 console.log('from dispatch = from the page receiving the wheel event: to its frame\'s animation callbacks done / to the end of the frame\'s main-thread work; zoom exact = input to the exact frame after a single zoom (the first frame stretches the last exact one)');
-const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'zoom wait', 'zoom from dispatch', 'zoom frame end', 'frame end from dispatch', 'zoom exact', 'hover work', 'hover latency'];
+const head2 = ['file', 'MiB', 'memory', 'zoom work', 'zoom latency', 'zoom wait', 'zoom from dispatch', 'zoom frame end', 'frame end from dispatch', 'zoom exact', 'hover work', 'hover latency', 'longest task'];
 const table2 = rows.filter((r) => !r.error && r.interact).map((r) => [
-  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.zoomWait, 1), fmt(r.interact.zoomFromDispatch, 1), fmt(r.interact.zoomEnd, 1), fmt(r.interact.zoomEndFromDispatch, 1), fmt(r.interact.zoomExact, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1),
+  r.file, fmt(r.mib, 1), fmt(r.memMiB), fmt(r.interact.zoomWork, 1), fmt(r.interact.zoomLatency, 1), fmt(r.interact.zoomWait, 1), fmt(r.interact.zoomFromDispatch, 1), fmt(r.interact.zoomEnd, 1), fmt(r.interact.zoomEndFromDispatch, 1), fmt(r.interact.zoomExact, 1), fmt(r.interact.hoverWork, 1) + ` (${r.interact.hovers})`, fmt(r.interact.hoverLatency, 1), fmt(r.interact.longestAfter),
 ]);
-if (floor) table2.push(['(a page that only paints a canvas)', '-', '-', '-', fmt(floor.latency, 1), fmt(floor.wait, 1), fmt(floor.latency - floor.wait, 1), fmt(floor.end, 1), fmt(floor.end - floor.wait, 1), '-', '-', '-']);
+if (floor) table2.push(['(a page that only paints a canvas)', '-', '-', '-', fmt(floor.latency, 1), fmt(floor.wait, 1), fmt(floor.latency - floor.wait, 1), fmt(floor.end, 1), fmt(floor.end - floor.wait, 1), '-', '-', '-', '-']);
 const widths2 = head2.map((h, i) => Math.max(h.length, ...table2.map((row) => (row[i] ?? '').length)));
 const line2 = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths2[i]) : c.padStart(widths2[i]))).join('  ');
 console.log(line2(head2));

@@ -103,6 +103,8 @@ pub struct Ui {
     /// Copies of the last exact plot area and of the last exact one of the whole window, that
     /// a zoom or pan stretches into its first frame ([`render::HeldPlot`]).
     pub held: [render::HeldPlot; 2],
+    /// The pixels put on the base layer, kept from frame to frame ([`render::ImageBuffer`]).
+    pub plot_image: render::ImageBuffer,
     /// The overview canvas.
     pub minimap: HtmlCanvasElement,
     /// Its context.
@@ -154,6 +156,7 @@ impl Ui {
         let held = [render::HeldPlot::new(&document)?, render::HeldPlot::new(&document)?];
         Ok(Ui {
             held,
+            plot_image: render::ImageBuffer::default(),
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
             performance: window.performance(),
@@ -1833,6 +1836,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
     })
     .flatten();
     if let Some((canvas, ctx)) = canvas {
+        let image = render::ImageBuffer::default();
         let full = file.viewport;
         for k in 0..WARM_DRAWS {
             if !idle(&weak) {
@@ -1842,7 +1846,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
             let share = 1.0 / f64::from(1 + k % 4);
             v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
             file.viewport = v;
-            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, &canvas, &ctx, None, None));
+            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, (&canvas, &ctx, &image), None, None));
             next_tick().await;
         }
         file.viewport = full;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use memviz_core::format::human_size;
 use memviz_core::timeline::{BandEdges, Layout};
-use wasm_bindgen::{Clamped, JsValue};
+use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 use crate::app::{App, Drag, OpenFile, Target};
@@ -350,7 +350,8 @@ pub fn draw(app: &App) {
         // The plot area computed ahead for this very view, if there is one.
         let prepared = if preview { None } else { app.memo.prepared.try_borrow_mut().ok().and_then(|mut p| p.take()) };
         let prepared = prepared.filter(|p| Some(p.0) == pixels_key(app)).map(|p| p.1);
-        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, &ui.plot_layer, &ui.plot_layer_ctx, holding, prepared);
+        let layer = (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image);
+        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, layer, holding, prepared);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
@@ -911,8 +912,7 @@ pub fn draw_timeline_base(
     file: Option<&OpenFile>,
     css: (f64, f64),
     dpr: f64,
-    canvas: &HtmlCanvasElement,
-    ctx: &CanvasRenderingContext2d,
+    (canvas, ctx, image): (&HtmlCanvasElement, &CanvasRenderingContext2d, &ImageBuffer),
     holding: Option<Holding<'_>>,
     prepared: Option<PlotPixels>,
 ) -> FrameInfo {
@@ -948,7 +948,7 @@ pub fn draw_timeline_base(
         }
         _ => {
             let pixels = prepared.unwrap_or_else(|| compute_plot(f, rect, dpr));
-            put_plot(&mut info, ctx, rect, dpr, pixels);
+            put_plot(&mut info, ctx, image, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
                 h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)].keep(canvas, area, h.what, (v.x0, v.x1));
@@ -1245,17 +1245,38 @@ fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels {
     }
 }
 
+/// An `ImageData` of the plot area's size kept from frame to frame: each exact frame copies its
+/// pixels into it and puts it on the canvas. A fresh `ImageData` (a few MB) per frame meant
+/// fresh memory each time, and where touching fresh memory is slow such a frame took 50-80 ms
+/// instead of 10.
+#[derive(Default)]
+pub struct ImageBuffer(std::cell::RefCell<Option<(u32, u32, ImageData, js_sys::Uint8ClampedArray)>>);
+
+impl ImageBuffer {
+    /// Puts `bytes` (RGBA rows of `size` px) on `ctx` at device px `at`.
+    fn put(&self, ctx: &CanvasRenderingContext2d, bytes: &[u8], size: (u32, u32), at: (f64, f64)) {
+        let Ok(mut slot) = self.0.try_borrow_mut() else { return };
+        if !matches!(&*slot, Some((w, h, ..)) if (*w, *h) == size) {
+            let data = js_sys::Uint8ClampedArray::new_with_length(size.0.saturating_mul(size.1).saturating_mul(4));
+            *slot = ImageData::new_with_js_u8_clamped_array_and_sh(&data, size.0, size.1).ok().map(|img| (size.0, size.1, img, data));
+        }
+        if let Some((_, _, img, data)) = &*slot {
+            if data.length() as usize == bytes.len() {
+                data.copy_from(bytes);
+                let _ = ctx.put_image_data(img, at.0, at.1);
+            }
+        }
+    }
+}
+
 /// Puts a computed plot area on the canvas: the bands' pixels, and behind them (each behind what
 /// is drawn before it) the summarized band on top of the drawn stack and the area under the
 /// drawn stack (where bands are too thin to draw one by one).
-fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, rect: PlotRect, dpr: f64, p: PlotPixels) {
+fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, image: &ImageBuffer, rect: PlotRect, dpr: f64, p: PlotPixels) {
     let (ox, oy, _, _) = raster_area(&rect, dpr);
     let raster = &p.raster;
     if raster.width_px() > 0 && raster.height_px() > 0 {
-        let bytes: &[u8] = bytemuck::cast_slice(raster.rows());
-        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(bytes), raster.width_px() as u32, raster.height_px() as u32) {
-            let _ = ctx.put_image_data(&img, ox, oy);
-        }
+        image.put(ctx, bytemuck::cast_slice(raster.rows()), (raster.width_px() as u32, raster.height_px() as u32), (ox, oy));
     }
     ctx.save();
     ctx.begin_path();
