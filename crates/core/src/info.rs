@@ -92,10 +92,8 @@ pub fn initial_live_bytes(snap: &Snapshot, device_pos: usize) -> u64 {
             Action::Alloc => {
                 open.insert(addr, size);
             }
-            Action::FreeCompleted | Action::Free => {
-                if open.remove(&addr).is_none() {
-                    initial = initial.saturating_add(size);
-                }
+            Action::FreeCompleted | Action::Free if open.remove(&addr).is_none() => {
+                initial = initial.saturating_add(size);
             }
             _ => {}
         }

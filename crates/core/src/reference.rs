@@ -50,7 +50,7 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
     };
     let mut order: Vec<(i128, i128, usize)> =
         snap.segments.iter().enumerate().map(|(i, s)| (i128::from(s.total_size), active_of(i), i)).collect();
-    order.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    order.sort_by_key(|x| (x.0, x.1));
     for &(total_size, _, i) in &order {
         let Some(seg) = snap.segments.get(i) else { continue };
         total_reserved += total_size;

@@ -67,7 +67,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Writes a value.
-    pub fn put<T: Wire + ?Sized>(&mut self, v: &T) {
+    pub fn put<T: Wire>(&mut self, v: &T) {
         v.put(self);
     }
 

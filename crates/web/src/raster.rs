@@ -125,7 +125,7 @@ impl Raster {
         let full_from = if cover_first >= SOLID { c0 } else { c0 + 1 };
         let full_to = if cover_last >= SOLID || c1 - 1 < full_from { c1 } else { c1 - 1 }.max(full_from);
         let first_part = (full_from > c0).then_some((c0, cover_first));
-        let last_part = (full_to < c1 && c1 - 1 >= full_from).then_some((c1 - 1, cover_last));
+        let last_part = (full_to < c1 && c1 > full_from).then_some((c1 - 1, cover_last));
         // The first row painted solid; the later ones are copies of its run.
         let mut solid_row: Option<usize> = None;
         for row in r0..r1 {
@@ -180,7 +180,8 @@ impl Raster {
             let ((xa, ya), (xb, yb)) = (edge[k], edge[k + 1]);
             let left = if k == 0 { xa } else { xa.round() };
             let right = if k + 2 == n { xb } else { xb.round() };
-            if !(right > left) {
+            // Nothing to cover unless right lies beyond left (NaN included).
+            if right.partial_cmp(&left) != Some(std::cmp::Ordering::Greater) {
                 continue;
             }
             if ya == yb {

@@ -101,7 +101,7 @@ impl JsParts {
     /// Lets the part just copied go: `transfer(0)` frees its memory at once (where the browser
     /// has it) instead of at the next garbage collection.
     fn release(&mut self, buf: &ArrayBuffer) {
-        if let Ok(f) = Reflect::get(buf, &JsValue::from_str("transfer")).and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from)) {
+        if let Ok(f) = Reflect::get(buf, &JsValue::from_str("transfer")).and_then(|f| f.dyn_into::<Function>()) {
             let _ = f.call1(buf, &JsValue::from_f64(0.0));
         }
         self.parts.set(self.next, JsValue::UNDEFINED);
