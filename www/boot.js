@@ -47,6 +47,31 @@ const SLICES_AHEAD = 3;
 /** A worker started ahead of the next load. */
 let spare = null;
 
+/** When the page last had input (performance.now() ms). */
+let lastInputMs = 0;
+for (const type of ['pointerdown', 'pointermove', 'wheel', 'keydown']) {
+  window.addEventListener(type, () => { lastInputMs = performance.now(); }, { capture: true, passive: true });
+}
+
+/** How long a finished worker is kept: until the page has had no input for IDLE_MS, at least
+ * MIN_MS and at most MAX_MS after its last answer. Ending a worker that holds a gigabyte's model
+ * holds the page's thread up for 50-90 ms if that thread is busy then (a zoom's exact frame,
+ * say), so it is ended while the user is not doing anything. */
+const END_IDLE_MS = 1000;
+const END_MIN_MS = 500;
+const END_MAX_MS = 10000;
+
+/** Calls `end` once the page is idle (see END_IDLE_MS). */
+function endWhenIdle(end) {
+  const since = performance.now();
+  const check = () => {
+    const now = performance.now();
+    if (now - since >= END_MAX_MS || (now - since >= END_MIN_MS && now - lastInputMs >= END_IDLE_MS)) end();
+    else setTimeout(check, 200);
+  };
+  setTimeout(check, END_MIN_MS);
+}
+
 const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: true });
 
 /**
@@ -82,16 +107,18 @@ function loadInWorker(module, file, request, onProgress) {
     if (failure) return Promise.reject(failure);
     return new Promise((resolve, reject) => { waiting = { resolve, reject }; });
   };
-  // Ends the worker: at once when the load failed or was cancelled; after it has gone idle when
-  // the load is done (ending a worker that is still busy finishing its last message held the
-  // page's thread up for 50-60 ms with a gigabyte loaded).
+  // Ends the worker: at once when the load failed or was cancelled; when the load is done, once
+  // the page has shown it and had no input for a while (endWhenIdle). The next worker starts
+  // after this one has ended.
   const finish = (now) => {
     if (ended) return;
     ended = true;
-    if (now) worker.terminate();
-    else setTimeout(() => worker.terminate(), 500);
-    // The next worker starts once the page has shown this file.
-    setTimeout(() => { spare ??= spawnLoader(module); }, 1000);
+    const end = () => {
+      worker.terminate();
+      setTimeout(() => { spare ??= spawnLoader(module); }, 500);
+    };
+    if (now) end();
+    else endWhenIdle(end);
   };
   const fail = (err) => {
     if (failure) return;
