@@ -247,18 +247,41 @@ impl<'a> Decoder<'a> {
         Ok(out)
     }
 
-    /// A column of numbers sent as a part, copied straight into its vector (`None`: not such a
-    /// column; nothing was read).
-    fn raw_column<T: Plain>(&mut self) -> Result<Option<Vec<T>>, WireError> {
+    /// Appends a column written by [`Encoder::column`] to `out`; one sent as a part of numbers is
+    /// copied straight into the room after `out`'s values.
+    pub fn column_into<T: Plain>(&mut self, out: &mut Vec<T>) -> Result<(), WireError> {
+        if let Some(n) = self.raw_column_len::<T>()? {
+            let start = out.len();
+            if let Some(dst) = T::extend_le_bytes(out, n) {
+                self.pos += 9;
+                let copied = self.parts.next_part_into(dst);
+                if copied.is_err() {
+                    out.truncate(start);
+                }
+                return copied;
+            }
+        }
+        let mut v = self.column()?;
+        out.append(&mut v);
+        Ok(())
+    }
+
+    /// The length of the next column if it is sent as a part that has arrived whole (nothing is
+    /// read).
+    fn raw_column_len<T: Plain>(&self) -> Result<Option<usize>, WireError> {
         let Some(at) = self.head.get(self.pos..self.pos + 9) else { return Ok(None) };
         let n = u64::from_le_bytes(at[..8].try_into().map_err(|_| WireError("short count".into()))?);
         if at[8] != 1 {
             return Ok(None);
         }
         // Allocate only what the part that arrived holds.
-        let Some(n) = usize::try_from(n).ok().filter(|&n| Some(n.saturating_mul(T::SIZE)) == self.parts.next_part_len()) else {
-            return Ok(None);
-        };
+        Ok(usize::try_from(n).ok().filter(|&n| Some(n.saturating_mul(T::SIZE)) == self.parts.next_part_len()))
+    }
+
+    /// A column of numbers sent as a part, copied straight into its vector (`None`: not such a
+    /// column; nothing was read).
+    fn raw_column<T: Plain>(&mut self) -> Result<Option<Vec<T>>, WireError> {
+        let Some(n) = self.raw_column_len::<T>()? else { return Ok(None) };
         let Some(mut values) = T::zeroed_vec(n) else { return Ok(None) };
         let Some(dst) = T::as_le_bytes_mut(&mut values) else { return Ok(None) };
         self.pos += 9;
@@ -356,6 +379,11 @@ pub trait Plain: Sized {
     fn as_le_bytes_mut(_values: &mut [Self]) -> Option<&mut [u8]> {
         None
     }
+    /// Appends `n` zeros to `values` and returns their bytes to write, when values lie in memory
+    /// as their little-endian encoding (`values` is left alone otherwise).
+    fn extend_le_bytes(_values: &mut Vec<Self>, _n: usize) -> Option<&mut [u8]> {
+        None
+    }
 }
 
 /// Whether numbers lie in memory as their little-endian bytes.
@@ -385,6 +413,14 @@ macro_rules! plain_int {
             fn as_le_bytes_mut(values: &mut [Self]) -> Option<&mut [u8]> {
                 LITTLE_ENDIAN.then(|| bytemuck::cast_slice_mut(values))
             }
+            fn extend_le_bytes(values: &mut Vec<Self>, n: usize) -> Option<&mut [u8]> {
+                if !LITTLE_ENDIAN {
+                    return None;
+                }
+                let start = values.len();
+                values.resize(start.saturating_add(n), 0 as $t);
+                values.get_mut(start..).map(bytemuck::cast_slice_mut)
+            }
         }
         impl Wire for $t {
             fn put(&self, e: &mut Encoder<'_>) {
@@ -398,6 +434,9 @@ macro_rules! plain_int {
             }
             fn get_vec(d: &mut Decoder<'_>) -> Result<Vec<Self>, WireError> {
                 d.column()
+            }
+            fn get_vec_into(d: &mut Decoder<'_>, out: &mut Vec<Self>) -> Result<(), WireError> {
+                d.column_into(out)
             }
         }
     )*};
@@ -440,6 +479,12 @@ pub trait Wire: Sized {
             v.push(Self::get(d)?);
         }
         Ok(v)
+    }
+    /// Reads what [`Wire::put_slice`] wrote and appends it to `out`.
+    fn get_vec_into(d: &mut Decoder<'_>, out: &mut Vec<Self>) -> Result<(), WireError> {
+        let mut v = Self::get_vec(d)?;
+        out.append(&mut v);
+        Ok(())
     }
 }
 
@@ -615,18 +660,26 @@ pub fn put_chunk<T: Wire>(total: usize, chunk: &[T], e: &mut Encoder<'_>) {
 #[doc(hidden)]
 pub fn get_chunk<T: Wire>(field: &mut Vec<T>, d: &mut Decoder<'_>) -> Result<(), WireError> {
     let total: u64 = d.get()?;
-    let mut chunk = T::get_vec(d)?;
-    let Some(total) = usize::try_from(total).ok().filter(|&t| field.len() + chunk.len() <= t) else {
-        return err("a field's chunks are longer than the field");
-    };
+    let too_long = || err("a field's chunks are longer than the field");
+    let Ok(total) = usize::try_from(total) else { return too_long() };
     if field.is_empty() {
+        let mut chunk = T::get_vec(d)?;
+        if chunk.len() > total {
+            return too_long();
+        }
         if chunk.len() == total {
             *field = chunk;
             return Ok(());
         }
         field.try_reserve_exact(total).map_err(|_| WireError(format!("no room for a field of {total} values")))?;
+        field.append(&mut chunk);
+        return Ok(());
     }
-    field.append(&mut chunk);
+    // Later chunks go straight into the room reserved after the first.
+    T::get_vec_into(d, field)?;
+    if field.len() > total {
+        return too_long();
+    }
     Ok(())
 }
 
@@ -932,6 +985,32 @@ mod tests {
         assert!(
             decode::<(Vec<u64>, Vec<u32>)>(&head, &mut PartList::new(vec![vec![0; 8]])).is_err()
         );
+    }
+
+    #[derive(Default, Debug, PartialEq)]
+    struct Chunked {
+        n: u32,
+        v: Vec<u64>,
+        w: Vec<u8>,
+    }
+    crate::wire_by_field!(Chunked { n } chunked { v, w });
+
+    #[test]
+    fn chunks_append_in_place_and_may_not_outgrow_their_field() {
+        let c = Chunked { n: 7, v: (0..50_000u64).map(|k| k * k).collect(), w: (0..50_000u32).map(|k| k as u8).collect() };
+        for chunk_bytes in [1, 100, 64 << 10, 1 << 20] {
+            let msgs = encode_by_field(&c, chunk_bytes);
+            let mut back = Chunked::default();
+            for (field, head, parts) in &msgs {
+                decode_field(&mut back, *field, head, &mut PartList::new(parts.clone())).unwrap();
+            }
+            assert_eq!(back, c);
+            // One chunk of `v` more than the field holds is refused (in a part or in the head).
+            if let Some((field, head, parts)) = msgs.iter().filter(|m| m.0 == 1).last() {
+                let again = decode_field(&mut back, *field, head, &mut PartList::new(parts.clone()));
+                assert!(again.is_err());
+            }
+        }
     }
 
     #[test]
