@@ -274,6 +274,8 @@ async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
     let (mut model, mut plot) = (SnapshotIn::default(), PlotIn::default());
     let mut model_done = false;
     let (mut decode_ms, mut since_yield_ms) = (0.0, 0.0);
+    // One buffer for the pieces of every message's parts.
+    let mut scratch = Vec::new();
     loop {
         let (h, parts) = match next_answer(next).await {
             Ok(Answer::Head(h, parts)) => (h, parts),
@@ -286,8 +288,9 @@ async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
             Err(o) => return o,
         };
         let t0 = now();
-        let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+        let mut src = JsParts { parts, next: 0, scratch: std::mem::take(&mut scratch) };
         let taken = if model_done { plot.take(&h, &mut src) } else { model.take(&h, &mut src) };
+        scratch = src.scratch;
         if let Err(e) = taken {
             return failed(e);
         }
