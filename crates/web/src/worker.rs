@@ -166,15 +166,17 @@ async fn load(
             Some(reading) => reading.await.map_err(|e| read_error(&e))?,
             None => return Err(read_error(&JsValue::from_str("the browser refused to read it"))),
         };
-        if end < total_bytes {
-            pending = read_slice(next_slice, end);
-        }
         let arr = Uint8Array::new(&slice);
         if arr.length() as u64 != end - offset {
             return Err(read_error(&JsValue::from_str("a slice came back with the wrong length")));
         }
         buf.resize(arr.length() as usize, 0);
         arr.copy_to(&mut buf);
+        // Asked for only now: asking tells that this slice's buffer has been copied and can be
+        // read into again.
+        if end < total_bytes {
+            pending = read_slice(next_slice, end);
+        }
         let t1 = now_ms(scope);
         timings.read_ms += t1 - t0;
         if offset == 0 && crate::panels::categories::maybe_profile(&buf) {

@@ -4,10 +4,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { serve } from '../lib/server.mjs';
 import { DIST, distPaths, fixture, openFiles, plotData, readyCount, shot, start, waitReady } from '../lib/harness.mjs';
 
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
 const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
@@ -194,6 +197,54 @@ test('files are read, decoded and laid out in a Web Worker; without one the page
   assert.equal(Number(d.steps), stepsViaWorker);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
+});
+
+/** A 300,000-entry snapshot (about 27 MB: several slices of the file) in `dir`, or null
+ * without python3. */
+function bigSnapshot(dir) {
+  const out = join(dir, 'big-300k.pickle');
+  try {
+    execFileSync('python3', [join(ROOT, 'tests/gen/big_snapshot.py'), '--entries', '300000', '--out', out], { stdio: 'pipe' });
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+test('a file of many slices reads the same whether or not Blob streams take the reader\'s buffers', { skip: needFixtures }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'memviz-slices-'));
+  try {
+    const file = bigSnapshot(dir);
+    if (!file) return t.skip('needs python3 to write the snapshot');
+    const drawn = async (page) => {
+      const d = await plotData(page);
+      return { bands: Number(d.bands), steps: Number(d.steps), transfer: JSON.parse(d.timings).transfer_ms };
+    };
+    // Read into buffers that go back and forth between the page and the worker.
+    const page = await env.newPage();
+    await openFiles(page, file);
+    const byob = await drawn(page);
+    assert.ok(byob.transfer > 0, 'loaded in the worker');
+    assert.ok(byob.steps > 100000, `steps ${byob.steps}`);
+    // Where a Blob's stream cannot be read into the reader's buffers: a fresh buffer per slice.
+    await page.evaluate(() => {
+      Object.defineProperty(Blob.prototype, 'stream', { value() { throw new TypeError('no streams here'); } });
+    });
+    await openFiles(page, file);
+    const sliced = await drawn(page);
+    assert.ok(sliced.transfer > 0, 'loaded in the worker');
+    assert.deepEqual({ bands: sliced.bands, steps: sliced.steps }, { bands: byob.bands, steps: byob.steps });
+    // The page's own reading (no worker) draws the same.
+    await page.evaluate(() => { delete globalThis.memvizLoadInWorker; });
+    await openFiles(page, file);
+    const here = await drawn(page);
+    assert.equal(here.transfer, 0);
+    assert.deepEqual({ bands: here.bands, steps: here.steps }, { bands: byob.bands, steps: byob.steps });
+    assert.deepEqual(page.memviz.errors, []);
+    await page.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('nothing is requested but the page\'s own files', { skip: needFixtures }, async () => {
