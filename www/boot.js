@@ -96,10 +96,15 @@ for (const type of ['pointerdown', 'pointermove', 'wheel', 'keydown']) {
 }
 
 /** How long a finished worker is kept: until the page has had no input for IDLE_MS, at least
- * MIN_MS and at most MAX_MS after its last answer. Ending a worker that holds a gigabyte's model
- * holds the page's thread up for 50-90 ms if that thread is busy then (a zoom's exact frame,
- * say), so it is ended while the user is not doing anything. */
+ * MIN_MS and at most MAX_MS after the page has shown the file (shown()). Ending a worker frees
+ * its memory, and freeing a gigabyte holds the process's memory map locked for 50-120 ms: the
+ * page's thread waits for it in its next mmap or mprotect (a growing heap, a new buffer), so if
+ * the page is busy then (copying the model in, a zoom's exact frame) that becomes a long task.
+ * The worker is ended while the user is not doing anything. */
 const END_IDLE_MS = 1000;
+/** A worker whose load is done but which the page never said it has shown is ended this long
+ * after its last answer. */
+const END_UNSHOWN_MS = 30000;
 const END_MIN_MS = 500;
 const END_MAX_MS = 10000;
 
@@ -118,13 +123,15 @@ const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: 
 
 /**
  * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends). Returns
- * `{ next, cancel }`: `next()` resolves to the next of the worker's answers as it comes, so the
+ * `{ next, cancel, shown }`: `next()` resolves to the next of the worker's answers as it comes, so the
  * page copies the model in while the worker still works: `{ kind: 'head', bytes, group, field,
  * parts }` (one message of a value, with the parts it needs), `{ kind: 'model-end' }` (the
  * model is complete; the plot follows), `{ kind: 'done' }` (the last), or `{ kind: 'profile' }`;
  * it rejects with an Error whose message is for the user, or with `workerUnavailable` set when
  * no worker could run (the page then loads on its main thread). `onProgress(readBytes, phase)`
- * is called as the worker goes. Each worker loads one file; the next one is started when it ends.
+ * is called as the worker goes. `shown()` says that the page has shown what it loaded: the worker
+ * is then ended once the page is idle (END_IDLE_MS). Each worker loads one file; the next one is
+ * started when it ends.
  */
 function loadInWorker(module, file, request, onProgress) {
   let worker = spare && !spare.broken ? spare : spawnLoader(module);
@@ -150,7 +157,7 @@ function loadInWorker(module, file, request, onProgress) {
     return new Promise((resolve, reject) => { waiting = { resolve, reject }; });
   };
   // Ends the worker: at once when the load failed or was cancelled; when the load is done, once
-  // the page has shown it and had no input for a while (endWhenIdle). The next worker starts
+  // the page has shown it (shown()) and had no input for a while (endWhenIdle). The next worker starts
   // after this one has ended.
   const finish = (now) => {
     if (ended) return;
@@ -221,7 +228,11 @@ function loadInWorker(module, file, request, onProgress) {
       push({ kind: 'head', bytes: m.bytes, group: m.group, field: m.field, parts });
       parts = [];
     } else if (m.kind === 'model-end') push({ kind: 'model-end' });
-    else if (m.kind === 'done' || m.kind === 'profile') {
+    else if (m.kind === 'done') {
+      // Ended once the page has shown what it loaded (shown()); this is in case it never says.
+      setTimeout(() => finish(false), END_UNSHOWN_MS);
+      push({ kind: m.kind });
+    } else if (m.kind === 'profile') {
       finish(false);
       push({ kind: m.kind });
     } else if (m.kind === 'error') fail(new Error(m.message));
@@ -233,7 +244,7 @@ function loadInWorker(module, file, request, onProgress) {
     fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
   };
   worker.postMessage({ file, request });
-  return { next, cancel };
+  return { next, cancel, shown: () => finish(false) };
 }
 
 try {

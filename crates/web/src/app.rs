@@ -982,7 +982,8 @@ impl App {
         wasm_bindgen_futures::spawn_local(run_queue(weak));
     }
 
-    fn finish_load(&mut self, name: String, snap: Snapshot, plot: PlotData, timings: Timings) {
+    /// Shows a loaded file; `shown` is called once it is on screen, bands and all.
+    fn finish_load(&mut self, name: String, snap: Snapshot, plot: PlotData, timings: Timings, shown: Option<js_sys::Function>) {
         let mut f = OpenFile {
             name,
             snap,
@@ -1033,6 +1034,10 @@ impl App {
                 app.bands_next_frame = false;
                 app.request_redraw();
             });
+            if let Some(f) = shown {
+                next_frame().await;
+                let _ = f.call0(&JsValue::NULL);
+            }
         });
     }
 }
@@ -1357,7 +1362,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     timings.layout_ms = now() - t0;
     timings.laid_out_ms = now();
     with_app(weak, |app| {
-        app.finish_load(name, snap, plot, timings);
+        app.finish_load(name, snap, plot, timings, None);
         app.request_redraw();
     });
 }
@@ -1418,7 +1423,7 @@ async fn load_in_worker(
         app.request_redraw();
     };
     match worker_client::load(weak, file, &request, on_progress).await {
-        Outcome::Loaded { snap, plot, timings: w, decode_ms } => {
+        Outcome::Loaded { snap, plot, timings: w, decode_ms, shown } => {
             timings.read_ms = w.read_ms;
             timings.parse_ms = w.parse_ms;
             timings.model_ms = w.model_ms;
@@ -1431,7 +1436,7 @@ async fn load_in_worker(
             timings.laid_out_ms = now;
             let t = *timings;
             with_app(weak, |app| {
-                app.finish_load(name.to_string(), *snap, *plot, t);
+                app.finish_load(name.to_string(), *snap, *plot, t, shown);
                 app.request_redraw();
             });
             WorkerEnd::Finished

@@ -33,6 +33,9 @@ pub enum Outcome {
         timings: WorkerTimings,
         /// Decoding on the page (ms).
         decode_ms: f64,
+        /// To call once the page has shown the file: the worker is then ended when the page is
+        /// idle (ending it frees its memory, which holds the page's thread up if it is busy).
+        shown: Option<Function>,
     },
     /// A profiler memory timeline: the page reads it itself.
     Profile,
@@ -143,7 +146,10 @@ pub async fn load(
     let Some(next) = function("next") else { return Outcome::Unavailable };
     let cancel = function("cancel");
     crate::app::with_app(weak, |app| app.cancel_load = cancel);
-    let outcome = receive(weak, &next).await;
+    let mut outcome = receive(weak, &next).await;
+    if let Outcome::Loaded { shown, .. } = &mut outcome {
+        *shown = function("shown");
+    }
     crate::app::with_app(weak, |app| app.cancel_load = None);
     // The progress callback lives until the worker is gone.
     drop(progress);
@@ -313,5 +319,5 @@ async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
         Ok(p) => p,
         Err(e) => return failed(e),
     };
-    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms }
+    Outcome::Loaded { snap: Box::new(snap), plot: Box::new(plot), timings, decode_ms, shown: None }
 }
