@@ -144,6 +144,9 @@ function loadInWorker(module, file, request, onProgress) {
   let waiting = null;
   let failure = null;
   let ended = false;
+  // The file's reader and the buffers it reads into (see below).
+  const slices = sliceReader(file);
+  const free = [];
   const push = (answer) => {
     if (waiting) {
       const w = waiting;
@@ -167,6 +170,7 @@ function loadInWorker(module, file, request, onProgress) {
       setTimeout(() => { spare ??= spawnLoader(module); }, 500);
     };
     slices.cancel();
+    free.length = 0;
     if (now) end();
     else endWhenIdle(end);
   };
@@ -188,8 +192,6 @@ function loadInWorker(module, file, request, onProgress) {
   // between the two (the worker returns each once it has copied it), so reading a gigabyte
   // touches no fresh memory: a fresh 8 MiB buffer per slice cost this thread 0.6 s of page
   // faults per gigabyte. Reading goes on while the worker decodes.
-  const slices = sliceReader(file);
-  const free = [];
   for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil(file.size / SLICE_BYTES)); i++) {
     free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size)));
   }
@@ -206,6 +208,7 @@ function loadInWorker(module, file, request, onProgress) {
         const buf = want === free[free.length - 1].byteLength ? free.pop() : new ArrayBuffer(want);
         const slice = await slices.read(buf, offset);
         readTo = offset + want;
+        if (readTo >= file.size) free.length = 0;
         if (!ended) worker.postMessage({ slice, offset }, [slice]);
       }
     } catch (err) {
@@ -219,7 +222,8 @@ function loadInWorker(module, file, request, onProgress) {
     started = true;
     if (failure) return;
     if (m.kind === 'slice-back') {
-      free.push(m.slice);
+      // Kept only while there is more to read.
+      if (readTo < file.size) free.push(m.slice);
       readAhead();
     } else if (m.kind === 'progress') {
       onProgress(m.readBytes, m.phase);
