@@ -926,6 +926,8 @@ pub struct Parser {
     fresh: Option<(u32, Option<u64>, bool)>,
     /// How trace entries are written, once one has been read (see [`entry_template`]).
     entry_template: Option<EntryTemplate>,
+    /// Whether room for the trace entries has been made (once, at the first template).
+    entries_reserved: bool,
     /// Memo writes that did not simply append a slot (a template made before one is retired).
     memo_rebinds: u64,
     /// The string last read inline by a fast path, to skip hashing repeats of it.
@@ -958,6 +960,7 @@ impl Parser {
             unique: 0,
             scratch: Vec::new(),
             last_shape: u32::MAX,
+            entries_reserved: false,
             leaf_index: FxHashMap::default(),
             entry_template: None,
             memo_rebinds: 0,

@@ -371,8 +371,15 @@ impl Parser {
 
     /// Makes room for the entries that may follow one of `entry_len` bytes: as many as the rest of
     /// the input could hold if they were as long (at least 32 bytes each), so the record columns
-    /// and the memo do not grow (and copy themselves) one doubling at a time.
+    /// and the memo do not grow (and copy themselves) one doubling at a time. Done once, at the
+    /// first template: the next entry of another shape estimates about as many rows, a few more
+    /// or less, and making room again would double every column at once. Where `realloc` cannot
+    /// remap pages (WebAssembly) that copies the whole reserved room: at 1 GB, 650 MB copied and
+    /// touched for the second entry of a trace, half a second before the second MiB is read.
     fn reserve_for_entries(&mut self, entry_len: usize, rest_len: usize) {
+        if std::mem::replace(&mut self.entries_reserved, true) {
+            return;
+        }
         let remaining = self.total_len.map_or(rest_len as u64, |t| {
             t.saturating_sub(self.consumed).max(rest_len as u64)
         });
@@ -458,6 +465,42 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    /// Entries of two shapes, {action, addr} and {action, addr, size}, each read by a template
+    /// of its own, then the first shape again; and where the third entry starts.
+    fn entries_of_two_shapes() -> (Vec<u8>, usize) {
+        let mut b = vec![0x80, 4, b']', 0x94, b'('];
+        b.extend_from_slice(b"}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x10u");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x20u");
+        let third = b.len();
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x30\x8c\x04size\x94K\x08u");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x40h\x07K\x08u");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x50u");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x60h\x07K\x08u");
+        b.extend_from_slice(b"e.");
+        (b, third)
+    }
+
+    #[test]
+    fn room_for_entries_is_made_once_however_often_the_template_changes() {
+        let (bytes, third) = entries_of_two_shapes();
+        let mut p = Parser::new();
+        // As if the entries were the start of a megabyte.
+        p.set_total_len(1 << 20);
+        // Up to the third entry: the first shape's template is made by then.
+        let (head, rest) = bytes.split_at(third);
+        p.feed(head).expect("feeds");
+        let first = p.doc.records.capacity();
+        assert!(first > 10_000, "room for the entries a megabyte may hold: {first}");
+        p.feed(rest).expect("feeds");
+        assert_eq!(p.doc.records.capacity(), first, "a second template made room again");
+        assert_eq!(p.memo_tags.capacity(), p.memo_ids.capacity());
+        let d = p.finish().expect("finishes");
+        let s = summary(&d);
+        assert_eq!(s.len(), 6);
+        assert_eq!(s[3], vec![("action".to_owned(), d.get(d.items(d.root()).get(3).unwrap_or(Value::None), "action").unwrap_or(Value::None)), ("addr".to_owned(), Value::Int(64)), ("size".to_owned(), Value::Int(8))]);
+        assert_eq!(s[4][1], ("addr".to_owned(), Value::Int(80)));
     }
 
     #[test]

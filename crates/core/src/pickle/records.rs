@@ -219,6 +219,12 @@ impl RecordTable {
         self.shape.len()
     }
 
+    /// Rows there is room for without growing.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.shape.capacity()
+    }
+
     /// Makes room for `rows` more rows.
     pub(crate) fn reserve(&mut self, rows: usize) {
         self.shape.reserve(rows);
