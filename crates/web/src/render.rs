@@ -355,7 +355,8 @@ pub fn draw(app: &App) {
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
-    fit_canvas(&ui.plot, app.plot_css.0, app.plot_css.1, app.dpr);
+    let (w, h) = if app.file().is_some() { app.plot_css } else { (0.0, 0.0) };
+    fit_canvas(&ui.plot, w, h, app.dpr);
     let ctx = &ui.plot_ctx;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
@@ -917,11 +918,17 @@ pub fn draw_timeline_base(
     prepared: Option<PlotPixels>,
 ) -> FrameInfo {
     let mut info = FrameInfo::default();
+    // With no file the canvas shows nothing: it keeps no pixels, so that the page's size changes
+    // (the status line coming with a load) reallocate nothing while a file loads.
+    let Some(f) = file else {
+        fit_canvas(canvas, 0.0, 0.0, dpr);
+        ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
+        return info;
+    };
     let (w, h) = css;
     fit_canvas(canvas, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
-    let Some(f) = file else { return info };
     let rect = plot_rect(w, h, f.plot.annotation_row_count);
     let v = &f.viewport;
     let xm = f.xmap();
@@ -1482,7 +1489,7 @@ fn draw_minimap(app: &App) {
     let ui = &app.ui;
     let ctx = &ui.minimap_ctx;
     let dpr = app.dpr;
-    let (w, h) = app.minimap_css;
+    let (w, h) = if app.file().is_some() { app.minimap_css } else { (0.0, 0.0) };
     fit_canvas(&ui.minimap, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
