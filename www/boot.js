@@ -1,6 +1,7 @@
 // Loads the page's WebAssembly and starts it. A file of its own (not an inline script) so the
 // Content-Security-Policy can forbid inline scripts.
 import init, { start } from './memviz-web.js';
+import { readSlices } from './slices.js';
 
 /** From here on the page may not open any connection: the second policy is enforced on top of
  * the first one, whose `connect-src 'self'` only lets the WebAssembly module itself be fetched. */
@@ -39,55 +40,22 @@ function spawnLoader(module) {
   }
 }
 
-/** Bytes of one slice of a file sent to a worker (crates/web/src/model.rs, CHUNK_BYTES). */
-const SLICE_BYTES = 8 << 20;
-/** Slices read ahead of what the worker has decoded. */
-const SLICES_AHEAD = 3;
+const readerUrl = new URL('./reader.js', import.meta.url);
 
-/**
- * Reads `file` front to back into buffers the caller gives: `read(buf, offset)` fills all of
- * `buf` with the bytes at `offset` (the offsets follow each other) and resolves to the filled
- * buffer (the same memory, in a new ArrayBuffer object); `cancel()` stops reading. Where the
- * browser's Blob streams take buffers of the reader's own (BYOB), nothing is allocated per read;
- * elsewhere each slice is read with Blob.arrayBuffer().
- */
-function sliceReader(file) {
-  let reader = null;
+/** Starts a reading worker (www/reader.js), or null where none can start. */
+function spawnReader() {
   try {
-    reader = file.stream().getReader({ mode: 'byob' });
+    const reader = new Worker(readerUrl, { type: 'module' });
+    reader.onerror = (e) => e.preventDefault();
+    return reader;
   } catch {
-    reader = null;
+    return null;
   }
-  if (!reader) {
-    return {
-      read: async (buf, offset) => {
-        const b = await file.slice(offset, offset + buf.byteLength).arrayBuffer();
-        if (b.byteLength !== buf.byteLength) throw new Error('the file changed while it was read');
-        return b;
-      },
-      cancel() {},
-    };
-  }
-  return {
-    read: async (buf, offset) => {
-      let at = 0;
-      let b = buf;
-      while (at < b.byteLength) {
-        const { done, value } = await reader.read(new Uint8Array(b, at, b.byteLength - at));
-        if (done) throw new Error(`the file ended at ${offset + at} bytes, before its size: it changed while it was read`);
-        b = value.buffer;
-        at += value.byteLength;
-      }
-      return b;
-    },
-    cancel() {
-      reader.cancel().catch(() => {});
-    },
-  };
 }
 
-/** A worker started ahead of the next load. */
+/** A loading worker and a reading worker started ahead of the next load. */
 let spare = null;
+let spareReader = null;
 
 /** When the page last had input (performance.now() ms). */
 let lastInputMs = 0;
@@ -144,9 +112,8 @@ function loadInWorker(module, file, request, onProgress) {
   let waiting = null;
   let failure = null;
   let ended = false;
-  // The file's reader and the buffers it reads into (see below).
-  const slices = sliceReader(file);
-  const free = [];
+  // Reads the file and hands it to the worker in slices (see below).
+  let reading = null;
   const push = (answer) => {
     if (waiting) {
       const w = waiting;
@@ -167,10 +134,12 @@ function loadInWorker(module, file, request, onProgress) {
     ended = true;
     const end = () => {
       worker.terminate();
-      setTimeout(() => { spare ??= spawnLoader(module); }, 500);
+      setTimeout(() => {
+        spare ??= spawnLoader(module);
+        spareReader ??= spawnReader();
+      }, 500);
     };
-    slices.cancel();
-    free.length = 0;
+    reading?.stop();
     if (now) end();
     else endWhenIdle(end);
   };
@@ -188,44 +157,38 @@ function loadInWorker(module, file, request, onProgress) {
   const cancel = () => fail(new Error('cancelled'));
   let parts = [];
   let started = false;
-  // The file is read here, a few slices ahead of the worker, into buffers that go back and forth
-  // between the two (the worker returns each once it has copied it), so reading a gigabyte
-  // touches no fresh memory: a fresh 8 MiB buffer per slice cost this thread 0.6 s of page
-  // faults per gigabyte. Reading goes on while the worker decodes.
-  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil(file.size / SLICE_BYTES)); i++) {
-    free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size)));
+  // The file is read a few slices ahead of the worker, by a reading worker of its own that sends
+  // the slices straight to this one (www/reader.js), or, where that cannot start, here.
+  let port = null;
+  let readBytes = 0;
+  let reader = spareReader ?? spawnReader();
+  spareReader = null;
+  const readHere = () => readSlices(file, (m, transfer) => worker.postMessage(m, transfer ?? []));
+  if (reader) {
+    const channel = new MessageChannel();
+    reader.postMessage({ file, port: channel.port1 }, [channel.port1]);
+    port = channel.port2;
+    reading = { stop: () => reader.terminate() };
+    // A reading worker that stopped before it read anything (its script did not load, say):
+    // the page reads instead.
+    reader.onerror = (e) => {
+      e.preventDefault();
+      reader.terminate();
+      if (ended) return;
+      if (readBytes === 0) reading = readHere();
+      else fail(new Error(`Could not read the file: the reading worker stopped (${e.message || 'no reason given'}).`));
+    };
+  } else {
+    reading = readHere();
   }
-  let readTo = 0;
-  let reading = false;
-  const readAhead = async () => {
-    if (reading) return;
-    reading = true;
-    try {
-      while (!ended && readTo < file.size && free.length) {
-        const offset = readTo;
-        const want = Math.min(SLICE_BYTES, file.size - offset);
-        // The last slice has a buffer of its own length.
-        const buf = want === free[free.length - 1].byteLength ? free.pop() : new ArrayBuffer(want);
-        const slice = await slices.read(buf, offset);
-        readTo = offset + want;
-        if (readTo >= file.size) free.length = 0;
-        if (!ended) worker.postMessage({ slice, offset }, [slice]);
-      }
-    } catch (err) {
-      if (!ended) worker.postMessage({ sliceError: `${err.message || err}` });
-    }
-    reading = false;
-  };
-  readAhead();
   worker.onmessage = (e) => {
     const m = e.data;
     started = true;
     if (failure) return;
     if (m.kind === 'slice-back') {
-      // Kept only while there is more to read.
-      if (readTo < file.size) free.push(m.slice);
-      readAhead();
+      reading.giveBack(m.slice);
     } else if (m.kind === 'progress') {
+      readBytes = m.readBytes;
       onProgress(m.readBytes, m.phase);
     } else if (m.kind === 'part') parts.push(m.bytes);
     else if (m.kind === 'head') {
@@ -247,7 +210,8 @@ function loadInWorker(module, file, request, onProgress) {
     const why = e.message || 'it stopped';
     fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
   };
-  worker.postMessage({ file, request });
+  if (port) worker.postMessage({ file, request, port }, [port]);
+  else worker.postMessage({ file, request });
   return { next, cancel, shown: () => finish(false) };
 }
 
@@ -260,6 +224,7 @@ try {
   globalThis.memvizLoadInWorker = (file, request, onProgress) => loadInWorker(module, file, request, onProgress);
   start();
   spare = spawnLoader(module);
+  spareReader = spawnReader();
 } catch (e) {
   const el = document.getElementById('error');
   if (el) {

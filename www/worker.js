@@ -1,10 +1,11 @@
 // The loading Web Worker. The page starts it ahead of time and sends the compiled WebAssembly
 // module first ({ module }), so that instantiating it costs nothing when a file comes; then one
 // { file, request } to load, answered by memviz-web's worker_load (see crates/web/src/worker.rs).
-// The page reads the file and sends it in slices ({ slice, offset } or { sliceError }): reading a
-// Blob goes on only while the reading thread takes events, and the page's thread is free while
-// this one decodes. Each slice's buffer goes back ({ kind: 'slice-back', slice }) once it has
-// been copied, to be read into again.
+// The file comes in slices ({ slice, offset } or { sliceError }) from a reading worker
+// (www/reader.js) over the MessagePort that comes with the file, or from the page: reading a
+// Blob goes on only while the reading thread takes events, and this one is busy decoding. Each
+// slice's buffer goes back the way it came ({ kind: 'slice-back', slice }) once it has been
+// copied, to be read into again.
 import init, { worker_load } from './memviz-web.js';
 
 let ready = null;
@@ -17,11 +18,12 @@ let readError = null;
 
 /** The slice handed out last: asking for the next one means it has been copied. */
 let lent = null;
+/** Where the slices come from: the reading worker's port, or the page. */
+let source = self;
 
-/** The slice at `offset`, once the page has sent it. The one before goes back to the page, to
- * be read into again. */
+/** The slice at `offset`, once it has come. The one before goes back, to be read into again. */
 function nextSlice(offset) {
-  if (lent) self.postMessage({ kind: 'slice-back', slice: lent }, [lent]);
+  if (lent) source.postMessage({ kind: 'slice-back', slice: lent }, [lent]);
   lent = null;
   return new Promise((resolve, reject) => {
     if (early.has(offset)) {
@@ -37,14 +39,8 @@ function nextSlice(offset) {
   });
 }
 
-self.onmessage = async (e) => {
-  const m = e.data;
-  if (m.module) {
-    ready = init({ module_or_path: m.module }).catch((err) => {
-      failure = `${err}`;
-    });
-    return;
-  }
+/** Takes a slice (or the news that reading failed) from whoever reads the file. */
+function takeSlice(m) {
   if (m.slice) {
     if (waiting && waiting.offset === m.offset) {
       const w = waiting;
@@ -54,13 +50,29 @@ self.onmessage = async (e) => {
     } else {
       early.set(m.offset, m.slice);
     }
-    return;
+    return true;
   }
   if (m.sliceError) {
     readError = m.sliceError;
     if (waiting) waiting.reject(new Error(readError));
     waiting = null;
+    return true;
+  }
+  return false;
+}
+
+self.onmessage = async (e) => {
+  const m = e.data;
+  if (m.module) {
+    ready = init({ module_or_path: m.module }).catch((err) => {
+      failure = `${err}`;
+    });
     return;
+  }
+  if (takeSlice(m)) return;
+  if (m.port) {
+    source = m.port;
+    source.onmessage = (p) => takeSlice(p.data);
   }
   await ready;
   if (failure !== null || ready === null) {

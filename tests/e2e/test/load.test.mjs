@@ -211,7 +211,7 @@ function bigSnapshot(dir) {
   }
 }
 
-test('a file of many slices reads the same whether or not Blob streams take the reader\'s buffers', { skip: needFixtures }, async (t) => {
+test('a file of many slices reads the same in a reading worker, on the page, and without BYOB streams', { skip: needFixtures }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'memviz-slices-'));
   try {
     const file = bigSnapshot(dir);
@@ -220,28 +220,49 @@ test('a file of many slices reads the same whether or not Blob streams take the 
       const d = await plotData(page);
       return { bands: Number(d.bands), steps: Number(d.steps), transfer: JSON.parse(d.timings).transfer_ms };
     };
-    // Read into buffers that go back and forth between the page and the worker.
+    const readerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/reader.js')));
+    // A reading worker reads the file into buffers that go back and forth with the loading worker.
     const page = await env.newPage();
+    assert.ok(await readerStarted(page));
     await openFiles(page, file);
-    const byob = await drawn(page);
-    assert.ok(byob.transfer > 0, 'loaded in the worker');
-    assert.ok(byob.steps > 100000, `steps ${byob.steps}`);
-    // Where a Blob's stream cannot be read into the reader's buffers: a fresh buffer per slice.
-    await page.evaluate(() => {
-      Object.defineProperty(Blob.prototype, 'stream', { value() { throw new TypeError('no streams here'); } });
-    });
-    await openFiles(page, file);
-    const sliced = await drawn(page);
-    assert.ok(sliced.transfer > 0, 'loaded in the worker');
-    assert.deepEqual({ bands: sliced.bands, steps: sliced.steps }, { bands: byob.bands, steps: byob.steps });
-    // The page's own reading (no worker) draws the same.
-    await page.evaluate(() => { delete globalThis.memvizLoadInWorker; });
-    await openFiles(page, file);
-    const here = await drawn(page);
-    assert.equal(here.transfer, 0);
-    assert.deepEqual({ bands: here.bands, steps: here.steps }, { bands: byob.bands, steps: byob.steps });
+    const inReader = await drawn(page);
+    assert.ok(inReader.transfer > 0, 'loaded in the worker');
+    assert.ok(inReader.steps > 100000, `steps ${inReader.steps}`);
+    const same = async (p, what) => {
+      const d = await drawn(p);
+      assert.ok(d.transfer > 0, `${what}: loaded in the worker`);
+      assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: inReader.bands, steps: inReader.steps }, what);
+    };
     assert.deepEqual(page.memviz.errors, []);
     await page.close();
+    // Where no reading worker can start, the page reads the file itself, and where a Blob's
+    // stream cannot be read into the reader's buffers, with a fresh buffer per slice.
+    const here = await env.newPage();
+    await here.addInitScript(() => {
+      const Real = globalThis.Worker;
+      globalThis.Worker = function Worker(url, options) {
+        if (String(url).endsWith('/reader.js')) throw new Error('no reading worker here');
+        return new Real(url, options);
+      };
+    });
+    await here.reload();
+    await here.waitForSelector('#demo:not([disabled])');
+    assert.equal(await readerStarted(here), false);
+    await openFiles(here, file);
+    await same(here, 'read on the page');
+    await here.evaluate(() => {
+      Object.defineProperty(Blob.prototype, 'stream', { value() { throw new TypeError('no streams here'); } });
+    });
+    await openFiles(here, file);
+    await same(here, 'read on the page without streams');
+    // The page's own loading (no worker at all) draws the same.
+    await here.evaluate(() => { delete globalThis.memvizLoadInWorker; });
+    await openFiles(here, file);
+    const d = await drawn(here);
+    assert.equal(d.transfer, 0);
+    assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: inReader.bands, steps: inReader.steps });
+    assert.deepEqual(here.memviz.errors, []);
+    await here.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,0 +1,14 @@
+// The reading Web Worker: reads the File the page gives it, front to back, and sends it in
+// slices over the MessagePort it gets with it, straight to the loading worker (www/worker.js),
+// which sends each slice's buffer back the same way. Reading a Blob costs the reading thread a
+// task per chunk of the browser's pipe (0.6 s a gigabyte), and every task on the page's thread
+// can be held up by the loading worker's memory work; here neither touches the page.
+import { readSlices } from './slices.js';
+
+self.onmessage = (e) => {
+  const { file, port } = e.data;
+  const reading = readSlices(file, (m, transfer) => port.postMessage(m, transfer ?? []));
+  port.onmessage = (m) => {
+    if (m.data.kind === 'slice-back') reading.giveBack(m.data.slice);
+  };
+};

@@ -1,0 +1,99 @@
+// Reading a File front to back in slices, for the loading worker (www/worker.js): used by the
+// reading worker (www/reader.js) and, where that cannot start, by the page itself (www/boot.js).
+
+/** Bytes of one slice of a file sent to the loading worker (crates/web/src/model.rs, CHUNK_BYTES). */
+export const SLICE_BYTES = 8 << 20;
+/** Slices read ahead of what the loading worker has decoded. */
+export const SLICES_AHEAD = 3;
+
+/**
+ * Reads `file` front to back into buffers the caller gives: `read(buf, offset)` fills all of
+ * `buf` with the bytes at `offset` (the offsets follow each other) and resolves to the filled
+ * buffer (the same memory, in a new ArrayBuffer object); `cancel()` stops reading. Where the
+ * browser's Blob streams take buffers of the reader's own (BYOB), nothing is allocated per read;
+ * elsewhere each slice is read with Blob.arrayBuffer().
+ */
+function sliceReader(file) {
+  let reader = null;
+  try {
+    reader = file.stream().getReader({ mode: 'byob' });
+  } catch {
+    reader = null;
+  }
+  if (!reader) {
+    return {
+      read: async (buf, offset) => {
+        const b = await file.slice(offset, offset + buf.byteLength).arrayBuffer();
+        if (b.byteLength !== buf.byteLength) throw new Error('the file changed while it was read');
+        return b;
+      },
+      cancel() {},
+    };
+  }
+  return {
+    read: async (buf, offset) => {
+      let at = 0;
+      let b = buf;
+      while (at < b.byteLength) {
+        const { done, value } = await reader.read(new Uint8Array(b, at, b.byteLength - at));
+        if (done) throw new Error(`the file ended at ${offset + at} bytes, before its size: it changed while it was read`);
+        b = value.buffer;
+        at += value.byteLength;
+      }
+      return b;
+    },
+    cancel() {
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+/**
+ * Reads `file` into SLICES_AHEAD buffers and hands each over as it is filled:
+ * `send({ slice, offset }, [slice])`, or `send({ sliceError })` if reading fails. The loading
+ * worker gives each buffer back once it has copied it (`giveBack(buffer)`), to be read into
+ * again, so reading a gigabyte allocates no fresh buffers. `stop()` stops reading and lets the
+ * buffers go.
+ */
+export function readSlices(file, send) {
+  const slices = sliceReader(file);
+  const free = [];
+  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil(file.size / SLICE_BYTES)); i++) {
+    free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size)));
+  }
+  let readTo = 0;
+  let reading = false;
+  let stopped = false;
+  const readAhead = async () => {
+    if (reading) return;
+    reading = true;
+    try {
+      while (!stopped && readTo < file.size && free.length) {
+        const offset = readTo;
+        const want = Math.min(SLICE_BYTES, file.size - offset);
+        // The last slice has a buffer of its own length.
+        const buf = want === free[free.length - 1].byteLength ? free.pop() : new ArrayBuffer(want);
+        const slice = await slices.read(buf, offset);
+        readTo = offset + want;
+        if (readTo >= file.size) free.length = 0;
+        if (!stopped) send({ slice, offset }, [slice]);
+      }
+    } catch (err) {
+      if (!stopped) send({ sliceError: `${err.message || err}` });
+    }
+    reading = false;
+  };
+  readAhead();
+  return {
+    giveBack(buffer) {
+      // Kept only while there is more to read.
+      if (!stopped && readTo < file.size) free.push(buffer);
+      readAhead();
+    },
+    stop() {
+      stopped = true;
+      free.length = 0;
+      slices.cancel();
+    },
+  };
+}
