@@ -46,7 +46,11 @@ const readerUrl = new URL('./reader.js', import.meta.url);
 function spawnReader() {
   try {
     const reader = new Worker(readerUrl, { type: 'module' });
-    reader.onerror = (e) => e.preventDefault();
+    reader.broken = false;
+    reader.onerror = (e) => {
+      e.preventDefault();
+      reader.broken = true;
+    };
     return reader;
   } catch {
     return null;
@@ -161,14 +165,14 @@ function loadInWorker(module, file, request, onProgress) {
   // the slices straight to this one (www/reader.js), or, where that cannot start, here.
   let port = null;
   let readBytes = 0;
-  let reader = spareReader ?? spawnReader();
+  const reader = spareReader && !spareReader.broken ? spareReader : spawnReader();
   spareReader = null;
   const readHere = () => readSlices(file, (m, transfer) => worker.postMessage(m, transfer ?? []));
   if (reader) {
     const channel = new MessageChannel();
     reader.postMessage({ file, port: channel.port1 }, [channel.port1]);
     port = channel.port2;
-    reading = { stop: () => reader.terminate() };
+    reading = { stop: () => reader.terminate(), giveBack() {} };
     // A reading worker that stopped before it read anything (its script did not load, say):
     // the page reads instead.
     reader.onerror = (e) => {

@@ -16,21 +16,19 @@ const early = new Map();
 let waiting = null;
 let readError = null;
 
-/** The slice handed out last: asking for the next one means it has been copied. */
+/** The slice handed out last, and who sent it: asking for the next one means it has been
+ * copied. */
 let lent = null;
-/** Where the slices come from: the reading worker's port, or the page. */
-let source = self;
 
 /** The slice at `offset`, once it has come. The one before goes back, to be read into again. */
 function nextSlice(offset) {
-  if (lent) source.postMessage({ kind: 'slice-back', slice: lent }, [lent]);
+  if (lent) lent.from.postMessage({ kind: 'slice-back', slice: lent.slice }, [lent.slice]);
   lent = null;
   return new Promise((resolve, reject) => {
     if (early.has(offset)) {
-      const b = early.get(offset);
+      lent = early.get(offset);
       early.delete(offset);
-      lent = b;
-      resolve(b);
+      resolve(lent.slice);
     } else if (readError !== null) {
       reject(new Error(readError));
     } else {
@@ -39,16 +37,18 @@ function nextSlice(offset) {
   });
 }
 
-/** Takes a slice (or the news that reading failed) from whoever reads the file. */
-function takeSlice(m) {
+/** Takes a slice (or the news that reading failed) from whoever reads the file (`from`: the
+ * page, or the reading worker's port), to whom its buffer goes back. */
+function takeSlice(m, from) {
   if (m.slice) {
+    const slice = { slice: m.slice, from };
     if (waiting && waiting.offset === m.offset) {
       const w = waiting;
       waiting = null;
-      lent = m.slice;
+      lent = slice;
       w.resolve(m.slice);
     } else {
-      early.set(m.offset, m.slice);
+      early.set(m.offset, slice);
     }
     return true;
   }
@@ -69,11 +69,8 @@ self.onmessage = async (e) => {
     });
     return;
   }
-  if (takeSlice(m)) return;
-  if (m.port) {
-    source = m.port;
-    source.onmessage = (p) => takeSlice(p.data);
-  }
+  if (takeSlice(m, self)) return;
+  if (m.port) m.port.onmessage = (p) => takeSlice(p.data, m.port);
   await ready;
   if (failure !== null || ready === null) {
     self.postMessage({ kind: 'failed', message: failure ?? 'no WebAssembly module' });

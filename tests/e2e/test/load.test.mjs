@@ -263,6 +263,14 @@ test('a file of many slices reads the same in a reading worker, on the page, and
     assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: inReader.bands, steps: inReader.steps });
     assert.deepEqual(here.memviz.errors, []);
     await here.close();
+    // A reading worker whose script fails: the page reads instead, and its buffers come back to it.
+    const broken = await env.newPage();
+    await broken.route('**/reader.js', (route) => route.fulfill({ contentType: 'text/javascript', body: 'throw new Error("no reading here");' }));
+    await broken.reload();
+    await broken.waitForSelector('#demo:not([disabled])');
+    await openFiles(broken, file);
+    await same(broken, 'read on the page after the reading worker failed');
+    await broken.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
