@@ -611,6 +611,9 @@ impl App {
                     let same_layout = v.mode() == self.view.mode();
                     self.view = v;
                     crate::views::on_view_shown(self);
+                    // The timeline's canvases were hidden (0 px) while a panel was shown.
+                    crate::views::show_panel_or_timeline(self);
+                    self.on_resize();
                     if !same_layout {
                         self.relayout(None, None);
                     }

@@ -45,18 +45,39 @@ use wasm_bindgen::prelude::*;
 #[cfg(test)]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-/// Shows a panic in the page's error box as well as the console.
+/// What the page says when its code fails: calm, and what to do next. The panic's own text
+/// goes to the console only (it helps a bug report, not the person looking at the chart).
+pub const CRASH_TEXT: &str = "Something went wrong inside memviz and this page has stopped. \
+Reload it and open the file again: the view, device, zoom and pin you had are kept in the address.";
+
+/// Turns a panic into a calm message in the page's error box, with a button that reloads the
+/// page (keeping the URL fragment, so the same view comes back when the file is opened again).
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let msg = format!("memviz hit an internal error and must be reloaded: {info}");
-        web_sys::console::error_1(&JsValue::from_str(&msg));
-        if let Some(el) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.get_element_by_id("error"))
-        {
-            el.set_text_content(Some(&msg));
-            let _ = el.remove_attribute("hidden");
+        web_sys::console::error_1(&JsValue::from_str(&format!("memviz internal error: {info}")));
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+        let Some(el) = document.get_element_by_id("error") else { return };
+        el.set_text_content(None);
+        let _ = el.set_attribute("data-crash", "1");
+        if let Ok(p) = document.create_element("p") {
+            p.set_text_content(Some(CRASH_TEXT));
+            let _ = el.append_child(&p);
         }
+        if let Ok(button) = document.create_element("button") {
+            let _ = button.set_attribute("type", "button");
+            let _ = button.set_attribute("id", "crash-reload");
+            button.set_text_content(Some("Reload and reopen"));
+            // Touches no Rust state: only `location.reload()`, which keeps the fragment. The page
+            // is going away, so the closure is handed to the browser rather than kept.
+            let reload = wasm_bindgen::closure::Closure::once_into_js(|| {
+                if let Some(w) = web_sys::window() {
+                    let _ = w.location().reload();
+                }
+            });
+            let _ = button.add_event_listener_with_callback("click", reload.unchecked_ref());
+            let _ = el.append_child(&button);
+        }
+        let _ = el.remove_attribute("hidden");
     }));
 }
 

@@ -191,7 +191,7 @@ impl Raster {
             let first = left.max(0.0).floor() as usize;
             let last = (right.ceil().max(0.0) as usize).min(self.width_px);
             for x in first..last {
-                let x_mid = (x as f64 + 0.5).clamp(xa, xb);
+                let x_mid = crate::viewport::clamp_px(x as f64 + 0.5, xa, xb);
                 let y = if xb > xa { ya + (yb - ya) * (x_mid - xa) / (xb - xa) } else { ya };
                 self.rect(left.max(x as f64), right.min(x as f64 + 1.0), y - height_px, y, c);
             }

@@ -18,7 +18,7 @@ use crate::decimate::decimate_into;
 use crate::model::{column_envelopes, AnnotationSpan};
 use crate::raster::{rgb, Raster, Rgb};
 use crate::view::View;
-use crate::viewport::{PlotRect, Viewport};
+use crate::viewport::{clamp_px, PlotRect, Viewport};
 use crate::xmap::{TimeMap, XMap};
 
 /// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
@@ -332,6 +332,11 @@ pub fn draw(app: &App) {
         return;
     }
     if crate::views::draw(app) {
+        return;
+    }
+    // A canvas measured while hidden has no size: nothing is drawn into it, and the resize
+    // observer asks for a frame once it has one.
+    if app.file().is_some() && !(app.plot_css.0 >= 1.0 && app.plot_css.1 >= 1.0) {
         return;
     }
     let ui = &app.ui;
@@ -993,7 +998,7 @@ pub fn draw_timeline_base(
     ctx.set_line_width(1.5 * dpr);
     ctx.begin_path();
     for o in &f.plot.ooms {
-        let x = x_dev_of_pos(xm.pos(o.step)).clamp(left_dev + dpr, left_dev + width_dev - dpr);
+        let x = clamp_px(x_dev_of_pos(xm.pos(o.step)), left_dev + dpr, left_dev + width_dev - dpr);
         ctx.move_to(x, rect.top_px * dpr);
         ctx.line_to(x, bottom_dev);
     }
@@ -1038,9 +1043,7 @@ pub fn draw_timeline_base(
             axis::step_label(t)
         };
         let width = ctx.measure_text(&label).map_or(40.0, |m| m.width());
-        let x = v
-            .x_px(&rect, t)
-            .clamp(width / 2.0 + 2.0, w - width / 2.0 - 2.0);
+        let x = clamp_px(v.x_px(&rect, t), width / 2.0 + 2.0, w - width / 2.0 - 2.0);
         if x - width / 2.0 < last_right + 10.0 {
             continue;
         }
@@ -1359,10 +1362,7 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
             }
             Some(Target::Oom(i)) => {
                 if let Some(o) = f.plot.ooms.get(i) {
-                    let x = v
-                        .x_px(&rect, xm.pos(o.step))
-                        .clamp(rect.left_px + 1.0, rect.right_px() - 1.0)
-                        * dpr;
+                    let x = clamp_px(v.x_px(&rect, xm.pos(o.step)), rect.left_px + 1.0, rect.right_px() - 1.0) * dpr;
                     ctx.set_stroke_style_str(OOM_COLOUR);
                     ctx.set_line_width(3.5 * dpr);
                     ctx.begin_path();
@@ -1524,7 +1524,7 @@ fn draw_minimap(app: &App) {
     ctx.set_stroke_style_str(OOM_COLOUR);
     ctx.set_line_width(1.5 * dpr);
     for o in &f.plot.ooms {
-        let x = (l + xm.pos(o.step) / v.full_x1 * wd).clamp(l + dpr, l + wd - dpr);
+        let x = clamp_px(l + xm.pos(o.step) / v.full_x1 * wd, l + dpr, l + wd - dpr);
         ctx.begin_path();
         ctx.move_to(x, rect.top_px * dpr);
         ctx.line_to(x, b);

@@ -54,6 +54,18 @@ pub struct Viewport {
     pub min_width: f64,
 }
 
+/// `v` kept within `[lo, hi]`, without `f64::clamp`'s panic when the bounds cross or are NaN
+/// (as they do for a canvas measured while hidden): crossed bounds give `hi`, a NaN value `lo`,
+/// a NaN bound is no bound.
+pub fn clamp_px(v: f64, lo: f64, hi: f64) -> f64 {
+    let v = if v >= lo || lo.is_nan() { v } else { lo };
+    if v <= hi || hi.is_nan() {
+        v
+    } else {
+        hi
+    }
+}
+
 /// Room left above the highest point when the y axis is fitted to a peak.
 pub const Y_HEADROOM: f64 = 1.05;
 
@@ -72,7 +84,7 @@ impl Viewport {
             y_max_bytes: full_y,
             full_x1,
             full_y_max_bytes: full_y,
-            min_width: min_width.clamp(1e-9, full_x1),
+            min_width: clamp_px(min_width, 1e-9, full_x1),
         }
     }
 
@@ -116,8 +128,8 @@ impl Viewport {
         if !factor.is_finite() || factor <= 0.0 {
             return;
         }
-        let anchor = anchor.clamp(self.x0, self.x1);
-        let w = (self.width() * factor).clamp(self.min_width, self.full_x1);
+        let anchor = clamp_px(anchor, self.x0, self.x1);
+        let w = clamp_px(self.width() * factor, self.min_width, self.full_x1);
         let frac = if self.width() > 0.0 {
             (anchor - self.x0) / self.width()
         } else {
@@ -165,7 +177,7 @@ impl Viewport {
     }
 
     fn clamp(&mut self) {
-        let w = self.width().clamp(self.min_width, self.full_x1);
+        let w = clamp_px(self.width(), self.min_width, self.full_x1);
         if self.x0 < 0.0 {
             self.x0 = 0.0;
         }
@@ -196,6 +208,21 @@ mod tests {
         width_px: 1000.0,
         height_px: 400.0,
     };
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn clamp_px_never_panics() {
+        assert_eq!(clamp_px(3.0, 0.0, 10.0), 3.0);
+        assert_eq!(clamp_px(-3.0, 0.0, 10.0), 0.0);
+        assert_eq!(clamp_px(13.0, 0.0, 10.0), 10.0);
+        // A label clamp on a canvas measured while hidden: [w/2 + 2, 0 - w/2 - 2].
+        assert_eq!(clamp_px(50.0, 5.8, -5.8), -5.8);
+        assert_eq!(clamp_px(f64::NAN, 0.0, 1.0), 0.0);
+        assert_eq!(clamp_px(0.5, f64::NAN, f64::NAN), 0.5);
+        let mut v = Viewport::new(0.0, 0.0, f64::NAN);
+        v.zoom_x(f64::NAN, 0.5);
+        v.pan(1.0);
+        assert!(v.x0 <= v.x1);
+    }
 
     #[wasm_bindgen_test(unsupported = test)]
     fn pixels_and_positions_round_trip() {

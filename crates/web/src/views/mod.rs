@@ -278,7 +278,7 @@ pub fn handle(app: &mut App, input: PanelInput) {
     };
     match (input, cur) {
         (PanelInput::Select(r), _) if r < n => app.panels.selected = Some((i, d, r)),
-        (PanelInput::Move(by), Some(c)) => select(app, (c as i64 + by).clamp(0, n as i64 - 1) as usize),
+        (PanelInput::Move(by), Some(c)) => select(app, (c as i64).saturating_add(by).max(0) as usize),
         (PanelInput::Jump(end), _) if n > 0 => select(app, if end { n - 1 } else { 0 }),
         _ => {}
     }
@@ -290,6 +290,23 @@ pub fn on_view_shown(app: &mut App) {
     app.panels.map_pointer = None;
     // Scroll the selected row into view once the list is laid out.
     *app.panels.drawn_rows.borrow_mut() = None;
+}
+
+/// Shows the panel or the timeline, whichever the current view is; whether it is the panel.
+///
+/// Called before the timeline's canvases are measured after a change of view, so that a
+/// timeline coming back from a panel is measured shown, not hidden (0 px wide).
+pub fn show_panel_or_timeline(app: &App) -> bool {
+    let panel = app.view.is_panel() && app.file().is_some();
+    let main = app.ui.main.class_list();
+    let _ = main.toggle_with_force("view-panel", panel);
+    let _ = main.toggle_with_force("view-history", panel && app.view == View::AllocatorStateHistory);
+    if let Some(els) = &app.panels.els {
+        if els.panel.hidden() == panel {
+            els.panel.set_hidden(!panel);
+        }
+    }
+    panel
 }
 
 /// Writes the panel for the current view; returns false when the view is not a panel view (the
@@ -307,13 +324,7 @@ pub fn draw(app: &App) -> bool {
             cb.set_checked(app.panels.hide_freed);
         }
     }
-    let panel = app.view.is_panel() && app.file().is_some();
-    let main = app.ui.main.class_list();
-    let _ = main.toggle_with_force("view-panel", panel);
-    let _ = main.toggle_with_force("view-history", panel && app.view == View::AllocatorStateHistory);
-    if els.panel.hidden() == panel {
-        els.panel.set_hidden(!panel);
-    }
+    let panel = show_panel_or_timeline(app);
     if !panel {
         *app.panels.drawn_stack.borrow_mut() = None;
         return false;

@@ -380,7 +380,7 @@ pub fn virtual_rows(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_px:
         return (0.0, 0, 0.0, 0);
     }
     let max_scroll = (height - view_px).max(0.0);
-    let scroll = scroll_px.clamp(0.0, max_scroll);
+    let scroll = crate::viewport::clamp_px(scroll_px, 0.0, max_scroll);
     let first_f = if full <= max_px || max_scroll <= 0.0 {
         scroll / row_px
     } else {
@@ -416,7 +416,7 @@ pub fn scroll_to_show(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_p
         if row >= first && (row as f64) + 1.0 <= first as f64 + rows_in_view - 1.0 {
             scroll_px
         } else {
-            let target = (row as f64 - rows_in_view / 2.0).clamp(0.0, span);
+            let target = crate::viewport::clamp_px(row as f64 - rows_in_view / 2.0, 0.0, span);
             target / span * max_scroll
         }
     }
