@@ -26,6 +26,7 @@ pub mod format;
 pub mod info;
 pub mod json;
 pub mod pickle;
+pub mod plot;
 pub mod reference;
 pub mod search;
 pub mod snapshot;

@@ -27,9 +27,9 @@ use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
 use crate::render;
-use crate::view::View;
-use crate::viewport::{PlotRect, Viewport};
-use crate::xmap::{XAxis, XMap};
+use memviz_view::view::View;
+use memviz_view::viewport::{PlotRect, Viewport};
+use memviz_view::xmap::{XAxis, XMap};
 
 /// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
 pub static DEMO_SNAPSHOT: &[u8] =

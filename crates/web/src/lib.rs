@@ -10,35 +10,29 @@
 //! Modules, from the DOM inwards:
 //! - [`app`]: the one [`app::App`] state, the event listeners (DOM events become
 //!   [`input::Input`]s), the handlers, the loader task and the animation-frame guard;
-//! - [`render`]: drawing the timeline, the minimap and the controls from the state; [`raster`]:
-//!   the timeline's filled areas as pixels;
+//! - [`render`]: drawing the timeline, the minimap and the controls from the state;
 //! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
 //!   are read, decoded and laid out off the main thread, then handed over as bytes;
-//! - pure logic tested in the browser and natively: [`viewport`] (window math), [`xmap`] (steps
-//!   or time on the x axis), [`axis`] (ticks and labels), [`decimate`] (vertices per pixel
-//!   column), [`input`] (key and wheel mapping), [`view`] (the views).
+//! - [`input`]: what the user did, as plain values.
+//!
+//! The logic that needs no browser (window math, x maps, axes, decimation, the raster, key and
+//! wheel mapping, the URL fragment, the event list) is [`memviz_view`], tested natively.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod app;
-pub mod axis;
-pub mod decimate;
 pub mod input;
 pub mod model;
 pub mod panels;
 pub mod pools;
-pub mod raster;
 pub mod render;
 pub mod search;
-pub mod view;
 pub mod url;
 pub mod views;
-pub mod viewport;
 pub mod worker;
 pub mod worker_client;
-pub mod xmap;
 
 use wasm_bindgen::prelude::*;
 

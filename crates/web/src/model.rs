@@ -1,12 +1,13 @@
-//! Loading a snapshot from chunks of bytes, and what one plot of it needs. Nothing here touches
-//! the DOM: the same code runs in the page and in the loading Web Worker ([`crate::worker`]),
-//! which hands the model and plot over as bytes ([`memviz_core::wire`]).
+//! Loading a snapshot from chunks of bytes. Nothing here touches the DOM: the same code runs in
+//! the page and in the loading Web Worker ([`crate::worker`]), which hands the model and plot
+//! over as bytes ([`memviz_core::wire`]). What a plot needs is [`memviz_core::plot`],
+//! re-exported here.
 
-use memviz_core::snapshot::{Action, Snapshot};
+use memviz_core::snapshot::Snapshot;
 use memviz_core::timeline::{self, Layout, Options};
 use memviz_core::{Error, Loader};
 
-use crate::xmap::TimeMap;
+pub use memviz_core::plot::{assign_rows, choose_device, AnnotationSpan, OomMark, PlotData, TimeMap, MAX_ANNOTATION_ROWS};
 
 /// Bytes read from a file at a time: big enough that reading an 85 MiB file in slices costs
 /// little more than reading it whole (measured in Chromium: 4 MiB slices took about twice as
@@ -49,15 +50,6 @@ impl ModelLoader {
     pub fn finish(self) -> Result<Snapshot, Error> {
         self.loader.finish()
     }
-}
-
-/// The device a new file shows first: `preferred` when the file has it, else the first device
-/// with a trace.
-pub fn choose_device(snap: &Snapshot, preferred: Option<i64>) -> usize {
-    preferred
-        .and_then(|index| snap.devices.iter().position(|d| d.index == index))
-        .or_else(|| snap.default_device())
-        .unwrap_or(0)
 }
 
 /// Loads a snapshot from chunks in one go.
@@ -104,161 +96,6 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
-}
-
-/// An `oom` entry placed on the timeline.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OomMark {
-    /// Trace row of the entry.
-    pub row: u32,
-    /// Step it is drawn at.
-    pub step: f64,
-}
-
-/// A `record_function` region from `external_annotations`, START to END.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnnotationSpan {
-    /// Region name.
-    pub name: String,
-    /// Step of the START (the event nearest in time).
-    pub start_step: f64,
-    /// Step of the END.
-    pub end_step: f64,
-    /// Time of the START, µs since the epoch.
-    pub start_us: i64,
-    /// Time of the END, µs since the epoch (the last event's time for a region never ended).
-    pub end_us: i64,
-}
-
-/// Everything one plot of one device needs.
-pub struct PlotData {
-    /// Index into the snapshot's devices.
-    pub device_pos: usize,
-    /// The layout.
-    pub layout: Layout,
-    /// Step → time map, when the trace has times.
-    pub time: Option<TimeMap>,
-    /// OOM entries.
-    pub ooms: Vec<OomMark>,
-    /// Annotated regions of this device, in start order.
-    pub annotations: Vec<AnnotationSpan>,
-    /// Row of each annotation in the strip above the plot (nested regions get lower rows).
-    pub annotation_rows: Vec<usize>,
-    /// Rows the strip needs.
-    pub annotation_row_count: usize,
-}
-
-memviz_core::wire_struct!(OomMark { row, step });
-memviz_core::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us });
-memviz_core::wire_struct!(PlotData {
-    device_pos,
-    layout,
-    time,
-    ooms,
-    annotations,
-    annotation_rows,
-    annotation_row_count,
-});
-
-/// Most rows the annotation strip gets; deeper nesting shares the last row.
-pub const MAX_ANNOTATION_ROWS: usize = 3;
-
-/// Assigns each span (sorted by start) the first row free at its start.
-pub fn assign_rows(spans: &[(f64, f64)], max_rows: usize) -> (Vec<usize>, usize) {
-    let mut row_end: Vec<f64> = Vec::new();
-    let mut rows = Vec::with_capacity(spans.len());
-    for &(a, b) in spans {
-        let r = match row_end.iter().position(|&e| e <= a) {
-            Some(r) => r,
-            None if row_end.len() < max_rows.max(1) => {
-                row_end.push(f64::NEG_INFINITY);
-                row_end.len() - 1
-            }
-            None => row_end.len() - 1,
-        };
-        row_end[r] = row_end[r].max(b);
-        rows.push(r);
-    }
-    (rows, row_end.len())
-}
-
-impl PlotData {
-    /// Lays out one device.
-    pub fn build(snap: &Snapshot, device_pos: usize, options: Options) -> PlotData {
-        let layout = Layout::build(snap, device_pos, options);
-        let Some(dev) = snap.devices.get(device_pos) else {
-            return PlotData {
-                device_pos,
-                layout,
-                time: None,
-                ooms: Vec::new(),
-                annotations: Vec::new(),
-                annotation_rows: Vec::new(),
-                annotation_row_count: 0,
-            };
-        };
-        let t = &dev.trace;
-        let time = TimeMap::build(&layout, t);
-        let ooms = t
-            .action
-            .iter()
-            .enumerate()
-            .filter(|(_, &a)| a == Action::Oom)
-            .map(|(row, _)| OomMark {
-                row: row as u32,
-                step: f64::from(layout.step_for_row(row as u32)),
-            })
-            .collect();
-        let mut annotations = Vec::new();
-        if let Some(tm) = &time {
-            let end_us = tm.t0_us + tm.end_us() as i64;
-            let mut open: Vec<(u32, i64)> = Vec::new();
-            let step_of = |tu: i64| timeline::step_at_time(&layout, t, tu).unwrap_or(0.0);
-            let push = |name: u32, a: i64, b: i64, out: &mut Vec<AnnotationSpan>| {
-                out.push(AnnotationSpan {
-                    name: snap.strings.get(name).to_string(),
-                    start_step: step_of(a),
-                    end_step: step_of(b),
-                    start_us: a,
-                    end_us: b,
-                });
-            };
-            for a in snap.annotations.iter().filter(|a| a.device == dev.index) {
-                let Some(tu) = a.time_us else { continue };
-                if a.start {
-                    open.push((a.name, tu));
-                } else if let Some(i) = open.iter().rposition(|&(n, _)| n == a.name) {
-                    let (n, s) = open.remove(i);
-                    push(n, s, tu, &mut annotations);
-                } else {
-                    push(a.name, tm.t0_us, tu, &mut annotations);
-                }
-            }
-            for (n, s) in open {
-                push(n, s, end_us.max(s), &mut annotations);
-            }
-            annotations.sort_by(|a, b| a.start_us.cmp(&b.start_us).then(b.end_us.cmp(&a.end_us)));
-        }
-        let spans: Vec<(f64, f64)> = annotations
-            .iter()
-            .map(|a| (a.start_us as f64, a.end_us as f64))
-            .collect();
-        let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
-        PlotData {
-            device_pos,
-            layout,
-            time,
-            ooms,
-            annotations,
-            annotation_rows,
-            annotation_row_count,
-        }
-    }
-
-    /// Number of allocations the layout knows (drawn or summarized).
-    pub fn element_count(&self) -> usize {
-        self.layout.elements.len()
-    }
 }
 
 pub use memviz_core::timeline::ColumnEnvelope;
@@ -378,25 +215,6 @@ mod tests {
         );
         assert_eq!(base64_decode("Zm9v!"), None);
         assert_eq!(base64_decode("Zg==Zg"), None);
-    }
-
-    #[wasm_bindgen_test(unsupported = test)]
-    fn rows_keep_overlapping_spans_apart() {
-        let (rows, n) = assign_rows(
-            &[
-                (0.0, 10.0),
-                (1.0, 3.0),
-                (2.0, 2.5),
-                (3.0, 5.0),
-                (11.0, 12.0),
-            ],
-            3,
-        );
-        assert_eq!(rows, vec![0, 1, 2, 1, 0]);
-        assert_eq!(n, 3);
-        let (rows, n) = assign_rows(&[(0.0, 10.0), (1.0, 9.0), (2.0, 8.0), (3.0, 7.0)], 2);
-        assert_eq!(rows, vec![0, 1, 1, 1]);
-        assert_eq!(n, 2);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

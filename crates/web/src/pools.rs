@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
 
 use crate::app::App;
-use crate::view::View;
+use memviz_view::view::View;
 
 /// Colours of the envelopes, by pool.
 const ENVELOPE_COLOURS: [&str; 4] = ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"];

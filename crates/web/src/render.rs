@@ -13,13 +13,13 @@ use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 use crate::app::{App, Drag, OpenFile, Target};
-use crate::axis;
-use crate::decimate::decimate_into;
+use memviz_view::axis;
+use memviz_view::decimate::decimate_into;
 use crate::model::{column_envelopes, AnnotationSpan};
-use crate::raster::{rgb, Raster, Rgb};
-use crate::view::View;
-use crate::viewport::{clamp_px, PlotRect, Viewport};
-use crate::xmap::{TimeMap, XMap};
+use memviz_view::raster::{rgb, Raster, Rgb};
+use memviz_view::view::View;
+use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
+use memviz_view::xmap::{TimeMap, XMap};
 
 /// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
 pub const PALETTE: [&str; 10] = [
@@ -190,7 +190,7 @@ impl ViewEdges {
 
 /// What a held copy of the plot area shows, but for its window: the file and layout, the x
 /// axis, the y scale and the canvas' size (CSS px and devicePixelRatio), bit for bit.
-pub type HeldWhat = (Option<usize>, usize, View, crate::xmap::XAxis, u64, (u64, u64, u64));
+pub type HeldWhat = (Option<usize>, usize, View, memviz_view::xmap::XAxis, u64, (u64, u64, u64));
 
 /// A copy of the plot area of an exactly drawn base frame (bands and fills, no grid), kept off
 /// screen. A zoom or a pan changes only the x window, so its first frame stretches the copies
@@ -475,7 +475,7 @@ pub struct CanvasKey {
     current: Option<usize>,
     generation: usize,
     view: View,
-    viewport: Option<(Viewport, crate::xmap::XAxis)>,
+    viewport: Option<(Viewport, memviz_view::xmap::XAxis)>,
     hover: Option<Target>,
     pinned: Option<Target>,
     brush: Option<(f64, f64)>,

@@ -12,25 +12,9 @@
 use std::cell::{Cell, RefCell};
 
 use crate::app::{App, Target};
-use crate::view::View;
-use crate::xmap::XAxis;
-
-/// What a fragment holds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Fragment {
-    /// File name (without the " (2)" of repeated names).
-    pub file: Option<String>,
-    /// View value.
-    pub view: Option<View>,
-    /// Device index.
-    pub device: Option<i64>,
-    /// Window in event steps.
-    pub x_steps: Option<(f64, f64)>,
-    /// Pinned allocation's address label (`b<hex>_<version>`).
-    pub pin: Option<String>,
-    /// Selected event of the Allocator State History.
-    pub event: Option<usize>,
-}
+use memviz_view::fragment::{base_name, format, parse, same_but_window, Fragment};
+use memviz_view::view::View;
+use memviz_view::xmap::XAxis;
 
 fn decode(s: &str) -> String {
     js_sys::decode_uri_component(s).ok().and_then(|v| v.as_string()).unwrap_or_else(|| s.to_string())
@@ -38,61 +22,6 @@ fn decode(s: &str) -> String {
 
 fn encode(s: &str) -> String {
     js_sys::encode_uri_component(s).as_string().unwrap_or_default()
-}
-
-/// Reads a fragment (with or without the leading `#`); unknown or malformed parts are skipped.
-pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
-    let mut f = Fragment::default();
-    for part in hash.trim_start_matches('#').split('&') {
-        let Some((k, v)) = part.split_once('=') else { continue };
-        match k {
-            "file" => f.file = Some(decode_part(v)).filter(|s| !s.is_empty()),
-            "view" => f.view = View::from_value(v),
-            "device" => f.device = v.parse().ok(),
-            "x" => {
-                f.x_steps = v.split_once('-').and_then(|(a, b)| {
-                    let (a, b) = (a.parse::<f64>().ok()?, b.parse::<f64>().ok()?);
-                    (a.is_finite() && b.is_finite() && a < b).then_some((a, b))
-                });
-            }
-            "pin" => f.pin = Some(v.to_string()).filter(|s| s.len() <= 40 && s.starts_with('b')),
-            "event" => f.event = v.parse().ok(),
-            _ => {}
-        }
-    }
-    f
-}
-
-/// Writes a fragment (without the `#`).
-pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
-    let mut parts = Vec::new();
-    if let Some(v) = &f.file {
-        parts.push(format!("file={}", encode_part(v)));
-    }
-    if let Some(v) = f.view {
-        parts.push(format!("view={}", v.value()));
-    }
-    if let Some(d) = f.device {
-        parts.push(format!("device={d}"));
-    }
-    if let Some((a, b)) = f.x_steps {
-        parts.push(format!("x={}-{}", a.round(), b.round()));
-    }
-    if let Some(p) = &f.pin {
-        parts.push(format!("pin={p}"));
-    }
-    if let Some(e) = f.event {
-        parts.push(format!("event={e}"));
-    }
-    parts.join("&")
-}
-
-/// The name a file was opened under, without the ` (N)` added for repeated names.
-fn base_name(name: &str) -> &str {
-    match name.rfind(" (") {
-        Some(i) if name.ends_with(')') && name[i + 2..name.len() - 1].bytes().all(|b| b.is_ascii_digit()) => &name[..i],
-        _ => name,
-    }
 }
 
 thread_local! {
@@ -207,12 +136,6 @@ pub fn sync(app: &App) {
     }
 }
 
-/// Whether the fragment `written` holds everything of `frag` but its zoom window.
-fn same_but_window(written: &str, frag: &Fragment, decode_part: impl Fn(&str) -> String) -> bool {
-    let old = parse(written, decode_part);
-    Fragment { x_steps: None, ..old } == Fragment { x_steps: None, ..frag.clone() }
-}
-
 /// Replaces the page's fragment with `text` (without the `#`).
 fn write(text: String) {
     let Some(w) = web_sys::window() else { return };
@@ -235,54 +158,4 @@ fn arm_timer() {
             write(text);
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
-
-    #[wasm_bindgen_test(unsupported = test)]
-    fn fragments_round_trip() {
-        let f = Fragment {
-            file: Some("run.pickle".into()),
-            view: Some(View::AllocatorStateHistory),
-            device: Some(1),
-            x_steps: Some((120.0, 4500.0)),
-            pin: Some("b7f0a2c000000_3".into()),
-            event: Some(77),
-        };
-        let id = |s: &str| s.to_string();
-        let text = format(&f, id);
-        assert_eq!(text, "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_3&event=77");
-        assert_eq!(parse(&format!("#{text}"), id), f);
-        // Junk is skipped.
-        let g = parse("#view=nope&device=x&x=5-1&pin=zzz&other=1&=&&", id);
-        assert_eq!(g, Fragment::default());
-        assert_eq!(base_name("a.pickle (2)"), "a.pickle");
-        assert_eq!(base_name("a (b).pickle"), "a (b).pickle");
-    }
-
-    #[wasm_bindgen_test(unsupported = test)]
-    fn a_new_zoom_window_alone_is_told_apart() {
-        let id = |s: &str| s.to_string();
-        let f = Fragment {
-            file: Some("run.pickle".into()),
-            view: Some(View::ActiveMemoryTimeline),
-            device: Some(0),
-            x_steps: Some((120.0, 4500.0)),
-            pin: None,
-            event: None,
-        };
-        let written = format(&f, id);
-        let zoomed = Fragment { x_steps: Some((130.0, 4000.0)), ..f.clone() };
-        assert!(same_but_window(&written, &zoomed, id));
-        let full = Fragment { x_steps: None, ..f.clone() };
-        assert!(same_but_window(&written, &full, id));
-        let pinned = Fragment { pin: Some("b7f0a2c000000_3".into()), ..zoomed };
-        assert!(!same_but_window(&written, &pinned, id));
-        let other_view = Fragment { view: Some(View::AllocatorStateHistory), ..f.clone() };
-        assert!(!same_but_window(&written, &other_view, id));
-        assert!(!same_but_window("", &f, id));
-    }
 }

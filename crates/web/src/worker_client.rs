@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::app::App;
 use crate::model::PlotData;
-use crate::xmap::TimeMap;
+use memviz_view::xmap::TimeMap;
 use crate::worker::{
     encode_request, js_text, LoadRequest, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP,
     TIMINGS_GROUP, TRACE_GROUP,

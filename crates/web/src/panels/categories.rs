@@ -324,7 +324,7 @@ fn draw_profile(
     if !restored {
         chart::fit(&canvas, CHART_CSS_PX, dpr);
         let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0);
-        let (_, ticks) = crate::axis::linear_ticks(0.0, t1 - t0, 6);
+        let (_, ticks) = memviz_view::axis::linear_ticks(0.0, t1 - t0, 6);
         let label = |x: f64| time_text(x as i64);
         let axes = chart::Axes {
             x: 0.0..t1 - t0,

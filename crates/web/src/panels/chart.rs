@@ -15,7 +15,7 @@ use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, HtmlCanvasElement};
 
-use crate::axis::byte_label;
+use memviz_view::axis::byte_label;
 
 /// Coordinates of a chart: x in the caller's unit, y in bytes, both with chosen ticks.
 pub type Coord = Cartesian2d<Ticked, Ticked>;

@@ -16,7 +16,7 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc, Analysis};
 use crate::app::{App, OpenFile, Target};
-use crate::axis;
+use memviz_view::axis;
 use crate::input::Surface;
 
 /// `97.5 MiB (102228128 bytes)`.

@@ -6,7 +6,6 @@
 //! [`PanelInput`]s through [`crate::app::listen`]; [`draw`] writes the panel from the state.
 
 pub mod settings;
-pub mod state_history;
 
 use std::cell::RefCell;
 use std::rc::Weak;
@@ -20,7 +19,8 @@ use web_sys::{CanvasRenderingContext2d, Document, Element, HtmlCanvasElement, Ht
 use crate::app::{listen, App};
 use crate::input::Input;
 use crate::render::PALETTE;
-use crate::view::View;
+use memviz_view::view::View;
+use memviz_view::history as state_history;
 use state_history::{HistoryData, MapHit, MapLayout};
 
 /// Height of one event row, CSS px (matches `#event-rows > div` in style.css).

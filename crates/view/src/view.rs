@@ -64,9 +64,10 @@ impl View {
         match self {
             View::ActiveCachedSegmentTimeline => memviz_core::timeline::Mode::Segments,
             View::MappedPagesTimeline => memviz_core::timeline::Mode::MappedPages,
-            View::ActiveMemoryTimeline | View::AllocatedMemoryPools | View::AllocatorStateHistory | View::AllocatorSettings => {
-                memviz_core::timeline::Mode::Allocations
-            }
+            View::ActiveMemoryTimeline
+            | View::AllocatedMemoryPools
+            | View::AllocatorStateHistory
+            | View::AllocatorSettings => memviz_core::timeline::Mode::Allocations,
         }
     }
 
@@ -79,9 +80,8 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn values_round_trip() {
         for v in View::ALL {
             assert_eq!(View::from_value(v.value()), Some(v));

@@ -95,9 +95,8 @@ pub fn time_label(us: f64, step_us: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn nice_steps() {
         assert_eq!(nice_step(0.7), 1.0);
         assert_eq!(nice_step(1.0), 1.0);
@@ -107,7 +106,7 @@ mod tests {
         assert_eq!(nice_step(0.03), 0.05);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn byte_ticks_have_distinct_binary_labels() {
         for max in [
             1.0,
@@ -140,7 +139,7 @@ mod tests {
         );
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn step_and_time_labels() {
         assert_eq!(step_label(0.0), "0");
         assert_eq!(step_label(12500.0), "12,500");

@@ -200,7 +200,6 @@ pub fn fit_y(peak_bytes: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
 
     const RECT: PlotRect = PlotRect {
         left_px: 50.0,
@@ -209,7 +208,7 @@ mod tests {
         height_px: 400.0,
     };
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn clamp_px_never_panics() {
         assert_eq!(clamp_px(3.0, 0.0, 10.0), 3.0);
         assert_eq!(clamp_px(-3.0, 0.0, 10.0), 0.0);
@@ -224,7 +223,7 @@ mod tests {
         assert!(v.x0 <= v.x1);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn pixels_and_positions_round_trip() {
         let v = Viewport::new(2000.0, 100.0, 2.0);
         assert_eq!(v.x_px(&RECT, 0.0), 50.0);
@@ -234,7 +233,7 @@ mod tests {
         assert!((v.bytes_at(&RECT, v.y_px(&RECT, 42.0)) - 42.0).abs() < 1e-9);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn zoom_keeps_the_anchor_in_place() {
         let mut v = Viewport::new(1000.0, 1.0, 2.0);
         let x = v.x_px(&RECT, 250.0);
@@ -249,7 +248,7 @@ mod tests {
         assert!((v.width() - 2.0).abs() < 1e-9);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn pan_stays_inside_the_domain() {
         let mut v = Viewport::new(1000.0, 1.0, 2.0);
         v.set_window(100.0, 200.0);

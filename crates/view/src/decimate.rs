@@ -61,9 +61,8 @@ pub fn decimate(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn keeps_short_lines_as_they_are() {
         let pts = [(0.0, 5.0), (10.0, 5.0), (20.0, 7.0)];
         assert_eq!(decimate(&pts), pts.to_vec());
@@ -71,7 +70,7 @@ mod tests {
         assert_eq!(decimate(&[(1.0, 1.0)]), vec![(1.0, 1.0)]);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn at_most_two_per_column_plus_ends() {
         // 10,000 points over 100 columns, zig-zagging.
         let pts: Vec<(f64, f64)> = (0..10_000)

@@ -1,0 +1,337 @@
+//! What one plot of one device needs beside its layout: the step → time map for a time axis,
+//! the OOM marks, the `record_function` regions placed in rows, and which device a file opens
+//! on. Shared by the page (which lays out in its worker and sends a [`PlotData`] over
+//! [`crate::wire`]) and anything else that draws a timeline.
+
+use crate::snapshot::{Action, Snapshot, Trace};
+use crate::timeline::{self, Layout, Options};
+
+/// The device a new file shows first: `preferred` when the file has it, else the first device
+/// with a trace.
+pub fn choose_device(snap: &Snapshot, preferred: Option<i64>) -> usize {
+    preferred
+        .and_then(|index| snap.devices.iter().position(|d| d.index == index))
+        .or_else(|| snap.default_device())
+        .unwrap_or(0)
+}
+
+/// A monotone piecewise-linear map from steps to positions (µs since the first event).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimeMap {
+    knot_step: Vec<f64>,
+    knot_us: Vec<f64>,
+    /// Absolute time of position 0, µs since the epoch.
+    pub t0_us: i64,
+}
+
+impl TimeMap {
+    /// Builds the map from a layout's events and their trace times; `None` without times.
+    pub fn build(layout: &Layout, trace: &Trace) -> Option<TimeMap> {
+        let times: Vec<Option<i64>> = layout
+            .event_row
+            .iter()
+            .map(|&r| {
+                if r == u32::MAX {
+                    None
+                } else {
+                    trace.time_us_at(r as usize)
+                }
+            })
+            .collect();
+        let first = times.iter().flatten().next().copied()?;
+        let mut knot_step = Vec::with_capacity(times.len() + 1);
+        let mut knot_us = Vec::with_capacity(times.len() + 1);
+        let mut last = first;
+        for (i, t) in times.iter().enumerate() {
+            let t = t.unwrap_or(last).max(last);
+            last = t;
+            knot_step.push(f64::from(layout.event_step.get(i).copied().unwrap_or(0)));
+            knot_us.push((t - first) as f64);
+        }
+        let end = f64::from(layout.steps);
+        if knot_step.last().is_none_or(|&s| s < end) {
+            knot_step.push(end);
+            knot_us.push((last - first) as f64);
+        }
+        Some(TimeMap::from_knots(knot_step, knot_us, first))
+    }
+
+    /// A map through the given knots (steps strictly increasing, µs non-decreasing).
+    pub fn from_knots(knot_step: Vec<f64>, knot_us: Vec<f64>, t0_us: i64) -> TimeMap {
+        TimeMap {
+            knot_step,
+            knot_us,
+            t0_us,
+        }
+    }
+
+    /// Last position (µs).
+    pub fn end_us(&self) -> f64 {
+        self.knot_us.last().copied().unwrap_or(0.0)
+    }
+
+    /// Position (µs since the first event) of a step.
+    pub fn us_at_step(&self, step: f64) -> f64 {
+        let n = self.knot_step.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let i = self.knot_step.partition_point(|&s| s <= step);
+        if i == 0 {
+            return self.knot_us[0];
+        }
+        if i >= n {
+            return self.knot_us[n - 1];
+        }
+        let (s0, s1) = (self.knot_step[i - 1], self.knot_step[i]);
+        let (u0, u1) = (self.knot_us[i - 1], self.knot_us[i]);
+        u0 + (u1 - u0) * (step - s0) / (s1 - s0)
+    }
+
+    /// Step at a position (µs since the first event); in a stretch where time stands still, the
+    /// last step of it.
+    pub fn step_at_us(&self, us: f64) -> f64 {
+        let n = self.knot_us.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let i = self.knot_us.partition_point(|&u| u <= us);
+        if i == 0 {
+            return self.knot_step[0];
+        }
+        if i >= n {
+            return self.knot_step[n - 1];
+        }
+        let (s0, s1) = (self.knot_step[i - 1], self.knot_step[i]);
+        let (u0, u1) = (self.knot_us[i - 1], self.knot_us[i]);
+        if u1 > u0 {
+            s0 + (s1 - s0) * (us - u0) / (u1 - u0)
+        } else {
+            s0
+        }
+    }
+}
+
+/// An `oom` entry placed on the timeline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OomMark {
+    /// Trace row of the entry.
+    pub row: u32,
+    /// Step it is drawn at.
+    pub step: f64,
+}
+
+/// A `record_function` region from `external_annotations`, START to END.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnnotationSpan {
+    /// Region name.
+    pub name: String,
+    /// Step of the START (the event nearest in time).
+    pub start_step: f64,
+    /// Step of the END.
+    pub end_step: f64,
+    /// Time of the START, µs since the epoch.
+    pub start_us: i64,
+    /// Time of the END, µs since the epoch (the last event's time for a region never ended).
+    pub end_us: i64,
+}
+
+/// Everything one plot of one device needs.
+pub struct PlotData {
+    /// Index into the snapshot's devices.
+    pub device_pos: usize,
+    /// The layout.
+    pub layout: Layout,
+    /// Step → time map, when the trace has times.
+    pub time: Option<TimeMap>,
+    /// OOM entries.
+    pub ooms: Vec<OomMark>,
+    /// Annotated regions of this device, in start order.
+    pub annotations: Vec<AnnotationSpan>,
+    /// Row of each annotation in the strip above the plot (nested regions get lower rows).
+    pub annotation_rows: Vec<usize>,
+    /// Rows the strip needs.
+    pub annotation_row_count: usize,
+}
+
+crate::wire_struct!(OomMark { row, step });
+crate::wire_struct!(AnnotationSpan {
+    name,
+    start_step,
+    end_step,
+    start_us,
+    end_us
+});
+crate::wire_struct!(PlotData {
+    device_pos,
+    layout,
+    time,
+    ooms,
+    annotations,
+    annotation_rows,
+    annotation_row_count,
+});
+
+/// Most rows the annotation strip gets; deeper nesting shares the last row.
+pub const MAX_ANNOTATION_ROWS: usize = 3;
+
+/// Assigns each span (sorted by start) the first row free at its start.
+pub fn assign_rows(spans: &[(f64, f64)], max_rows: usize) -> (Vec<usize>, usize) {
+    let mut row_end: Vec<f64> = Vec::new();
+    let mut rows = Vec::with_capacity(spans.len());
+    for &(a, b) in spans {
+        let r = match row_end.iter().position(|&e| e <= a) {
+            Some(r) => r,
+            None if row_end.len() < max_rows.max(1) => {
+                row_end.push(f64::NEG_INFINITY);
+                row_end.len() - 1
+            }
+            None => row_end.len() - 1,
+        };
+        row_end[r] = row_end[r].max(b);
+        rows.push(r);
+    }
+    (rows, row_end.len())
+}
+
+impl PlotData {
+    /// Lays out one device.
+    pub fn build(snap: &Snapshot, device_pos: usize, options: Options) -> PlotData {
+        let layout = Layout::build(snap, device_pos, options);
+        let Some(dev) = snap.devices.get(device_pos) else {
+            return PlotData {
+                device_pos,
+                layout,
+                time: None,
+                ooms: Vec::new(),
+                annotations: Vec::new(),
+                annotation_rows: Vec::new(),
+                annotation_row_count: 0,
+            };
+        };
+        let t = &dev.trace;
+        let time = TimeMap::build(&layout, t);
+        let ooms = t
+            .action
+            .iter()
+            .enumerate()
+            .filter(|(_, &a)| a == Action::Oom)
+            .map(|(row, _)| OomMark {
+                row: row as u32,
+                step: f64::from(layout.step_for_row(row as u32)),
+            })
+            .collect();
+        let mut annotations = Vec::new();
+        if let Some(tm) = &time {
+            let end_us = tm.t0_us + tm.end_us() as i64;
+            let mut open: Vec<(u32, i64)> = Vec::new();
+            let step_of = |tu: i64| timeline::step_at_time(&layout, t, tu).unwrap_or(0.0);
+            let push = |name: u32, a: i64, b: i64, out: &mut Vec<AnnotationSpan>| {
+                out.push(AnnotationSpan {
+                    name: snap.strings.get(name).to_string(),
+                    start_step: step_of(a),
+                    end_step: step_of(b),
+                    start_us: a,
+                    end_us: b,
+                });
+            };
+            for a in snap.annotations.iter().filter(|a| a.device == dev.index) {
+                let Some(tu) = a.time_us else { continue };
+                if a.start {
+                    open.push((a.name, tu));
+                } else if let Some(i) = open.iter().rposition(|&(n, _)| n == a.name) {
+                    let (n, s) = open.remove(i);
+                    push(n, s, tu, &mut annotations);
+                } else {
+                    push(a.name, tm.t0_us, tu, &mut annotations);
+                }
+            }
+            for (n, s) in open {
+                push(n, s, end_us.max(s), &mut annotations);
+            }
+            annotations.sort_by(|a, b| a.start_us.cmp(&b.start_us).then(b.end_us.cmp(&a.end_us)));
+        }
+        let spans: Vec<(f64, f64)> = annotations
+            .iter()
+            .map(|a| (a.start_us as f64, a.end_us as f64))
+            .collect();
+        let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
+        PlotData {
+            device_pos,
+            layout,
+            time,
+            ooms,
+            annotations,
+            annotation_rows,
+            annotation_row_count,
+        }
+    }
+
+    /// Number of allocations the layout knows (drawn or summarized).
+    pub fn element_count(&self) -> usize {
+        self.layout.elements.len()
+    }
+}
+
+crate::wire_by_field!(TimeMap { t0_us } chunked { knot_step, knot_us });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn time_maps_cross_field_by_field() {
+        use crate::wire::{decode_field, encode_by_field, PartList};
+        let m = TimeMap::from_knots(
+            (0..50).map(f64::from).collect(),
+            (0..50).map(|k| f64::from(k * k)).collect(),
+            -3,
+        );
+        for chunk_bytes in [1, 24, 1 << 20] {
+            let mut back = TimeMap::default();
+            for (field, head, parts) in encode_by_field(&m, chunk_bytes) {
+                decode_field(&mut back, field, &head, &mut PartList::new(parts)).unwrap();
+            }
+            assert_eq!(back, m);
+        }
+    }
+
+    #[test]
+    fn time_map_interpolates_and_inverts() {
+        let m = TimeMap::from_knots(
+            vec![0.0, 1.0, 5.0, 6.0, 10.0],
+            vec![0.0, 100.0, 100.0, 300.0, 400.0],
+            7,
+        );
+        assert_eq!(m.us_at_step(0.5), 50.0);
+        assert_eq!(m.us_at_step(3.0), 100.0);
+        assert_eq!(m.us_at_step(5.5), 200.0);
+        assert_eq!(m.us_at_step(99.0), 400.0);
+        assert_eq!(m.us_at_step(-1.0), 0.0);
+        assert_eq!(m.step_at_us(50.0), 0.5);
+        assert_eq!(m.step_at_us(100.0), 5.0);
+        assert_eq!(m.step_at_us(200.0), 5.5);
+        assert_eq!(m.step_at_us(1e9), 10.0);
+        assert_eq!(m.end_us(), 400.0);
+    }
+
+    #[test]
+    fn rows_keep_overlapping_spans_apart() {
+        let (rows, n) = assign_rows(
+            &[
+                (0.0, 10.0),
+                (1.0, 3.0),
+                (2.0, 2.5),
+                (3.0, 5.0),
+                (11.0, 12.0),
+            ],
+            3,
+        );
+        assert_eq!(rows, vec![0, 1, 2, 1, 0]);
+        assert_eq!(n, 3);
+        let (rows, n) = assign_rows(&[(0.0, 10.0), (1.0, 9.0), (2.0, 8.0), (3.0, 7.0)], 2);
+        assert_eq!(rows, vec![0, 1, 1, 1]);
+        assert_eq!(n, 2);
+    }
+}

@@ -1,0 +1,25 @@
+//! # memviz-view
+//!
+//! The memviz page's logic as plain Rust, with no browser crates, so that all of it is tested
+//! natively (`cargo test -p memviz-view`). The page (`memviz-web`) keeps the DOM, the canvases
+//! and the workers, and calls into these modules for every decision that is not a DOM call:
+//! - [`viewport`]: the visible window, zoom and pan math, [`viewport::clamp_px`];
+//! - [`xmap`]: event steps or wall-clock time on the x axis;
+//! - [`axis`]: ticks and their labels; [`decimate`]: vertices per pixel column;
+//! - [`raster`]: the timeline's filled bands as RGBA pixels;
+//! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
+//! - [`fragment`]: the URL fragment that holds the page's place;
+//! - [`history`]: the Allocator State History's rows, texts and segment map.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod axis;
+pub mod decimate;
+pub mod fragment;
+pub mod history;
+pub mod keys;
+pub mod raster;
+pub mod view;
+pub mod viewport;
+pub mod xmap;
