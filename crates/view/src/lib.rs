@@ -9,7 +9,10 @@
 //! - [`raster`]: the timeline's filled bands as RGBA pixels;
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
 //! - [`fragment`]: the URL fragment that holds the page's place;
-//! - [`history`]: the Allocator State History's rows, texts and segment map.
+//! - [`history`]: the Allocator State History's rows, texts and segment map;
+//! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
+//! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
+//!   drag, canvas sizes) and what the pointer, wheel and keys do to it, as effects for the page.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -19,7 +22,9 @@ pub mod decimate;
 pub mod fragment;
 pub mod history;
 pub mod keys;
+pub mod layout_px;
 pub mod raster;
+pub mod state;
 pub mod view;
 pub mod viewport;
 pub mod xmap;

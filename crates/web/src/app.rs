@@ -13,7 +13,7 @@ use std::rc::{Rc, Weak};
 use gloo_events::{EventListener, EventListenerOptions};
 use memviz_core::describe;
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::{Hit, Options, DEFAULT_MAX_ENTRIES};
+use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
@@ -22,14 +22,15 @@ use web_sys::{
     PointerEvent, WheelEvent, Window,
 };
 
-use crate::input::{self, Command, Input, Source, Surface};
+use crate::input::{self, Input, Source, Surface};
 use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
 use crate::render;
 use memviz_view::view::View;
 use memviz_view::viewport::{PlotRect, Viewport};
-use memviz_view::xmap::{XAxis, XMap};
+use memviz_view::state::{Effect, TimelineInput, ViewState};
+use memviz_view::xmap::XAxis;
 
 /// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
 pub static DEMO_SNAPSHOT: &[u8] =
@@ -37,12 +38,6 @@ pub static DEMO_SNAPSHOT: &[u8] =
 
 /// File name shown for the demo.
 pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
-
-/// Narrowest x window in steps.
-const MIN_WINDOW_STEPS: f64 = 4.0;
-
-/// Narrowest x window in µs.
-const MIN_WINDOW_US: f64 = 1.0;
 
 /// Loads that took longer than this (ms) show each phase in the status line before running it
 /// (which costs a frame); quicker loads go straight through.
@@ -55,9 +50,6 @@ const FEED_BYTES: usize = 1 << 20;
 /// Time the phases after reading (model, layout, first frame) take, as a share of the reading
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;
-
-/// How close (CSS px) the pointer must be to an OOM line to point at it.
-pub const OOM_HOVER_PX: f64 = 4.0;
 
 /// The page's elements.
 pub struct Ui {
@@ -198,110 +190,7 @@ impl Ui {
     }
 }
 
-/// An open snapshot and how it is being looked at.
-pub struct OpenFile {
-    /// File name as shown in the file menu.
-    pub name: String,
-    /// The model.
-    pub snap: Snapshot,
-    /// Layout of the chosen device at the chosen detail.
-    pub plot: PlotData,
-    /// Drawn allocations at most (the Detail control).
-    pub max_entries: usize,
-    /// What the x axis shows.
-    pub x_axis: XAxis,
-    /// Visible window.
-    pub viewport: Viewport,
-}
-
-impl OpenFile {
-    /// The step ↔ position map of the chosen x axis.
-    pub fn xmap(&self) -> XMap<'_> {
-        match (self.x_axis, &self.plot.time) {
-            (XAxis::Time, Some(t)) => XMap::time(t),
-            _ => XMap::steps(),
-        }
-    }
-
-    /// Whether the x axis can show time.
-    pub fn has_time(&self) -> bool {
-        self.plot.time.is_some()
-    }
-
-    /// A viewport showing the whole plot on the current axis.
-    fn full_viewport(&self) -> Viewport {
-        let l = &self.plot.layout;
-        match (self.x_axis, &self.plot.time) {
-            (XAxis::Time, Some(t)) => Viewport::new(
-                t.end_us().max(MIN_WINDOW_US),
-                l.peak_bytes as f64,
-                MIN_WINDOW_US,
-            ),
-            _ => Viewport::new(f64::from(l.steps), l.peak_bytes as f64, MIN_WINDOW_STEPS),
-        }
-    }
-
-    /// Text for the stack panel.
-    pub fn target_text(&self, target: Target) -> String {
-        let p = &self.plot;
-        match target {
-            Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
-            Target::Summarized => describe::SUMMARIZED.to_string(),
-            Target::Oom(i) => p.ooms.get(i).map_or_else(String::new, |o| {
-                describe::oom_text(&self.snap, p.device_pos, o.row as usize)
-            }),
-            Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
-                format!(
-                    "Annotation {}\n{} to {} ({:.3} ms)\nsteps {:.0} to {:.0}\n",
-                    a.name,
-                    describe::utc_time(a.start_us),
-                    describe::utc_time(a.end_us),
-                    (a.end_us - a.start_us) as f64 / 1000.0,
-                    a.start_step,
-                    a.end_step
-                )
-            }),
-        }
-    }
-}
-
-/// Something the pointer can point at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// A drawn allocation (element index).
-    Element(u32),
-    /// The summarized band.
-    Summarized,
-    /// An OOM marker (index into [`PlotData::ooms`]).
-    Oom(usize),
-    /// An annotation (index into [`PlotData::annotations`]).
-    Annotation(usize),
-}
-
-/// A drag in progress.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Drag {
-    /// Panning the plot.
-    Pan {
-        /// Where the press was (CSS px).
-        down_px: (f64, f64),
-        /// Window when it began.
-        x0: f64,
-        /// Window when it began.
-        x1: f64,
-        /// Whether it moved beyond a click.
-        moved: bool,
-    },
-    /// Selecting a window on the minimap.
-    Brush {
-        /// Position where it began.
-        start: f64,
-        /// Position now.
-        end: f64,
-        /// Where the press was (CSS px).
-        down_px: (f64, f64),
-    },
-}
+pub use memviz_view::state::{Drag, OpenFile, Target};
 
 /// A load in progress.
 #[derive(Clone, Debug, PartialEq)]
@@ -365,20 +254,8 @@ pub struct DomMemo {
 pub struct App {
     /// Elements.
     pub ui: Ui,
-    /// Open files.
-    pub files: Vec<OpenFile>,
-    /// Index of the file shown.
-    pub current: Option<usize>,
-    /// The view shown.
-    pub view: View,
-    /// What the pointer is over.
-    pub hover: Option<Target>,
-    /// What was clicked.
-    pub pinned: Option<Target>,
-    /// A drag in progress.
-    pub drag: Option<Drag>,
-    /// Last pointer position (canvas, CSS px).
-    pub last_pointer: Option<(Surface, f64, f64)>,
+    /// The timeline's user state: files, view, pointer, pins, drag, canvas sizes.
+    pub state: ViewState,
     /// Files waiting to load.
     pub queue: VecDeque<Source>,
     /// Device index to show first when a file has it (set by an embedding page).
@@ -391,12 +268,6 @@ pub struct App {
     pub drag_hover: bool,
     /// Detail slider value while it is being dragged.
     pub detail_preview: Option<usize>,
-    /// Plot canvas size, CSS px.
-    pub plot_css: (f64, f64),
-    /// Minimap canvas size, CSS px.
-    pub minimap_css: (f64, f64),
-    /// devicePixelRatio.
-    pub dpr: f64,
     /// Highest total per device-pixel column of the minimap, over the whole x domain.
     pub minimap_cols: Vec<f64>,
     /// Timings of a load whose first complete draw is still to come (then `memviz:ready`).
@@ -413,10 +284,6 @@ pub struct App {
     pub search: crate::search::Search,
     /// The private pools view and view notes.
     pub pools: crate::pools::PoolView,
-    /// Until when (ms, `performance.now()`) the timeline's base is drawn from the held copies
-    /// instead of exactly: a zoom or pan is shown in its very next frame, and the exact drawing
-    /// follows once the input has rested for [`PREVIEW_HOLD_MS`].
-    pub preview_until_ms: f64,
     /// The first frame of a file just opened draws the page around the timeline but not its
     /// bands, which follow in the next frame: the browser's first layout and paint of the loaded
     /// page and the first drawing of the bands are then two tasks, neither of them long.
@@ -456,22 +323,13 @@ impl App {
         let dpr = ui.window.device_pixel_ratio();
         App {
             ui,
-            files: Vec::new(),
-            current: None,
-            view: View::default(),
-            hover: None,
-            pinned: None,
-            drag: None,
-            last_pointer: None,
+            state: ViewState { dpr, preview_until_ms: f64::NEG_INFINITY, ..ViewState::default() },
             queue: VecDeque::new(),
             preferred_device: None,
             loading: None,
             error: None,
             drag_hover: false,
             detail_preview: None,
-            plot_css: (0.0, 0.0),
-            minimap_css: (0.0, 0.0),
-            dpr,
             minimap_cols: Vec::new(),
             ready_pending: Cell::new(None),
             generation: 0,
@@ -480,7 +338,6 @@ impl App {
             analysis: crate::panels::Panel::default(),
             search: crate::search::Search::default(),
             pools: crate::pools::PoolView::default(),
-            preview_until_ms: f64::NEG_INFINITY,
             bands_next_frame: false,
             canvases_pending: false,
             frame_pending: false,
@@ -497,22 +354,17 @@ impl App {
 
     /// The file shown.
     pub fn file(&self) -> Option<&OpenFile> {
-        self.current.and_then(|i| self.files.get(i))
-    }
-
-    fn file_mut(&mut self) -> Option<&mut OpenFile> {
-        self.current.and_then(|i| self.files.get_mut(i))
+        self.state.file()
     }
 
     /// The plot area of the main canvas, CSS px.
     pub fn plot_rect(&self) -> PlotRect {
-        let rows = self.file().map_or(0, |f| f.plot.annotation_row_count);
-        render::plot_rect(self.plot_css.0, self.plot_css.1, rows)
+        self.state.plot_rect()
     }
 
     /// The plot area of the minimap, CSS px.
     pub fn minimap_rect(&self) -> PlotRect {
-        render::minimap_rect(self.minimap_css.0, self.minimap_css.1)
+        self.state.minimap_rect()
     }
 
     /// Queues one redraw (at most one animation frame is pending).
@@ -535,33 +387,16 @@ impl App {
     /// Applies one input.
     pub fn handle(&mut self, input: Input) {
         match input {
-            Input::Wheel {
-                surface,
-                x_px,
-                delta_y_px,
-            } => self.on_wheel(surface, x_px, delta_y_px),
-            Input::PointerDown {
-                surface,
-                x_px,
-                y_px,
-                button,
-            } => self.on_pointer_down(surface, x_px, y_px, button),
-            Input::PointerMove {
-                surface,
-                x_px,
-                y_px,
-            } => self.on_pointer_move(surface, x_px, y_px),
-            Input::PointerUp {
-                surface,
-                x_px,
-                y_px,
-            } => self.on_pointer_up(surface, x_px, y_px),
-            Input::PointerLeave { surface } => {
-                if surface == Surface::Plot && !matches!(self.drag, Some(Drag::Pan { .. })) {
-                    self.hover = None;
-                }
+            Input::Wheel { surface, x_px, delta_y_px } => {
+                self.timeline(TimelineInput::Wheel { surface, x_px, delta_y_px });
             }
-            Input::Key(c) => self.on_command(c),
+            Input::PointerDown { surface, x_px, y_px, button } => {
+                self.timeline(TimelineInput::PointerDown { surface, x_px, y_px, button });
+            }
+            Input::PointerMove { surface, x_px, y_px } => self.timeline(TimelineInput::PointerMove { surface, x_px, y_px }),
+            Input::PointerUp { surface, x_px, y_px } => self.timeline(TimelineInput::PointerUp { surface, x_px, y_px }),
+            Input::PointerLeave { surface } => self.timeline(TimelineInput::PointerLeave { surface }),
+            Input::Key(c) => self.timeline(TimelineInput::Key(c)),
             Input::Resize => {
                 if self.measure() {
                     self.refresh_minimap();
@@ -588,8 +423,8 @@ impl App {
             }
             Input::DragHover(on) => self.drag_hover = on,
             Input::SelectFile(i) => {
-                if i < self.files.len() && self.current != Some(i) {
-                    self.current = Some(i);
+                if i < self.state.files.len() && self.state.current != Some(i) {
+                    self.state.current = Some(i);
                     self.after_plot_change(false);
                     self.ui.mark("memviz:open");
                     self.ready_pending.set(Some(Timings {
@@ -607,9 +442,9 @@ impl App {
                 }
             }
             Input::SelectView(v) => {
-                if v != self.view {
-                    let same_layout = v.mode() == self.view.mode();
-                    self.view = v;
+                if v != self.state.view {
+                    let same_layout = v.mode() == self.state.view.mode();
+                    self.state.view = v;
                     crate::views::on_view_shown(self);
                     // The timeline's canvases were hidden (0 px) while a panel was shown.
                     crate::views::show_panel_or_timeline(self);
@@ -626,170 +461,34 @@ impl App {
                     self.relayout(None, Some(n));
                 }
             }
-            Input::SetXAxis(a) => self.set_x_axis(a),
+            Input::SetXAxis(a) => self.timeline(TimelineInput::SetXAxis(a)),
             Input::Panel(p) => crate::views::handle(self, p),
             Input::Analysis(a) => crate::panels::handle(self, a),
         }
         self.request_redraw();
     }
 
-    fn on_wheel(&mut self, surface: Surface, x_px: f64, delta_y_px: f64) {
-        let rect = match surface {
-            Surface::Plot => self.plot_rect(),
-            Surface::Minimap => self.minimap_rect(),
-        };
-        let factor = input::wheel_zoom_factor(delta_y_px);
-        let Some(f) = self.file_mut() else { return };
-        let anchor = match surface {
-            Surface::Plot => f.viewport.pos_at(&rect, x_px),
-            Surface::Minimap => full_pos_at(&f.viewport, &rect, x_px),
-        };
-        f.viewport.zoom_x(anchor, factor);
-        self.hold_preview();
-        self.update_hover_from_pointer();
-    }
-
-    /// Shows the next frames of the timeline from the held copies, and the exact drawing once
-    /// the input has rested.
-    fn hold_preview(&mut self) {
-        self.preview_until_ms = self.ui.now_ms() + PREVIEW_HOLD_MS;
-        exact_after(PREVIEW_HOLD_MS as i32 + 1);
+    /// Applies a timeline input to the view state and carries out its effects.
+    fn timeline(&mut self, input: TimelineInput) {
+        self.state.loading = self.loading.is_some();
+        for effect in self.state.update(input, self.ui.now_ms()) {
+            match effect {
+                Effect::HoldPreview { until_ms } => exact_after((until_ms - self.ui.now_ms()).ceil() as i32 + 1),
+                Effect::RefreshMinimap => self.refresh_minimap(),
+                Effect::ClickedPlot { x_px } => {
+                    // With the live set shown, a click moves its moment there.
+                    if self.analysis.open && self.analysis.tab == crate::panels::Tab::Live {
+                        crate::panels::handle(self, crate::panels::Action::LiveAtPx(x_px));
+                    }
+                }
+                Effect::CancelLoad => self.handle(Input::CancelLoad),
+            }
+        }
     }
 
     /// Whether the base of the timeline is shown from the held copies now.
     pub fn previewing(&self) -> bool {
-        self.ui.now_ms() < self.preview_until_ms
-    }
-
-    fn on_pointer_down(&mut self, surface: Surface, x_px: f64, y_px: f64, button: i16) {
-        if button != 0 {
-            return;
-        }
-        let mrect = self.minimap_rect();
-        let Some(f) = self.file() else { return };
-        self.drag = Some(match surface {
-            Surface::Plot => Drag::Pan {
-                down_px: (x_px, y_px),
-                x0: f.viewport.x0,
-                x1: f.viewport.x1,
-                moved: false,
-            },
-            Surface::Minimap => {
-                let p = full_pos_at(&f.viewport, &mrect, x_px);
-                Drag::Brush {
-                    start: p,
-                    end: p,
-                    down_px: (x_px, y_px),
-                }
-            }
-        });
-    }
-
-    fn on_pointer_move(&mut self, surface: Surface, x_px: f64, y_px: f64) {
-        self.last_pointer = Some((surface, x_px, y_px));
-        let rect = self.plot_rect();
-        let mrect = self.minimap_rect();
-        match self.drag {
-            Some(Drag::Pan {
-                down_px,
-                x0,
-                x1,
-                moved,
-            }) => {
-                let moved = moved || !input::is_click(down_px, (x_px, y_px));
-                if let Some(f) = self.file_mut() {
-                    let per_px = (x1 - x0) / rect.width_px.max(1.0);
-                    let shift = -(x_px - down_px.0) * per_px;
-                    f.viewport.set_window(x0 + shift, x1 + shift);
-                }
-                if moved {
-                    self.hold_preview();
-                }
-                self.drag = Some(Drag::Pan {
-                    down_px,
-                    x0,
-                    x1,
-                    moved,
-                });
-                if moved {
-                    self.hover = None;
-                }
-            }
-            Some(Drag::Brush { start, down_px, .. }) => {
-                if let Some(f) = self.file() {
-                    let end = full_pos_at(&f.viewport, &mrect, x_px);
-                    self.drag = Some(Drag::Brush {
-                        start,
-                        end,
-                        down_px,
-                    });
-                }
-            }
-            None => {
-                if surface == Surface::Plot {
-                    self.hover = self.target_at(x_px, y_px);
-                }
-            }
-        }
-    }
-
-    fn on_pointer_up(&mut self, surface: Surface, x_px: f64, y_px: f64) {
-        let drag = self.drag.take();
-        let mrect = self.minimap_rect();
-        match drag {
-            Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
-                // A click pins what is under the pointer (or unpins on empty space), and with
-                // the live set shown, moves its moment there.
-                self.pinned = self.target_at(x_px, y_px);
-                self.hover = self.pinned;
-                if self.analysis.open && self.analysis.tab == crate::panels::Tab::Live {
-                    crate::panels::handle(self, crate::panels::Action::LiveAtPx(x_px));
-                }
-            }
-            Some(Drag::Brush { start, down_px, .. }) => {
-                let Some(f) = self.file_mut() else { return };
-                let end = full_pos_at(&f.viewport, &mrect, x_px);
-                if input::is_click(down_px, (x_px, y_px)) {
-                    // A click centres the window there.
-                    let half = f.viewport.width() / 2.0;
-                    f.viewport.set_window(end - half, end + half);
-                } else {
-                    f.viewport.set_window(start, end);
-                    let xm = f.xmap();
-                    let (a, b) = (xm.step(f.viewport.x0), xm.step(f.viewport.x1));
-                    let peak = f.plot.layout.max_live_between(a, b);
-                    f.viewport.fit_y(peak as f64);
-                }
-            }
-            _ => {}
-        }
-        if surface == Surface::Plot {
-            self.update_hover_from_pointer();
-        }
-    }
-
-    fn on_command(&mut self, c: Command) {
-        if c == Command::Unpin {
-            // Esc stops a load in progress, else unpins.
-            if self.loading.is_some() {
-                self.handle(Input::CancelLoad);
-            } else {
-                self.pinned = None;
-            }
-            return;
-        }
-        let Some(f) = self.file_mut() else { return };
-        let v = &mut f.viewport;
-        let mid = (v.x0 + v.x1) / 2.0;
-        match c {
-            Command::ZoomIn => v.zoom_x(mid, input::KEY_ZOOM_FACTOR),
-            Command::ZoomOut => v.zoom_x(mid, 1.0 / input::KEY_ZOOM_FACTOR),
-            Command::PanLeft => v.pan(-v.width() * input::KEY_PAN_SHARE),
-            Command::PanRight => v.pan(v.width() * input::KEY_PAN_SHARE),
-            Command::Reset => v.reset(),
-            Command::Unpin => {}
-        }
-        self.update_hover_from_pointer();
+        self.state.previewing(self.ui.now_ms())
     }
 
     fn on_resize(&mut self) {
@@ -799,17 +498,17 @@ impl App {
 
     /// Measures the canvases and the device pixel ratio; whether any of them changed.
     fn measure(&mut self) -> bool {
-        let before = (self.dpr, self.plot_css, self.minimap_css);
-        self.dpr = self.ui.window.device_pixel_ratio().max(0.25);
-        self.plot_css = (
+        let before = (self.state.dpr, self.state.plot_css, self.state.minimap_css);
+        self.state.dpr = self.ui.window.device_pixel_ratio().max(0.25);
+        self.state.plot_css = (
             f64::from(self.ui.plot.client_width()),
             f64::from(self.ui.plot.client_height()),
         );
-        self.minimap_css = (
+        self.state.minimap_css = (
             f64::from(self.ui.minimap.client_width()),
             f64::from(self.ui.minimap.client_height()),
         );
-        before != (self.dpr, self.plot_css, self.minimap_css)
+        before != (self.state.dpr, self.state.plot_css, self.state.minimap_css)
     }
 
     /// Writes the controls and status line now and measures the canvases again, so the next
@@ -819,85 +518,17 @@ impl App {
         self.on_resize();
     }
 
-    fn set_x_axis(&mut self, a: XAxis) {
-        let Some(f) = self.file_mut() else { return };
-        if f.x_axis == a || (a == XAxis::Time && !f.has_time()) {
-            return;
-        }
-        let old = f.viewport;
-        let (s0, s1) = {
-            let xm = f.xmap();
-            (xm.step(old.x0), xm.step(old.x1))
-        };
-        f.x_axis = a;
-        let mut v = f.full_viewport();
-        let xm = f.xmap();
-        if !old.is_full() {
-            v.set_window(xm.pos(s0), xm.pos(s1));
-            v.y_max_bytes = old.y_max_bytes;
-        }
-        f.viewport = v;
-        self.refresh_minimap();
-    }
-
     /// What is under a point of the plot (CSS px).
     pub fn target_at(&self, x_px: f64, y_px: f64) -> Option<Target> {
-        let f = self.file()?;
-        let rect = self.plot_rect();
-        let v = &f.viewport;
-        let xm = f.xmap();
-        // Annotation strip above the plot.
-        if y_px < rect.top_px && x_px >= rect.left_px && x_px <= rect.right_px() {
-            let row = render::annotation_row_at(y_px, f.plot.annotation_row_count)?;
-            return f
-                .plot
-                .annotations
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(i, a)| {
-                    let r = f.plot.annotation_rows.get(i).copied()?;
-                    let (x0, x1) = render::annotation_x_px(a, f.plot.time.as_ref(), &xm, v, &rect);
-                    (r == row && x_px >= x0 - 1.0 && x_px <= x1 + 1.0)
-                        .then_some(Target::Annotation(i))
-                });
-        }
-        if !rect.contains(x_px, y_px) {
-            return None;
-        }
-        // OOM lines first: they are thin.
-        let mut best: Option<(f64, usize)> = None;
-        for (i, o) in f.plot.ooms.iter().enumerate() {
-            let d = (v.x_px(&rect, xm.pos(o.step)) - x_px).abs();
-            if d <= OOM_HOVER_PX && best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, i));
-            }
-        }
-        if let Some((_, i)) = best {
-            return Some(Target::Oom(i));
-        }
-        let step = xm.step(v.pos_at(&rect, x_px));
-        let bytes = v.bytes_at(&rect, y_px);
-        match f.plot.layout.hit_test(step, bytes)? {
-            Hit::Element(e) => Some(Target::Element(e)),
-            Hit::Summarized => Some(Target::Summarized),
-        }
-    }
-
-    fn update_hover_from_pointer(&mut self) {
-        if let Some((Surface::Plot, x, y)) = self.last_pointer {
-            if self.drag.is_none() {
-                self.hover = self.target_at(x, y);
-            }
-        }
+        self.state.target_at(x_px, y_px)
     }
 
     /// Lays out the current file again with another device or detail (after one frame, so the
     /// status line shows first).
     pub(crate) fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
-        let Some(i) = self.current else { return };
+        let Some(i) = self.state.current else { return };
         self.loading = Some(Loading {
-            name: self.files[i].name.clone(),
+            name: self.state.files[i].name.clone(),
             fraction: 1.0,
             phase: "Laying out the timeline",
             read_bytes: 0,
@@ -911,9 +542,9 @@ impl App {
             let Ok(mut app) = rc.try_borrow_mut() else {
                 return;
             };
-            let view = app.view;
+            let view = app.state.view;
             let hide_freed = app.panels.hide_freed;
-            if let Some(f) = app.files.get_mut(i) {
+            if let Some(f) = app.state.files.get_mut(i) {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
                 f.plot = PlotData::build(
@@ -946,12 +577,12 @@ impl App {
     /// After the plot of the current file changed: forget pointer targets, refresh derived state.
     fn after_plot_change(&mut self, keep_pins: bool) {
         self.generation += 1;
-        self.hover = None;
+        self.state.hover = None;
         if !keep_pins {
-            self.pinned = None;
+            self.state.pinned = None;
         } else {
             // Element indices survive a detail change but not a device change; drop to be safe.
-            self.pinned = None;
+            self.state.pinned = None;
         }
         self.refresh_minimap();
     }
@@ -959,7 +590,7 @@ impl App {
     /// Recomputes the minimap columns (whole x domain, one per device pixel).
     fn refresh_minimap(&mut self) {
         let rect = self.minimap_rect();
-        let cols = (rect.width_px * self.dpr).round().max(1.0) as usize;
+        let cols = (rect.width_px * self.state.dpr).round().max(1.0) as usize;
         self.minimap_cols = match self.file() {
             None => Vec::new(),
             Some(f) => {
@@ -997,7 +628,7 @@ impl App {
         };
         // Names repeat: "x.pickle (2)".
         let same = self
-            .files
+            .state.files
             .iter()
             .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
             .count();
@@ -1005,8 +636,8 @@ impl App {
             f.name = format!("{} ({})", f.name, same + 1);
         }
         f.viewport = f.full_viewport();
-        self.files.push(f);
-        self.current = Some(self.files.len() - 1);
+        self.state.files.push(f);
+        self.state.current = Some(self.state.files.len() - 1);
         self.error = None;
         self.loading = None;
         // The minimap and stack panel appear with the first file: measure the canvases again.
@@ -1045,11 +676,6 @@ impl App {
     }
 }
 
-/// Position (in the whole domain) at a minimap x pixel.
-fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
-    ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
-}
-
 /// Resolves after the browser had a chance to paint.
 pub async fn next_frame() {
     let p = js_sys::Promise::new(&mut |resolve, _| {
@@ -1070,9 +696,6 @@ pub async fn sleep_ms(ms: i32) {
     });
     let _ = wasm_bindgen_futures::JsFuture::from(p).await;
 }
-
-/// How long after the last wheel or drag step the timeline is drawn exactly again (ms).
-pub const PREVIEW_HOLD_MS: f64 = 90.0;
 
 /// Draws the timeline exactly again in `delay_ms` unless the input went on meanwhile: the plot
 /// area is computed in a task of its own, then put on the canvas in the next frame.
@@ -1348,7 +971,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         timings.wait_ms += now() - tw;
     }
     let t0 = now();
-    let Some(view) = with_app(weak, |app| app.view) else {
+    let Some(view) = with_app(weak, |app| app.state.view) else {
         return;
     };
     let preferred = with_app(weak, |app| app.preferred_device).flatten();
@@ -1398,7 +1021,7 @@ async fn load_in_worker(
     timings: &mut Timings,
 ) -> WorkerEnd {
     let Some((view, hide_freed, preferred_device)) =
-        with_app(weak, |app| (app.view, app.panels.hide_freed, app.preferred_device))
+        with_app(weak, |app| (app.state.view, app.panels.hide_freed, app.preferred_device))
     else {
         return WorkerEnd::Finished;
     };
@@ -1780,7 +1403,7 @@ pub fn install() -> Result<(), JsValue> {
     if let Some(embedded) = embedded {
         let mut app = rc.borrow_mut();
         if let Some(v) = embedded.view {
-            app.view = v;
+            app.state.view = v;
         }
         app.preferred_device = embedded.device;
         if !embedded.files.is_empty() {
@@ -1806,7 +1429,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
     next_frame().await;
     next_frame().await;
     let idle = |weak: &Weak<RefCell<App>>| {
-        with_app(weak, |app| !app.loader_running && app.files.is_empty()).unwrap_or(false)
+        with_app(weak, |app| !app.loader_running && app.state.files.is_empty()).unwrap_or(false)
     };
     if !idle(&weak) {
         return;

@@ -4,7 +4,7 @@
 //! re-exported here.
 
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::{self, Layout, Options};
+use memviz_core::timeline::Layout;
 use memviz_core::{Error, Loader};
 
 pub use memviz_core::plot::{assign_rows, choose_device, AnnotationSpan, OomMark, PlotData, TimeMap, MAX_ANNOTATION_ROWS};
@@ -110,6 +110,7 @@ pub fn column_envelopes(layout: &Layout, bounds: &[f64]) -> Vec<ColumnEnvelope> 
 #[allow(clippy::expect_used)]
 mod tests {
     use super::*;
+    use memviz_core::timeline::{self, Options};
     use wasm_bindgen_test::wasm_bindgen_test;
 
     use crate::app::DEMO_SNAPSHOT;

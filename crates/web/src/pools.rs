@@ -43,7 +43,7 @@ pub struct PoolView {
 
 /// The pools of the shown layout (computed once per layout).
 pub fn current(app: &App) -> Option<Rc<Pools>> {
-    let i = app.current?;
+    let i = app.state.current?;
     let f = app.file()?;
     if let Some((fi, g, p)) = app.pools.cache.borrow().as_ref() {
         if *fi == i && *g == app.generation {
@@ -117,7 +117,7 @@ fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
 /// Shows the private-pools note in that view only (called on every redraw, whatever the view).
 pub fn sync_note(app: &App) {
     let Some(note) = &app.pools.pool_note else { return };
-    let text = if app.view == View::AllocatedMemoryPools && app.file().is_some() && app.loading.is_none() {
+    let text = if app.state.view == View::AllocatedMemoryPools && app.file().is_some() && app.loading.is_none() {
         Some(if current(app).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE })
     } else {
         None
@@ -155,7 +155,7 @@ fn set_hover(app: &mut App, h: Option<usize>) {
 
 /// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
 fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
-    if app.view != View::AllocatedMemoryPools || app.drag.is_some() {
+    if app.state.view != View::AllocatedMemoryPools || app.state.drag.is_some() {
         return None;
     }
     let f = app.file()?;
@@ -171,7 +171,7 @@ fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
         let top = e.offset_bytes as f64 + e.height_at(step) as f64;
         step >= f64::from(e.first_step) && bytes >= e.offset_bytes as f64 && bytes <= top
     })?;
-    match app.hover {
+    match app.state.hover {
         Some(crate::app::Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
         _ => Some(hit.0),
     }
@@ -180,11 +180,11 @@ fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
 /// Draws the envelopes (pools view), the note (Mapped Pages view) and the envelope's text.
 pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
     draw_note(app);
-    if app.view != View::AllocatedMemoryPools {
+    if app.state.view != View::AllocatedMemoryPools {
         return;
     }
     let (Some(f), Some(p)) = (app.file(), current(app)) else { return };
-    let dpr = app.dpr;
+    let dpr = app.state.dpr;
     let rect = app.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
@@ -256,7 +256,7 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
 
 fn draw_note(app: &App) {
     let Some(note) = &app.pools.note else { return };
-    let show = app.view == View::MappedPagesTimeline
+    let show = app.state.view == View::MappedPagesTimeline
         && app.file().is_some_and(|f| {
             f.snap.devices.get(f.plot.device_pos).is_some_and(|d| !d.trace.action.contains(&Action::SegmentMap))
         });

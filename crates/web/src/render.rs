@@ -13,13 +13,14 @@ use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 use crate::app::{App, Drag, OpenFile, Target};
+pub use memviz_view::layout_px::*;
 use memviz_view::axis;
 use memviz_view::decimate::decimate_into;
-use crate::model::{column_envelopes, AnnotationSpan};
+use crate::model::column_envelopes;
 use memviz_view::raster::{rgb, Raster, Rgb};
 use memviz_view::view::View;
 use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
-use memviz_view::xmap::{TimeMap, XMap};
+use memviz_view::xmap::XMap;
 
 /// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
 pub const PALETTE: [&str; 10] = [
@@ -70,65 +71,6 @@ const AXIS: &str = "#555";
 const TEXT: &str = "#222";
 const FONT: &str = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 const SMALL_FONT: &str = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
-
-/// Left margin of both canvases (room for y labels), CSS px.
-pub const LEFT_PX: f64 = 84.0;
-/// Right margin, CSS px.
-pub const RIGHT_PX: f64 = 20.0;
-/// Bottom margin of the plot (tick labels and the axis title), CSS px.
-pub const BOTTOM_PX: f64 = 46.0;
-/// Height of one annotation row, CSS px.
-pub const ANNOTATION_ROW_PX: f64 = 17.0;
-/// Top margin above the annotation strip, CSS px.
-pub const TOP_PX: f64 = 10.0;
-
-/// The plot area of the main canvas for a canvas of `css_w` × `css_h` and an annotation strip of
-/// `annotation_rows` rows.
-pub fn plot_rect(css_w: f64, css_h: f64, annotation_rows: usize) -> PlotRect {
-    let strip = if annotation_rows > 0 {
-        annotation_rows as f64 * ANNOTATION_ROW_PX + 6.0
-    } else {
-        0.0
-    };
-    let top = TOP_PX + strip;
-    PlotRect {
-        left_px: LEFT_PX,
-        top_px: top,
-        width_px: (css_w - LEFT_PX - RIGHT_PX).max(10.0),
-        height_px: (css_h - top - BOTTOM_PX).max(10.0),
-    }
-}
-
-/// The plot area of the minimap (aligned with the main plot).
-pub fn minimap_rect(css_w: f64, css_h: f64) -> PlotRect {
-    PlotRect {
-        left_px: LEFT_PX,
-        top_px: 3.0,
-        width_px: (css_w - LEFT_PX - RIGHT_PX).max(10.0),
-        height_px: (css_h - 6.0).max(4.0),
-    }
-}
-
-/// The annotation row at a y pixel, if the strip has one there.
-pub fn annotation_row_at(y_px: f64, rows: usize) -> Option<usize> {
-    let r = ((y_px - TOP_PX) / ANNOTATION_ROW_PX).floor();
-    (r >= 0.0 && (r as usize) < rows).then_some(r as usize)
-}
-
-/// x extent (CSS px, unclipped) of an annotation.
-pub fn annotation_x_px(
-    a: &AnnotationSpan,
-    time: Option<&TimeMap>,
-    xm: &XMap<'_>,
-    v: &Viewport,
-    rect: &PlotRect,
-) -> (f64, f64) {
-    let (p0, p1) = match (xm.is_time(), time) {
-        (true, Some(t)) => ((a.start_us - t.t0_us) as f64, (a.end_us - t.t0_us) as f64),
-        _ => (a.start_step, a.end_step),
-    };
-    (v.x_px(rect, p0), v.x_px(rect, p1))
-}
 
 fn colour_of_name(name: &str) -> usize {
     // FNV-1a: the same name always gets the same colour.
@@ -268,13 +210,13 @@ pub const CANVAS_STEPS: usize = 5;
 pub fn prepare_canvas(app: &App, step: usize) {
     let ui = &app.ui;
     let canvases = [
-        (&ui.plot_layer, &ui.plot_layer_ctx, app.plot_css),
-        (&ui.plot, &ui.plot_ctx, app.plot_css),
-        (&ui.minimap, &ui.minimap_ctx, app.minimap_css),
+        (&ui.plot_layer, &ui.plot_layer_ctx, app.state.plot_css),
+        (&ui.plot, &ui.plot_ctx, app.state.plot_css),
+        (&ui.minimap, &ui.minimap_ctx, app.state.minimap_css),
     ];
     if let Some((canvas, ctx, css)) = canvases.get(step) {
         if css.0 > 0.0 && css.1 > 0.0 {
-            fit_canvas(canvas, css.0, css.1, app.dpr);
+            fit_canvas(canvas, css.0, css.1, app.state.dpr);
             let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
             ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
         }
@@ -282,7 +224,7 @@ pub fn prepare_canvas(app: &App, step: usize) {
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     let (Some(f), Some(p)) = (app.file(), ui.held.get(step - canvases.len())) else { return };
-    let (_, _, w, h) = raster_area(&plot_rect(app.plot_css.0, app.plot_css.1, f.plot.annotation_row_count), app.dpr);
+    let (_, _, w, h) = raster_area(&plot_rect(app.state.plot_css.0, app.state.plot_css.1, f.plot.annotation_row_count), app.state.dpr);
     p.reserve((w as f64, h as f64));
 }
 
@@ -308,12 +250,12 @@ impl Holding<'_> {
 fn held_what(app: &App) -> Option<HeldWhat> {
     let f = app.file()?;
     Some((
-        app.current,
+        app.state.current,
         app.generation,
-        app.view,
+        app.state.view,
         f.x_axis,
         f.viewport.y_max_bytes.to_bits(),
-        (app.plot_css.0.to_bits(), app.plot_css.1.to_bits(), app.dpr.to_bits()),
+        (app.state.plot_css.0.to_bits(), app.state.plot_css.1.to_bits(), app.state.dpr.to_bits()),
     ))
 }
 
@@ -336,7 +278,7 @@ pub fn draw(app: &App) {
     }
     // A canvas measured while hidden has no size: nothing is drawn into it, and the resize
     // observer asks for a frame once it has one.
-    if app.file().is_some() && !(app.plot_css.0 >= 1.0 && app.plot_css.1 >= 1.0) {
+    if app.file().is_some() && !(app.state.plot_css.0 >= 1.0 && app.state.plot_css.1 >= 1.0) {
         return;
     }
     let ui = &app.ui;
@@ -356,12 +298,12 @@ pub fn draw(app: &App) {
         let prepared = if preview { None } else { app.memo.prepared.try_borrow_mut().ok().and_then(|mut p| p.take()) };
         let prepared = prepared.filter(|p| Some(p.0) == pixels_key(app)).map(|p| p.1);
         let layer = (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image);
-        let info = draw_timeline_base(app.file(), app.plot_css, app.dpr, layer, holding, prepared);
+        let info = draw_timeline_base(app.file(), app.state.plot_css, app.state.dpr, layer, holding, prepared);
         draw_minimap(app);
         *app.memo.frame.borrow_mut() = info;
     }
-    let (w, h) = if app.file().is_some() { app.plot_css } else { (0.0, 0.0) };
-    fit_canvas(&ui.plot, w, h, app.dpr);
+    let (w, h) = if app.file().is_some() { app.state.plot_css } else { (0.0, 0.0) };
+    fit_canvas(&ui.plot, w, h, app.state.dpr);
     let ctx = &ui.plot_ctx;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
@@ -394,8 +336,8 @@ fn is_first_complete_frame(app: &App) -> bool {
     let size_of = |c: &HtmlCanvasElement| (f64::from(c.client_width()), f64::from(c.client_height()));
     app.loading.is_none()
         && app.file().is_some()
-        && size_of(&ui.plot) == app.plot_css
-        && size_of(&ui.minimap) == app.minimap_css
+        && size_of(&ui.plot) == app.state.plot_css
+        && size_of(&ui.minimap) == app.state.minimap_css
 }
 
 /// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
@@ -459,7 +401,7 @@ fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
-    let hover = match app.hover.or(app.pinned) {
+    let hover = match app.state.hover.or(app.state.pinned) {
         None => String::new(),
         Some(Target::Element(e)) => format!("element:{e}"),
         Some(Target::Summarized) => "summarized".into(),
@@ -501,17 +443,17 @@ impl CanvasKey {
     fn of(app: &App, preview: bool) -> CanvasKey {
         CanvasKey {
             preview,
-            current: app.current,
+            current: app.state.current,
             generation: app.generation,
-            view: app.view,
+            view: app.state.view,
             viewport: app.file().map(|f| (f.viewport, f.x_axis)),
-            hover: app.hover,
-            pinned: app.pinned,
-            brush: match app.drag {
+            hover: app.state.hover,
+            pinned: app.state.pinned,
+            brush: match app.state.drag {
                 Some(Drag::Brush { start, end, .. }) => Some((start, end)),
                 _ => None,
             },
-            sizes: (app.plot_css, app.minimap_css, app.dpr),
+            sizes: (app.state.plot_css, app.state.minimap_css, app.state.dpr),
             minimap_columns: app.minimap_cols.len(),
             analysis: app.analysis.canvas_seq,
         }
@@ -586,13 +528,13 @@ pub fn sync_dom(app: &App) {
     ui.drop_overlay.set_hidden(!app.drag_hover);
     // Menus.
     let devices = app.file().map_or(0, |f| f.snap.devices.len());
-    let key = (app.files.len(), app.current, devices);
+    let key = (app.state.files.len(), app.state.current, devices);
     if app.memo.menus.get() != Some(key) {
         app.memo.menus.set(Some(key));
         fill_select(
             ui,
             &ui.file_select,
-            app.files
+            app.state.files
                 .iter()
                 .enumerate()
                 .map(|(i, f)| (i.to_string(), f.name.clone())),
@@ -620,12 +562,12 @@ pub fn sync_dom(app: &App) {
     let busy = app.loading.is_some();
     set_select(
         &ui.file_select,
-        &app.current.map_or(String::new(), |i| i.to_string()),
-        app.files.len() < 2 || busy,
+        &app.state.current.map_or(String::new(), |i| i.to_string()),
+        app.state.files.len() < 2 || busy,
     );
     set_select(
         &ui.view_select,
-        app.view.value(),
+        app.state.view.value(),
         app.file().is_none() || busy,
     );
     match app.file() {
@@ -659,15 +601,15 @@ pub fn sync_dom(app: &App) {
         }
     }
     // Stack panel (panel views write their own).
-    if app.view.is_panel() {
+    if app.state.view.is_panel() {
         return;
     }
-    let target = app.hover.or(app.pinned);
+    let target = app.state.hover.or(app.state.pinned);
     let key = (
-        app.current.unwrap_or(usize::MAX),
+        app.state.current.unwrap_or(usize::MAX),
         app.generation,
-        app.hover,
-        app.pinned,
+        app.state.hover,
+        app.state.pinned,
     );
     if *app.memo.stack.borrow() != Some(key) {
         *app.memo.stack.borrow_mut() = Some(key);
@@ -677,7 +619,7 @@ pub fn sync_dom(app: &App) {
             (None, _) => String::new(),
         };
         set_text(&ui.stack, &text);
-        let pinned = app.pinned.is_some() && (app.hover.is_none() || app.hover == app.pinned);
+        let pinned = app.state.pinned.is_some() && (app.state.hover.is_none() || app.state.hover == app.state.pinned);
         let _ = ui.stack.class_list().toggle_with_force("pinned", pinned);
     }
 }
@@ -1156,12 +1098,12 @@ fn pixels_key(app: &App) -> Option<PixelsKey> {
 /// timeline is what the page shows.
 pub fn prepare_plot(app: &App) {
     let (Some(f), Some(key)) = (app.file(), pixels_key(app)) else { return };
-    if app.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key)) {
+    if app.state.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key)) {
         return;
     }
-    let (w, h) = app.plot_css;
+    let (w, h) = app.state.plot_css;
     let rect = plot_rect(w, h, f.plot.annotation_row_count);
-    let pixels = compute_plot(f, rect, app.dpr);
+    let pixels = compute_plot(f, rect, app.state.dpr);
     if let Ok(mut p) = app.memo.prepared.try_borrow_mut() {
         *p = Some((key, pixels));
     }
@@ -1315,14 +1257,14 @@ fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, image: &ImageB
 /// allocations, the hovered annotation's region, the hovered OOM marker.
 fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
     let Some(f) = app.file() else { return };
-    let dpr = app.dpr;
+    let dpr = app.state.dpr;
     let rect = app.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
     let plot = PlotDev::new(f, rect, dpr).reusing(&app.memo.frame);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    for (t, width) in [(app.pinned, 2.0), (app.hover, 1.5)] {
+    for (t, width) in [(app.state.pinned, 2.0), (app.state.hover, 1.5)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
@@ -1488,8 +1430,8 @@ fn crisp(x_css: f64, dpr: f64) -> f64 {
 fn draw_minimap(app: &App) {
     let ui = &app.ui;
     let ctx = &ui.minimap_ctx;
-    let dpr = app.dpr;
-    let (w, h) = if app.file().is_some() { app.minimap_css } else { (0.0, 0.0) };
+    let dpr = app.state.dpr;
+    let (w, h) = if app.file().is_some() { app.state.minimap_css } else { (0.0, 0.0) };
     fit_canvas(&ui.minimap, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
@@ -1545,7 +1487,7 @@ fn draw_minimap(app: &App) {
         (x1 - x0 - 1.0).max(0.5),
         rect.height_px - 1.0,
     );
-    if let Some(Drag::Brush { start, end, .. }) = app.drag {
+    if let Some(Drag::Brush { start, end, .. }) = app.state.drag {
         let (a, b) = (px(start.min(end)), px(start.max(end)));
         ctx.set_fill_style_str("rgba(78,121,167,0.3)");
         ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);

@@ -107,7 +107,7 @@ pub fn matches(app: &App) -> Option<(Rc<Vec<u32>>, usize)> {
     if s.query.is_empty() {
         return None;
     }
-    let i = app.current?;
+    let i = app.state.current?;
     let f = app.file()?;
     if let Some((fi, g, q, m, drawn)) = s.matches.borrow().as_ref() {
         if *fi == i && *g == app.generation && *q == s.query {
@@ -149,7 +149,7 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
     let Some(els) = &app.search.els else { return };
     // Matches among the small allocations merged into the summarized band are counted too, but
     // only the drawn ones can be outlined: the count says how many of them are drawn.
-    let (found, drawn) = match if app.view.is_panel() { None } else { matches(app) } {
+    let (found, drawn) = match if app.state.view.is_panel() { None } else { matches(app) } {
         Some((m, d)) => (Some(m), d),
         None => (None, 0),
     };
@@ -173,11 +173,11 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
         *app.search.drawn_count.borrow_mut() = Some(text);
     }
     let (Some(m), Some(f)) = (found, app.file()) else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr).reusing(&app.memo.frame);
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.state.dpr).reusing(&app.memo.frame);
     plot.clip(ctx);
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);
-    ctx.set_line_width(2.0 * app.dpr);
+    ctx.set_line_width(2.0 * app.state.dpr);
     let layout = plot.layout;
     let bands: Vec<u32> = m
         .iter()

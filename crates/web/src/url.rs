@@ -51,7 +51,7 @@ pub fn read_at_start(app: &mut App) {
     }
     let f = parse(&hash, decode);
     if let Some(v) = f.view {
-        app.view = v;
+        app.state.view = v;
     }
     if f.device.is_some() {
         app.preferred_device = f.device;
@@ -63,8 +63,8 @@ pub fn read_at_start(app: &mut App) {
 /// After a file opened: applies the zoom window, pin and event of a fragment for that file.
 pub fn restore(app: &mut App) {
     let Some(f) = PENDING.with(|p| p.borrow_mut().take()) else { return };
-    let Some(i) = app.current else { return };
-    let Some(file) = app.files.get_mut(i) else { return };
+    let Some(i) = app.state.current else { return };
+    let Some(file) = app.state.files.get_mut(i) else { return };
     if f.file.as_deref() != Some(base_name(&file.name)) {
         return;
     }
@@ -80,7 +80,7 @@ pub fn restore(app: &mut App) {
             .iter()
             .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin);
         if let Some(e) = e {
-            app.pinned = Some(Target::Element(e as u32));
+            app.state.pinned = Some(Target::Element(e as u32));
         }
     }
     if let Some(e) = f.event {
@@ -91,22 +91,22 @@ pub fn restore(app: &mut App) {
 /// The fragment of the current state.
 pub fn of_app(app: &App) -> Option<Fragment> {
     let f = app.file()?;
-    let i = app.current?;
-    let pin = match app.pinned {
-        Some(Target::Element(e)) if !app.view.is_panel() => {
+    let i = app.state.current?;
+    let pin = match app.state.pinned {
+        Some(Target::Element(e)) if !app.state.view.is_panel() => {
             f.plot.layout.elements.get(e as usize).map(|el| memviz_core::format::addr_label('b', el.addr, el.version))
         }
         _ => None,
     };
     let v = &f.viewport;
-    let x_steps = (!app.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
+    let x_steps = (!app.state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
     let event = match app.panels.selected {
-        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.view == View::AllocatorStateHistory => Some(r),
+        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.state.view == View::AllocatorStateHistory => Some(r),
         _ => None,
     };
     Some(Fragment {
         file: Some(base_name(&f.name).to_string()),
-        view: Some(app.view),
+        view: Some(app.state.view),
         device: f.snap.devices.get(f.plot.device_pos).map(|d| d.index),
         x_steps,
         pin,

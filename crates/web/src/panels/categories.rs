@@ -102,8 +102,8 @@ impl State {
 
 /// The inferred categories of the current file and device, computed on first use.
 fn ensure_inferred(app: &App) -> bool {
-    let Some(i) = app.current else { return false };
-    let Some(f) = app.files.get(i) else {
+    let Some(i) = app.state.current else { return false };
+    let Some(f) = app.state.files.get(i) else {
         return false;
     };
     let key = (i, f.plot.device_pos);
@@ -177,7 +177,7 @@ pub fn html(app: &App, s: &mut String) {
 /// Paints the visible allocations of the timeline in their inferred category's colour.
 pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
     if !app.analysis.categories.colour_inferred
-        || app.view.mode() != Mode::Allocations
+        || app.state.view.mode() != Mode::Allocations
         || !ensure_inferred(app)
     {
         return;
@@ -187,7 +187,7 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
         return;
     };
     let Some((_, c)) = cache.as_ref() else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.dpr).reusing(&app.memo.frame);
+    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.state.dpr).reusing(&app.memo.frame);
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;
@@ -275,7 +275,7 @@ pub fn sync_profile(app: &App) {
         .ok()
         .flatten()
         .map_or(0, |c| {
-            (f64::from(c.client_width()) * app.dpr).round() as u32
+            (f64::from(c.client_width()) * app.state.dpr).round() as u32
         });
     let want = (st.profile_seq, st.hover_x_px, width_dev);
     if written != Some(want) {
@@ -306,7 +306,7 @@ fn draw_profile(
     let Ok(mut layer) = st.layer.try_borrow_mut() else {
         return;
     };
-    let dpr = app.dpr;
+    let dpr = app.state.dpr;
     let tl = &p.timeline;
     let n = tl.bytes.len();
     let times: Vec<f64> = (0..n)

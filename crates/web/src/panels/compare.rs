@@ -39,8 +39,8 @@ pub struct State {
 
 /// The file compared with the one shown: the one chosen, else the first other file.
 pub fn other_of(app: &App) -> Option<usize> {
-    let cur = app.current?;
-    let n = app.files.len();
+    let cur = app.state.current?;
+    let n = app.state.files.len();
     app.analysis
         .compare
         .other
@@ -49,13 +49,13 @@ pub fn other_of(app: &App) -> Option<usize> {
 }
 
 fn pair_key(app: &App) -> Option<PairKey> {
-    let a = app.current?;
+    let a = app.state.current?;
     let b = other_of(app)?;
     Some((
         a,
-        app.files.get(a)?.plot.device_pos,
+        app.state.files.get(a)?.plot.device_pos,
         b,
-        app.files.get(b)?.plot.device_pos,
+        app.state.files.get(b)?.plot.device_pos,
     ))
 }
 
@@ -64,7 +64,7 @@ fn ensure(app: &App) -> Option<PairKey> {
     let key = pair_key(app)?;
     let mut cache = app.analysis.compare.cache.try_borrow_mut().ok()?;
     if cache.as_ref().is_none_or(|(k, _)| *k != key) {
-        let (fa, fb) = (app.files.get(key.0)?, app.files.get(key.2)?);
+        let (fa, fb) = (app.state.files.get(key.0)?, app.state.files.get(key.2)?);
         let c = compare::compare(
             &fa.snap,
             key.1,
@@ -111,19 +111,19 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
 
 /// Writes the tab.
 pub fn html(app: &App, s: &mut String) {
-    let Some(cur) = app.current else { return };
-    if app.files.len() < 2 {
+    let Some(cur) = app.state.current else { return };
+    if app.state.files.len() < 2 {
         s.push_str("<p class=\"cmp-none\">Open a second snapshot to compare it with this one.</p>");
         return;
     }
     let other = other_of(app);
-    let name = |i: usize| app.files.get(i).map_or(String::new(), |f| esc(&f.name));
+    let name = |i: usize| app.state.files.get(i).map_or(String::new(), |f| esc(&f.name));
     let _ = write!(
         s,
         "<p class=\"cmp-files\"><span class=\"sw cmp-a\"></span>A: <b>{}</b><br>Compare with B:</p><div class=\"cmp-select\">",
         name(cur)
     );
-    for i in (0..app.files.len()).filter(|&i| i != cur) {
+    for i in (0..app.state.files.len()).filter(|&i| i != cur) {
         let _ = write!(
             s,
             "<button type=\"button\" class=\"cmp-other{}\" data-act=\"compare-with\" data-i=\"{i}\">{}</button>",
@@ -183,7 +183,7 @@ pub fn html(app: &App, s: &mut String) {
 
 /// Draws both total curves on the tab's canvas.
 pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
-    let dpr = app.dpr;
+    let dpr = app.state.dpr;
     let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
         return;
     };

@@ -239,13 +239,13 @@ impl FragChart {
 /// step).
 fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
     let xm = f.xmap();
-    if app.hover.is_some() && app.drag.is_none() {
-        if let Some((Surface::Plot, x_px, _)) = app.last_pointer {
+    if app.state.hover.is_some() && app.state.drag.is_none() {
+        if let Some((Surface::Plot, x_px, _)) = app.state.last_pointer {
             let pos = f.viewport.pos_at(&app.plot_rect(), x_px);
             return Some((pos, xm.step(pos)));
         }
     }
-    match app.pinned {
+    match app.state.pinned {
         Some(Target::Element(e)) => {
             // Its alloc, when the trace has it.
             let el = f.plot.layout.elements.get(e as usize)?;
@@ -276,11 +276,11 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
     let xm = f.xmap();
     let v = &f.viewport;
     let key = FragKey {
-        file: (app.current.unwrap_or(0), f.plot.device_pos),
+        file: (app.state.current.unwrap_or(0), f.plot.device_pos),
         generation: app.generation,
         window: (v.x0, v.x1),
         time_axis: xm.is_time(),
-        dpr: app.dpr,
+        dpr: app.state.dpr,
     };
     let marker = marker_of(app, f);
     let mut drawn = false;
@@ -292,7 +292,7 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
         let Some(a) = super::analysis(app) else {
             return;
         };
-        let dpr = app.dpr;
+        let dpr = app.state.dpr;
         chart::fit(&canvas, FRAG_CSS_PX, dpr);
         let layout = &f.plot.layout;
         let (s0, s1) = (xm.step(v.x0), xm.step(v.x1));
@@ -363,7 +363,7 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
         let text = match (marker, super::analysis(app)) {
             (Some((x, step)), Some(a)) => {
                 if let Some(area) = &st.area {
-                    chart::marker(&canvas, app.dpr, area, x, MARKER);
+                    chart::marker(&canvas, app.state.dpr, area, x, MARKER);
                 }
                 a.frag_track
                     .at_step(&f.plot.layout, step)

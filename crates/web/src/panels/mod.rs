@@ -146,8 +146,8 @@ struct WrittenKey {
 
 /// The current (file, device position), when the timeline shows allocations.
 fn current_key(app: &App) -> Option<(usize, usize)> {
-    let i = app.current?;
-    let f = app.files.get(i)?;
+    let i = app.state.current?;
+    let f = app.state.files.get(i)?;
     Some((i, f.plot.device_pos))
 }
 
@@ -318,7 +318,7 @@ pub fn sync(app: &App) {
         tab: p.tab,
         file: current_key(app),
         moment: p.moment,
-        files: app.files.len(),
+        files: app.state.files.len(),
         other: compare::other_of(app),
         colour_inferred: p.categories.colour_inferred,
     };
@@ -371,7 +371,7 @@ fn body_html(app: &App) -> String {
     s.push_str("<div class=\"an-tabs\">");
     s.push_str(&tab(Tab::Insights, "Insights", "tab-insights"));
     s.push_str(&tab(Tab::Live, "Live set", "tab-live"));
-    if app.files.len() >= 2 {
+    if app.state.files.len() >= 2 {
         s.push_str(&tab(Tab::Compare, "Compare", "tab-compare"));
     }
     s.push_str(&tab(Tab::Categories, "Categories", "tab-categories"));
@@ -481,10 +481,10 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     let p = &app.analysis;
     categories::draw_colours(app, ctx);
     let Some(f) = app.file() else { return };
-    if app.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
+    if app.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
     }
-    let dpr = app.dpr;
+    let dpr = app.state.dpr;
     let plot = crate::render::PlotDev::new(f, app.plot_rect(), dpr).reusing(&app.memo.frame);
     let (rect, layout) = (plot.rect, plot.layout);
     plot.clip(ctx);

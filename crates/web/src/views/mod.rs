@@ -205,8 +205,8 @@ pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<
 
 /// The history of the shown (file, device), built on first use.
 fn ensure_history(app: &App) -> Option<(usize, usize)> {
-    let i = app.current?;
-    let f = app.files.get(i)?;
+    let i = app.state.current?;
+    let f = app.state.files.get(i)?;
     let d = f.plot.device_pos;
     let mut h = app.panels.history.borrow_mut();
     if h.as_ref().map(|c| c.key) != Some((i, d)) {
@@ -297,10 +297,10 @@ pub fn on_view_shown(app: &mut App) {
 /// Called before the timeline's canvases are measured after a change of view, so that a
 /// timeline coming back from a panel is measured shown, not hidden (0 px wide).
 pub fn show_panel_or_timeline(app: &App) -> bool {
-    let panel = app.view.is_panel() && app.file().is_some();
+    let panel = app.state.view.is_panel() && app.file().is_some();
     let main = app.ui.main.class_list();
     let _ = main.toggle_with_force("view-panel", panel);
-    let _ = main.toggle_with_force("view-history", panel && app.view == View::AllocatorStateHistory);
+    let _ = main.toggle_with_force("view-history", panel && app.state.view == View::AllocatorStateHistory);
     if let Some(els) = &app.panels.els {
         if els.panel.hidden() == panel {
             els.panel.set_hidden(!panel);
@@ -316,7 +316,7 @@ pub fn draw(app: &App) -> bool {
     crate::pools::sync_note(app);
     let Some(els) = &app.panels.els else { return false };
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(&app.ui.document, "hide-freed") {
-        let disabled = app.file().is_none() || app.loading.is_some() || app.view.is_panel();
+        let disabled = app.file().is_none() || app.loading.is_some() || app.state.view.is_panel();
         if cb.disabled() != disabled {
             cb.set_disabled(disabled);
         }
@@ -329,12 +329,12 @@ pub fn draw(app: &App) -> bool {
         *app.panels.drawn_stack.borrow_mut() = None;
         return false;
     }
-    els.history.set_hidden(app.view != View::AllocatorStateHistory);
-    els.settings.set_hidden(app.view != View::AllocatorSettings);
+    els.history.set_hidden(app.state.view != View::AllocatorStateHistory);
+    els.settings.set_hidden(app.state.view != View::AllocatorSettings);
     // The timeline must draw everything again when it comes back.
     *app.memo.canvas.borrow_mut() = None;
     *app.memo.stack.borrow_mut() = None;
-    match app.view {
+    match app.state.view {
         View::AllocatorStateHistory => draw_history(app, els),
         View::AllocatorSettings => draw_settings(app, els),
         _ => {}
@@ -358,7 +358,7 @@ fn set_stack(app: &App, text: &str) {
 }
 
 fn draw_settings(app: &App, els: &Els) {
-    let Some(i) = app.current else { return };
+    let Some(i) = app.state.current else { return };
     let Some(f) = app.file() else { return };
     if *app.panels.drawn_settings.borrow() != Some(i) {
         *app.panels.drawn_settings.borrow_mut() = Some(i);
@@ -401,7 +401,7 @@ fn draw_settings(app: &App, els: &Els) {
 
 fn draw_history(app: &App, els: &Els) {
     let Some(f) = app.file() else { return };
-    let Some(fi) = app.current else { return };
+    let Some(fi) = app.state.current else { return };
     let d = f.plot.device_pos;
     let snap = &f.snap;
     let Some(dev) = snap.devices.get(d) else {
@@ -489,11 +489,11 @@ fn draw_history(app: &App, els: &Els) {
     let css = (f64::from(els.map.client_width()), f64::from(els.map.client_height()));
     let geom = MapGeom::new(&at.map, css);
     let hit = app.panels.map_pointer.and_then(|(x, y)| geom.hit(&at.map, x, y));
-    let size_key = ((css.0 * app.dpr) as i64, (css.1 * app.dpr) as i64);
+    let size_key = ((css.0 * app.state.dpr) as i64, (css.1 * app.state.dpr) as i64);
     let map_key = (fi, d, k, size_key, hit);
     if *app.panels.drawn_map.borrow() != Some(map_key) {
         *app.panels.drawn_map.borrow_mut() = Some(map_key);
-        draw_map(&els.map, &els.map_ctx, &at.map, &geom, css, app.dpr, hit);
+        draw_map(&els.map, &els.map_ctx, &at.map, &geom, css, app.state.dpr, hit);
         let _ = els.map.set_attribute("data-segments", &at.map.segments.len().to_string());
         let _ = els.map.set_attribute("data-blocks", &at.map.blocks.len().to_string());
         let _ = els.map.set_attribute(

@@ -1,0 +1,551 @@
+//! The timeline's user state and what the pointer, the wheel and the keys do to it.
+//!
+//! [`ViewState`] holds the open files, which one is shown, the view, what the pointer is over,
+//! what is pinned, a drag in progress and the canvases' sizes. [`ViewState::update`] applies one
+//! [`TimelineInput`] and returns the [`Effect`]s the page must carry out (draw again, show the
+//! next frames from the held copies, refresh the overview, ...). Nothing here touches a browser.
+
+use memviz_core::describe;
+use memviz_core::plot::PlotData;
+use memviz_core::snapshot::Snapshot;
+use memviz_core::timeline::Hit;
+
+use crate::keys::{self, Command, Surface};
+use crate::layout_px::{annotation_row_at, annotation_x_px, minimap_rect, plot_rect};
+use crate::view::View;
+use crate::viewport::{PlotRect, Viewport};
+use crate::xmap::{XAxis, XMap};
+
+/// Narrowest x window in steps.
+pub const MIN_WINDOW_STEPS: f64 = 4.0;
+/// Narrowest x window in µs.
+pub const MIN_WINDOW_US: f64 = 1.0;
+/// How close (CSS px) the pointer must be to an OOM line to point at it.
+pub const OOM_HOVER_PX: f64 = 4.0;
+/// After a zoom or pan, the timeline is drawn from held copies until the input has rested this
+/// long (ms); then exactly.
+pub const PREVIEW_HOLD_MS: f64 = 90.0;
+
+/// An open snapshot and how it is being looked at.
+pub struct OpenFile {
+    /// File name as shown in the file menu.
+    pub name: String,
+    /// The model.
+    pub snap: Snapshot,
+    /// Layout of the chosen device at the chosen detail.
+    pub plot: PlotData,
+    /// Drawn allocations at most (the Detail control).
+    pub max_entries: usize,
+    /// What the x axis shows.
+    pub x_axis: XAxis,
+    /// Visible window.
+    pub viewport: Viewport,
+}
+
+impl OpenFile {
+    /// The step ↔ position map of the chosen x axis.
+    pub fn xmap(&self) -> XMap<'_> {
+        match (self.x_axis, &self.plot.time) {
+            (XAxis::Time, Some(t)) => XMap::time(t),
+            _ => XMap::steps(),
+        }
+    }
+
+    /// Whether the x axis can show time.
+    pub fn has_time(&self) -> bool {
+        self.plot.time.is_some()
+    }
+
+    /// A viewport showing the whole plot on the current axis.
+    pub fn full_viewport(&self) -> Viewport {
+        let l = &self.plot.layout;
+        match (self.x_axis, &self.plot.time) {
+            (XAxis::Time, Some(t)) => Viewport::new(
+                t.end_us().max(MIN_WINDOW_US),
+                l.peak_bytes as f64,
+                MIN_WINDOW_US,
+            ),
+            _ => Viewport::new(f64::from(l.steps), l.peak_bytes as f64, MIN_WINDOW_STEPS),
+        }
+    }
+
+    /// Shows the x axis `a`, keeping the window on the same steps (unless all is shown).
+    /// Whether it changed.
+    pub fn set_x_axis(&mut self, a: XAxis) -> bool {
+        if self.x_axis == a || (a == XAxis::Time && !self.has_time()) {
+            return false;
+        }
+        let old = self.viewport;
+        let (s0, s1) = {
+            let xm = self.xmap();
+            (xm.step(old.x0), xm.step(old.x1))
+        };
+        self.x_axis = a;
+        let mut v = self.full_viewport();
+        let xm = self.xmap();
+        if !old.is_full() {
+            v.set_window(xm.pos(s0), xm.pos(s1));
+            v.y_max_bytes = old.y_max_bytes;
+        }
+        self.viewport = v;
+        true
+    }
+
+    /// Text for the stack panel.
+    pub fn target_text(&self, target: Target) -> String {
+        let p = &self.plot;
+        match target {
+            Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
+            Target::Summarized => describe::SUMMARIZED.to_string(),
+            Target::Oom(i) => p.ooms.get(i).map_or_else(String::new, |o| {
+                describe::oom_text(&self.snap, p.device_pos, o.row as usize)
+            }),
+            Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
+                format!(
+                    "Annotation {}\n{} to {} ({:.3} ms)\nsteps {:.0} to {:.0}\n",
+                    a.name,
+                    describe::utc_time(a.start_us),
+                    describe::utc_time(a.end_us),
+                    (a.end_us - a.start_us) as f64 / 1000.0,
+                    a.start_step,
+                    a.end_step
+                )
+            }),
+        }
+    }
+
+    /// What is under a point of the plot area `rect` (CSS px).
+    pub fn target_at(&self, rect: &PlotRect, x_px: f64, y_px: f64) -> Option<Target> {
+        let v = &self.viewport;
+        let xm = self.xmap();
+        let plot = &self.plot;
+        // Annotation strip above the plot.
+        if y_px < rect.top_px && x_px >= rect.left_px && x_px <= rect.right_px() {
+            let row = annotation_row_at(y_px, plot.annotation_row_count)?;
+            return plot
+                .annotations
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, a)| {
+                    let r = plot.annotation_rows.get(i).copied()?;
+                    let (x0, x1) = annotation_x_px(a, plot.time.as_ref(), &xm, v, rect);
+                    (r == row && x_px >= x0 - 1.0 && x_px <= x1 + 1.0)
+                        .then_some(Target::Annotation(i))
+                });
+        }
+        if !rect.contains(x_px, y_px) {
+            return None;
+        }
+        // OOM lines first: they are thin.
+        let mut best: Option<(f64, usize)> = None;
+        for (i, o) in plot.ooms.iter().enumerate() {
+            let d = (v.x_px(rect, xm.pos(o.step)) - x_px).abs();
+            if d <= OOM_HOVER_PX && best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, i));
+            }
+        }
+        if let Some((_, i)) = best {
+            return Some(Target::Oom(i));
+        }
+        let step = xm.step(v.pos_at(rect, x_px));
+        let bytes = v.bytes_at(rect, y_px);
+        match plot.layout.hit_test(step, bytes)? {
+            Hit::Element(e) => Some(Target::Element(e)),
+            Hit::Summarized => Some(Target::Summarized),
+        }
+    }
+}
+
+/// Something the pointer can point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A drawn allocation (element index).
+    Element(u32),
+    /// The summarized band.
+    Summarized,
+    /// An OOM marker (index into [`PlotData::ooms`]).
+    Oom(usize),
+    /// An annotation (index into [`PlotData::annotations`]).
+    Annotation(usize),
+}
+
+/// A drag in progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Drag {
+    /// Panning the plot.
+    Pan {
+        /// Where the press was (CSS px).
+        down_px: (f64, f64),
+        /// Window when it began.
+        x0: f64,
+        /// Window when it began.
+        x1: f64,
+        /// Whether it moved beyond a click.
+        moved: bool,
+    },
+    /// Selecting a window on the minimap.
+    Brush {
+        /// Position where it began.
+        start: f64,
+        /// Position now.
+        end: f64,
+        /// Where the press was (CSS px).
+        down_px: (f64, f64),
+    },
+}
+
+/// What the pointer, the wheel and the keys do on the timeline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TimelineInput {
+    /// Wheel over a canvas: zoom x around the pointer.
+    Wheel {
+        /// Canvas.
+        surface: Surface,
+        /// Pointer x, CSS px from the canvas' left edge.
+        x_px: f64,
+        /// Vertical scroll in CSS px (positive: zoom out).
+        delta_y_px: f64,
+    },
+    /// A button pressed over a canvas.
+    PointerDown {
+        /// Canvas.
+        surface: Surface,
+        /// CSS px from the canvas' left edge.
+        x_px: f64,
+        /// CSS px from the canvas' top edge.
+        y_px: f64,
+        /// `MouseEvent.button` (0: the main button).
+        button: i16,
+    },
+    /// The pointer moved over a canvas.
+    PointerMove {
+        /// Canvas.
+        surface: Surface,
+        /// CSS px from the canvas' left edge.
+        x_px: f64,
+        /// CSS px from the canvas' top edge.
+        y_px: f64,
+    },
+    /// A button released over a canvas.
+    PointerUp {
+        /// Canvas.
+        surface: Surface,
+        /// CSS px from the canvas' left edge.
+        x_px: f64,
+        /// CSS px from the canvas' top edge.
+        y_px: f64,
+    },
+    /// The pointer left a canvas.
+    PointerLeave {
+        /// Canvas.
+        surface: Surface,
+    },
+    /// A keyboard command.
+    Key(Command),
+    /// The x axis was chosen.
+    SetXAxis(XAxis),
+}
+
+/// What the page must do after an update.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    /// Draw the next frame from the held copies until `until_ms`, then exactly (a timer must
+    /// ask for a frame then).
+    HoldPreview {
+        /// When the exact drawing is due (ms, the clock `update` was given).
+        until_ms: f64,
+    },
+    /// The overview's columns must be computed again (the x axis changed).
+    RefreshMinimap,
+    /// A click on the plot (not a drag) at this x: a panel that follows clicks may move there.
+    ClickedPlot {
+        /// CSS px from the canvas' left edge.
+        x_px: f64,
+    },
+    /// Esc while a file loads: stop the load.
+    CancelLoad,
+}
+
+/// The timeline's user state.
+#[derive(Default)]
+pub struct ViewState {
+    /// Open files.
+    pub files: Vec<OpenFile>,
+    /// Index of the file shown.
+    pub current: Option<usize>,
+    /// The view shown.
+    pub view: View,
+    /// What the pointer is over.
+    pub hover: Option<Target>,
+    /// What was clicked.
+    pub pinned: Option<Target>,
+    /// A drag in progress.
+    pub drag: Option<Drag>,
+    /// Last pointer position (canvas, CSS px).
+    pub last_pointer: Option<(Surface, f64, f64)>,
+    /// Plot canvas size, CSS px.
+    pub plot_css: (f64, f64),
+    /// Minimap canvas size, CSS px.
+    pub minimap_css: (f64, f64),
+    /// devicePixelRatio.
+    pub dpr: f64,
+    /// Until when (ms) the timeline is drawn from held copies (see [`Effect::HoldPreview`]).
+    pub preview_until_ms: f64,
+    /// Whether a file is loading (Esc then stops it instead of unpinning).
+    pub loading: bool,
+}
+
+impl ViewState {
+    /// The file shown.
+    pub fn file(&self) -> Option<&OpenFile> {
+        self.current.and_then(|i| self.files.get(i))
+    }
+
+    /// The file shown, to change it.
+    pub fn file_mut(&mut self) -> Option<&mut OpenFile> {
+        self.current.and_then(|i| self.files.get_mut(i))
+    }
+
+    /// The plot area of the main canvas.
+    pub fn plot_rect(&self) -> PlotRect {
+        let rows = self.file().map_or(0, |f| f.plot.annotation_row_count);
+        plot_rect(self.plot_css.0, self.plot_css.1, rows)
+    }
+
+    /// The plot area of the minimap.
+    pub fn minimap_rect(&self) -> PlotRect {
+        minimap_rect(self.minimap_css.0, self.minimap_css.1)
+    }
+
+    /// What is under a point of the plot (CSS px).
+    pub fn target_at(&self, x_px: f64, y_px: f64) -> Option<Target> {
+        self.file()?.target_at(&self.plot_rect(), x_px, y_px)
+    }
+
+    /// Whether the timeline is drawn from the held copies at `now_ms`.
+    pub fn previewing(&self, now_ms: f64) -> bool {
+        now_ms < self.preview_until_ms
+    }
+
+    /// Applies one input at time `now_ms`; what the page must do as a result.
+    pub fn update(&mut self, input: TimelineInput, now_ms: f64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match input {
+            TimelineInput::Wheel {
+                surface,
+                x_px,
+                delta_y_px,
+            } => self.on_wheel(surface, x_px, delta_y_px, now_ms, &mut effects),
+            TimelineInput::PointerDown {
+                surface,
+                x_px,
+                y_px,
+                button,
+            } => self.on_pointer_down(surface, x_px, y_px, button),
+            TimelineInput::PointerMove {
+                surface,
+                x_px,
+                y_px,
+            } => self.on_pointer_move(surface, x_px, y_px, now_ms, &mut effects),
+            TimelineInput::PointerUp {
+                surface,
+                x_px,
+                y_px,
+            } => self.on_pointer_up(surface, x_px, y_px, &mut effects),
+            TimelineInput::PointerLeave { surface } => {
+                if surface == Surface::Plot && !matches!(self.drag, Some(Drag::Pan { .. })) {
+                    self.hover = None;
+                }
+            }
+            TimelineInput::Key(c) => self.on_command(c, &mut effects),
+            TimelineInput::SetXAxis(a) => {
+                if self.file_mut().is_some_and(|f| f.set_x_axis(a)) {
+                    effects.push(Effect::RefreshMinimap);
+                }
+            }
+        }
+        effects
+    }
+
+    fn hold_preview(&mut self, now_ms: f64, effects: &mut Vec<Effect>) {
+        self.preview_until_ms = now_ms + PREVIEW_HOLD_MS;
+        effects.push(Effect::HoldPreview {
+            until_ms: self.preview_until_ms,
+        });
+    }
+
+    fn on_wheel(
+        &mut self,
+        surface: Surface,
+        x_px: f64,
+        delta_y_px: f64,
+        now_ms: f64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let rect = match surface {
+            Surface::Plot => self.plot_rect(),
+            Surface::Minimap => self.minimap_rect(),
+        };
+        let factor = keys::wheel_zoom_factor(delta_y_px);
+        let Some(f) = self.file_mut() else { return };
+        let anchor = match surface {
+            Surface::Plot => f.viewport.pos_at(&rect, x_px),
+            Surface::Minimap => full_pos_at(&f.viewport, &rect, x_px),
+        };
+        f.viewport.zoom_x(anchor, factor);
+        self.hold_preview(now_ms, effects);
+        self.update_hover_from_pointer();
+    }
+
+    fn on_pointer_down(&mut self, surface: Surface, x_px: f64, y_px: f64, button: i16) {
+        if button != 0 {
+            return;
+        }
+        let mrect = self.minimap_rect();
+        let Some(f) = self.file() else { return };
+        self.drag = Some(match surface {
+            Surface::Plot => Drag::Pan {
+                down_px: (x_px, y_px),
+                x0: f.viewport.x0,
+                x1: f.viewport.x1,
+                moved: false,
+            },
+            Surface::Minimap => {
+                let p = full_pos_at(&f.viewport, &mrect, x_px);
+                Drag::Brush {
+                    start: p,
+                    end: p,
+                    down_px: (x_px, y_px),
+                }
+            }
+        });
+    }
+
+    fn on_pointer_move(
+        &mut self,
+        surface: Surface,
+        x_px: f64,
+        y_px: f64,
+        now_ms: f64,
+        effects: &mut Vec<Effect>,
+    ) {
+        self.last_pointer = Some((surface, x_px, y_px));
+        let rect = self.plot_rect();
+        let mrect = self.minimap_rect();
+        match self.drag {
+            Some(Drag::Pan {
+                down_px,
+                x0,
+                x1,
+                moved,
+            }) => {
+                let moved = moved || !keys::is_click(down_px, (x_px, y_px));
+                if let Some(f) = self.file_mut() {
+                    let per_px = (x1 - x0) / rect.width_px.max(1.0);
+                    let shift = -(x_px - down_px.0) * per_px;
+                    f.viewport.set_window(x0 + shift, x1 + shift);
+                }
+                self.drag = Some(Drag::Pan {
+                    down_px,
+                    x0,
+                    x1,
+                    moved,
+                });
+                if moved {
+                    self.hold_preview(now_ms, effects);
+                    self.hover = None;
+                }
+            }
+            Some(Drag::Brush { start, down_px, .. }) => {
+                if let Some(f) = self.file() {
+                    let end = full_pos_at(&f.viewport, &mrect, x_px);
+                    self.drag = Some(Drag::Brush {
+                        start,
+                        end,
+                        down_px,
+                    });
+                }
+            }
+            None => {
+                if surface == Surface::Plot {
+                    self.hover = self.target_at(x_px, y_px);
+                }
+            }
+        }
+    }
+
+    fn on_pointer_up(&mut self, surface: Surface, x_px: f64, y_px: f64, effects: &mut Vec<Effect>) {
+        let drag = self.drag.take();
+        let mrect = self.minimap_rect();
+        match drag {
+            Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
+                // A click pins what is under the pointer (or unpins on empty space).
+                self.pinned = self.target_at(x_px, y_px);
+                self.hover = self.pinned;
+                effects.push(Effect::ClickedPlot { x_px });
+            }
+            Some(Drag::Brush { start, down_px, .. }) => {
+                let Some(f) = self.file_mut() else { return };
+                let end = full_pos_at(&f.viewport, &mrect, x_px);
+                if keys::is_click(down_px, (x_px, y_px)) {
+                    // A click centres the window there.
+                    let half = f.viewport.width() / 2.0;
+                    f.viewport.set_window(end - half, end + half);
+                } else {
+                    f.viewport.set_window(start, end);
+                    let xm = f.xmap();
+                    let (a, b) = (xm.step(f.viewport.x0), xm.step(f.viewport.x1));
+                    let peak = f.plot.layout.max_live_between(a, b);
+                    f.viewport.fit_y(peak as f64);
+                }
+            }
+            _ => {}
+        }
+        if surface == Surface::Plot {
+            self.update_hover_from_pointer();
+        }
+    }
+
+    fn on_command(&mut self, c: Command, effects: &mut Vec<Effect>) {
+        if c == Command::Unpin {
+            // Esc stops a load in progress, else unpins.
+            if self.loading {
+                effects.push(Effect::CancelLoad);
+            } else {
+                self.pinned = None;
+            }
+            return;
+        }
+        let Some(f) = self.file_mut() else { return };
+        let v = &mut f.viewport;
+        let mid = (v.x0 + v.x1) / 2.0;
+        match c {
+            Command::ZoomIn => v.zoom_x(mid, keys::KEY_ZOOM_FACTOR),
+            Command::ZoomOut => v.zoom_x(mid, 1.0 / keys::KEY_ZOOM_FACTOR),
+            Command::PanLeft => v.pan(-v.width() * keys::KEY_PAN_SHARE),
+            Command::PanRight => v.pan(v.width() * keys::KEY_PAN_SHARE),
+            Command::Reset => v.reset(),
+            Command::Unpin => {}
+        }
+        self.update_hover_from_pointer();
+    }
+
+    /// What the pointer is over after the window moved under it.
+    pub fn update_hover_from_pointer(&mut self) {
+        if let Some((Surface::Plot, x, y)) = self.last_pointer {
+            if self.drag.is_none() {
+                self.hover = self.target_at(x, y);
+            }
+        }
+    }
+}
+
+/// The position (over the whole x domain) at an x pixel of the minimap.
+pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
+    ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

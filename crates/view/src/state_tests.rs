@@ -1,0 +1,515 @@
+//! Tests of [`super::ViewState`]: hit testing, wheel, drag, brush, keys, pins and effects, on
+//! the page's demo snapshot (annotated, timed) and a small OOM snapshot.
+
+#![allow(clippy::expect_used)]
+
+use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::timeline::Options;
+
+use super::*;
+use crate::layout_px::{ANNOTATION_ROW_PX, TOP_PX};
+
+static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+static OOM: &[u8] = include_bytes!("../../../tests/data/synth/oom.pickle");
+
+/// A state with `bytes` open on a 1000 × 500 px plot and a 1000 × 60 px overview.
+fn state_with(bytes: &[u8]) -> ViewState {
+    let snap = memviz_core::load(bytes).expect("the snapshot loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options::default());
+    let mut f = OpenFile {
+        name: "x.pickle".into(),
+        snap,
+        plot,
+        max_entries: 15_000,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    };
+    f.viewport = f.full_viewport();
+    ViewState {
+        files: vec![f],
+        current: Some(0),
+        plot_css: (1000.0, 500.0),
+        minimap_css: (1000.0, 60.0),
+        dpr: 1.0,
+        ..ViewState::default()
+    }
+}
+
+fn demo() -> ViewState {
+    state_with(DEMO)
+}
+
+fn window(s: &ViewState) -> (f64, f64) {
+    let v = &s.file().expect("a file").viewport;
+    (v.x0, v.x1)
+}
+
+/// A point of the plot where an allocation is drawn: the middle of the plot, low down.
+fn element_point(s: &ViewState) -> (f64, f64) {
+    let r = s.plot_rect();
+    for j in 1..40 {
+        for i in 1..40 {
+            let (x, y) = (
+                r.left_px + r.width_px * f64::from(i) / 40.0,
+                r.bottom_px() - r.height_px * f64::from(j) / 80.0,
+            );
+            if matches!(s.target_at(x, y), Some(Target::Element(_))) {
+                return (x, y);
+            }
+        }
+    }
+    panic!("no allocation drawn in the demo's plot");
+}
+
+fn wheel(
+    s: &mut ViewState,
+    surface: Surface,
+    x_px: f64,
+    delta_y_px: f64,
+    now_ms: f64,
+) -> Vec<Effect> {
+    s.update(
+        TimelineInput::Wheel {
+            surface,
+            x_px,
+            delta_y_px,
+        },
+        now_ms,
+    )
+}
+
+fn down(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
+    s.update(
+        TimelineInput::PointerDown {
+            surface,
+            x_px,
+            y_px,
+            button: 0,
+        },
+        0.0,
+    )
+}
+
+fn moved(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
+    s.update(
+        TimelineInput::PointerMove {
+            surface,
+            x_px,
+            y_px,
+        },
+        0.0,
+    )
+}
+
+fn up(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
+    s.update(
+        TimelineInput::PointerUp {
+            surface,
+            x_px,
+            y_px,
+        },
+        0.0,
+    )
+}
+
+fn key(s: &mut ViewState, c: Command) -> Vec<Effect> {
+    s.update(TimelineInput::Key(c), 0.0)
+}
+
+#[test]
+fn a_point_over_a_band_hits_its_allocation() {
+    let s = demo();
+    let (x, y) = element_point(&s);
+    let Some(Target::Element(e)) = s.target_at(x, y) else {
+        panic!("an element")
+    };
+    assert!((e as usize) < s.file().expect("file").plot.layout.elements.len());
+}
+
+#[test]
+fn above_the_stack_nothing_is_hit() {
+    let s = demo();
+    let r = s.plot_rect();
+    // The y axis has headroom above the peak: the top pixel row of the plot holds nothing.
+    assert_eq!(
+        s.target_at(r.left_px + r.width_px / 2.0, r.top_px + 1.0),
+        None
+    );
+}
+
+#[test]
+fn outside_the_plot_nothing_is_hit() {
+    let s = demo();
+    let r = s.plot_rect();
+    assert_eq!(s.target_at(r.left_px - 10.0, r.top_px + 50.0), None);
+    assert_eq!(s.target_at(r.right_px() + 5.0, r.top_px + 50.0), None);
+    assert_eq!(s.target_at(r.left_px + 10.0, r.bottom_px() + 5.0), None);
+}
+
+#[test]
+fn the_annotation_strip_hits_annotations() {
+    let s = demo();
+    let f = s.file().expect("file");
+    assert!(f.plot.annotation_row_count > 0, "the demo has annotations");
+    let r = s.plot_rect();
+    let y = TOP_PX + ANNOTATION_ROW_PX / 2.0;
+    let hits = (0..200)
+        .filter_map(|i| s.target_at(r.left_px + r.width_px * f64::from(i) / 200.0, y))
+        .filter(|t| matches!(t, Target::Annotation(_)))
+        .count();
+    assert!(
+        hits > 0,
+        "some point of the first row is over an annotation"
+    );
+    assert!(!s
+        .file()
+        .expect("file")
+        .target_text(Target::Annotation(0))
+        .is_empty());
+}
+
+#[test]
+fn an_oom_line_is_hit_near_it() {
+    let s = state_with(OOM);
+    let f = s.file().expect("file");
+    let o = *f.plot.ooms.first().expect("an OOM mark");
+    let r = s.plot_rect();
+    let x = f.viewport.x_px(&r, f.xmap().pos(o.step));
+    let y = r.top_px + r.height_px / 2.0;
+    assert_eq!(
+        s.target_at(x.min(r.right_px() - 1.0), y),
+        Some(Target::Oom(0))
+    );
+    assert!(!f.target_text(Target::Oom(0)).is_empty());
+}
+
+#[test]
+fn no_file_hits_nothing_and_inputs_do_nothing() {
+    let mut s = ViewState {
+        plot_css: (800.0, 400.0),
+        ..ViewState::default()
+    };
+    assert_eq!(s.target_at(400.0, 200.0), None);
+    assert!(wheel(&mut s, Surface::Plot, 400.0, 100.0, 0.0).is_empty());
+    assert!(down(&mut s, Surface::Plot, 400.0, 200.0).is_empty());
+    assert!(up(&mut s, Surface::Plot, 400.0, 200.0).is_empty() || s.pinned.is_none());
+    assert!(key(&mut s, Command::ZoomIn).is_empty());
+    assert_eq!(s.drag, None);
+}
+
+#[test]
+fn the_wheel_zooms_in_around_the_pointer() {
+    let mut s = demo();
+    let r = s.plot_rect();
+    let x = r.left_px + r.width_px * 0.25;
+    let before = s.file().expect("file").viewport;
+    let anchor = before.pos_at(&r, x);
+    wheel(&mut s, Surface::Plot, x, -200.0, 0.0);
+    let after = s.file().expect("file").viewport;
+    assert!(after.width() < before.width());
+    assert!(
+        (after.pos_at(&r, x) - anchor).abs() < 1e-6 * before.width(),
+        "the position under the pointer stays"
+    );
+}
+
+#[test]
+fn the_wheel_zooms_out_back_to_the_whole_trace_at_most() {
+    let mut s = demo();
+    let full = window(&s);
+    wheel(&mut s, Surface::Plot, 500.0, -300.0, 0.0);
+    for _ in 0..20 {
+        wheel(&mut s, Surface::Plot, 500.0, 600.0, 0.0);
+    }
+    assert_eq!(window(&s), full);
+}
+
+#[test]
+fn a_wheel_holds_the_preview_for_a_while() {
+    let mut s = demo();
+    let e = wheel(&mut s, Surface::Plot, 500.0, -100.0, 1000.0);
+    assert_eq!(
+        e,
+        vec![Effect::HoldPreview {
+            until_ms: 1000.0 + PREVIEW_HOLD_MS
+        }]
+    );
+    assert!(s.previewing(1000.0 + PREVIEW_HOLD_MS - 1.0));
+    assert!(!s.previewing(1000.0 + PREVIEW_HOLD_MS));
+}
+
+#[test]
+fn the_wheel_over_the_overview_zooms_around_that_place_of_the_whole_trace() {
+    let mut s = demo();
+    let m = s.minimap_rect();
+    let full = window(&s).1;
+    wheel(
+        &mut s,
+        Surface::Minimap,
+        m.left_px + m.width_px * 0.75,
+        -400.0,
+        0.0,
+    );
+    let (a, b) = window(&s);
+    assert!(b - a < full);
+    assert!(
+        a < 0.75 * full && b > 0.75 * full,
+        "the window holds the point under the pointer"
+    );
+}
+
+#[test]
+fn dragging_the_plot_pans_it() {
+    let mut s = demo();
+    wheel(&mut s, Surface::Plot, 500.0, -400.0, 0.0);
+    let (a, b) = window(&s);
+    let r = s.plot_rect();
+    down(&mut s, Surface::Plot, 600.0, 200.0);
+    let e = moved(&mut s, Surface::Plot, 500.0, 200.0);
+    assert!(matches!(e.as_slice(), [Effect::HoldPreview { .. }]));
+    let (c, d) = window(&s);
+    let per_px = (b - a) / r.width_px;
+    assert!(
+        (c - (a + 100.0 * per_px)).abs() < 1e-6 * (b - a),
+        "the window moved by 100 px"
+    );
+    assert!(
+        ((d - c) - (b - a)).abs() < 1e-6 * (b - a),
+        "its width stays"
+    );
+    assert_eq!(s.hover, None, "nothing is hovered while panning");
+    up(&mut s, Surface::Plot, 500.0, 200.0);
+    assert_eq!(s.drag, None);
+    assert_eq!(s.pinned, None, "a drag pins nothing");
+}
+
+#[test]
+fn a_pan_stops_at_the_ends() {
+    let mut s = demo();
+    wheel(&mut s, Surface::Plot, 500.0, -400.0, 0.0);
+    down(&mut s, Surface::Plot, 200.0, 200.0);
+    moved(&mut s, Surface::Plot, 100_000.0, 200.0);
+    assert_eq!(window(&s).0, 0.0);
+    moved(&mut s, Surface::Plot, -100_000.0, 200.0);
+    let full = s.file().expect("file").viewport.full_x1;
+    assert!((window(&s).1 - full).abs() < 1e-9);
+}
+
+#[test]
+fn a_click_pins_what_is_under_the_pointer_and_esc_unpins() {
+    let mut s = demo();
+    let (x, y) = element_point(&s);
+    down(&mut s, Surface::Plot, x, y);
+    let e = up(&mut s, Surface::Plot, x + 1.0, y);
+    assert_eq!(e, vec![Effect::ClickedPlot { x_px: x + 1.0 }]);
+    let pinned = s.pinned.expect("pinned");
+    assert!(matches!(pinned, Target::Element(_)));
+    assert_eq!(s.hover, Some(pinned));
+    assert!(key(&mut s, Command::Unpin).is_empty());
+    assert_eq!(s.pinned, None);
+}
+
+#[test]
+fn a_click_on_empty_space_unpins() {
+    let mut s = demo();
+    let (x, y) = element_point(&s);
+    down(&mut s, Surface::Plot, x, y);
+    up(&mut s, Surface::Plot, x, y);
+    assert!(s.pinned.is_some());
+    let r = s.plot_rect();
+    down(&mut s, Surface::Plot, r.left_px + 5.0, r.top_px + 1.0);
+    up(&mut s, Surface::Plot, r.left_px + 5.0, r.top_px + 1.0);
+    assert_eq!(s.pinned, None);
+}
+
+#[test]
+fn only_the_main_button_starts_a_drag() {
+    let mut s = demo();
+    s.update(
+        TimelineInput::PointerDown {
+            surface: Surface::Plot,
+            x_px: 300.0,
+            y_px: 200.0,
+            button: 2,
+        },
+        0.0,
+    );
+    assert_eq!(s.drag, None);
+}
+
+#[test]
+fn esc_while_loading_asks_to_cancel_and_keeps_the_pin() {
+    let mut s = demo();
+    s.pinned = Some(Target::Summarized);
+    s.loading = true;
+    assert_eq!(key(&mut s, Command::Unpin), vec![Effect::CancelLoad]);
+    assert_eq!(s.pinned, Some(Target::Summarized));
+}
+
+#[test]
+fn keys_zoom_pan_and_reset() {
+    let mut s = demo();
+    let full = window(&s);
+    key(&mut s, Command::ZoomIn);
+    let (a, b) = window(&s);
+    assert!(((b - a) - KEY_ZOOM * (full.1 - full.0)).abs() < 1e-6 * full.1);
+    key(&mut s, Command::PanRight);
+    let (c, _) = window(&s);
+    assert!(c > a);
+    key(&mut s, Command::PanLeft);
+    key(&mut s, Command::PanLeft);
+    assert!(window(&s).0 < c);
+    key(&mut s, Command::ZoomOut);
+    key(&mut s, Command::Reset);
+    assert_eq!(window(&s), full);
+}
+
+const KEY_ZOOM: f64 = keys::KEY_ZOOM_FACTOR;
+
+#[test]
+fn hover_follows_the_pointer_and_leaves_with_it() {
+    let mut s = demo();
+    let (x, y) = element_point(&s);
+    moved(&mut s, Surface::Plot, x, y);
+    assert!(matches!(s.hover, Some(Target::Element(_))));
+    s.update(
+        TimelineInput::PointerLeave {
+            surface: Surface::Plot,
+        },
+        0.0,
+    );
+    assert_eq!(s.hover, None);
+}
+
+#[test]
+fn leaving_the_plot_while_panning_keeps_the_drag() {
+    let mut s = demo();
+    down(&mut s, Surface::Plot, 300.0, 200.0);
+    s.update(
+        TimelineInput::PointerLeave {
+            surface: Surface::Plot,
+        },
+        0.0,
+    );
+    assert!(matches!(s.drag, Some(Drag::Pan { .. })));
+}
+
+#[test]
+fn moving_over_the_overview_hovers_nothing() {
+    let mut s = demo();
+    moved(&mut s, Surface::Minimap, 300.0, 20.0);
+    assert_eq!(s.hover, None);
+    assert_eq!(s.last_pointer, Some((Surface::Minimap, 300.0, 20.0)));
+}
+
+#[test]
+fn the_hover_is_found_again_after_a_zoom_under_a_resting_pointer() {
+    let mut s = demo();
+    let (x, y) = element_point(&s);
+    moved(&mut s, Surface::Plot, x, y);
+    for _ in 0..8 {
+        wheel(&mut s, Surface::Plot, x, -300.0, 0.0);
+    }
+    assert_eq!(s.hover, s.target_at(x, y));
+}
+
+#[test]
+fn brushing_the_overview_shows_that_window_with_y_fitted() {
+    let mut s = demo();
+    let m = s.minimap_rect();
+    let full = window(&s).1;
+    let y_full = s.file().expect("file").viewport.y_max_bytes;
+    let (xa, xb) = (m.left_px + m.width_px * 0.2, m.left_px + m.width_px * 0.4);
+    down(&mut s, Surface::Minimap, xa, 30.0);
+    moved(&mut s, Surface::Minimap, xb, 30.0);
+    assert!(matches!(s.drag, Some(Drag::Brush { .. })));
+    up(&mut s, Surface::Minimap, xb, 30.0);
+    let (a, b) = window(&s);
+    assert!((a - 0.2 * full).abs() < 1e-6 * full && (b - 0.4 * full).abs() < 1e-6 * full);
+    assert!(s.file().expect("file").viewport.y_max_bytes <= y_full);
+}
+
+#[test]
+fn a_click_on_the_overview_centres_the_window_there() {
+    let mut s = demo();
+    key(&mut s, Command::ZoomIn);
+    key(&mut s, Command::ZoomIn);
+    let (a, b) = window(&s);
+    let m = s.minimap_rect();
+    let full = s.file().expect("file").viewport.full_x1;
+    let x = m.left_px + m.width_px * 0.5;
+    down(&mut s, Surface::Minimap, x, 30.0);
+    up(&mut s, Surface::Minimap, x + 1.0, 30.0);
+    let (c, d) = window(&s);
+    assert!(((d - c) - (b - a)).abs() < 1e-6 * full, "the width stays");
+    assert!((((c + d) / 2.0) - full * (x + 1.0 - m.left_px) / m.width_px).abs() < 1e-6 * full);
+}
+
+#[test]
+fn the_time_axis_keeps_the_window_on_the_same_steps() {
+    let mut s = demo();
+    assert!(s.file().expect("file").has_time());
+    key(&mut s, Command::ZoomIn);
+    key(&mut s, Command::PanRight);
+    let f = s.file().expect("file");
+    let (s0, s1) = (f.xmap().step(f.viewport.x0), f.xmap().step(f.viewport.x1));
+    assert_eq!(
+        s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0),
+        vec![Effect::RefreshMinimap]
+    );
+    let f = s.file().expect("file");
+    assert_eq!(f.x_axis, XAxis::Time);
+    let (t0, t1) = (f.xmap().step(f.viewport.x0), f.xmap().step(f.viewport.x1));
+    assert!(
+        (t0 - s0).abs() < 1.0 && (t1 - s1).abs() < 1.0,
+        "steps {s0}..{s1} became {t0}..{t1}"
+    );
+    assert!(
+        s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0)
+            .is_empty(),
+        "the same axis again changes nothing"
+    );
+}
+
+#[test]
+fn no_time_axis_without_times() {
+    let mut s = demo();
+    s.file_mut().expect("file").plot.time = None;
+    assert!(s
+        .update(TimelineInput::SetXAxis(XAxis::Time), 0.0)
+        .is_empty());
+    assert_eq!(s.file().expect("file").x_axis, XAxis::Steps);
+}
+
+#[test]
+fn a_canvas_measured_while_hidden_breaks_nothing() {
+    let mut s = demo();
+    s.plot_css = (0.0, 0.0);
+    s.minimap_css = (0.0, 0.0);
+    let _ = s.target_at(0.0, 0.0);
+    wheel(&mut s, Surface::Plot, 0.0, -100.0, 0.0);
+    wheel(&mut s, Surface::Minimap, 0.0, 100.0, 0.0);
+    down(&mut s, Surface::Plot, 0.0, 0.0);
+    moved(&mut s, Surface::Plot, 5.0, 0.0);
+    up(&mut s, Surface::Plot, 5.0, 0.0);
+    down(&mut s, Surface::Minimap, 0.0, 0.0);
+    up(&mut s, Surface::Minimap, 50.0, 0.0);
+    let (a, b) = window(&s);
+    assert!(a.is_finite() && b.is_finite() && a < b);
+}
+
+#[test]
+fn full_pos_at_is_clamped_to_the_domain() {
+    let v = Viewport::new(1000.0, 10.0, 1.0);
+    let m = PlotRect {
+        left_px: 10.0,
+        top_px: 0.0,
+        width_px: 100.0,
+        height_px: 10.0,
+    };
+    assert_eq!(full_pos_at(&v, &m, 10.0), 0.0);
+    assert_eq!(full_pos_at(&v, &m, 60.0), 500.0);
+    assert_eq!(full_pos_at(&v, &m, -50.0), 0.0);
+    assert_eq!(full_pos_at(&v, &m, 5000.0), 1000.0);
+}
