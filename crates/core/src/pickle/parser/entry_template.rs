@@ -12,8 +12,11 @@
 //! string twice gives the same id). A memo slot written twice retires the template, since a key
 //! GET may then mean another string.
 
-use super::records::{Field, TraceRecord};
-use super::{small_long, Parser, Value, MEMO_DICT, RECORD_BIT};
+use crate::pickle::records::{Field, TraceRecord};
+use super::Parser;
+use crate::pickle::document::RECORD_BIT;
+use crate::pickle::text::small_long;
+use crate::pickle::value::{Value, MEMO_DICT};
 
 /// Most memo writes the inline values of one entry make (one per field).
 const MAX_INLINE_MEMO: usize = 8;
