@@ -11,6 +11,7 @@
 pub mod categories;
 pub mod compare;
 pub mod export;
+mod finding;
 pub mod fragmentation;
 pub mod growth;
 pub mod live;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::growth::Finding;
+use super::finding::Finding;
 use super::live::{group, LiveSet};
 use super::{site_label, size_text, time_of_row, Moment, Replay};
 use crate::snapshot::{Action, Snapshot};
