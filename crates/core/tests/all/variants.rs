@@ -1,10 +1,8 @@
 //! Every format variant of a memory snapshot, each with a small pickle written here (and the
 //! synthetic data files where they exist): what the model makes of it, and that it loads at all.
 
-mod common;
-
-use common::snap::{block, entry, frame, segment, snapshot};
-use common::{dict, dumps, i, list, s, shared, to_json, typical, Py};
+use crate::common::{self, snap::{block, entry, frame, segment, snapshot}};
+use crate::common::{dict, dumps, i, list, s, shared, to_json, typical, Py};
 use memviz_core::info::info;
 use memviz_core::snapshot::{Action, BlockState, WarningKind};
 use memviz_core::{load, reference, Error, Loader, Snapshot};
@@ -28,14 +26,8 @@ fn fingerprint(snap: &Snapshot) -> String {
     format!("{stats}\n---\n{trace}\n---\n{i:?}")
 }
 
-fn synth(name: &str) -> Option<Vec<u8>> {
-    let p = common::data_dir("synth").join(name);
-    if p.is_file() {
-        Some(common::read(&p))
-    } else {
-        eprintln!("note: {} is absent; skipping that part", p.display());
-        None
-    }
+fn synth(name: &str) -> Vec<u8> {
+    common::read(&common::fixture("synth", name))
 }
 
 #[test]
@@ -62,7 +54,8 @@ fn bare_list_of_segments() {
         assert!(info(&snap).format_notes.iter().any(|n| n.contains("bare segment list")));
     }
     for name in ["bare_list_legacy.pickle", "bare_list_modern.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(snap.source.bare_segment_list, "{name}");
         }
@@ -105,7 +98,8 @@ fn legacy_blocks_with_history() {
     assert_eq!(b[2].address, (1 << 30) + (2 << 20));
     reference::stats(&snap).expect("stats");
     for name in ["legacy_history.pickle", "legacy_no_history.pickle", "legacy_empty_history.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             let _ = reference::stats(&snap);
         }
@@ -131,7 +125,8 @@ fn entries_without_time_us_or_frames() {
     let t = &snap.devices[0].trace;
     assert_eq!((t.time_us_at(0), t.time_us_at(1), t.time_us_at(2)), (None, Some(5), None));
     for name in ["no_time_us.pickle", "no_frames.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -169,7 +164,8 @@ fn user_defined_and_merged_free_actions() {
     let trace = reference::trace(&snap).expect("trace");
     assert!(trace.contains("'action': 'user_defined'") && trace.contains("'action': 'free'"), "{trace}");
     for name in ["user_defined.pickle", "historical_free.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -194,7 +190,8 @@ fn segment_map_and_unmap() {
     // final (0) minus the net change (+4 MiB), clamped at 0, and peaks at 6 MiB.
     assert_eq!(d.peak_reserved_bytes, (6 * mb) as u64);
     reference::trace(&snap).expect("trace");
-    if let Some(b) = synth("expandable.pickle") {
+    {
+        let b = synth("expandable.pickle");
         let snap = load(&b).expect("expandable.pickle");
         assert!(snap.segments.iter().any(|s| s.is_expandable));
         assert!(snap.devices.iter().any(|d| d.trace.action.contains(&Action::SegmentMap)));
@@ -221,7 +218,8 @@ fn addresses_at_and_above_2_53_and_2_63_are_exact() {
     let trace = reference::trace(&load_ok(&v, 4)).expect("trace");
     assert!(trace.contains("a = cudaMalloc(9223372036854775813, 1.0MiB)"), "{trace}");
     for name in ["addr_2_53.pickle", "addr_2_63.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -242,7 +240,8 @@ fn profile_plot_category_column() {
     assert!(t.category.is_present());
     let names: Vec<&str> = (0..3).map(|r| snap.strings.get(t.category.get(r).unwrap_or(0))).collect();
     assert_eq!(names, ["activation", "", "parameter"]);
-    if let Some(b) = synth("profile_plot.pickle") {
+    {
+        let b = synth("profile_plot.pickle");
         let snap = load(&b).expect("profile_plot.pickle");
         assert!(snap.devices.iter().any(|d| d.trace.category.is_present()));
     }
@@ -270,7 +269,8 @@ fn several_devices_with_empty_traces() {
     assert_eq!(snap.default_device(), Some(0));
     let snap = load_ok(&snapshot(vec![], vec![]), 4);
     assert_eq!(snap.default_device(), None);
-    if let Some(b) = synth("multi_device.pickle") {
+    {
+        let b = synth("multi_device.pickle");
         let snap = load(&b).expect("multi_device.pickle");
         assert!(snap.devices.len() >= 2);
     }
@@ -295,7 +295,8 @@ fn json_snapshot_gives_the_same_model_as_its_pickle() {
     let padded = format!("\n  \t{json}");
     assert_eq!(fingerprint(&load(padded.as_bytes()).expect("padded json")), fingerprint(&from_json));
     // The generated twins, when present.
-    if let (Some(j), Some(p)) = (synth("json_snapshot.json"), synth("json_snapshot.pickle")) {
+    {
+        let (j, p) = (synth("json_snapshot.json"), synth("json_snapshot.pickle"));
         let a = load(&j).expect("json_snapshot.json");
         let b = load(&p).expect("json_snapshot.pickle");
         if let Some(d) = common::first_diff(&fingerprint(&b), &fingerprint(&a)) {
@@ -320,7 +321,7 @@ fn protocols_0_to_5_give_identical_output() {
         assert!(snap.warnings.is_empty(), "protocol {p}: {:?}", snap.warnings);
     }
     // The generated files, one per protocol, hold the same data.
-    let files: Vec<Vec<u8>> = (0..=5).filter_map(|p| synth(&format!("typical_p{p}.pickle"))).collect();
+    let files: Vec<Vec<u8>> = (0..=5).map(|p| synth(&format!("typical_p{p}.pickle"))).collect();
     let texts: Vec<String> = files.iter().map(|b| fingerprint(&load(b).expect("typical_pN"))).collect();
     for (p, t) in texts.iter().enumerate().skip(1) {
         if let Some(d) = common::first_diff(&texts[0], t) {
@@ -402,7 +403,8 @@ fn inconsistent_traces_load_with_warnings() {
     assert_eq!(snap.devices[0].trace.len(), 1);
     assert!(snap.warnings.iter().any(|w| w.kind == WarningKind::OddField));
     for name in ["inconsistent_free_without_alloc.pickle", "inconsistent_double_alloc.pickle", "unknown_action.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+        let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!snap.warnings.is_empty(), "{name}: expected warnings");
         }

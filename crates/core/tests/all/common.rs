@@ -1,53 +1,42 @@
 //! Helpers shared by the integration tests: where the test data lives, readable diffs, and a
 //! small pickle writer for building snapshots in code (every protocol, with memoized sharing).
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// `tests/data/<sub>` at the repository root.
-pub fn data_dir(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
+/// A fixture folder: `"shared"` is the read-only real snapshots beside the project
+/// (`../shared/fixtures`); any other name is a folder of the repository's `tests/data` (`real`,
+/// `synth`, `hostile`). Panics with the path when the folder is absent: a test that needs its data
+/// fails without it, it never passes by skipping.
+pub fn fixture_dir(which: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = if which == "shared" { root.join("../shared/fixtures") } else { root.join("tests/data").join(which) };
+    assert!(dir.is_dir(), "fixture folder {} is missing", dir.display());
+    dir
 }
 
-/// The read-only real fixtures beside the project.
-pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+/// A file of a fixture folder (see [`fixture_dir`]); panics with the path when it is absent.
+pub fn fixture(which: &str, name: &str) -> PathBuf {
+    let p = fixture_dir(which).join(name);
+    assert!(p.is_file(), "fixture {} is missing", p.display());
+    p
+}
+
+/// The files of a fixture folder in name order; panics when the folder is absent or empty.
+pub fn fixture_files(which: &str) -> Vec<PathBuf> {
+    let dir = fixture_dir(which);
+    let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
+    files.sort();
+    assert!(!files.is_empty(), "fixture folder {} is empty", dir.display());
+    files
 }
 
 /// The folders that hold snapshots with `.ref.stats.txt` / `.ref.trace.txt` next to them.
-pub fn reference_dirs() -> Vec<PathBuf> {
-    vec![fixtures_dir(), data_dir("real"), data_dir("synth")]
-}
+pub const REFERENCE_DIRS: [&str; 3] = ["shared", "real", "synth"];
 
-/// Files of a folder in name order, or `None` (with a note on stderr) when the folder is absent.
-pub fn list_dir(dir: &Path) -> Option<Vec<PathBuf>> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) => {
-            eprintln!("note: skipping {}: {e}", dir.display());
-            return None;
-        }
-    };
-    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
-    files.sort();
-    Some(files)
-}
-
-/// A file of a folder, when the folder and the file exist.
-pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    let p = dir.join(name);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping", p.display());
-        None
-    }
-}
-
-/// Bytes of a data file by folder and name (fixtures first for `oom.pickle`-style names).
+/// Bytes of a file; panics with the path when it cannot be read.
 pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
@@ -83,6 +72,8 @@ pub enum Py {
     Int(i128),
     Float(f64),
     Str(String),
+    // Kept so the writer covers every type a snapshot may hold; no test writes bytes yet.
+    #[allow(dead_code)]
     Bytes(Vec<u8>),
     List(Vec<Py>),
     Tuple(Vec<Py>),

@@ -2,11 +2,11 @@
 //! input finishes quickly. Inputs are arbitrary bytes, bytes that start like a pickle, and real
 //! pickles with random flips, insertions, deletions and cuts.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use memviz_core::{info, load, pickle, reference, Loader};
+
+use crate::common;
 use proptest::prelude::*;
 
 /// Everything a user can run on a file; returns whether it loaded.
@@ -43,12 +43,7 @@ fn chunked_agrees(bytes: &[u8], chunk: usize) {
 }
 
 fn seed_pickle() -> Vec<u8> {
-    let p = common::fixtures_dir().join("oom.pickle");
-    if p.is_file() {
-        return common::read(&p);
-    }
-    // Without the fixtures, a generated snapshot of the same kind.
-    common::dumps(&common::typical(), 4)
+    common::read(&common::fixture("shared", "oom.pickle"))
 }
 
 /// A mutation of the seed.

@@ -10,22 +10,15 @@ use std::path::PathBuf;
 use memviz_core::snapshot::{Action, BlockState, Snapshot};
 use memviz_core::state::{AllocatorState, History};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::common::{fixture, fixture_files};
 
 /// Every pickle of the shared fixtures and of tests/data/real, sorted.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["../shared/fixtures", "tests/data/real"] {
-        if let Ok(rd) = std::fs::read_dir(root().join(dir)) {
-            for e in rd.flatten() {
-                if e.path().extension().is_some_and(|x| x == "pickle") {
-                    out.push(e.path());
-                }
-            }
-        }
-    }
+    let mut out: Vec<PathBuf> = ["shared", "real"]
+        .into_iter()
+        .flat_map(fixture_files)
+        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+        .collect();
     out.sort();
     out
 }
@@ -137,7 +130,7 @@ fn first_impossible_step(snap: &Snapshot, pos: usize) -> Option<String> {
 fn the_step_check_catches_inconsistent_traces() {
     // Made-up traces the caching allocator cannot have written: the check must see them.
     for name in ["inconsistent_alloc_outside", "inconsistent_double_alloc"] {
-        let p = root().join(format!("tests/data/synth/{name}.pickle"));
+        let p = fixture("synth", &format!("{name}.pickle"));
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
         let snap = memviz_core::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let found = (0..snap.devices.len()).find_map(|pos| first_impossible_step(&snap, pos));
@@ -148,10 +141,17 @@ fn the_step_check_catches_inconsistent_traces() {
 #[test]
 fn every_real_snapshot_is_covered() {
     let names: Vec<String> = fixtures().iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
-    let mut want = vec!["expandable_segments", "gpt_amp_annotated", "growth_leak", "metadata_mempool", "multistream"];
-    if root().join("../shared/fixtures").is_dir() {
-        want.extend(["oom", "resnet50_buggy", "resnet50_fixed", "state_only"]);
-    }
+    let want = [
+        "expandable_segments",
+        "gpt_amp_annotated",
+        "growth_leak",
+        "metadata_mempool",
+        "multistream",
+        "oom",
+        "resnet50_buggy",
+        "resnet50_fixed",
+        "state_only",
+    ];
     for w in want {
         assert!(names.contains(&format!("{w}.pickle")), "{w}.pickle is not replayed ({names:?})");
     }

@@ -3,12 +3,10 @@
 //! each refused opcode, nesting a million levels deep on a small stack, huge declared lengths,
 //! memo bombs and sharing bombs.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{dumps, find_file, fixtures_dir, list_dir, read, snap};
+use crate::common::{self, dumps, fixture, fixture_files, read, snap};
 use memviz_core::{info, load, pickle, reference, Error, Loader};
 
 /// Most time one hostile file may take (unoptimized builds are far slower).
@@ -46,9 +44,8 @@ const DESIGN_DIFFERENCES: &[(&str, &str)] = &[
 
 #[test]
 fn hostile_files_give_the_expected_outcome() {
-    let dir = common::data_dir("hostile");
-    let Some(files) = list_dir(&dir) else { return };
-    let Some(mpath) = find_file(&dir, "manifest.json") else { return };
+    let files = fixture_files("hostile");
+    let mpath = fixture("hostile", "manifest.json");
     let manifest: serde_json::Value = serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
     let Some(expected) = manifest.get("files").and_then(|f| f.as_object()) else {
         panic!("{}: no 'files' object", mpath.display());
@@ -142,22 +139,13 @@ fn hostile_files_give_the_expected_outcome() {
     assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
 }
 
-fn small_real_pickle() -> Option<Vec<u8>> {
-    let p = fixtures_dir().join("oom.pickle");
-    if p.is_file() {
-        return Some(read(&p));
-    }
-    let p = common::data_dir("synth").join("oom.pickle");
-    if p.is_file() {
-        return Some(read(&p));
-    }
-    eprintln!("note: no oom.pickle found; skipping");
-    None
+fn small_real_pickle() -> Vec<u8> {
+    read(&fixture("shared", "oom.pickle"))
 }
 
 #[test]
 fn every_truncation_point_is_a_truncation_error() {
-    let Some(bytes) = small_real_pickle() else { return };
+    let bytes = small_real_pickle();
     for n in 0..bytes.len() {
         match load(&bytes[..n]) {
             Err(Error::Empty) if n == 0 => {}
@@ -171,7 +159,7 @@ fn every_truncation_point_is_a_truncation_error() {
 
 #[test]
 fn every_truncation_point_fails_through_the_chunked_loader_too() {
-    let Some(bytes) = small_real_pickle() else { return };
+    let bytes = small_real_pickle();
     // Without a known length the error only comes at finish; with it, it may come earlier.
     for n in (1..bytes.len()).step_by(7) {
         for total in [None, Some(n as u64)] {
@@ -235,7 +223,7 @@ fn forbidden_opcodes_are_named_with_their_offset() {
 
 #[test]
 fn a_real_pickle_with_a_global_spliced_in_is_refused() {
-    let Some(mut bytes) = small_real_pickle() else { return };
+    let mut bytes = small_real_pickle();
     // Replace the STOP with GLOBAL os.system + REDUCE + STOP.
     let stop = bytes.len() - 1;
     bytes.truncate(stop);
@@ -538,9 +526,7 @@ fn text_protocol_oddities_are_errors_not_panics() {
 
 #[test]
 fn hostile_files_fed_in_small_chunks_do_not_panic() {
-    let dir = common::data_dir("hostile");
-    let Some(files) = list_dir(&dir) else { return };
-    for f in files {
+    for f in fixture_files("hostile") {
         let bytes = read(&f);
         if bytes.len() > 1 << 16 {
             continue;
