@@ -14,7 +14,13 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn memviz");
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memviz");
     let mut stdin = child.stdin.take().expect("stdin");
     // Write from another thread so a large output cannot block the child while we write.
     let input = input.to_vec();
@@ -82,7 +88,11 @@ fn stats_and_trace_print_what_pytorch_prints() {
                 let out = run(&[cmd, &path]);
                 n += 1;
                 if !out.status.success() {
-                    failures.push(format!("{cmd} {name}: exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+                    failures.push(format!(
+                        "{cmd} {name}: exit {:?}: {}",
+                        out.status.code(),
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
                 } else if out.stdout != expected {
                     failures.push(format!("{cmd} {name}: {}", first_diff(&expected, &out.stdout)));
                 } else if !out.stderr.is_empty() {
@@ -129,14 +139,23 @@ fn bad_files_exit_1_with_one_line_on_stderr() {
     write("page.html", b"<!DOCTYPE html><html><body></body></html>", "HTML");
     write("truncated.pickle", b"\x80\x04\x8c\x20abc", "truncated");
     write("evil.pickle", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.", "GLOBAL");
-    write("not_a_snapshot.pickle", b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.", "top-level keys are foo, bar");
+    write(
+        "not_a_snapshot.pickle",
+        b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.",
+        "top-level keys are foo, bar",
+    );
     if let Some(p) = fixture("oom.pickle") {
         let b = std::fs::read(p).expect("read");
         write("cut.pickle", &b[..b.len() / 2], "truncated");
     }
     for (p, needle) in &cases {
         let path = p.to_string_lossy().into_owned();
-        for args in [vec!["stats", path.as_str()], vec!["trace", path.as_str()], vec!["info", path.as_str()], vec!["info", "--json", path.as_str()]] {
+        for args in [
+            vec!["stats", path.as_str()],
+            vec!["trace", path.as_str()],
+            vec!["info", path.as_str()],
+            vec!["info", "--json", path.as_str()],
+        ] {
             let out = run(&args);
             assert_eq!(out.status.code(), Some(1), "memviz {args:?}");
             assert!(out.stdout.is_empty(), "memviz {args:?} wrote to stdout");
@@ -197,7 +216,8 @@ fn info_json_has_the_independently_checked_peaks() {
         let args = ["info", "--json", &p.to_string_lossy()].map(str::to_owned);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run(&args);
-        let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &out)).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&ok_stdout(&args, &out)).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
         let d = &v["devices"][0];
         assert_eq!(d["device"], 0, "{name}");
         assert_eq!(d["entries"].as_u64(), Some(entries), "{name}");

@@ -41,7 +41,11 @@ impl PoolEnvelope {
     /// Height at a step (0 before the envelope appears).
     pub fn height_at(&self, step: f64) -> u64 {
         let i = self.height.partition_point(|h| f64::from(h.0) <= step);
-        if i == 0 { 0 } else { self.height.get(i - 1).map_or(0, |h| h.1) }
+        if i == 0 {
+            0
+        } else {
+            self.height.get(i - 1).map_or(0, |h| h.1)
+        }
     }
 }
 
@@ -116,7 +120,8 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
         }
     }
     for (p, &(pool, stream)) in keys.iter().enumerate() {
-        let final_bytes: i128 = segs.iter().filter(|s| (s.2, s.3) == (pool, stream)).map(|s| i128::from(s.1 - s.0)).sum();
+        let final_bytes: i128 =
+            segs.iter().filter(|s| (s.2, s.3) == (pool, stream)).map(|s| i128::from(s.1 - s.0)).sum();
         let d = deltas.get(p).map_or(&[][..], Vec::as_slice);
         let net: i128 = d.iter().map(|x| x.1).sum();
         let mut reserved = final_bytes - net;

@@ -1,9 +1,9 @@
 //! The decoded pickle, [`Document`]: arenas of strings, lists, tuples, dicts and sets, and the
 //! accessors that read values out of them ([`Items`], [`DictIter`]).
 
+use rustc_hash::{FxHashMap, FxHasher};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use rustc_hash::{FxHashMap, FxHasher};
 
 use super::packed::Packed;
 use super::records::{Field, RecordColumns, RecordRun, RecordTable, TraceRecord, WideColumns};
@@ -98,10 +98,7 @@ impl<'a> Items<'a> {
 
     /// The items in order.
     pub fn iter(&self) -> ItemsIter<'a> {
-        ItemsIter {
-            items: *self,
-            pos: 0,
-        }
+        ItemsIter { items: *self, pos: 0 }
     }
 
     /// The items collected.
@@ -254,16 +251,11 @@ impl Document {
             Value::List(i) => match self.lists.get(i as usize) {
                 Some(ListStore::Dicts(ids)) => Items::Dicts(ids),
                 Some(ListStore::Values(vals)) => Items::Values(vals),
-                Some(&ListStore::Shared { start, len }) => {
-                    Items::Dicts(self.shared_items(start, len))
-                }
+                Some(&ListStore::Shared { start, len }) => Items::Dicts(self.shared_items(start, len)),
                 None => Items::Values(&[]),
             },
             Value::Tuple(i) => Items::Values(match self.tuples.get(i as usize) {
-                Some(&(s, n)) => self
-                    .tuple_items
-                    .get(s as usize..(s + n) as usize)
-                    .unwrap_or(&[]),
+                Some(&(s, n)) => self.tuple_items.get(s as usize..(s + n) as usize).unwrap_or(&[]),
                 None => &[],
             }),
             Value::Set(i) | Value::FrozenSet(i) => {
@@ -276,9 +268,7 @@ impl Document {
     /// The items of a shared span.
     pub(super) fn shared_items(&self, start: u32, len: u32) -> &[u32] {
         let start = start as usize;
-        self.list_items
-            .get(start..start + len as usize)
-            .unwrap_or(&[])
+        self.list_items.get(start..start + len as usize).unwrap_or(&[])
     }
 
     /// For a list whose items are a shared span, the span (start and length as one number):
@@ -286,9 +276,7 @@ impl Document {
     pub(crate) fn shared_list_key(&self, list: Value) -> Option<u64> {
         let Value::List(i) = list else { return None };
         match self.lists.get(i as usize) {
-            Some(&ListStore::Shared { start, len }) => {
-                Some(u64::from(start) << 32 | u64::from(len))
-            }
+            Some(&ListStore::Shared { start, len }) => Some(u64::from(start) << 32 | u64::from(len)),
             _ => None,
         }
     }
@@ -312,10 +300,7 @@ impl Document {
                 (start as u32, len)
             }
         };
-        self.lists.push(ListStore::Shared {
-            start: span.0,
-            len: span.1,
-        });
+        self.lists.push(ListStore::Shared { start: span.0, len: span.1 });
         (self.lists.len() - 1) as u32
     }
 
@@ -324,14 +309,8 @@ impl Document {
         let Value::Dict(i) = v else { return 0 };
         match self.dict_rec(i).as_ref() {
             Some(DictRec::Compact { shape, .. }) => self.shape_keys(*shape).len(),
-            Some(DictRec::Record(row)) => self
-                .records
-                .shape(*row)
-                .map_or(0, |s| self.shape_keys(s).len()),
-            Some(DictRec::Generic(g)) => self
-                .generic_dicts
-                .get(*g as usize)
-                .map_or(0, |d| d.items.len()),
+            Some(DictRec::Record(row)) => self.records.shape(*row).map_or(0, |s| self.shape_keys(s).len()),
+            Some(DictRec::Generic(g)) => self.generic_dicts.get(*g as usize).map_or(0, |d| d.items.len()),
             Some(DictRec::Empty) | None => 0,
         }
     }
@@ -342,11 +321,7 @@ impl Document {
             Value::Dict(i) => self.dict_rec(i),
             _ => None,
         };
-        DictIter {
-            doc: self,
-            rec,
-            pos: 0,
-        }
+        DictIter { doc: self, rec, pos: 0 }
     }
 
     /// Looks up a string key in a dict. Linear in the dict's size, which is small for snapshot records.
@@ -365,10 +340,7 @@ impl Document {
             }
             DictRec::Generic(g) => {
                 let d = self.generic_dicts.get(*g as usize)?;
-                d.items
-                    .iter()
-                    .find(|(k, _)| self.as_str(*k) == Some(key))
-                    .map(|(_, v)| *v)
+                d.items.iter().find(|(k, _)| self.as_str(*k) == Some(key)).map(|(_, v)| *v)
             }
             DictRec::Empty => None,
         }
@@ -477,10 +449,7 @@ impl Document {
 
     /// The value at key position `pos` of record `row`.
     fn record_value(&self, row: u32, pos: usize) -> Option<Value> {
-        let fields = self
-            .shape_fields
-            .get(self.records.shape(row)? as usize)?
-            .as_deref()?;
+        let fields = self.shape_fields.get(self.records.shape(row)? as usize)?.as_deref()?;
         Some(self.records.value(row, *fields.get(pos)?))
     }
 
@@ -575,24 +544,13 @@ impl Iterator for DictIter<'_> {
             DictRec::Compact { shape, start } => {
                 let keys = self.doc.shapes.get(shape as usize)?;
                 let k = *keys.get(self.pos)?;
-                (
-                    Value::Str(k),
-                    self.doc.dict_vals.get(start as usize + self.pos),
-                )
+                (Value::Str(k), self.doc.dict_vals.get(start as usize + self.pos))
             }
             DictRec::Record(row) => {
                 let keys = self.doc.shape_keys(self.doc.records.shape(row)?);
-                (
-                    Value::Str(*keys.get(self.pos)?),
-                    self.doc.record_value(row, self.pos)?,
-                )
+                (Value::Str(*keys.get(self.pos)?), self.doc.record_value(row, self.pos)?)
             }
-            DictRec::Generic(g) => *self
-                .doc
-                .generic_dicts
-                .get(g as usize)?
-                .items
-                .get(self.pos)?,
+            DictRec::Generic(g) => *self.doc.generic_dicts.get(g as usize)?.items.get(self.pos)?,
             DictRec::Empty => return None,
         };
         self.pos += 1;

@@ -161,9 +161,6 @@ impl Packed {
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        self.tags.capacity()
-            + self.w32.capacity() * 4
-            + self.w64.capacity() * 8
-            + self.block_w32.capacity() * 8
+        self.tags.capacity() + self.w32.capacity() * 4 + self.w64.capacity() * 8 + self.block_w32.capacity() * 8
     }
 }

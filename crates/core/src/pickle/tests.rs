@@ -7,7 +7,8 @@ fn p(bytes: &[u8]) -> Result<Document, Error> {
 #[test]
 fn reads_small_protocol_4_dict() {
     // pickle.dumps({'a': [1, 2], 'b': (None, True)}, protocol=4)
-    let b = b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
+    let b =
+        b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
     let d = p(b).expect("parses");
     let root = d.root();
     assert_eq!(d.dict_len(root), 2);
@@ -31,7 +32,8 @@ fn refuses_reduce_with_offset() {
 
 #[test]
 fn chunked_equals_whole() {
-    let b = b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
+    let b =
+        b"\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01K\x02e\x8c\x01b\x94N\x88\x86\x94u.";
     for cut in 1..b.len() {
         let mut ps = Parser::new();
         ps.feed(&b[..cut]).expect("feed");
@@ -45,10 +47,7 @@ fn chunked_equals_whole() {
 fn truncation_reports_declared_length() {
     let b = b"\x80\x04X\x00\x01\x00\x00abc";
     match p(b) {
-        Err(Error::Truncated {
-            declared: Some(256),
-            ..
-        }) => {}
+        Err(Error::Truncated { declared: Some(256), .. }) => {}
         other => panic!("unexpected {other:?}"),
     }
 }

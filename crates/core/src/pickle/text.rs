@@ -34,9 +34,7 @@ pub(super) fn decode_surrogatepass(raw: &[u8]) -> String {
                 match bad {
                     [0xed, b1 @ 0xa0..=0xbf, b2 @ 0x80..=0xbf, ..] => {
                         let cp = 0xd000 | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
-                        out.push(
-                            char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'),
-                        );
+                        out.push(char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'));
                         rest = &bad[3..];
                     }
                     _ => {

@@ -227,23 +227,14 @@ impl<T: Copy + PartialEq> SparseColumn<T> {
     /// The column holding `values` (one per row): the same column as pushing them one by one.
     pub(super) fn from_rows(values: Vec<T>) -> Self {
         let Some(&first) = values.first() else {
-            return SparseColumn {
-                default: None,
-                values,
-            };
+            return SparseColumn { default: None, values };
         };
         if values.iter().all(|&v| v == first) {
-            return SparseColumn {
-                default: Some(first),
-                values: Vec::new(),
-            };
+            return SparseColumn { default: Some(first), values: Vec::new() };
         }
         let mut values = values;
         values.shrink_to_fit();
-        SparseColumn {
-            default: Some(first),
-            values,
-        }
+        SparseColumn { default: Some(first), values }
     }
 
     pub(super) fn finish(&mut self, rows: usize) {
@@ -338,11 +329,7 @@ impl Trace {
     /// The raw entry of a row, if kept.
     pub fn raw_at(&self, row: usize) -> Option<&Tree> {
         let r = row as u32;
-        self.raw
-            .binary_search_by_key(&r, |(x, _)| *x)
-            .ok()
-            .and_then(|i| self.raw.get(i))
-            .map(|(_, t)| t)
+        self.raw.binary_search_by_key(&r, |(x, _)| *x).ok().and_then(|i| self.raw.get(i)).map(|(_, t)| t)
     }
 
     /// Approximate heap bytes.
@@ -381,10 +368,7 @@ pub struct StackTable {
 impl Default for StackTable {
     fn default() -> Self {
         // Stack 0 is the empty stack.
-        StackTable {
-            offsets: vec![0, 0],
-            frames: Vec::new(),
-        }
+        StackTable { offsets: vec![0, 0], frames: Vec::new() }
     }
 }
 
@@ -428,11 +412,7 @@ pub struct Strings {
 
 impl Default for Strings {
     fn default() -> Self {
-        let mut s = Strings {
-            data: String::new(),
-            spans: Vec::new(),
-            index: HashMap::default(),
-        };
+        let mut s = Strings { data: String::new(), spans: Vec::new(), index: HashMap::default() };
         s.intern("");
         s
     }
@@ -579,17 +559,12 @@ impl Snapshot {
     /// Blocks of a segment.
     pub fn segment_blocks(&self, s: &Segment) -> &[Block] {
         let a = s.first_block as usize;
-        self.blocks
-            .get(a..a + s.block_count as usize)
-            .unwrap_or(&[])
+        self.blocks.get(a..a + s.block_count as usize).unwrap_or(&[])
     }
 
     /// Frames of a stack.
     pub fn stack_frames(&self, stack: u32) -> impl Iterator<Item = &Frame> + '_ {
-        self.stacks
-            .get(stack)
-            .iter()
-            .filter_map(move |&f| self.frames.get(f as usize))
+        self.stacks.get(stack).iter().filter_map(move |&f| self.frames.get(f as usize))
     }
 
     /// Raw value of a stream index.
@@ -599,10 +574,7 @@ impl Snapshot {
 
     /// Approximate heap bytes of the model.
     pub fn heap_bytes(&self) -> usize {
-        self.devices
-            .iter()
-            .map(|d| d.trace.heap_bytes())
-            .sum::<usize>()
+        self.devices.iter().map(|d| d.trace.heap_bytes()).sum::<usize>()
             + self.segments.capacity() * std::mem::size_of::<Segment>()
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.frames.capacity() * std::mem::size_of::<Frame>()

@@ -91,7 +91,13 @@ impl Layout {
                     for b in snap.segment_blocks(s) {
                         if b.state == BlockState::ActiveAllocated && !open.contains_key(&b.address) {
                             let e = l.elements.len() as u32;
-                            l.elements.push(ghost(b.address, b.requested_size, b.stack, s.stream, versions.get(&b.address).copied().unwrap_or(0)));
+                            l.elements.push(ghost(
+                                b.address,
+                                b.requested_size,
+                                b.stack,
+                                s.stream,
+                                versions.get(&b.address).copied().unwrap_or(0),
+                            ));
                             initially.push(e);
                         }
                     }
@@ -119,8 +125,13 @@ impl Layout {
         }
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
         // Select the top max_entries by (size descending, index ascending) in O(n).
-        let mut by_size: Vec<(std::cmp::Reverse<u64>, u32)> =
-            l.elements.iter().enumerate().filter(|(_, e)| !hidden(e)).map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32)).collect();
+        let mut by_size: Vec<(std::cmp::Reverse<u64>, u32)> = l
+            .elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !hidden(e))
+            .map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32))
+            .collect();
         let keep = options.max_entries.min(by_size.len());
         if keep > 0 && keep < by_size.len() {
             by_size.select_nth_unstable(keep - 1);
@@ -142,7 +153,12 @@ impl Layout {
         let mut peak = 0u64;
         let mut peak_step = 0u32;
 
-        let add_band = |l: &mut Layout, e: u32, step: u32, drawn_total: &mut u64, band_live: &mut Vec<bool>, top_band: &mut Option<u32>| {
+        let add_band = |l: &mut Layout,
+                        e: u32,
+                        step: u32,
+                        drawn_total: &mut u64,
+                        band_live: &mut Vec<bool>,
+                        top_band: &mut Option<u32>| {
             let b = l.band_element.len() as u32;
             l.band_element.push(e);
             l.band_start.push(step);
@@ -243,7 +259,8 @@ impl Layout {
         by_end.sort_by_key(|&b| l.band_end[b as usize]);
         l.bands_by_end = by_end;
         // Interval index over bands, each until the end of its slide.
-        let items: Vec<(u32, u32, u32)> = (0..l.band_element.len() as u32).map(|b| (l.band_start[b as usize], l.band_reach(b), b)).collect();
+        let items: Vec<(u32, u32, u32)> =
+            (0..l.band_element.len() as u32).map(|b| (l.band_start[b as usize], l.band_reach(b), b)).collect();
         l.index = IntervalIndex::build(items);
         // Block maxima of live bytes per event, for range-max queries.
         l.small_blocks = BlockMaxima::of_events(&l, SMALL);

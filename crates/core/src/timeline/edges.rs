@@ -97,7 +97,11 @@ impl Layout {
                     tr.last_below
                 } else {
                     fen.prefix(b as usize) as f64
-                        + sliding.iter().filter(|&&c| c < b).map(|&c| self.band_weight(c, x) * self.band_size(c) as f64).sum::<f64>()
+                        + sliding
+                            .iter()
+                            .filter(|&&c| c < b)
+                            .map(|&c| self.band_weight(c, x) * self.band_size(c) as f64)
+                            .sum::<f64>()
                 };
                 if !fresh && below == tr.last_below {
                     tr.pending = Some((x, below));

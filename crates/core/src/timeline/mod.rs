@@ -162,7 +162,6 @@ pub struct ColumnEnvelope {
     pub drawn_at_peak_bytes: f64,
 }
 
-
 /// The laid-out timeline of one device.
 #[derive(Clone, Debug, Default)]
 pub struct Layout {

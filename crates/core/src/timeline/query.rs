@@ -7,7 +7,6 @@ use super::maxima::{Piece, BLOCK, SMALL};
 use super::{ColumnEnvelope, Hit, Layout, SLIDE_STEPS};
 
 impl Layout {
-
     /// Number of drawn bands.
     pub fn band_count(&self) -> usize {
         self.band_element.len()
@@ -159,7 +158,8 @@ impl Layout {
             let before = at_start.checked_sub(1);
             let top = self.drawn_top_after(before, a);
             let s_a = before.map_or(self.initial_summarized_bytes, |i| self.event_summarized_bytes[i]);
-            let mut env = ColumnEnvelope { drawn_max_bytes: top, total_max_bytes: top + s_a as f64, drawn_at_peak_bytes: top };
+            let mut env =
+                ColumnEnvelope { drawn_max_bytes: top, total_max_bytes: top + s_a as f64, drawn_at_peak_bytes: top };
             let end = self.first_event_from(j, b);
             let take = |env: &mut ColumnEnvelope, drawn: f64, total: f64, drawn_at_total: f64| {
                 env.drawn_max_bytes = env.drawn_max_bytes.max(drawn);
@@ -245,7 +245,6 @@ impl Layout {
         }
     }
 
-
     /// Bands whose life overlaps steps [a, b].
     pub fn bands_overlapping(&self, a: u32, b: u32) -> Vec<u32> {
         let mut out = Vec::new();
@@ -308,7 +307,9 @@ impl Layout {
         }
         self.for_each_piece(first, last, |p| {
             let v = match p {
-                Piece::Event(i) => self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i],
+                Piece::Event(i) => {
+                    self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i]
+                }
                 Piece::Small(k) => self.small_blocks.total_max[k],
                 Piece::Block(k) => self.blocks.total_max[k],
             };
@@ -341,7 +342,11 @@ impl Layout {
 
     /// Step of a trace row's event, if that row is an event of this layout.
     pub fn step_of_row(&self, row: u32) -> Option<u32> {
-        self.row_event.get(row as usize).filter(|&&i| i != u32::MAX).and_then(|&i| self.event_step.get(i as usize)).copied()
+        self.row_event
+            .get(row as usize)
+            .filter(|&&i| i != u32::MAX)
+            .and_then(|&i| self.event_step.get(i as usize))
+            .copied()
     }
 
     /// Step at or after which trace row `row` has happened: the step of the first event whose row

@@ -1,5 +1,5 @@
-use super::*;
 use super::maxima::{BLOCK, SMALL};
+use super::*;
 use crate::snapshot::{Snapshot, Trace};
 
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
@@ -64,7 +64,11 @@ fn check_invariants(l: &Layout, stride: u32) {
             }
             if let Some(&(b, off)) = stack.last() {
                 let top = off + l.band_size(b) as f64;
-                assert!((top - l.drawn_top_at(x)).abs() <= 1.0 + 1e-9 * top, "stack top {top} differs from the drawn top {} at step {x}", l.drawn_top_at(x));
+                assert!(
+                    (top - l.drawn_top_at(x)).abs() <= 1.0 + 1e-9 * top,
+                    "stack top {top} differs from the drawn top {} at step {x}",
+                    l.drawn_top_at(x)
+                );
             }
         }
         step += stride;
@@ -78,7 +82,11 @@ fn check_envelopes(l: &Layout, columns: usize) {
     assert_eq!(got.len(), columns);
     for (c, (w, e)) in bounds.windows(2).zip(&got).enumerate() {
         let top = l.drawn_top_at(w[0]);
-        let mut want = ColumnEnvelope { drawn_max_bytes: top, total_max_bytes: top + l.bytes_at(w[0]).1 as f64, drawn_at_peak_bytes: top };
+        let mut want = ColumnEnvelope {
+            drawn_max_bytes: top,
+            total_max_bytes: top + l.bytes_at(w[0]).1 as f64,
+            drawn_at_peak_bytes: top,
+        };
         for i in 0..l.event_step.len() {
             let s = f64::from(l.event_step[i]);
             // An event on a boundary belongs to the column it starts (the first column's
@@ -100,7 +108,21 @@ fn check_envelopes(l: &Layout, columns: usize) {
 /// inside, across and on the edges of small blocks and blocks.
 fn check_range_maxima(l: &Layout) {
     let n = l.event_step.len();
-    let mut cuts: Vec<usize> = vec![0, 1, SMALL - 1, SMALL, SMALL + 1, BLOCK - 1, BLOCK, BLOCK + 7, 3 * BLOCK + SMALL + 3, n / 3, n / 2 + 5, n.saturating_sub(1), n];
+    let mut cuts: Vec<usize> = vec![
+        0,
+        1,
+        SMALL - 1,
+        SMALL,
+        SMALL + 1,
+        BLOCK - 1,
+        BLOCK,
+        BLOCK + 7,
+        3 * BLOCK + SMALL + 3,
+        n / 3,
+        n / 2 + 5,
+        n.saturating_sub(1),
+        n,
+    ];
     cuts.retain(|&c| c <= n);
     for &a in &cuts {
         for &b in &cuts {
@@ -138,7 +160,10 @@ fn check_edges(l: &Layout, samples: &[f64]) {
             assert!(w[0].0 < w[1].0, "band {b}: vertices not ascending: {w:?}");
         }
         for &(x, _) in e {
-            assert!(f64::from(start) <= x && x <= f64::from(end), "band {b} has a vertex at {x} outside {start}..{end}");
+            assert!(
+                f64::from(start) <= x && x <= f64::from(end),
+                "band {b} has a vertex at {x} outside {start}..{end}"
+            );
         }
         edge_of.insert(b, e);
     }
@@ -165,7 +190,11 @@ fn hide_freed_keeps_only_allocations_not_freed_in_the_trace() {
         let Ok(snap) = crate::load(&bytes) else { continue };
         for dev in 0..snap.devices.len() {
             let all = Layout::build(&snap, dev, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
-            let kept = Layout::build(&snap, dev, Options { max_entries: usize::MAX, mode: Mode::Allocations, hide_freed: true });
+            let kept = Layout::build(
+                &snap,
+                dev,
+                Options { max_entries: usize::MAX, mode: Mode::Allocations, hide_freed: true },
+            );
             for b in 0..kept.band_count() as u32 {
                 let e = &kept.elements[kept.band_element[b as usize] as usize];
                 assert!(e.alloc_row.is_none() || e.free_row.is_none(), "{f:?}: a band freed within the trace");
@@ -193,9 +222,18 @@ fn invariants_hold_on_every_fixture() {
             let (initial, expect) = independent_live(&snap, dev);
             let mut peaks = Vec::new();
             for n in [DEFAULT_MAX_ENTRIES, 100, 1, 0] {
-                let l = Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed: false });
+                let l =
+                    Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed: false });
                 // Nothing is lost: live bytes after every event equal the independent replay.
-                assert_eq!(l.initial_drawn_bytes + l.initial_summarized_bytes, if expect.is_empty() && l.event_row.first() == Some(&u32::MAX) { l.initial_drawn_bytes + l.initial_summarized_bytes } else { initial }, "{f:?} initial");
+                assert_eq!(
+                    l.initial_drawn_bytes + l.initial_summarized_bytes,
+                    if expect.is_empty() && l.event_row.first() == Some(&u32::MAX) {
+                        l.initial_drawn_bytes + l.initial_summarized_bytes
+                    } else {
+                        initial
+                    },
+                    "{f:?} initial"
+                );
                 for &(row, want) in &expect {
                     let s = l.step_of_row(row).expect("event step");
                     assert_eq!(l.live_bytes_at(f64::from(s)), want, "{f:?} n={n} row {row}");
@@ -249,7 +287,11 @@ fn invariants_hold_on_generated_traces() {
                 entries.push(format!(r#"{{"action":"free_completed","addr":{a},"size":{size},"stream":0}}"#));
             } else {
                 // Allocated before the trace began.
-                entries.push(format!(r#"{{"action":"free_completed","addr":{},"size":{},"stream":0}}"#, 0x10_0000 + case * 4096 + next(1000) * 8, 1 + next(1 << 16)));
+                entries.push(format!(
+                    r#"{{"action":"free_completed","addr":{},"size":{},"stream":0}}"#,
+                    0x10_0000 + case * 4096 + next(1000) * 8,
+                    1 + next(1 << 16)
+                ));
             }
         }
         let json = format!(r#"{{"segments":[],"device_traces":[[{}]]}}"#, entries.join(","));
@@ -268,7 +310,11 @@ fn invariants_hold_on_generated_traces() {
             check_edges(&l, &coarse);
             // Sampling never loses the peak.
             let highest = coarse.iter().map(|&x| l.live_bytes_at(x)).max().unwrap_or(0);
-            assert_eq!(highest.max(l.initial_drawn_bytes + l.initial_summarized_bytes), l.peak_bytes, "case {case} n={n}");
+            assert_eq!(
+                highest.max(l.initial_drawn_bytes + l.initial_summarized_bytes),
+                l.peak_bytes,
+                "case {case} n={n}"
+            );
             peaks.push(l.peak_bytes);
         }
         assert!(peaks.windows(2).all(|w| w[0] == w[1]), "case {case}: peak changes with detail: {peaks:?}");
@@ -287,7 +333,8 @@ fn frees_under_many_live_bands_cost_nothing_per_band_above() {
         entries.push(format!(r#"{{"action":"alloc","addr":{},"size":1024,"stream":0}}"#, 0x9000_0000 + k * 1024));
     }
     for k in 0..pairs {
-        entries.push(format!(r#"{{"action":"free_completed","addr":{},"size":512,"stream":0}}"#, 0x1000_0000 + k * 1024));
+        entries
+            .push(format!(r#"{{"action":"free_completed","addr":{},"size":512,"stream":0}}"#, 0x1000_0000 + k * 1024));
     }
     let json = format!(r#"{{"segments":[],"device_traces":[[{}]]}}"#, entries.join(","));
     let snap = crate::load(json.as_bytes()).expect("load");
@@ -367,7 +414,10 @@ fn step_at_time_finds_the_nearest_timed_event() {
     // Before the first and after the last event.
     assert_eq!(step_at_time(&l, t, timed[0].1 - 1_000_000), Some(f64::from(timed[0].0)));
     let last = timed[timed.len() - 1];
-    assert_eq!(step_at_time(&l, t, last.1 + 1_000_000), Some(f64::from(timed.iter().find(|x| x.1 == last.1).expect("last").0)));
+    assert_eq!(
+        step_at_time(&l, t, last.1 + 1_000_000),
+        Some(f64::from(timed.iter().find(|x| x.1 == last.1).expect("last").0))
+    );
     // Between two events: the nearer one.
     if let Some(w) = timed.windows(2).find(|w| w[1].1 - w[0].1 >= 10) {
         assert_eq!(step_at_time(&l, t, w[0].1 + 1), Some(f64::from(w[0].0)));

@@ -22,7 +22,12 @@ pub trait ByField: Default {
 pub type MessageSink<'a> = dyn FnMut(u32, &dyn Fn(&mut Encoder<'_>)) + 'a;
 
 /// Decodes one message of a [`ByField`] value: `head` and its parts.
-pub fn decode_field<T: ByField>(value: &mut T, field: u32, head: &[u8], parts: &mut dyn Parts) -> Result<(), WireError> {
+pub fn decode_field<T: ByField>(
+    value: &mut T,
+    field: u32,
+    head: &[u8],
+    parts: &mut dyn Parts,
+) -> Result<(), WireError> {
     let mut d = Decoder::new(head, parts);
     value.get_field(field, &mut d)?;
     if !d.at_end() {

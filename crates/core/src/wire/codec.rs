@@ -22,12 +22,7 @@ impl<'a> Encoder<'a> {
 
     /// An encoder that writes columns of at least `part_min_bytes` as parts.
     pub fn with_part_min(sink: &'a mut dyn FnMut(&[u8]), part_min_bytes: usize) -> Self {
-        Encoder {
-            head: Vec::new(),
-            part_min_bytes,
-            scratch: Vec::new(),
-            sink,
-        }
+        Encoder { head: Vec::new(), part_min_bytes, scratch: Vec::new(), sink }
     }
 
     /// The head, once everything is written.
@@ -123,9 +118,7 @@ pub struct PartList {
 impl PartList {
     /// Parts in the order they were written.
     pub fn new(parts: Vec<Vec<u8>>) -> Self {
-        PartList {
-            parts: parts.into(),
-        }
+        PartList { parts: parts.into() }
     }
 }
 
@@ -154,12 +147,7 @@ pub struct Decoder<'a> {
 impl<'a> Decoder<'a> {
     /// A decoder over a head and its parts.
     pub fn new(head: &'a [u8], parts: &'a mut dyn Parts) -> Self {
-        Decoder {
-            head,
-            pos: 0,
-            parts,
-            depth: 0,
-        }
+        Decoder { head, pos: 0, parts, depth: 0 }
     }
 
     /// Reads a value.
@@ -179,10 +167,7 @@ impl<'a> Decoder<'a> {
                 self.pos += n;
                 Ok(b)
             }
-            None => err(format!(
-                "the head ends at byte {} inside a value of {n} bytes",
-                self.head.len()
-            )),
+            None => err(format!("the head ends at byte {} inside a value of {n} bytes", self.head.len())),
         }
     }
 
@@ -260,16 +245,10 @@ impl<'a> Decoder<'a> {
 
     /// Reads a column written by [`Encoder::column`] value by value, without holding it: `sink`
     /// gets the column's length first, then every value in order. Returns the length.
-    pub fn column_each<T: Plain>(
-        &mut self,
-        mut sink: impl FnMut(ColumnItem<T>),
-    ) -> Result<usize, WireError> {
+    pub fn column_each<T: Plain>(&mut self, mut sink: impl FnMut(ColumnItem<T>)) -> Result<usize, WireError> {
         let n = u64::from_le_bytes(self.array()?);
         let in_part = self.array::<1>()?[0] == 1;
-        let Some(bytes) = n
-            .checked_mul(T::SIZE as u64)
-            .and_then(|b| usize::try_from(b).ok())
-        else {
+        let Some(bytes) = n.checked_mul(T::SIZE as u64).and_then(|b| usize::try_from(b).ok()) else {
             return err("column too large");
         };
         let count = bytes / T::SIZE;
@@ -357,8 +336,6 @@ pub trait Plain: Sized {
 
 /// Whether numbers lie in memory as their little-endian bytes.
 const LITTLE_ENDIAN: bool = cfg!(target_endian = "little");
-
-
 
 macro_rules! plain_int {
     ($($t:ty),*) => {$(

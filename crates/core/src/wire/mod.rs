@@ -23,8 +23,10 @@ mod trees;
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
 
-pub use by_field::{chunk_len, decode_field, encode_by_field, get_chunk, put_chunk, ByField, MessageSink, NESTED_FIELDS};
-pub use codec::{ColumnItem, Decoder, Encoder, PartList, Plain, Parts, Wire};
+pub use by_field::{
+    chunk_len, decode_field, encode_by_field, get_chunk, put_chunk, ByField, MessageSink, NESTED_FIELDS,
+};
+pub use codec::{ColumnItem, Decoder, Encoder, PartList, Parts, Plain, Wire};
 
 /// Columns of at least this many bytes travel as parts of their own.
 pub const PART_MIN_BYTES: usize = 64 << 10;
@@ -47,7 +49,6 @@ impl std::error::Error for WireError {}
 fn err<T>(what: impl Into<String>) -> Result<T, WireError> {
     Err(WireError(what.into()))
 }
-
 
 /// Encodes a value: returns the head and the parts in order.
 pub fn encode<T: Wire>(v: &T) -> (Vec<u8>, Vec<Vec<u8>>) {

@@ -1,5 +1,5 @@
-use super::*;
 use super::trees::{T_LIST, T_NONE};
+use super::*;
 use crate::tree::Tree;
 
 fn round<T: Wire + PartialEq + std::fmt::Debug>(v: &T) {
@@ -22,18 +22,8 @@ fn values_round_trip() {
     let big: Vec<u64> = (0..100_000).collect();
     round(&big);
     let t = Tree::Dict(vec![
-        (
-            Tree::Str("a".into()),
-            Tree::List(vec![
-                Tree::Int(-1),
-                Tree::BigInt("1".repeat(50)),
-                Tree::None,
-            ]),
-        ),
-        (
-            Tree::Bytes(vec![0, 255]),
-            Tree::Tuple(vec![Tree::Float(1.5), Tree::Stack(7), Tree::Elided]),
-        ),
+        (Tree::Str("a".into()), Tree::List(vec![Tree::Int(-1), Tree::BigInt("1".repeat(50)), Tree::None])),
+        (Tree::Bytes(vec![0, 255]), Tree::Tuple(vec![Tree::Float(1.5), Tree::Stack(7), Tree::Elided])),
         (Tree::Bool(true), Tree::FrozenSet(vec![Tree::Set(vec![])])),
     ]);
     round(&t);
@@ -48,9 +38,7 @@ fn big_columns_travel_as_parts() {
     assert!(head.len() < 100);
     // A missing or short part is an error, not a panic.
     assert!(decode::<(Vec<u64>, Vec<u32>)>(&head, &mut PartList::new(vec![])).is_err());
-    assert!(
-        decode::<(Vec<u64>, Vec<u32>)>(&head, &mut PartList::new(vec![vec![0; 8]])).is_err()
-    );
+    assert!(decode::<(Vec<u64>, Vec<u32>)>(&head, &mut PartList::new(vec![vec![0; 8]])).is_err());
 }
 
 #[derive(Default, Debug, PartialEq)]
@@ -84,9 +72,7 @@ fn damaged_heads_are_errors() {
     let v: Vec<(String, Tree)> = vec![("k".into(), Tree::List(vec![Tree::Int(3); 5]))];
     let (head, _) = encode(&v);
     for cut in 0..head.len() {
-        assert!(
-            decode::<Vec<(String, Tree)>>(&head[..cut], &mut PartList::new(vec![])).is_err()
-        );
+        assert!(decode::<Vec<(String, Tree)>>(&head[..cut], &mut PartList::new(vec![])).is_err());
     }
     for i in 0..head.len() {
         let mut h = head.clone();

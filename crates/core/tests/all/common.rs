@@ -206,7 +206,9 @@ impl Writer {
                         '\r' => self.out.extend_from_slice(b"\\u000d"),
                         '\0' => self.out.extend_from_slice(b"\\u0000"),
                         c if (c as u32) < 256 => self.out.push(c as u32 as u8),
-                        c if (c as u32) < 0x10000 => self.out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+                        c if (c as u32) < 0x10000 => {
+                            self.out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+                        }
                         c => self.out.extend_from_slice(format!("\\U{:08x}", c as u32).as_bytes()),
                     }
                 }
@@ -473,7 +475,13 @@ pub fn typical() -> Py {
     trace0.push(entry("segment_alloc", base, 2 * mb, tick(), Some(py_a.clone())));
     for k in 0..6 {
         let addr = base + k * 262_144;
-        trace0.push(entry("alloc", addr, 200_000 + k, tick(), Some(if k % 2 == 0 { py_a.clone() } else { py_b.clone() })));
+        trace0.push(entry(
+            "alloc",
+            addr,
+            200_000 + k,
+            tick(),
+            Some(if k % 2 == 0 { py_a.clone() } else { py_b.clone() }),
+        ));
     }
     for k in 0..3 {
         let addr = base + k * 262_144;
@@ -524,7 +532,10 @@ pub fn typical() -> Py {
         ("allocator_settings", settings),
         (
             "external_annotations",
-            list(vec![ann("Optimizer.step#SGD.step", "START", 1_700_000_000_000_100), ann("Optimizer.step#SGD.step", "END", 1_700_000_000_000_200)]),
+            list(vec![
+                ann("Optimizer.step#SGD.step", "START", 1_700_000_000_000_100),
+                ann("Optimizer.step#SGD.step", "END", 1_700_000_000_000_200),
+            ]),
         ),
     ])
 }

@@ -46,7 +46,8 @@ const DESIGN_DIFFERENCES: &[(&str, &str)] = &[
 fn hostile_files_give_the_expected_outcome() {
     let files = fixture_files("hostile");
     let mpath = fixture("hostile", "manifest.json");
-    let manifest: serde_json::Value = serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
     let Some(expected) = manifest.get("files").and_then(|f| f.as_object()) else {
         panic!("{}: no 'files' object", mpath.display());
     };
@@ -83,10 +84,13 @@ fn hostile_files_give_the_expected_outcome() {
         let needle = exp.get("error_contains").and_then(|v| v.as_str()).unwrap_or("").to_lowercase();
         if let Some((_, why)) = DESIGN_DIFFERENCES.iter().find(|(n, _)| *n == name) {
             // Still no panic (checked above), and still the same outcome every time.
-            eprintln!("note: {name}: the manifest expects {want} ({needle:?}); memviz {}: {why}", match &result {
-                Ok(_) => "loads it".to_owned(),
-                Err(e) => format!("says {e:?}"),
-            });
+            eprintln!(
+                "note: {name}: the manifest expects {want} ({needle:?}); memviz {}: {why}",
+                match &result {
+                    Ok(_) => "loads it".to_owned(),
+                    Err(e) => format!("says {e:?}"),
+                }
+            );
             continue;
         }
         // A file that loads but holds no allocator state or no trace fails at the command that
@@ -120,8 +124,15 @@ fn hostile_files_give_the_expected_outcome() {
                     "protocol_6.pickle" => matches!(e, Error::UnsupportedProtocol { version: 6, .. }),
                     "global_reduce_os_system.pickle" => matches!(e, Error::ForbiddenOpcode { name: "GLOBAL", .. }),
                     "stack_global_reduce.pickle" => matches!(e, Error::ForbiddenOpcode { name: "STACK_GLOBAL", .. }),
-                    "reduce_without_global.pickle" | "build.pickle" | "newobj.pickle" | "newobj_ex.pickle" | "inst.pickle" | "obj.pickle"
-                    | "persid.pickle" | "binpersid.pickle" | "ext1.pickle" => matches!(e, Error::ForbiddenOpcode { .. }),
+                    "reduce_without_global.pickle"
+                    | "build.pickle"
+                    | "newobj.pickle"
+                    | "newobj_ex.pickle"
+                    | "inst.pickle"
+                    | "obj.pickle"
+                    | "persid.pickle"
+                    | "binpersid.pickle"
+                    | "ext1.pickle" => matches!(e, Error::ForbiddenOpcode { .. }),
                     _ => true,
                 };
                 if !kind_ok {
@@ -129,10 +140,13 @@ fn hostile_files_give_the_expected_outcome() {
                 }
             }
             ("ok_with_warnings", Ok(_)) => {}
-            (w, r) => failures.push(format!("{name}: expected {w}, got {}", match r {
-                Ok(_) => "a snapshot".to_owned(),
-                Err(e) => format!("error: {e}"),
-            })),
+            (w, r) => failures.push(format!(
+                "{name}: expected {w}, got {}",
+                match r {
+                    Ok(_) => "a snapshot".to_owned(),
+                    Err(e) => format!("error: {e}"),
+                }
+            )),
         }
     }
     eprintln!("checked {checked} hostile files against the manifest");
@@ -217,7 +231,11 @@ fn forbidden_opcodes_are_named_with_their_offset() {
         // The same through the chunked loader, one byte at a time.
         let mut l = Loader::new(None);
         let r = b.chunks(1).try_for_each(|c| l.feed(c)).and_then(|()| l.finish());
-        assert!(matches!(r, Err(Error::ForbiddenOpcode { offset, .. }) if offset == at), "{name} chunked: {:?}", r.err());
+        assert!(
+            matches!(r, Err(Error::ForbiddenOpcode { offset, .. }) if offset == at),
+            "{name} chunked: {:?}",
+            r.err()
+        );
     }
 }
 
@@ -228,7 +246,9 @@ fn a_real_pickle_with_a_global_spliced_in_is_refused() {
     let stop = bytes.len() - 1;
     bytes.truncate(stop);
     bytes.extend_from_slice(b"cos\nsystem\n(S'echo hi'\ntR.");
-    assert!(matches!(load(&bytes), Err(Error::ForbiddenOpcode { name: "GLOBAL", offset, .. }) if offset == stop as u64));
+    assert!(
+        matches!(load(&bytes), Err(Error::ForbiddenOpcode { name: "GLOBAL", offset, .. }) if offset == stop as u64)
+    );
 }
 
 /// Runs `f` on a thread with a 256 KiB stack: recursion on input depth would overflow it.
@@ -373,8 +393,7 @@ fn sharing_bomb(what: &str, len: usize, count: usize) -> Vec<u8> {
         "traces" => {
             let e = shared(snap::entry("alloc", 4096, 512, Some(1), None));
             let t = shared(list(vec![e; len]));
-            snap::snapshot(vec![], vec![])
-                .with("device_traces", list(vec![t; count]))
+            snap::snapshot(vec![], vec![]).with("device_traces", list(vec![t; count]))
         }
         // A segment with `len` blocks, referenced `count` times.
         "blocks" => {
@@ -447,7 +466,11 @@ fn sharing_bombs_do_not_expand() {
         match &r {
             Ok(s) => {
                 let heap = s.heap_bytes();
-                assert!(heap < 64 * b.len() + (16 << 20), "{what}: model holds {heap} bytes for a {}-byte file", b.len());
+                assert!(
+                    heap < 64 * b.len() + (16 << 20),
+                    "{what}: model holds {heap} bytes for a {}-byte file",
+                    b.len()
+                );
             }
             Err(e) => eprintln!("{what}: refused: {e}"),
         }
@@ -552,4 +575,3 @@ fn messages_quoting_the_file_stay_on_one_short_line() {
     assert!(!msg.chars().any(char::is_control), "{msg:?}");
     assert!(msg.len() < 400, "{} bytes", msg.len());
 }
-

@@ -163,7 +163,8 @@ fn every_snapshot_in_the_data_folders_loads() {
 #[test]
 fn commands_pytorch_cannot_run_still_return() {
     let path = fixture("synth", "manifest.json");
-    let m: serde_json::Value = serde_json::from_slice(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let Some(fails) = m.get("reference_failures").and_then(|v| v.as_object()) else {
         panic!("{}: no 'reference_failures' object", path.display());
     };

@@ -83,8 +83,12 @@ fn impossible(st: &AllocatorState, action: Action, addr: u64, size: u64) -> Opti
         }
         Action::FreeRequested | Action::FreeCompleted | Action::Free => match st.blocks.get(&addr) {
             None => return Some("free of no live block".into()),
-            Some(b) if b.requested_bytes != size => return Some(format!("free of {size} bytes, block has {}", b.requested_bytes)),
-            Some(b) if action == Action::FreeCompleted && !b.pending_free => return Some("free_completed without free_requested".into()),
+            Some(b) if b.requested_bytes != size => {
+                return Some(format!("free of {size} bytes, block has {}", b.requested_bytes))
+            }
+            Some(b) if action == Action::FreeCompleted && !b.pending_free => {
+                return Some("free_completed without free_requested".into())
+            }
             _ => {}
         },
         Action::SegmentAlloc | Action::SegmentMap => {
@@ -140,7 +144,8 @@ fn the_step_check_catches_inconsistent_traces() {
 
 #[test]
 fn every_real_snapshot_is_covered() {
-    let names: Vec<String> = fixtures().iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+    let names: Vec<String> =
+        fixtures().iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
     let want = [
         "expandable_segments",
         "gpt_amp_annotated",
@@ -171,12 +176,20 @@ fn forward_replay_from_the_reconstructed_start_ends_in_the_snapshot() {
             let mut st = history.initial().clone();
             // The reconstructed start is itself a possible state: every block inside a segment.
             for &a in st.blocks.keys() {
-                assert!(st.segment_of(a).is_some(), "{f:?} device {pos}: block {a:#x} outside every segment at the start");
+                assert!(
+                    st.segment_of(a).is_some(),
+                    "{f:?} device {pos}: block {a:#x} outside every segment at the start"
+                );
             }
             let samples = (t.len() / 40).max(1);
             for k in 0..t.len() {
                 if let Some(why) = impossible(&st, t.action[k], t.addr[k], t.size_bytes[k]) {
-                    panic!("{f:?} device {pos}: entry {k} ({} {:#x} {}): {why}", t.action[k].name(), t.addr[k], t.size_bytes[k]);
+                    panic!(
+                        "{f:?} device {pos}: entry {k} ({} {:#x} {}): {why}",
+                        t.action[k].name(),
+                        t.addr[k],
+                        t.size_bytes[k]
+                    );
                 }
                 st.apply(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k]);
                 if k % samples == 0 || k + 1 == t.len() {

@@ -88,7 +88,9 @@ pub fn carry_over(snap: &Snapshot, replay: &Replay, its: &Iterations, growing: &
     for l in &replay.lives {
         optim_stacks.entry(l.stack).or_insert_with(|| is_optimizer_stack(snap, l.stack));
     }
-    let optimizer = |l: &crate::analysis::Life| l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || optim_stacks.get(&l.stack).copied().unwrap_or(false);
+    let optimizer = |l: &crate::analysis::Life| {
+        l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || optim_stacks.get(&l.stack).copied().unwrap_or(false)
+    };
     // Reference sizes: the optimizer's persistent state, else what was live before the trace.
     let mut reference: HashMap<u64, usize> = HashMap::new();
     let mut reference_name = "optimizer state tensors";
@@ -137,7 +139,9 @@ pub fn carry_over(snap: &Snapshot, replay: &Replay, its: &Iterations, growing: &
         }
         for (kind, elements) in groups {
             match kind {
-                0 => out.push(make_carry(snap, replay, list, CarryKind::OptimizerState, k, elements, 0, reference_name)),
+                0 => {
+                    out.push(make_carry(snap, replay, list, CarryKind::OptimizerState, k, elements, 0, reference_name))
+                }
                 2 => out.push(make_carry(snap, replay, list, CarryKind::HeldOver, k, elements, 0, reference_name)),
                 _ => {
                     // Split kept allocations into parameter-sized (gradients) and the rest.
@@ -188,7 +192,12 @@ fn make_carry(
     // Live at a peak row p for all of them: latest alloc <= p < earliest free.
     let last_alloc = rows.iter().copied().max().unwrap_or(0);
     let first_free = lives.iter().filter_map(|l| l.free_row).min().unwrap_or(u32::MAX);
-    let live_at_peaks_of: Vec<usize> = list.iter().skip(k + 1).filter(|it| last_alloc <= it.peak_row && it.peak_row < first_free).map(|it| it.index).collect();
+    let live_at_peaks_of: Vec<usize> = list
+        .iter()
+        .skip(k + 1)
+        .filter(|it| last_alloc <= it.peak_row && it.peak_row < first_free)
+        .map(|it| it.index)
+        .collect();
     let mut sites: HashMap<String, (u64, usize)> = HashMap::new();
     for l in &lives {
         let s = sites.entry(crate::analysis::life_site_label(snap, l)).or_default();

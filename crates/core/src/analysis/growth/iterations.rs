@@ -122,7 +122,11 @@ impl TimeIndex {
 
     /// First row with time >= t (`after`: > t); the row count when none.
     fn row_at(&self, t: i64, after: bool) -> u32 {
-        let i = if after { self.timed.partition_point(|&(x, _)| x <= t) } else { self.timed.partition_point(|&(x, _)| x < t) };
+        let i = if after {
+            self.timed.partition_point(|&(x, _)| x <= t)
+        } else {
+            self.timed.partition_point(|&(x, _)| x < t)
+        };
         self.timed.get(i).map_or(self.rows, |&(_, r)| r)
     }
 }
@@ -151,8 +155,13 @@ fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option
     if idx.timed.is_empty() {
         return None;
     }
-    let mine: Vec<_> = snap.annotations.iter().filter(|a| a.time_us.is_some() && (a.device == replay.device || a.device < 0)).collect();
-    let anns: Vec<_> = if mine.is_empty() { snap.annotations.iter().filter(|a| a.time_us.is_some()).collect() } else { mine };
+    let mine: Vec<_> = snap
+        .annotations
+        .iter()
+        .filter(|a| a.time_us.is_some() && (a.device == replay.device || a.device < 0))
+        .collect();
+    let anns: Vec<_> =
+        if mine.is_empty() { snap.annotations.iter().filter(|a| a.time_us.is_some()).collect() } else { mine };
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
     for a in &anns {
         let name = snap.strings.get(a.name);
@@ -188,10 +197,14 @@ fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option
     }
     windows.sort_unstable();
     let duration = |f: &Family| -> i64 {
-        f.starts.iter().zip(&f.ends).map(|((s, _), e)| e.saturating_sub(*s).max(0)).sum::<i64>() / (f.starts.len().max(1) as i64)
+        f.starts.iter().zip(&f.ends).map(|((s, _), e)| e.saturating_sub(*s).max(0)).sum::<i64>()
+            / (f.starts.len().max(1) as i64)
     };
     // 1. Numbered regions, the outermost (longest) first.
-    let numbered = families.iter().filter(|(_, f)| f.numbered && f.starts.len() >= 2).max_by_key(|(_, f)| (duration(f), f.starts.len()));
+    let numbered = families
+        .iter()
+        .filter(|(_, f)| f.numbered && f.starts.len() >= 2)
+        .max_by_key(|(_, f)| (duration(f), f.starts.len()));
     let chosen: Option<(&String, &Family, Edge)> = if let Some((n, f)) = numbered {
         Some((n, f, Edge::Start))
     } else {
@@ -202,7 +215,9 @@ fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option
             families
                 .iter()
                 .filter(|(n, f)| !n.starts_with("Optimizer.") && f.starts.len() >= 2)
-                .max_by(|a, b| a.1.starts.len().cmp(&b.1.starts.len()).then_with(|| b.1.starts.first().cmp(&a.1.starts.first())))
+                .max_by(|a, b| {
+                    a.1.starts.len().cmp(&b.1.starts.len()).then_with(|| b.1.starts.first().cmp(&a.1.starts.first()))
+                })
                 .map(|(n, f)| (n, f, Edge::Start))
         }
     };
@@ -231,7 +246,11 @@ fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option
             }
         }
     }
-    let mut out = Iterations { source: Some(BoundarySource::Annotation { family: name.clone(), edge }), list: Vec::new(), optimizer_windows: windows };
+    let mut out = Iterations {
+        source: Some(BoundarySource::Annotation { family: name.clone(), edge }),
+        list: Vec::new(),
+        optimizer_windows: windows,
+    };
     for (a, b, label) in ranges {
         if a < b && b <= idx.rows && out.list.last().is_none_or(|l| l.end_row <= a) {
             push_iteration(snap, replay, &mut out.list, a, b, label);
@@ -296,7 +315,10 @@ fn from_curve(snap: &Snapshot, replay: &Replay) -> Option<Iterations> {
         *slot = if den > 0.0 { num / den } else { 0.0 };
     }
     let zero = (1..r.len()).find(|&i| r[i] < 0.0)?;
-    let peaks: Vec<(usize, f64)> = (zero.max(2)..r.len().saturating_sub(1)).filter(|&i| r[i] >= r[i - 1] && r[i] >= r[i + 1]).map(|i| (i, r[i])).collect();
+    let peaks: Vec<(usize, f64)> = (zero.max(2)..r.len().saturating_sub(1))
+        .filter(|&i| r[i] >= r[i - 1] && r[i] >= r[i + 1])
+        .map(|i| (i, r[i]))
+        .collect();
     let best = peaks.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
     if best < 0.3 {
         return None;
@@ -326,7 +348,10 @@ fn from_curve(snap: &Snapshot, replay: &Replay) -> Option<Iterations> {
             _ => break,
         }
     }
-    let mut out = Iterations { source: Some(BoundarySource::Periodic { period_rows: p.round() as u32, score }), ..Iterations::default() };
+    let mut out = Iterations {
+        source: Some(BoundarySource::Periodic { period_rows: p.round() as u32, score }),
+        ..Iterations::default()
+    };
     for (i, w) in bounds.windows(2).enumerate() {
         push_iteration(snap, replay, &mut out.list, w[0] as u32, w[1] as u32, format!("iteration {}", i + 1));
     }
@@ -347,7 +372,9 @@ impl Iterations {
             Some(BoundarySource::Annotation { family, edge }) => {
                 json!({"kind": "annotation", "name": family, "edge": if *edge == Edge::Start { "start" } else { "end" }})
             }
-            Some(BoundarySource::Periodic { period_rows, score }) => json!({"kind": "periodic", "period_entries": period_rows, "score": score}),
+            Some(BoundarySource::Periodic { period_rows, score }) => {
+                json!({"kind": "periodic", "period_entries": period_rows, "score": score})
+            }
         };
         json!({
             "source": source,

@@ -23,8 +23,8 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use super::{signed_size_text, site_label, size_text, Replay};
-use carry::has_autograd_frames;
 use crate::snapshot::Snapshot;
+use carry::has_autograd_frames;
 
 mod carry;
 mod iterations;
@@ -56,7 +56,6 @@ pub struct Insights {
     pub findings: Vec<Finding>,
 }
 
-
 /// `1 allocation`, `3 allocations`.
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
@@ -69,7 +68,9 @@ fn plural(n: usize, word: &str) -> String {
 fn iter_range_text(list: &[Iteration], idx: &[usize]) -> String {
     let labels: Vec<String> = idx.iter().map(|&i| (i + 1).to_string()).collect();
     match (idx.first(), idx.last()) {
-        (Some(&a), Some(&b)) if b > a && b - a + 1 == idx.len() && idx.len() > 2 => format!("iterations {}–{}", a + 1, b + 1),
+        (Some(&a), Some(&b)) if b > a && b - a + 1 == idx.len() && idx.len() > 2 => {
+            format!("iterations {}–{}", a + 1, b + 1)
+        }
         _ if idx.len() == 1 => format!("iteration {}", labels.join("")),
         _ => {
             let _ = list;
@@ -88,7 +89,11 @@ pub fn insights(snap: &Snapshot, device_pos: usize) -> Insights {
 pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
     let its = find_iterations(snap, replay);
     let growth = growth(replay, &its);
-    let growing: HashSet<u32> = growth.as_ref().filter(|g| g.significant).map(|g| g.stacks.iter().map(|s| s.stack).collect()).unwrap_or_default();
+    let growing: HashSet<u32> = growth
+        .as_ref()
+        .filter(|g| g.significant)
+        .map(|g| g.stacks.iter().map(|s| s.stack).collect())
+        .unwrap_or_default();
     let carry = if its.list.len() >= 2 { carry_over(snap, replay, &its, &growing) } else { Vec::new() };
     let ooms = super::oom::explain(snap, replay);
     let mut findings = Vec::new();
@@ -120,7 +125,13 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
         }
         let grow_set: HashSet<u32> = g.stacks.iter().map(|s| s.stack).collect();
         let last = list.last().map(|l| l.end_row.saturating_sub(1));
-        let elements: Vec<u32> = replay.lives.iter().enumerate().filter(|(_, l)| grow_set.contains(&l.stack) && l.live_after(last)).map(|(e, _)| e as u32).collect();
+        let elements: Vec<u32> = replay
+            .lives
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| grow_set.contains(&l.stack) && l.live_after(last))
+            .map(|(e, _)| e as u32)
+            .collect();
         findings.push(Finding {
             problem: true,
             kind: "growth",
@@ -134,7 +145,8 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             elements,
         });
     }
-    let grads: Vec<&CarryOver> = carry.iter().filter(|c| c.kind == CarryKind::Gradients && c.bytes >= threshold).collect();
+    let grads: Vec<&CarryOver> =
+        carry.iter().filter(|c| c.kind == CarryKind::Gradients && c.bytes >= threshold).collect();
     if let Some(&c) = grads.first() {
         let from = list.get(c.from_iteration);
         let mut details = vec![format!(
@@ -153,7 +165,12 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
                 "{} of them have no frames: allocated on the autograd engine's thread, that is, in backward",
                 c.without_frames
             ));
-        } else if c.elements.iter().filter_map(|&e| replay.lives.get(e as usize)).any(|l| has_autograd_frames(snap, l.stack)) {
+        } else if c
+            .elements
+            .iter()
+            .filter_map(|&e| replay.lives.get(e as usize))
+            .any(|l| has_autograd_frames(snap, l.stack))
+        {
             details.push("their stacks run through the autograd engine: allocated in backward".into());
         }
         for &i in c.live_at_peaks_of.iter().take(3) {
@@ -202,7 +219,8 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             elements: grads.iter().flat_map(|g| g.elements.iter().copied()).collect(),
         });
     }
-    let held: Vec<&CarryOver> = carry.iter().filter(|c| c.kind == CarryKind::HeldOver && c.bytes >= threshold).collect();
+    let held: Vec<&CarryOver> =
+        carry.iter().filter(|c| c.kind == CarryKind::HeldOver && c.bytes >= threshold).collect();
     if !held.is_empty() && held.len() * 2 >= list.len().saturating_sub(1) {
         let max = held.iter().map(|c| c.bytes).max().unwrap_or(0);
         let mut details: Vec<String> = held
@@ -248,25 +266,46 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
                 ),
             };
             let mut details = vec![why.to_string()];
-            details.extend(c.sites.iter().take(3).map(|(s, b, n)| format!("{} in {} from {}", size_text(*b), plural(*n, "allocation"), s)));
+            details.extend(
+                c.sites
+                    .iter()
+                    .take(3)
+                    .map(|(s, b, n)| format!("{} in {} from {}", size_text(*b), plural(*n, "allocation"), s)),
+            );
             if all.len() > 1 {
                 details.push(format!("allocated afresh {} more times (the state was freed in between)", all.len() - 1));
             }
-            findings.push(Finding { problem: false, kind: c.kind.name(), title, details, suggestions: Vec::new(), bytes: c.bytes, elements: c.elements.clone() });
+            findings.push(Finding {
+                problem: false,
+                kind: c.kind.name(),
+                title,
+                details,
+                suggestions: Vec::new(),
+                bytes: c.bytes,
+                elements: c.elements.clone(),
+            });
         }
     }
     if list.len() >= 2 && !findings.iter().any(|f| f.problem) {
         let src = match &its.source {
             Some(BoundarySource::Annotation { family, .. }) => format!("from the '{family}' annotations"),
-            Some(BoundarySource::Periodic { period_rows, .. }) => format!("from the curve's period of about {period_rows} entries"),
+            Some(BoundarySource::Periodic { period_rows, .. }) => {
+                format!("from the curve's period of about {period_rows} entries")
+            }
             None => String::new(),
         };
         findings.push(Finding {
             problem: false,
             kind: "steady",
-            title: format!("No growth and nothing carried into the next forward pass across {} iterations ({src})", list.len()),
+            title: format!(
+                "No growth and nothing carried into the next forward pass across {} iterations ({src})",
+                list.len()
+            ),
             details: vec![if list.len() <= 8 {
-                format!("peaks per iteration: {}", list.iter().map(|i| size_text(i.peak_bytes)).collect::<Vec<_>>().join(", "))
+                format!(
+                    "peaks per iteration: {}",
+                    list.iter().map(|i| size_text(i.peak_bytes)).collect::<Vec<_>>().join(", ")
+                )
             } else {
                 format!(
                     "peaks per iteration from {} to {}",
@@ -282,7 +321,6 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
     findings.sort_by_key(|f| !f.problem);
     Insights { device: replay.device, iterations: its, growth, carry_over: carry, ooms, findings }
 }
-
 
 impl Insights {
     /// JSON for the page and `memviz insights --json`.

@@ -109,7 +109,12 @@ pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
         }
         let (ok, inc) = grows(&v);
         if ok {
-            stacks.push(GrowingStack { stack, bytes_per_iteration: slope(&v).round() as i64, end_bytes: v, increases: inc });
+            stacks.push(GrowingStack {
+                stack,
+                bytes_per_iteration: slope(&v).round() as i64,
+                end_bytes: v,
+                increases: inc,
+            });
         }
         i = j;
     }
@@ -118,6 +123,7 @@ pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
     let total = slope(&end_bytes).round() as i64;
     let max_peak = its.list.iter().map(|i| i.peak_bytes).max().unwrap_or(0);
     let threshold = (64u64 << 10).max(max_peak / 1000) as i64;
-    let significant = grows(&end_bytes).0 && total >= threshold && stacks.iter().any(|s| s.bytes_per_iteration >= threshold / 2);
+    let significant =
+        grows(&end_bytes).0 && total >= threshold && stacks.iter().any(|s| s.bytes_per_iteration >= threshold / 2);
     Some(Growth { bytes_per_iteration: total, end_bytes, stacks, significant })
 }

@@ -1,6 +1,6 @@
-use super::*;
 use super::iterations::family_of;
 use super::stacks::grows;
+use super::*;
 use crate::analysis::site_label;
 use crate::analysis::test_util::fixture;
 
@@ -20,8 +20,12 @@ fn problems(i: &Insights) -> Vec<&'static str> {
 fn buggy_resnet_keeps_its_gradients() {
     let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
     let i = insights(&snap, 0);
-    assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "Optimizer.step#SGD.step".into(), edge: Edge::End }));
-    let rows: Vec<(u32, u32, u32, u64)> = i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_row, it.peak_bytes)).collect();
+    assert_eq!(
+        i.iterations.source,
+        Some(BoundarySource::Annotation { family: "Optimizer.step#SGD.step".into(), edge: Edge::End })
+    );
+    let rows: Vec<(u32, u32, u32, u64)> =
+        i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_row, it.peak_bytes)).collect();
     assert_eq!(
         rows,
         vec![
@@ -34,7 +38,10 @@ fn buggy_resnet_keeps_its_gradients() {
     );
     assert_eq!(problems(&i), vec!["gradients"]);
     let g = i.carry_over.iter().find(|c| c.kind == CarryKind::Gradients).expect("gradients");
-    assert_eq!((g.count, g.bytes, g.alloc_rows, g.without_frames, g.size_matches), (161, 102_228_128, (371, 1673), 161, 161));
+    assert_eq!(
+        (g.count, g.bytes, g.alloc_rows, g.without_frames, g.size_matches),
+        (161, 102_228_128, (371, 1673), 161, 161)
+    );
     assert_eq!(g.live_at_peaks_of, vec![1, 2, 3, 4]);
     let once = i.carry_over.iter().find(|c| c.kind == CarryKind::AllocatedOnce).expect("once");
     assert_eq!((once.count, once.bytes), (1, 33_554_432));
@@ -49,7 +56,10 @@ fn buggy_resnet_keeps_its_gradients() {
 fn fixed_resnet_has_no_problem() {
     let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
     let i = insights(&snap, 0);
-    assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "Optimizer.zero_grad#SGD.zero_grad".into(), edge: Edge::End }));
+    assert_eq!(
+        i.iterations.source,
+        Some(BoundarySource::Annotation { family: "Optimizer.zero_grad#SGD.zero_grad".into(), edge: Edge::End })
+    );
     let ends: Vec<u32> = i.iterations.list.iter().map(|it| it.end_row).collect();
     assert_eq!(ends, vec![2168, 4181, 6182, 8183, 10184]);
     assert!(problems(&i).is_empty(), "{:?}", i.findings);
@@ -62,14 +72,21 @@ fn fixed_resnet_has_no_problem() {
 fn growth_leak_grows_by_the_kept_graph() {
     let Some(snap) = fixture("growth_leak.pickle") else { return };
     let i = insights(&snap, 0);
-    assert_eq!(i.iterations.source, Some(BoundarySource::Annotation { family: "ProfilerStep#N".into(), edge: Edge::Start }));
+    assert_eq!(
+        i.iterations.source,
+        Some(BoundarySource::Annotation { family: "ProfilerStep#N".into(), edge: Edge::Start })
+    );
     assert_eq!(i.iterations.list.len(), 8);
     assert_eq!(i.iterations.list[7].label, "ProfilerStep#7");
     let g = i.growth.as_ref().expect("growth");
     assert!(g.significant);
     assert_eq!(g.bytes_per_iteration, 8_398_852);
-    assert_eq!(g.end_bytes, vec![128_133_164, 136_532_016, 144_930_868, 153_329_720, 161_728_572, 170_127_424, 178_526_276, 186_925_128]);
-    let per: Vec<(String, i64)> = g.stacks.iter().map(|s| (site_label(&snap, s.stack), s.bytes_per_iteration)).collect();
+    assert_eq!(
+        g.end_bytes,
+        vec![128_133_164, 136_532_016, 144_930_868, 153_329_720, 161_728_572, 170_127_424, 178_526_276, 186_925_128]
+    );
+    let per: Vec<(String, i64)> =
+        g.stacks.iter().map(|s| (site_label(&snap, s.stack), s.bytes_per_iteration)).collect();
     assert_eq!(
         per,
         vec![
@@ -86,7 +103,8 @@ fn growth_leak_grows_by_the_kept_graph() {
 fn gpt_steps_are_the_outermost_numbered_regions() {
     let Some(snap) = fixture("gpt_amp_annotated.pickle") else { return };
     let i = insights(&snap, 0);
-    let rows: Vec<(u32, u32, u64)> = i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_bytes)).collect();
+    let rows: Vec<(u32, u32, u64)> =
+        i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_bytes)).collect();
     assert_eq!(rows, vec![(0, 1996, 3_062_635_688), (1996, 3796, 3_833_025_704), (3796, 5593, 3_833_025_704)]);
     assert!(problems(&i).is_empty());
 }

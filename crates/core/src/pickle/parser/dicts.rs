@@ -8,9 +8,9 @@ use rustc_hash::FxHasher;
 
 use crate::error::Error;
 
-use crate::pickle::document::{DictRec, Document, GenericDict, HashKey, ListStore};
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
+use crate::pickle::document::{DictRec, Document, GenericDict, HashKey, ListStore};
 use crate::pickle::records::Field;
 use crate::pickle::value::Value;
 
@@ -23,12 +23,7 @@ impl Parser {
         }
         // Fast path: same keys as the last dict.
         if let Some(keys) = self.doc.shapes.get(self.last_shape as usize) {
-            if keys.len() == n
-                && pairs
-                    .chunks_exact(2)
-                    .zip(keys.iter())
-                    .all(|(kv, &k)| kv[0] == Value::Str(k))
-            {
+            if keys.len() == n && pairs.chunks_exact(2).zip(keys.iter()).all(|(kv, &k)| kv[0] == Value::Str(k)) {
                 return Some(self.last_shape);
             }
         }
@@ -50,9 +45,7 @@ impl Parser {
                 let s = self.doc.shapes.len() as u32;
                 let boxed: Box<[u32]> = keys.into_boxed_slice();
                 let fields = Field::layout(boxed.iter().map(|&k| Field::from_key(self.doc.str(k))));
-                self.doc
-                    .shape_masks
-                    .push(fields.as_deref().map_or(0, Field::mask));
+                self.doc.shape_masks.push(fields.as_deref().map_or(0, Field::mask));
                 self.doc.shape_fields.push(fields);
                 self.doc.shapes.push(boxed.clone());
                 self.doc.shape_index.insert(boxed, s);
@@ -66,16 +59,11 @@ impl Parser {
     /// Makes the fresh dict `di` an alias of the equal leaf dict `canon`: the new dict's slot is
     /// dropped and the stack and memo point at `canon`. Returns false when that is not safe.
     fn try_alias(&mut self, di: u32, canon: u32, shape: u32, pairs: &[Value]) -> bool {
-        let Some(DictRec::Compact { shape: cs, start }) =
-            self.doc.dicts.get(canon as usize).copied()
-        else {
+        let Some(DictRec::Compact { shape: cs, start }) = self.doc.dicts.get(canon as usize).copied() else {
             return false;
         };
         if cs != shape
-            || pairs
-                .chunks_exact(2)
-                .enumerate()
-                .any(|(i, kv)| self.doc.dict_vals.get(start as usize + i) != kv[1])
+            || pairs.chunks_exact(2).enumerate().any(|(i, kv)| self.doc.dict_vals.get(start as usize + i) != kv[1])
         {
             return false;
         }
@@ -133,18 +121,12 @@ impl Parser {
         let Value::Dict(di) = dict else {
             return Err(Error::Malformed {
                 offset,
-                reason: format!(
-                    "SETITEM(S) on {} (only dicts are supported)",
-                    Document::a_type_name(dict)
-                ),
+                reason: format!("SETITEM(S) on {} (only dicts are supported)", Document::a_type_name(dict)),
             });
         };
         let di = di as usize;
         if pairs.len() % 2 != 0 {
-            return Err(Error::Malformed {
-                offset,
-                reason: "SETITEMS with an odd number of items".into(),
-            });
+            return Err(Error::Malformed { offset, reason: "SETITEMS with an odd number of items".into() });
         }
         let fresh = matches!(self.doc.dicts.get(di), Some(DictRec::Empty));
         if fresh && !pairs.is_empty() {
@@ -206,18 +188,11 @@ impl Parser {
             Some(DictRec::Compact { .. } | DictRec::Record(_)) => {
                 let items = self.doc.dict_pairs(Value::Dict(id));
                 let g = self.doc.generic_dicts.len();
-                self.doc
-                    .generic_dicts
-                    .push(GenericDict { items, index: None });
+                self.doc.generic_dicts.push(GenericDict { items, index: None });
                 self.doc.set_generic(id, g as u32);
                 g
             }
-            None => {
-                return Err(Error::Malformed {
-                    offset,
-                    reason: "unknown dict".into(),
-                })
-            }
+            None => return Err(Error::Malformed { offset, reason: "unknown dict".into() }),
         };
         for kv in pairs.chunks_exact(2) {
             let (k, v) = (kv[0], kv[1]);
@@ -270,12 +245,7 @@ impl Parser {
         Ok(())
     }
 
-    pub(super) fn list_extend(
-        doc: &mut Document,
-        list: Value,
-        items: &[Value],
-        offset: u64,
-    ) -> Result<(), Error> {
+    pub(super) fn list_extend(doc: &mut Document, list: Value, items: &[Value], offset: u64) -> Result<(), Error> {
         match list {
             Value::List(i) => {
                 if let Some(&ListStore::Shared { start, len }) = doc.lists.get(i as usize) {
@@ -292,12 +262,8 @@ impl Parser {
             }
             other => Err(Error::Malformed {
                 offset,
-                reason: format!(
-                    "APPEND(S) on {} (only lists are supported)",
-                    Document::a_type_name(other)
-                ),
+                reason: format!("APPEND(S) on {} (only lists are supported)", Document::a_type_name(other)),
             }),
         }
     }
-
 }

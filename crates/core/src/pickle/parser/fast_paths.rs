@@ -96,10 +96,7 @@ impl Parser {
                     let Some(b) = rest.get(p + 1..p + 5) else {
                         return Ok(None);
                     };
-                    (
-                        Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-                        5,
-                    )
+                    (Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))), 5)
                 }
                 0x8a => {
                     let Some(&len) = rest.get(p + 1) else {
@@ -202,17 +199,14 @@ impl Parser {
                 let Some(b) = rest.get(1..3) else {
                     return Ok(None);
                 };
-                self.stack
-                    .push(Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
+                self.stack.push(Value::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
                 3
             }
             b'J' => {
                 let Some(b) = rest.get(1..5) else {
                     return Ok(None);
                 };
-                self.stack.push(Value::Int(i64::from(i32::from_le_bytes([
-                    b[0], b[1], b[2], b[3],
-                ]))));
+                self.stack.push(Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))));
                 5
             }
             0x8a => {

@@ -43,10 +43,7 @@ enum Step {
     /// Done; `n` bytes consumed.
     Done(usize),
     /// Need more input; `what` describes what is incomplete, `declared` its length when known.
-    More {
-        what: &'static str,
-        declared: Option<u64>,
-    },
+    More { what: &'static str, declared: Option<u64> },
     /// STOP reached after `n` bytes.
     Stop(usize),
 }
@@ -57,7 +54,6 @@ const FLAT_DICT_MAX_PAIRS: usize = 16;
 /// Bytes of the next chunk joined to an opcode cut at a chunk boundary before the chunk itself is
 /// decoded in place (longer opcodes are joined whole).
 const BRIDGE_BYTES: usize = 4096;
-
 
 /// A resumable pickle decoder.
 pub struct Parser {
@@ -156,8 +152,7 @@ impl Parser {
         if self.pending.is_empty() {
             let used = self.run(chunk)?;
             if !self.stopped {
-                self.pending
-                    .extend_from_slice(chunk.get(used..).unwrap_or(&[]));
+                self.pending.extend_from_slice(chunk.get(used..).unwrap_or(&[]));
             } else {
                 self.trailing += (chunk.len() - used) as u64;
             }
@@ -206,17 +201,10 @@ impl Parser {
                 Ok(_) => ("the pickle (no STOP opcode)", None),
                 Err(e) => return Err(e),
             };
-            return Err(Error::Truncated {
-                offset: offset + pending.len() as u64,
-                inside: what,
-                declared,
-            });
+            return Err(Error::Truncated { offset: offset + pending.len() as u64, inside: what, declared });
         }
         if self.trailing > 0 {
-            self.doc.oddities.push(format!(
-                "{} bytes after the pickle's STOP opcode were ignored",
-                self.trailing
-            ));
+            self.doc.oddities.push(format!("{} bytes after the pickle's STOP opcode were ignored", self.trailing));
         }
         Ok(self.doc)
     }
@@ -247,11 +235,7 @@ impl Parser {
                     if let (Some(total), Some(d)) = (self.total_len, declared) {
                         let remaining = total.saturating_sub(self.consumed);
                         if d > remaining {
-                            return Err(Error::Truncated {
-                                offset: total,
-                                inside: what,
-                                declared: Some(d),
-                            });
+                            return Err(Error::Truncated { offset: total, inside: what, declared: Some(d) });
                         }
                     }
                     return Ok(pos);
@@ -261,30 +245,19 @@ impl Parser {
         self.consumed = base + pos as u64;
         Ok(pos)
     }
-
 }
 impl Parser {
-
     fn pop(&mut self, offset: u64, op: &'static str) -> Result<Value, Error> {
         // A pop may not reach below the innermost mark.
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
-            return Err(Error::Malformed {
-                offset,
-                reason: format!("{op} on an empty stack"),
-            });
+            return Err(Error::Malformed { offset, reason: format!("{op} on an empty stack") });
         }
-        self.stack.pop().ok_or_else(|| Error::Malformed {
-            offset,
-            reason: format!("{op} on an empty stack"),
-        })
+        self.stack.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} on an empty stack") })
     }
 
     fn pop_mark(&mut self, offset: u64, op: &'static str) -> Result<usize, Error> {
-        self.marks.pop().ok_or_else(|| Error::Malformed {
-            offset,
-            reason: format!("{op} without a MARK"),
-        })
+        self.marks.pop().ok_or_else(|| Error::Malformed { offset, reason: format!("{op} without a MARK") })
     }
 
     fn push_str(&mut self, raw: &[u8]) -> Value {
@@ -293,9 +266,7 @@ impl Parser {
             Err(_) => {
                 let s = decode_surrogatepass(raw);
                 if self.doc.oddities.len() < 16 && s.contains('\u{fffd}') {
-                    self.doc
-                        .oddities
-                        .push("a string with invalid UTF-8 was decoded lossily".into());
+                    self.doc.oddities.push("a string with invalid UTF-8 was decoded lossily".into());
                 }
                 Value::Str(self.doc.intern_str(&s))
             }
@@ -324,10 +295,7 @@ impl Parser {
     #[inline]
     fn new_dict(&mut self, offset: u64) -> Result<Value, Error> {
         if self.doc.dicts.len() >= RECORD_BIT as usize {
-            return Err(Error::Malformed {
-                offset,
-                reason: "more than 2^31 dicts".into(),
-            });
+            return Err(Error::Malformed { offset, reason: "more than 2^31 dicts".into() });
         }
         self.doc.dicts.push(DictRec::Empty);
         let id = (self.doc.dicts.len() - 1) as u32;
@@ -418,10 +386,7 @@ impl Parser {
     #[inline(always)]
     fn memo_get(&mut self, idx: u64, offset: u64) -> Result<Value, Error> {
         let v = self.memo_peek(idx);
-        let v = v.ok_or_else(|| Error::Malformed {
-            offset,
-            reason: format!("memo index {idx} was never stored"),
-        })?;
+        let v = v.ok_or_else(|| Error::Malformed { offset, reason: format!("memo index {idx} was never stored") })?;
         self.note_escape(v);
         Ok(v)
     }
@@ -449,5 +414,4 @@ impl Parser {
     fn give_back(&mut self, items: Vec<Value>) {
         self.scratch = items;
     }
-
 }

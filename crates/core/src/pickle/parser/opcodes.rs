@@ -14,20 +14,14 @@ impl Parser {
         let offset = self.consumed; // absolute offset of this opcode
         let rest = data.get(pos..).unwrap_or(&[]);
         let Some(&op) = rest.first() else {
-            return Ok(Step::More {
-                what: "an opcode",
-                declared: None,
-            });
+            return Ok(Step::More { what: "an opcode", declared: None });
         };
         let arg = rest.get(1..).unwrap_or(&[]);
         macro_rules! need {
             ($n:expr, $what:expr) => {{
                 let n: u64 = $n;
                 if (arg.len() as u64) < n {
-                    return Ok(Step::More {
-                        what: $what,
-                        declared: Some(n),
-                    });
+                    return Ok(Step::More { what: $what, declared: Some(n) });
                 }
                 &arg[..n as usize]
             }};
@@ -37,15 +31,8 @@ impl Parser {
                 let header: u64 = $header;
                 let n: u64 = $n;
                 match header.checked_add(n) {
-                    Some(total) if (arg.len() as u64) >= total => {
-                        &arg[header as usize..total as usize]
-                    }
-                    _ => {
-                        return Ok(Step::More {
-                            what: $what,
-                            declared: Some(n),
-                        })
-                    }
+                    Some(total) if (arg.len() as u64) >= total => &arg[header as usize..total as usize],
+                    _ => return Ok(Step::More { what: $what, declared: Some(n) }),
                 }
             }};
         }
@@ -60,11 +47,7 @@ impl Parser {
             }};
         }
         if let Some(name) = forbidden_name(op) {
-            return Err(Error::ForbiddenOpcode {
-                name,
-                opcode: op,
-                offset,
-            });
+            return Err(Error::ForbiddenOpcode { name, opcode: op, offset });
         }
         let step = match op {
             0x80 => {
@@ -83,9 +66,7 @@ impl Parser {
             b'.' => {
                 let v = self.pop(offset, "STOP")?;
                 if !self.stack.is_empty() || !self.marks.is_empty() {
-                    self.doc
-                        .oddities
-                        .push("values were left on the pickle stack at STOP".into());
+                    self.doc.oddities.push("values were left on the pickle stack at STOP".into());
                 }
                 self.doc.root = Some(v);
                 Step::Stop(1)
@@ -109,10 +90,10 @@ impl Parser {
                 Step::Done(1)
             }
             b'2' => {
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "DUP on an empty stack".into(),
-                })?;
+                let top = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "DUP on an empty stack".into() })?;
                 self.note_escape(top);
                 self.stack.push(top);
                 Step::Done(1)
@@ -154,10 +135,7 @@ impl Parser {
             0x8b => {
                 let n = le_u!(4, "a LONG4 length") as u32 as i32;
                 if n < 0 {
-                    return Err(Error::Malformed {
-                        offset,
-                        reason: "LONG4 with a negative length".into(),
-                    });
+                    return Err(Error::Malformed { offset, reason: "LONG4 with a negative length".into() });
                 }
                 let n = n as u64;
                 let b = need_payload!(4, n, "a LONG4 integer");
@@ -216,16 +194,10 @@ impl Parser {
             b'I' | b'L' | b'F' | b'S' | b'V' | b'p' | b'g' => {
                 // Text opcodes: argument runs to the next newline.
                 let Some(nl) = arg.iter().position(|&c| c == b'\n') else {
-                    return Ok(Step::More {
-                        what: "a text-protocol argument line",
-                        declared: None,
-                    });
+                    return Ok(Step::More { what: "a text-protocol argument line", declared: None });
                 };
                 if nl > 1 << 20 && !matches!(op, b'S' | b'V') {
-                    return Err(Error::Malformed {
-                        offset,
-                        reason: "a text opcode argument longer than 1 MiB".into(),
-                    });
+                    return Err(Error::Malformed { offset, reason: "a text opcode argument longer than 1 MiB".into() });
                 }
                 let line = &arg[..nl];
                 self.text_op(op, line, offset)?;
@@ -245,27 +217,27 @@ impl Parser {
             }
             b'q' => {
                 let i = le_u!(1, "a BINPUT index");
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "BINPUT on an empty stack".into(),
-                })?;
+                let top = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "BINPUT on an empty stack".into() })?;
                 self.memo_put(i, top);
                 Step::Done(2)
             }
             b'r' => {
                 let i = le_u!(4, "a LONG_BINPUT index");
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "LONG_BINPUT on an empty stack".into(),
-                })?;
+                let top = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "LONG_BINPUT on an empty stack".into() })?;
                 self.memo_put(i, top);
                 Step::Done(5)
             }
             0x94 => {
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "MEMOIZE on an empty stack".into(),
-                })?;
+                let top = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "MEMOIZE on an empty stack".into() })?;
                 let idx = self.memo_len();
                 self.memo_put(idx, top);
                 Step::Done(1)
@@ -326,10 +298,10 @@ impl Parser {
             }
             b'a' => {
                 let item = self.pop(offset, "APPEND")?;
-                let list = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "APPEND without a list".into(),
-                })?;
+                let list = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "APPEND without a list".into() })?;
                 Self::list_extend(&mut self.doc, list, &[item], offset)?;
                 Step::Done(1)
             }
@@ -339,36 +311,28 @@ impl Parser {
                 let list = *m
                     .checked_sub(1)
                     .and_then(|i| self.stack.get(i))
-                    .ok_or_else(|| Error::Malformed {
-                        offset,
-                        reason: "APPENDS without a list".into(),
-                    })?;
-                Self::list_extend(
-                    &mut self.doc,
-                    list,
-                    self.stack.get(m..).unwrap_or(&[]),
-                    offset,
-                )?;
+                    .ok_or_else(|| Error::Malformed { offset, reason: "APPENDS without a list".into() })?;
+                Self::list_extend(&mut self.doc, list, self.stack.get(m..).unwrap_or(&[]), offset)?;
                 self.stack.truncate(m);
                 Step::Done(1)
             }
             b's' => {
                 let v = self.pop(offset, "SETITEM")?;
                 let k = self.pop(offset, "SETITEM")?;
-                let d = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "SETITEM without a dict".into(),
-                })?;
+                let d = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "SETITEM without a dict".into() })?;
                 self.dict_set(d, &[k, v], offset)?;
                 Step::Done(1)
             }
             b'u' => {
                 let m = self.pop_mark(offset, "SETITEMS")?;
                 let items = self.take_items(m);
-                let d = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "SETITEMS without a dict".into(),
-                })?;
+                let d = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "SETITEMS without a dict".into() })?;
                 let r = self.dict_set(d, &items, offset);
                 self.give_back(items);
                 r?;
@@ -384,22 +348,12 @@ impl Parser {
                             s.extend_from_slice(&items);
                         }
                     }
-                    _ => {
-                        return Err(Error::Malformed {
-                            offset,
-                            reason: "ADDITEMS without a set".into(),
-                        })
-                    }
+                    _ => return Err(Error::Malformed { offset, reason: "ADDITEMS without a set".into() }),
                 }
                 Step::Done(1)
             }
             0x98 => Step::Done(1), // READONLY_BUFFER: a no-op on an in-band buffer
-            other => {
-                return Err(Error::UnknownOpcode {
-                    opcode: other,
-                    offset,
-                })
-            }
+            other => return Err(Error::UnknownOpcode { opcode: other, offset }),
         };
         Ok(step)
     }
@@ -441,10 +395,8 @@ impl Parser {
     }
 
     fn text_op(&mut self, op: u8, line: &[u8], offset: u64) -> Result<(), Error> {
-        let bad = |what: &str| Error::Malformed {
-            offset,
-            reason: format!("bad {what} argument in a text-protocol opcode"),
-        };
+        let bad =
+            |what: &str| Error::Malformed { offset, reason: format!("bad {what} argument in a text-protocol opcode") };
         match op {
             b'I' => {
                 let s = std::str::from_utf8(line).map_err(|_| bad("INT"))?.trim();
@@ -485,10 +437,10 @@ impl Parser {
             b'p' => {
                 let s = std::str::from_utf8(line).map_err(|_| bad("PUT"))?.trim();
                 let i: u64 = s.parse().map_err(|_| bad("PUT"))?;
-                let top = *self.stack.last().ok_or_else(|| Error::Malformed {
-                    offset,
-                    reason: "PUT on an empty stack".into(),
-                })?;
+                let top = *self
+                    .stack
+                    .last()
+                    .ok_or_else(|| Error::Malformed { offset, reason: "PUT on an empty stack".into() })?;
                 self.memo_put(i, top);
             }
             b'g' => {
@@ -514,8 +466,7 @@ impl Parser {
             Some(d) => (true, d),
             None => (false, s.strip_prefix('+').unwrap_or(s)),
         };
-        if digits.is_empty() || digits.len() > 10_000 || !digits.bytes().all(|c| c.is_ascii_digit())
-        {
+        if digits.is_empty() || digits.len() > 10_000 || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return None;
         }
         let mut mag: Vec<u8> = vec![0];

@@ -25,11 +25,7 @@ impl Warnings {
         if let Some(w) = self.list.iter_mut().find(|w| w.kind == kind) {
             w.count += 1;
         } else {
-            self.list.push(Warning {
-                kind,
-                count: 1,
-                example: example(),
-            });
+            self.list.push(Warning { kind, count: 1, example: example() });
         }
     }
 }
@@ -196,10 +192,9 @@ impl<'d> Builder<'d> {
         if items.len() != 2 {
             return 0;
         }
-        let (Some(a), Some(b)) = (
-            items.get(0).and_then(|x| as_i128(self.doc, x)),
-            items.get(1).and_then(|x| as_i128(self.doc, x)),
-        ) else {
+        let (Some(a), Some(b)) =
+            (items.get(0).and_then(|x| as_i128(self.doc, x)), items.get(1).and_then(|x| as_i128(self.doc, x)))
+        else {
             return 0;
         };
         if let Some(&i) = self.pool_map.get(&(a, b)) {
@@ -269,35 +264,19 @@ impl<'d> Builder<'d> {
             }))
         };
         let id = if extra.is_none() {
-            let ck = (
-                filename,
-                line,
-                name ^ if name_first { 0x8000_0000 } else { 0 },
-            );
+            let ck = (filename, line, name ^ if name_first { 0x8000_0000 } else { 0 });
             match self.frame_by_content.get(&ck) {
                 Some(&f) => f,
                 None => {
                     let f = self.snap.frames.len() as u32;
-                    self.snap.frames.push(Frame {
-                        filename,
-                        line,
-                        name,
-                        extra: None,
-                        name_first,
-                    });
+                    self.snap.frames.push(Frame { filename, line, name, extra: None, name_first });
                     self.frame_by_content.insert(ck, f);
                     f
                 }
             }
         } else {
             let f = self.snap.frames.len() as u32;
-            self.snap.frames.push(Frame {
-                filename,
-                line,
-                name,
-                extra,
-                name_first,
-            });
+            self.snap.frames.push(Frame { filename, line, name, extra, name_first });
             f
         };
         if let Some(slot) = key.and_then(|k| self.frame_map.get_mut(k as usize)) {
@@ -363,13 +342,7 @@ impl<'d> Builder<'d> {
                 Some(&f) => f,
                 None => {
                     let f = self.snap.frames.len() as u32;
-                    self.snap.frames.push(Frame {
-                        filename: 0,
-                        line: 0,
-                        name,
-                        extra: None,
-                        name_first: false,
-                    });
+                    self.snap.frames.push(Frame { filename: 0, line: 0, name, extra: None, name_first: false });
                     self.frame_by_content.insert(ck, f);
                     f
                 }
@@ -411,7 +384,6 @@ impl<'d> Builder<'d> {
         self.expansion_left = start.saturating_sub(first + (start - budget));
         t
     }
-
 }
 
 impl Snapshot {
@@ -425,15 +397,9 @@ impl Snapshot {
     pub(crate) fn from_owned_document(mut doc: Document) -> Result<Snapshot, Error> {
         let mut built = Builder::new(&doc, true).build()?;
         if let Some(pending) = built.deferred_columns.take() {
-            let wide = doc
-                .take_record_columns(pending.run)
-                .unwrap_or_else(|| WideColumns::zeros(pending.run.len as usize));
-            if let Some(d) = built
-                .snap
-                .devices
-                .iter_mut()
-                .find(|d| d.index == pending.device_index)
-            {
+            let wide =
+                doc.take_record_columns(pending.run).unwrap_or_else(|| WideColumns::zeros(pending.run.len as usize));
+            if let Some(d) = built.snap.devices.iter_mut().find(|d| d.index == pending.device_index) {
                 pending.fill(&mut d.trace, wide);
             }
         }
@@ -473,7 +439,10 @@ impl Built {
                         let already_live = live.insert(addr, row).is_some();
                         if already_live {
                             self.warnings.add(WarningKind::DoubleAlloc, || {
-                                format!("device {} entry {row}: alloc at 0x{addr:x}, which is already allocated", d.index)
+                                format!(
+                                    "device {} entry {row}: alloc at 0x{addr:x}, which is already allocated",
+                                    d.index
+                                )
                             });
                         }
                     }
@@ -510,10 +479,7 @@ impl Builder<'_> {
             Value::Dict(_) => {
                 let keys: Vec<String> = doc
                     .dict_iter(root)
-                    .map(|(k, _)| {
-                        doc.as_str(k)
-                            .map_or_else(|| format!("<{}>", Document::type_name(k)), str::to_owned)
-                    })
+                    .map(|(k, _)| doc.as_str(k).map_or_else(|| format!("<{}>", Document::type_name(k)), str::to_owned))
                     .collect();
                 b.snap.source.top_level_keys = keys.clone();
                 let segs = doc.get(root, "segments");
@@ -524,8 +490,7 @@ impl Builder<'_> {
                         .iter()
                         .take(MAX_REPORTED_KEYS)
                         .map(|k| {
-                            let mut t: String =
-                                k.chars().take(40).flat_map(|c| c.escape_debug()).collect();
+                            let mut t: String = k.chars().take(40).flat_map(|c| c.escape_debug()).collect();
                             if k.chars().count() > 40 {
                                 t.push_str("...");
                             }
@@ -541,7 +506,10 @@ impl Builder<'_> {
                         found: if keys.is_empty() {
                             "the file holds an empty dict".into()
                         } else {
-                            format!("top-level keys are {}{more}; a snapshot has 'segments' and 'device_traces'", shown.join(", "))
+                            format!(
+                                "top-level keys are {}{more}; a snapshot has 'segments' and 'device_traces'",
+                                shown.join(", ")
+                            )
                         },
                     });
                 }
@@ -570,10 +538,7 @@ impl Builder<'_> {
                         }
                         b.spend(doc.items(dt).len(), || format!("device_traces[{i}]"))?;
                         let trace = b.trace(dt, i as i64);
-                        b.snap.devices.push(Device {
-                            index: i as i64,
-                            trace,
-                        });
+                        b.snap.devices.push(Device { index: i as i64, trace });
                     }
                 }
                 if let Some(sv) = segs {
@@ -593,13 +558,7 @@ impl Builder<'_> {
                 }
                 for (k, v) in doc.dict_iter(root) {
                     let Some(name) = doc.as_str(k) else { continue };
-                    if !matches!(
-                        name,
-                        "segments"
-                            | "device_traces"
-                            | "allocator_settings"
-                            | "external_annotations"
-                    ) {
+                    if !matches!(name, "segments" | "device_traces" | "allocator_settings" | "external_annotations") {
                         let t = b.tree_of(v);
                         b.snap.other_keys.push((name.to_owned(), t));
                     }
@@ -620,17 +579,10 @@ impl Builder<'_> {
         seg_devices.dedup();
         for dv in seg_devices {
             if dv >= 0 && !b.snap.devices.iter().any(|d| d.index == dv) {
-                b.snap.devices.push(Device {
-                    index: dv,
-                    trace: Trace::default(),
-                });
+                b.snap.devices.push(Device { index: dv, trace: Trace::default() });
             }
         }
         b.snap.devices.sort_by_key(|d| d.index);
-        Ok(Built {
-            snap: b.snap,
-            warnings: b.warnings,
-            deferred_columns: b.deferred_columns,
-        })
+        Ok(Built { snap: b.snap, warnings: b.warnings, deferred_columns: b.deferred_columns })
     }
 }

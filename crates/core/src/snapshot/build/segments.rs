@@ -7,7 +7,6 @@ use super::{as_i128, as_u64, Builder};
 use crate::snapshot::model::{Annotation, Block, BlockState, Segment};
 
 impl<'d> Builder<'d> {
-
     pub(super) fn segments(&mut self, list: Value) -> Result<(), Error> {
         let doc = self.doc;
         for (si, s) in doc.items(list).iter().enumerate() {
@@ -22,10 +21,7 @@ impl<'d> Builder<'d> {
                     None => Ok(0),
                     Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
                         path: format!("segments[{si}].{key}"),
-                        reason: format!(
-                            "{}, expected a non-negative int",
-                            Document::a_type_name(v)
-                        ),
+                        reason: format!("{}, expected a non-negative int", Document::a_type_name(v)),
                     }),
                 }
             };
@@ -34,27 +30,13 @@ impl<'d> Builder<'d> {
             let allocated_size = field_u64("allocated_size")?;
             let active_size = field_u64("active_size")?;
             let requested_size = field_u64("requested_size")?;
-            let device = doc
-                .get(s, "device")
-                .and_then(|v| as_i128(doc, v))
-                .unwrap_or(0) as i64;
-            let stream_raw = doc
-                .get(s, "stream")
-                .and_then(|v| as_i128(doc, v))
-                .unwrap_or(0);
+            let device = doc.get(s, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
+            let stream_raw = doc.get(s, "stream").and_then(|v| as_i128(doc, v)).unwrap_or(0);
             let stream = self.stream_index(stream_raw);
-            let segment_type = doc
-                .get(s, "segment_type")
-                .and_then(|v| self.string(v))
-                .unwrap_or(0);
-            let pool = doc
-                .get(s, "segment_pool_id")
-                .map_or(0, |v| self.pool_index(v));
+            let segment_type = doc.get(s, "segment_type").and_then(|v| self.string(v)).unwrap_or(0);
+            let pool = doc.get(s, "segment_pool_id").map_or(0, |v| self.pool_index(v));
             let is_expandable = matches!(doc.get(s, "is_expandable"), Some(Value::Bool(true)));
-            let stack = doc
-                .get(s, "frames")
-                .and_then(|v| self.stack(v))
-                .unwrap_or(0);
+            let stack = doc.get(s, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
             let first_block = self.snap.blocks.len() as u32;
             let blocks_v = doc.get(s, "blocks").unwrap_or(Value::None);
             if !matches!(blocks_v, Value::List(_) | Value::None) {
@@ -63,9 +45,7 @@ impl<'d> Builder<'d> {
                     reason: format!("{}, expected a list", Document::a_type_name(blocks_v)),
                 });
             }
-            self.spend(doc.items(blocks_v).len(), || {
-                format!("segments[{si}].blocks")
-            })?;
+            self.spend(doc.items(blocks_v).len(), || format!("segments[{si}].blocks"))?;
             let mut offset = address;
             for (bi, b) in doc.items(blocks_v).iter().enumerate() {
                 let path = || format!("segments[{si}].blocks[{bi}]");
@@ -90,35 +70,18 @@ impl<'d> Builder<'d> {
                 };
                 let (stack, requested) = if let Some(fr) = doc.get(b, "frames") {
                     let st = self.stack(fr).unwrap_or(0);
-                    let req = doc
-                        .get(b, "requested_size")
-                        .and_then(as_u64)
-                        .unwrap_or(size);
+                    let req = doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size);
                     (st, req)
                 } else if let Some(h) = doc.get(b, "history") {
                     self.snap.source.legacy_history = true;
                     let first = doc.items(h).first().unwrap_or(Value::None);
-                    let st = doc
-                        .get(first, "frames")
-                        .and_then(|v| self.stack(v))
-                        .unwrap_or(0);
+                    let st = doc.get(first, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
                     let req = doc.get(first, "real_size").and_then(as_u64).unwrap_or(size);
                     (st, req)
                 } else {
-                    (
-                        0,
-                        doc.get(b, "requested_size")
-                            .and_then(as_u64)
-                            .unwrap_or(size),
-                    )
+                    (0, doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size))
                 };
-                self.snap.blocks.push(Block {
-                    address: offset,
-                    size,
-                    requested_size: requested,
-                    state,
-                    stack,
-                });
+                self.snap.blocks.push(Block { address: offset, size, requested_size: requested, state, stack });
                 offset = offset.wrapping_add(size);
             }
             let block_count = self.snap.blocks.len() as u32 - first_block;
@@ -146,20 +109,12 @@ impl<'d> Builder<'d> {
         for a in doc.items(list) {
             let name = doc.get(a, "name").and_then(|v| self.string(v)).unwrap_or(0);
             let start = doc.get(a, "stage").and_then(|v| doc.as_str(v)) == Some("START");
-            let device = doc
-                .get(a, "device")
-                .and_then(|v| as_i128(doc, v))
-                .unwrap_or(0) as i64;
+            let device = doc.get(a, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
             let time_us = match doc.get(a, "time_us") {
                 Some(Value::Int(t)) => Some(t),
                 _ => None,
             };
-            self.snap.annotations.push(Annotation {
-                name,
-                start,
-                device,
-                time_us,
-            });
+            self.snap.annotations.push(Annotation { name, start, device, time_us });
         }
     }
 }

@@ -14,20 +14,11 @@ impl<'d> Builder<'d> {
     /// Appends trace entry `e`, kept by the reader as `rec`: the same row the generic path in
     /// [`Builder::trace`] makes of it, without decoding values (a record's values have the
     /// expected types, and its keys are all known).
-    fn record_row(
-        &mut self,
-        t: &mut Trace,
-        rec: &TraceRecord,
-        e: Value,
-        row: usize,
-        device_index: i64,
-    ) {
+    fn record_row(&mut self, t: &mut Trace, rec: &TraceRecord, e: Value, row: usize, device_index: i64) {
         let r = t.action.len();
         let action = rec.action.map_or(Action::Unknown, |id| self.action_of(id));
         if action == Action::Unknown {
-            let name = rec
-                .action
-                .map_or_else(|| "(missing)".to_owned(), |id| self.doc.str(id).to_owned());
+            let name = rec.action.map_or_else(|| "(missing)".to_owned(), |id| self.doc.str(id).to_owned());
             self.warnings.add(WarningKind::UnknownAction, || {
                 format!("device {device_index} entry {row}: unknown action {name}")
             });
@@ -56,27 +47,14 @@ impl<'d> Builder<'d> {
                 column.push(r, id.unwrap_or(0), 0);
             }
         }
-        let cols = RowColumns {
-            action,
-            addr: rec.addr.unwrap_or(0),
-            size_bytes: rec.size_bytes.unwrap_or(0),
-            stream,
-            stack,
-        };
+        let cols =
+            RowColumns { action, addr: rec.addr.unwrap_or(0), size_bytes: rec.size_bytes.unwrap_or(0), stream, stack };
         self.finish_row(t, cols, odd, e, row, device_index);
     }
 
     /// Pushes a row's fixed columns, and keeps the entry verbatim when its action is not one the
     /// columns describe fully or a field had an unexpected type (with a warning).
-    fn finish_row(
-        &mut self,
-        t: &mut Trace,
-        c: RowColumns,
-        odd: bool,
-        e: Value,
-        row: usize,
-        device_index: i64,
-    ) {
+    fn finish_row(&mut self, t: &mut Trace, c: RowColumns, odd: bool, e: Value, row: usize, device_index: i64) {
         let r = t.action.len();
         t.action.push(c.action);
         t.addr.push(c.addr);
@@ -103,7 +81,9 @@ impl<'d> Builder<'d> {
         let verbatim = !columns_describe(action);
         if verbatim || odd {
             if odd && !verbatim {
-                self.warnings.add(WarningKind::OddField, || format!("device {device_index} entry {row}: a field has an unexpected type; kept verbatim"));
+                self.warnings.add(WarningKind::OddField, || {
+                    format!("device {device_index} entry {row}: a field has an unexpected type; kept verbatim")
+                });
             }
             let tr = self.tree_of(e);
             t.raw.push((r as u32, tr));
@@ -115,12 +95,7 @@ impl<'d> Builder<'d> {
     /// entry, with strings, frames and stacks interned in the same order. The `addr`,
     /// `size_bytes` and `time_us` columns are copied, or left empty for
     /// [`Snapshot::from_owned_document`] to move in.
-    fn record_trace(
-        &mut self,
-        entries: Items<'_>,
-        run: RecordRun,
-        device_index: i64,
-    ) -> Option<Trace> {
+    fn record_trace(&mut self, entries: Items<'_>, run: RecordRun, device_index: i64) -> Option<Trace> {
         let doc = self.doc;
         let cols = doc.record_columns(run)?;
         let n = run.len as usize;
@@ -147,32 +122,19 @@ impl<'d> Builder<'d> {
             };
             let mut odd = false;
             let stack = if has(RecordField::FRAMES) {
-                self.stack(Value::List(at(cols.frames, k)))
-                    .unwrap_or_else(|| {
-                        odd = true;
-                        0
-                    })
+                self.stack(Value::List(at(cols.frames, k))).unwrap_or_else(|| {
+                    odd = true;
+                    0
+                })
             } else {
                 0
             };
             time.note_row(k, has(RecordField::TIME_US));
             for (field, col, column) in [
-                (
-                    RecordField::USER_METADATA,
-                    cols.user_metadata,
-                    &mut t.user_metadata,
-                ),
-                (
-                    RecordField::COMPILE_CONTEXT,
-                    cols.compile_context,
-                    &mut t.compile_context,
-                ),
+                (RecordField::USER_METADATA, cols.user_metadata, &mut t.user_metadata),
+                (RecordField::COMPILE_CONTEXT, cols.compile_context, &mut t.compile_context),
             ] {
-                let id = if has(field) {
-                    self.string(Value::Str(at(col, k)))
-                } else {
-                    None
-                };
+                let id = if has(field) { self.string(Value::Str(at(col, k))) } else { None };
                 if id.is_some() || column.is_present() {
                     column.push(k, id.unwrap_or(0), 0);
                 }
@@ -192,11 +154,7 @@ impl<'d> Builder<'d> {
         }
         t.user_metadata.finish(n);
         t.compile_context.finish(n);
-        let pending = PendingColumns {
-            device_index,
-            run,
-            time,
-        };
+        let pending = PendingColumns { device_index, run, time };
         if self.may_defer_columns && self.deferred_columns.is_none() {
             self.deferred_columns = Some(pending);
         } else {
@@ -213,10 +171,7 @@ impl<'d> Builder<'d> {
     pub(super) fn trace(&mut self, list: Value, device_index: i64) -> Trace {
         let doc = self.doc;
         let entries = doc.items(list);
-        if let Some(t) = doc
-            .record_run(list)
-            .and_then(|run| self.record_trace(entries, run, device_index))
-        {
+        if let Some(t) = doc.record_run(list).and_then(|run| self.record_trace(entries, run, device_index)) {
             return t;
         }
         let mut t = Trace::default();
@@ -275,10 +230,8 @@ impl<'d> Builder<'d> {
                             .entry(shape)
                             .or_insert_with(|| {
                                 let keys = doc.shape_keys(shape);
-                                let slots: Vec<u8> = keys
-                                    .iter()
-                                    .map(|&k| key_slot(doc.str(k)).map_or(NO_SLOT, |x| x as u8))
-                                    .collect();
+                                let slots: Vec<u8> =
+                                    keys.iter().map(|&k| key_slot(doc.str(k)).map_or(NO_SLOT, |x| x as u8)).collect();
                                 let unknown = slots.contains(&NO_SLOT);
                                 (slots, unknown)
                             })
@@ -415,13 +368,7 @@ impl<'d> Builder<'d> {
             }
             self.finish_row(
                 &mut t,
-                RowColumns {
-                    action,
-                    addr,
-                    size_bytes: size,
-                    stream,
-                    stack,
-                },
+                RowColumns { action, addr, size_bytes: size, stream, stack },
                 odd,
                 e,
                 row,
@@ -442,7 +389,12 @@ impl<'d> Builder<'d> {
 fn columns_describe(action: Action) -> bool {
     matches!(
         action,
-        Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
+        Action::Alloc
+            | Action::FreeRequested
+            | Action::FreeCompleted
+            | Action::SegmentAlloc
+            | Action::SegmentFree
+            | Action::Oom
     )
 }
 
@@ -478,11 +430,7 @@ impl PendingColumns {
     /// records hold 0 for absent fields, as the generic path makes them), `time_us` when any
     /// row has it (`i64::MIN` in rows without, as the generic path makes them).
     pub(super) fn fill(self, t: &mut Trace, wide: WideColumns) {
-        let WideColumns {
-            mut addr,
-            mut size_bytes,
-            mut time_us,
-        } = wide;
+        let WideColumns { mut addr, mut size_bytes, mut time_us } = wide;
         addr.shrink_to_fit();
         size_bytes.shrink_to_fit();
         t.addr = addr;
