@@ -1,6 +1,9 @@
 //! The `memviz` binary end to end: the same text as PyTorch's CLI, one-line errors with exit
 //! status 1, `-` for standard input, help and version, and `info --json`.
 
+// A test binary: its helpers may panic, that fails the test.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -79,6 +79,7 @@ criterion_group!(benches, bench);
 criterion_main!(benches);
 
 /// Writes a protocol-4 snapshot pickle the way CPython's pickler lays it out.
+#[allow(clippy::too_many_lines)] // writes a whole snapshot in CPython's order, top to bottom
 fn generate(entries: usize, seed: u64) -> Vec<u8> {
     let mut w =
         Gen { out: Vec::new(), frame: Vec::new(), memo_len: 0, strs: std::collections::HashMap::new(), rng: seed | 1 };

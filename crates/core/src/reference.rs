@@ -180,6 +180,7 @@ fn short_name(n: u64) -> String {
 
 /// `trace`: every entry of every non-empty device trace in a Pythonic style. Output ends with the
 /// newline `print` adds.
+#[allow(clippy::too_many_lines)] // follows PyTorch's trace printer line for line
 pub fn trace(snap: &Snapshot) -> Result<String, Error> {
     if !snap.source.has_device_traces {
         return Err(Error::NotASnapshot {

@@ -370,7 +370,10 @@ mod tests {
         out
     }
 
-    fn requested_view(st: &AllocatorState) -> (Vec<(u64, u64, u32)>, Vec<(u64, u64, bool)>) {
+    /// Segments as (address, size, stream) and blocks as (address, requested bytes, pending free).
+    type RequestedView = (Vec<(u64, u64, u32)>, Vec<(u64, u64, bool)>);
+
+    fn requested_view(st: &AllocatorState) -> RequestedView {
         let n = st.normalized();
         (
             n.segments.values().map(|s| (s.addr, s.size_bytes, s.stream)).collect(),

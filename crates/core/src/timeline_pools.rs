@@ -66,6 +66,7 @@ impl Pools {
 }
 
 /// Finds the private pools of device `device_pos` in an allocations layout.
+#[allow(clippy::too_many_lines)] // finds the pools, then their envelopes; not split yet
 pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
     let mut out = Pools { envelopes: Vec::new(), element_pool: vec![u32::MAX; layout.elements.len()] };
     let Some(dev) = snap.devices.get(device_pos) else { return out };

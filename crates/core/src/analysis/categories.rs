@@ -161,6 +161,7 @@ fn as_i64(v: &Value) -> Option<i64> {
 
 /// Reads the profiler's memory timeline (`export_memory_timeline` `.json` / `.json.gz`, or the
 /// raw export).
+#[allow(clippy::too_many_lines)] // reads both export layouts field by field; not split yet
 pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, AnalysisError> {
     let data: Vec<u8>;
     let text: &[u8] = if bytes.starts_with(&[0x1f, 0x8b]) {
@@ -316,6 +317,7 @@ fn stack_is_optimizer(snap: &Snapshot, stack: u32) -> bool {
 ///   within the iteration, else unknown;
 /// - iterations without a backward: activation when still live at the iteration's end, else
 ///   temporary; outside iterations: unknown.
+#[allow(clippy::too_many_lines)] // the category rules listed above, in one pass; not split yet
 pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usize) -> SnapshotCategories {
     let t = snap.devices.get(replay.device_pos).map(|d| &d.trace);
     let recorded = t.is_some_and(|t| t.category.is_present());

@@ -196,6 +196,7 @@ fn max_in(replay: &Replay, a: u32, b: u32) -> u64 {
 }
 
 /// Compares device `a_pos` of `a` with device `b_pos` of `b`.
+#[allow(clippy::too_many_lines)] // fills every part of the Comparison in one pass; not split yet
 pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: CompareOptions) -> Comparison {
     let mk = |snap, pos| {
         let replay = Replay::build(snap, pos);

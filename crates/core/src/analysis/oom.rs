@@ -90,6 +90,7 @@ pub fn explain(snap: &Snapshot, replay: &Replay) -> Vec<OomReport> {
     rows.into_iter().map(|r| explain_one(snap, replay, &history, r)).collect()
 }
 
+#[allow(clippy::too_many_lines)] // one report, section by section; not split yet
 fn explain_one(snap: &Snapshot, replay: &Replay, history: &History, row: usize) -> OomReport {
     let t = snap.devices.get(replay.device_pos).map(|d| &d.trace);
     let get = |f: fn(&crate::snapshot::Trace) -> &Vec<u32>| t.and_then(|t| f(t).get(row).copied()).unwrap_or(0);

@@ -75,12 +75,8 @@ fn memo_index_bomb_is_cheap() {
 fn deep_nesting_does_not_recurse() {
     let mut b = vec![0x80, 2];
     let n = 200_000;
-    for _ in 0..n {
-        b.push(b']');
-    }
-    for _ in 0..n - 1 {
-        b.push(b'a');
-    }
+    b.resize(b.len() + n, b']');
+    b.resize(b.len() + n - 1, b'a');
     b.push(b'.');
     let d = p(&b).expect("parses");
     drop(d);

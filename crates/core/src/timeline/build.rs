@@ -11,7 +11,7 @@ use super::{Element, Layout, Mode, Options, Origin, SLIDE_STEPS};
 
 impl Layout {
     /// Lays out device `device_pos` (an index into `snap.devices`).
-    #[allow(clippy::too_many_lines)]
+    #[allow(clippy::too_many_lines)] // the layout's single pass over the trace; not split yet
     pub fn build(snap: &Snapshot, device_pos: usize, options: Options) -> Layout {
         let mut l = Layout { options, ..Layout::default() };
         let Some(dev) = snap.devices.get(device_pos) else { return l };

@@ -60,7 +60,7 @@ fn chunks_append_in_place_and_may_not_outgrow_their_field() {
         }
         assert_eq!(back, c);
         // One chunk of `v` more than the field holds is refused (in a part or in the head).
-        if let Some((field, head, parts)) = msgs.iter().filter(|m| m.0 == 1).last() {
+        if let Some((field, head, parts)) = msgs.iter().rfind(|m| m.0 == 1) {
             let again = decode_field(&mut back, *field, head, &mut PartList::new(parts.clone()));
             assert!(again.is_err());
         }

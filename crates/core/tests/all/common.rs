@@ -227,6 +227,7 @@ impl Writer {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // the pickle writer: one arm per value type
     fn value(&mut self, v: &Py) {
         let p = self.protocol;
         match v {

@@ -43,6 +43,7 @@ const DESIGN_DIFFERENCES: &[(&str, &str)] = &[
 ];
 
 #[test]
+#[allow(clippy::too_many_lines)] // checks every hostile file against its manifest entry; not split yet
 fn hostile_files_give_the_expected_outcome() {
     let files = fixture_files("hostile");
     let mpath = fixture("hostile", "manifest.json");
@@ -188,7 +189,7 @@ fn every_truncation_point_fails_through_the_chunked_loader_too() {
 fn truncation_message_names_offset_and_declared_length() {
     // SHORT_BINUNICODE declaring 200 bytes with 3 present.
     let b = b"\x80\x04\x8c\xc8abc";
-    let e = load(b).err().expect("must fail");
+    let e = load(b).expect_err("must fail");
     let msg = e.to_string();
     assert!(msg.contains("ends at byte 7 inside a string of declared length 200"), "{msg}");
 }
@@ -252,6 +253,7 @@ fn a_real_pickle_with_a_global_spliced_in_is_refused() {
 }
 
 /// Runs `f` on a thread with a 256 KiB stack: recursion on input depth would overflow it.
+#[allow(clippy::expect_used)] // a test helper: a thread that cannot start fails the test
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
         .stack_size(256 * 1024)

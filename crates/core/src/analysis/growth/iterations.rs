@@ -151,6 +151,7 @@ pub fn find_iterations(snap: &Snapshot, replay: &Replay) -> Iterations {
     it
 }
 
+#[allow(clippy::too_many_lines)] // finding repeated regions and placing boundaries share state; not split yet
 fn from_annotations(snap: &Snapshot, replay: &Replay, idx: &TimeIndex) -> Option<Iterations> {
     if idx.timed.is_empty() {
         return None;

@@ -86,6 +86,7 @@ pub fn insights(snap: &Snapshot, device_pos: usize) -> Insights {
 }
 
 /// [`insights`] from an existing replay.
+#[allow(clippy::too_many_lines)] // one finding after another, each a few lines of text; not split yet
 pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
     let its = find_iterations(snap, replay);
     let growth = growth(replay, &its);

@@ -117,6 +117,7 @@ impl Parser {
     }
 
     /// Adds key/value pairs to a dict, honouring Python semantics (later duplicate keys win).
+    #[allow(clippy::too_many_lines)] // the general dict update with its fast cases, on the hot path
     pub(super) fn dict_set(&mut self, dict: Value, pairs: &[Value], offset: u64) -> Result<(), Error> {
         let Value::Dict(di) = dict else {
             return Err(Error::Malformed {

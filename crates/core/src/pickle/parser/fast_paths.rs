@@ -14,6 +14,7 @@ impl Parser {
     /// (memo gets, ints, floats, None, booleans): the shape of every trace entry. Anything else,
     /// or input that ends early, returns `None` with nothing changed, and the generic path runs.
     #[inline(always)]
+    #[allow(clippy::too_many_lines)] // one fast path, inlined into the run loop
     fn flat_dict(&mut self, rest: &[u8], offset: u64) -> Result<Option<usize>, Error> {
         let mut p = 1;
         let memo_idx = match rest.get(p) {

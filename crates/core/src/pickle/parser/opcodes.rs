@@ -9,7 +9,7 @@ use crate::pickle::value::Value;
 
 impl Parser {
     /// Decodes one opcode at `data[pos..]`.
-    #[allow(clippy::too_many_lines)]
+    #[allow(clippy::too_many_lines)] // one match arm per opcode
     pub(super) fn step(&mut self, data: &[u8], pos: usize) -> Result<Step, Error> {
         let offset = self.consumed; // absolute offset of this opcode
         let rest = data.get(pos..).unwrap_or(&[]);

@@ -168,6 +168,7 @@ impl<'d> Builder<'d> {
         Some(t)
     }
 
+    #[allow(clippy::too_many_lines)] // the generic path for a trace entry, key by key; not split yet
     pub(super) fn trace(&mut self, list: Value, device_index: i64) -> Trace {
         let doc = self.doc;
         let entries = doc.items(list);
