@@ -2,7 +2,7 @@
 
 use std::hash::{Hash, Hasher};
 
-/// A decoded value. Containers and strings are indices into the owning [`Document`].
+/// A decoded value. Containers and strings are indices into the owning [`Document`](super::Document).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
     /// Python `None`.
@@ -13,7 +13,7 @@ pub enum Value {
     Int(i64),
     /// A Python `int` in `i64::MAX+1 ..= u64::MAX` (pointers at or above 2^63).
     UInt(u64),
-    /// A larger Python `int`: index into [`Document::bigints`] (little-endian two's complement).
+    /// A larger Python `int`: index into [`Document::bigints`](super::Document::bigints) (little-endian two's complement).
     BigInt(u32),
     /// Python `float`.
     Float(f64),

@@ -7,7 +7,7 @@ use super::{err, WireError};
 /// A struct sent as a sequence of messages rather than one: a message per field, and its large
 /// `Vec` fields in chunks of about `chunk_bytes` each, so that the side that receives it can
 /// decode one message at a time and take events in between (a page's main thread must not be
-/// busy for long). [`wire_by_field!`] makes it; [`decode_field`] reads one message.
+/// busy for long). [`wire_by_field!`](crate::wire_by_field) makes it; [`decode_field`] reads one message.
 pub trait ByField: Default {
     /// Hands each message to `out` in order: the field's number and a function that encodes the
     /// message.
@@ -100,7 +100,7 @@ pub fn get_chunk<T: Wire>(field: &mut Vec<T>, d: &mut Decoder<'_>) -> Result<(),
 #[doc(hidden)]
 pub const NESTED_FIELDS: u32 = 1 << 16;
 
-/// Implements [`Wire`] (as [`wire_struct!`] does, every field in the order listed) and
+/// Implements [`Wire`] (as [`wire_struct!`](crate::wire_struct) does, every field in the order listed) and
 /// [`ByField`] for a struct: the fields in the first list are sent whole, one message each, then
 /// those in the second list (each a `Vec`) in chunks, then those in the third (each [`ByField`]
 /// itself) message by message. Every field must be named once (the [`Wire`] impl builds the

@@ -11,7 +11,7 @@
 //!
 //! Both ends are the same program, but a decoder still never panics or allocates more than the
 //! input justifies: every count is checked against the bytes left, and trees are as deep as
-//! [`tree::MAX_DEPTH`](crate::tree::MAX_DEPTH) allows, no deeper.
+//! [`tree::MAX_DEPTH`] allows, no deeper.
 
 use crate::tree;
 
