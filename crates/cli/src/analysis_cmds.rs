@@ -496,23 +496,22 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn path(name: &str) -> Option<PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)]
-            .into_iter()
-            .find(|p| p.is_file())
+    /// A real snapshot by name; panics when it is missing.
+    fn path(name: &str) -> PathBuf {
+        crate::test_fixtures::real_fixture(name)
     }
 
-    fn load(name: &str) -> Option<(String, Snapshot)> {
-        let p = path(name)?;
-        let b = std::fs::read(&p).ok()?;
-        Some((name.to_string(), memviz_core::load(&b).ok()?))
+    /// A real snapshot by name, loaded; panics when it is missing or does not load.
+    fn load(name: &str) -> (String, Snapshot) {
+        let p = path(name);
+        let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        (name.to_string(), memviz_core::load(&b).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
     }
 
     // The figures below are those of tests/gen/verify_*.py (see the tests in memviz_core::analysis).
     #[test]
     fn live_text_shows_verified_figures() {
-        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let (f, s) = load("resnet50_buggy.pickle");
         let t = live(&f, &s, "peak", None, false, 5).expect("live");
         assert!(t.contains("at the peak, after entry 2302"), "{t}");
         assert!(t.contains("(470210256 bytes) in 857 allocations"), "{t}");
@@ -526,19 +525,19 @@ mod tests {
 
     #[test]
     fn insights_text_on_the_resnet_pair() {
-        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let (f, s) = load("resnet50_buggy.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(t.contains("[problem] Gradients stay alive"), "{t}");
         assert!(t.contains("97.5 MiB (161 tensors)"), "{t}");
         assert!(t.contains("zero_grad(set_to_none=True)"), "{t}");
-        let Some((f, s)) = load("resnet50_fixed.pickle") else { return };
+        let (f, s) = load("resnet50_fixed.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(!t.contains("[problem]"), "{t}");
     }
 
     #[test]
     fn insights_text_on_growth_leak() {
-        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let (f, s) = load("growth_leak.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(t.contains("growth: 8398852 bytes per iteration"), "{t}");
         assert!(t.contains("8388608 bytes/iteration  torch/nn/functional.py:1723 (relu)"), "{t}");
@@ -546,7 +545,7 @@ mod tests {
 
     #[test]
     fn oom_text_shows_verified_figures() {
-        let Some((f, s)) = load("oom.pickle") else { return };
+        let (f, s) = load("oom.pickle");
         let t = oom(&f, &s, None, false).expect("oom");
         assert!(t.contains("(546068992 bytes)"), "{t}");
         assert!(t.contains("(146806013952 bytes)"), "{t}");
@@ -557,11 +556,11 @@ mod tests {
 
     #[test]
     fn categories_reads_the_profiler_export() {
-        let Some(p) = path("resnet50_profile.timeline.json.gz") else { return };
+        let p = path("resnet50_profile.timeline.json.gz");
         let b = std::fs::read(&p).expect("read");
         let t = categories("x.json.gz", &b, None, 200, false).expect("categories");
         assert!(t.contains("PyTorch profiler"), "{t}");
-        let Some(p) = path("growth_leak.pickle") else { return };
+        let p = path("growth_leak.pickle");
         let b = std::fs::read(&p).expect("read");
         let t = categories("g.pickle", &b, None, 200, false).expect("categories");
         assert!(t.contains("INFERRED"), "{t}");
@@ -569,7 +568,7 @@ mod tests {
 
     #[test]
     fn exports_are_well_formed() {
-        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let (f, s) = load("growth_leak.pickle");
         let csv = export(&f, &s, "peak", None, ExportFormat::Csv).expect("csv");
         assert!(csv.starts_with("element,address,size_bytes"));
         let ss = export(&f, &s, "peak", None, ExportFormat::Speedscope).expect("speedscope");

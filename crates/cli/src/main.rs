@@ -14,6 +14,11 @@ use memviz_core::{info, reference, Snapshot};
 mod analysis_cmds;
 mod html;
 mod info_text;
+// Where test data lives, shared with the core's tests: a missing file fails the test.
+#[cfg(test)]
+#[path = "../../core/src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used here
+mod test_fixtures;
 
 /// Viewer and command line for PyTorch CUDA memory snapshots.
 #[derive(Parser)]

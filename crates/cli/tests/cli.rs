@@ -35,22 +35,18 @@ fn run_stdin(args: &[&str], input: &[u8]) -> Output {
     out
 }
 
+// Where test data lives, as the core's tests find it: a missing file fails the test.
+#[path = "../../core/src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used here
+mod test_fixtures;
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    test_fixtures::fixture_dir("shared")
 }
 
-fn data(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
-}
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let p = fixtures().join(name);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping", p.display());
-        None
-    }
+/// A file of the shared fixtures; panics with the path when it is absent.
+fn fixture(name: &str) -> PathBuf {
+    test_fixtures::fixture("shared", name)
 }
 
 fn first_diff(expected: &[u8], actual: &[u8]) -> String {
@@ -74,14 +70,9 @@ fn ok_stdout(args: &[&str], out: &Output) -> Vec<u8> {
 fn stats_and_trace_print_what_pytorch_prints() {
     let mut n = 0;
     let mut failures = Vec::new();
-    for dir in [fixtures(), data("real"), data("synth")] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            eprintln!("note: {} is absent; skipping", dir.display());
-            continue;
-        };
-        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        files.sort();
-        for f in files {
+    for which in ["shared", "real", "synth"] {
+        let dir = test_fixtures::fixture_dir(which);
+        for f in test_fixtures::fixture_files(&[which]) {
             let name = f.file_name().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
             let Some(stem) = name.strip_suffix(".pickle") else { continue };
             for cmd in ["stats", "trace"] {
@@ -110,7 +101,7 @@ fn stats_and_trace_print_what_pytorch_prints() {
 
 #[test]
 fn dash_reads_standard_input() {
-    let Some(p) = fixture("oom.pickle") else { return };
+    let p = fixture("oom.pickle");
     let bytes = std::fs::read(&p).expect("read");
     for cmd in ["stats", "trace"] {
         let expected = std::fs::read(fixtures().join(format!("oom.ref.{cmd}.txt"))).expect("reference");
@@ -147,7 +138,8 @@ fn bad_files_exit_1_with_one_line_on_stderr() {
         b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.",
         "top-level keys are foo, bar",
     );
-    if let Some(p) = fixture("oom.pickle") {
+    {
+        let p = fixture("oom.pickle");
         let b = std::fs::read(p).expect("read");
         write("cut.pickle", &b[..b.len() / 2], "truncated");
     }
@@ -215,7 +207,7 @@ const PEAKS: &[(&str, u64, u64, Option<u64>)] = &[
 #[test]
 fn info_json_has_the_independently_checked_peaks() {
     for &(name, entries, peak, row) in PEAKS {
-        let Some(p) = fixture(name) else { continue };
+        let p = fixture(name);
         let args = ["info", "--json", &p.to_string_lossy()].map(str::to_owned);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run(&args);

@@ -361,20 +361,12 @@ mod tests {
     use super::*;
 
     fn snapshots() -> Vec<(String, Snapshot)> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut out = Vec::new();
-        for dir in ["../shared/fixtures", "tests/data/real", "tests/data/synth"] {
-            let Ok(rd) = std::fs::read_dir(base.join(dir)) else { continue };
-            for e in rd.flatten() {
-                let p = e.path();
-                if p.extension().is_some_and(|x| x == "pickle") {
-                    if let Ok(snap) = std::fs::read(&p)
-                        .map_err(|e| e.to_string())
-                        .and_then(|b| crate::load(&b).map_err(|e| e.to_string()))
-                    {
-                        out.push((p.display().to_string(), snap));
-                    }
-                }
+        for p in crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"]) {
+            if let Ok(snap) =
+                std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| crate::load(&b).map_err(|e| e.to_string()))
+            {
+                out.push((p.display().to_string(), snap));
             }
         }
         out

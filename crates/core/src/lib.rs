@@ -30,6 +30,8 @@ pub mod reference;
 pub mod search;
 pub mod snapshot;
 pub mod state;
+#[cfg(test)]
+mod test_fixtures;
 pub mod timeline;
 pub mod timeline_pools;
 pub mod tree;

@@ -356,18 +356,7 @@ mod tests {
     use super::*;
 
     fn files() -> Vec<std::path::PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut out = Vec::new();
-        for dir in ["../shared/fixtures", "tests/data/real"] {
-            if let Ok(rd) = std::fs::read_dir(base.join(dir)) {
-                for e in rd.flatten() {
-                    if e.path().extension().is_some_and(|x| x == "pickle") {
-                        out.push(e.path());
-                    }
-                }
-            }
-        }
-        out
+        crate::test_fixtures::fixture_files_with(&["shared", "real"], &["pickle"])
     }
 
     /// Segments as (address, size, stream) and blocks as (address, requested bytes, pending free).
@@ -402,9 +391,8 @@ mod tests {
 
     #[test]
     fn seeks_equal_full_replay() {
-        let base =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resnet50_fixed.pickle");
-        let Ok(bytes) = std::fs::read(base) else { return };
+        let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+        let bytes = std::fs::read(path).expect("read");
         let snap = crate::load(&bytes).expect("load");
         let h = History::build(&snap, 0);
         let t = &snap.devices[0].trace;

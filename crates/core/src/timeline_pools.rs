@@ -200,16 +200,16 @@ mod tests {
     use super::*;
     use crate::timeline::{Layout, Options};
 
-    fn load(name: &str) -> Option<Snapshot> {
-        let path = format!("{}/../../tests/data/real/{name}", env!("CARGO_MANIFEST_DIR"));
-        let bytes = std::fs::read(path).ok()?;
-        crate::load(&bytes).ok()
+    fn load(name: &str) -> Snapshot {
+        let path = crate::test_fixtures::fixture("real", name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        crate::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     #[test]
     fn finds_private_pools() {
         for name in ["multistream.pickle", "metadata_mempool.pickle"] {
-            let Some(snap) = load(name) else { continue };
+            let snap = load(name);
             let found = (0..snap.devices.len()).any(|d| {
                 let l = Layout::build(&snap, d, Options::default());
                 let p = pools(&snap, d, &l);

@@ -345,7 +345,7 @@ mod tests {
     // Figures from: python3 tests/gen/verify_compare.py ../shared/fixtures/resnet50_fixed.pickle ../shared/fixtures/resnet50_buggy.pickle
     #[test]
     fn buggy_against_fixed() {
-        let (Some(a), Some(b)) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle")) else { return };
+        let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
         let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, top: 0, ..CompareOptions::default() });
         assert_eq!(c.alignment, Alignment::Iterations { a: 5, b: 5 });
         assert_eq!(c.a_peak, (443_710_928, Some(3133)));
@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn without_iterations_by_proportion() {
-        let (Some(a), Some(b)) = (fixture("oom.pickle"), fixture("multistream.pickle")) else { return };
+        let (a, b) = (fixture("oom.pickle"), fixture("multistream.pickle"));
         let c = compare(&a, 0, &b, 0, CompareOptions { points: 40, ..CompareOptions::default() });
         assert_eq!(c.alignment, Alignment::Proportion);
         assert_eq!(c.curve.len(), 40);

@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn exports_add_up() {
-        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let snap = fixture("growth_leak.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live");
         let csv = live_set_csv(&snap, &r, &l);

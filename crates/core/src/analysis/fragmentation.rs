@@ -595,7 +595,7 @@ mod tests {
             "growth_leak.pickle",
             "gpt_amp_annotated.pickle",
         ] {
-            let Some(snap) = fixture(name) else { continue };
+            let snap = fixture(name);
             for pos in 0..snap.devices.len() {
                 let h = History::build(&snap, pos);
                 let mut tr = FreeTracker::new(h.initial().clone());
@@ -620,7 +620,7 @@ mod tests {
     #[test]
     fn forward_replay_equals_history() {
         for name in ["resnet50_fixed.pickle", "oom.pickle", "expandable_segments.pickle", "multistream.pickle"] {
-            let Some(snap) = fixture(name) else { continue };
+            let snap = fixture(name);
             let h = History::build(&snap, 0);
             let real = final_block_sizes(&snap, 0);
             let mut tr = FreeTracker::new(h.initial().clone());
@@ -651,7 +651,8 @@ mod tests {
     // and ... oom.pickle 36 45
     #[test]
     fn verified_points() {
-        if let Some(snap) = fixture("resnet50_fixed.pickle") {
+        {
+            let snap = fixture("resnet50_fixed.pickle");
             let s = fragmentation_series(&snap, 0, 100_000);
             let at = |r: u32| {
                 s.points
@@ -665,7 +666,8 @@ mod tests {
             let m = s.max_unused.expect("max");
             assert_eq!((m.row, m.unused_bytes()), (Some(4180), 204_713_944));
         }
-        if let Some(snap) = fixture("oom.pickle") {
+        {
+            let snap = fixture("oom.pickle");
             let s = fragmentation_series(&snap, 0, 1000);
             let at = |r: u32| {
                 s.points
@@ -681,7 +683,7 @@ mod tests {
 
     #[test]
     fn track_follows_the_series_and_windows_use_layout_steps() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let (s, track) = fragmentation_with_track(&snap, 0, 100_000);
         assert_eq!(s, fragmentation_series(&snap, 0, 100_000));
         assert_eq!(track.len(), s.entries);
@@ -711,7 +713,7 @@ mod tests {
 
     #[test]
     fn series_is_sampled() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let s = fragmentation_series(&snap, 0, 100);
         assert!(s.points.len() <= 100 && s.points.len() > 50, "{}", s.points.len());
         assert!(s.points.windows(2).all(|w| w[0].row < w[1].row || w[0].row.is_none()));

@@ -344,7 +344,7 @@ mod tests {
     //   python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_buggy.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_buggy() {
-        let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
+        let snap = fixture("resnet50_buggy.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live set");
         assert_eq!(l.row, Some(2302));
@@ -383,7 +383,7 @@ mod tests {
     // python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_fixed.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_fixed_names_backward_nodes() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live set");
         assert_eq!((l.row, l.total_bytes, l.count), (Some(3133), 443_710_928, 682));
@@ -404,7 +404,7 @@ mod tests {
     // python3 tests/gen/verify_live.py tests/data/real/growth_leak.pickle 17
     #[test]
     fn live_set_at_an_entry_and_out_of_range() {
-        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let snap = fixture("growth_leak.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Entry(17)).expect("live set");
         assert_eq!((l.total_bytes, l.count), (128_133_164, 13));

@@ -488,25 +488,17 @@ pub(crate) mod test_util {
 
     use crate::Snapshot;
 
-    /// A fixture by name: `shared/fixtures/NAME` or `tests/data/real/NAME`; `None` when absent.
-    pub fn fixture(name: &str) -> Option<Snapshot> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cands: [PathBuf; 2] = [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)];
-        for p in cands {
-            if let Ok(b) = std::fs::read(&p) {
-                return crate::load(&b).ok();
-            }
-        }
-        eprintln!("note: fixture {name} is absent; skipping");
-        None
+    /// A real snapshot by name (`../shared/fixtures` or `tests/data/real`), loaded; panics when it
+    /// is missing or does not load.
+    pub fn fixture(name: &str) -> Snapshot {
+        let p = fixture_path(name);
+        let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        crate::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
-    /// Path of a fixture file (for non-snapshot inputs).
-    pub fn fixture_path(name: &str) -> Option<PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)]
-            .into_iter()
-            .find(|p| p.is_file())
+    /// The path of a real snapshot by name; panics when it is missing.
+    pub fn fixture_path(name: &str) -> PathBuf {
+        crate::test_fixtures::real_fixture(name)
     }
 }
 
@@ -526,7 +518,7 @@ mod tests {
             "expandable_segments.pickle",
             "state_only.pickle",
         ] {
-            let Some(snap) = test_util::fixture(name) else { continue };
+            let snap = test_util::fixture(name);
             for pos in 0..snap.devices.len() {
                 let r = Replay::build(&snap, pos);
                 let l =
@@ -550,18 +542,10 @@ mod tests {
     /// inputs that load): no panics, and the live set at the peak adds up.
     #[test]
     fn every_analysis_runs_on_every_small_file() {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
         let mut n = 0;
         for dir in ["synth", "hostile", "real"] {
-            let Ok(rd) = std::fs::read_dir(base.join(dir)) else { continue };
-            let mut paths: Vec<_> = rd
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "pickle" || x == "json"))
-                .collect();
-            paths.sort();
-            for p in paths {
-                let Ok(bytes) = std::fs::read(&p) else { continue };
+            for p in crate::test_fixtures::fixture_files_with(&[dir], &["pickle", "json"]) {
+                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 if bytes.len() > 1 << 20 {
                     continue;
                 }
@@ -603,7 +587,7 @@ mod tests {
 
     #[test]
     fn moment_at_a_step_matches_the_timeline() {
-        let Some(snap) = test_util::fixture("growth_leak.pickle") else { return };
+        let snap = test_util::fixture("growth_leak.pickle");
         let l = Layout::build(&snap, 0, Options::default());
         let r = Replay::build(&snap, 0);
         for step in [0.0, 3.5, f64::from(l.peak_step), f64::from(l.steps)] {

@@ -297,7 +297,7 @@ mod tests {
     // Figures from: python3 tests/gen/verify_oom.py ../shared/fixtures/oom.pickle
     #[test]
     fn oom_fixture_is_explained() {
-        let Some(snap) = fixture("oom.pickle") else { return };
+        let snap = fixture("oom.pickle");
         let r = Replay::build(&snap, 0);
         let o = explain(&snap, &r);
         assert_eq!(o.len(), 1);
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn no_oom_no_report() {
-        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let snap = fixture("growth_leak.pickle");
         assert!(explain(&snap, &Replay::build(&snap, 0)).is_empty());
     }
 }

@@ -27,20 +27,7 @@ fn interval_index_matches_brute_force() {
 }
 
 fn fixtures() -> Vec<std::path::PathBuf> {
-    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut out = Vec::new();
-    for dir in ["../shared/fixtures", "tests/data/real", "tests/data/synth"] {
-        if let Ok(rd) = std::fs::read_dir(base.join(dir)) {
-            for e in rd.flatten() {
-                let p = e.path();
-                if p.extension().is_some_and(|x| x == "pickle") {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"])
 }
 
 /// Live requested bytes after each trace row, replayed independently of the layout.
@@ -371,8 +358,8 @@ fn frees_under_many_live_bands_cost_nothing_per_band_above() {
 
 #[test]
 fn hit_test_finds_the_band_under_a_point() {
-    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resnet50_fixed.pickle");
-    let Ok(bytes) = std::fs::read(base) else { return };
+    let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+    let bytes = std::fs::read(path).expect("read");
     let snap = crate::load(&bytes).expect("load");
     let l = Layout::build(&snap, 0, Options::default());
     let mut checked = 0;
@@ -393,8 +380,8 @@ fn hit_test_finds_the_band_under_a_point() {
 
 #[test]
 fn step_at_time_finds_the_nearest_timed_event() {
-    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resnet50_fixed.pickle");
-    let Ok(bytes) = std::fs::read(base) else { return };
+    let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+    let bytes = std::fs::read(path).expect("read");
     let snap = crate::load(&bytes).expect("load");
     let l = Layout::build(&snap, 0, Options::default());
     let t = &snap.devices[0].trace;

@@ -78,21 +78,11 @@ pub fn decode<T: Wire>(head: &[u8], parts: &mut dyn Parts) -> Result<T, WireErro
 /// Every snapshot the tests know: the shared fixtures, the real and synthetic test files.
 #[cfg(test)]
 pub(crate) fn test_snapshots() -> Vec<(std::path::PathBuf, crate::Snapshot)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut out = Vec::new();
-    for dir in ["../shared/fixtures", "tests/data/real", "tests/data/synth"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths {
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            if let Ok(snap) = crate::load(&bytes) {
-                out.push((path, snap));
-            }
+    for path in crate::test_fixtures::fixture_files(&["shared", "real", "synth"]) {
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Ok(snap) = crate::load(&bytes) {
+            out.push((path, snap));
         }
     }
     out

@@ -2,36 +2,16 @@
 //! small pickle writer for building snapshots in code (every protocol, with memoized sharing).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
-/// A fixture folder: `"shared"` is the read-only real snapshots beside the project
-/// (`../shared/fixtures`); any other name is a folder of the repository's `tests/data` (`real`,
-/// `synth`, `hostile`). Panics with the path when the folder is absent: a test that needs its data
-/// fails without it, it never passes by skipping.
-pub fn fixture_dir(which: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = if which == "shared" { root.join("../shared/fixtures") } else { root.join("tests/data").join(which) };
-    assert!(dir.is_dir(), "fixture folder {} is missing", dir.display());
-    dir
-}
+// The one place that knows where test data lives (shared with the unit tests); every helper
+// panics with the path when the data is missing.
+#[path = "../../src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used by both kinds of tests
+mod test_fixtures;
 
-/// A file of a fixture folder (see [`fixture_dir`]); panics with the path when it is absent.
-pub fn fixture(which: &str, name: &str) -> PathBuf {
-    let p = fixture_dir(which).join(name);
-    assert!(p.is_file(), "fixture {} is missing", p.display());
-    p
-}
-
-/// The files of a fixture folder in name order; panics when the folder is absent or empty.
-pub fn fixture_files(which: &str) -> Vec<PathBuf> {
-    let dir = fixture_dir(which);
-    let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
-    files.sort();
-    assert!(!files.is_empty(), "fixture folder {} is empty", dir.display());
-    files
-}
+pub use test_fixtures::{fixture, fixture_dir, fixture_files, fixture_files_with};
 
 /// The folders that hold snapshots with `.ref.stats.txt` / `.ref.trace.txt` next to them.
 pub const REFERENCE_DIRS: [&str; 3] = ["shared", "real", "synth"];

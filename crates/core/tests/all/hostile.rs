@@ -45,7 +45,7 @@ const DESIGN_DIFFERENCES: &[(&str, &str)] = &[
 #[test]
 #[allow(clippy::too_many_lines)] // checks every hostile file against its manifest entry; not split yet
 fn hostile_files_give_the_expected_outcome() {
-    let files = fixture_files("hostile");
+    let files = fixture_files(&["hostile"]);
     let mpath = fixture("hostile", "manifest.json");
     let manifest: serde_json::Value =
         serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
@@ -551,7 +551,7 @@ fn text_protocol_oddities_are_errors_not_panics() {
 
 #[test]
 fn hostile_files_fed_in_small_chunks_do_not_panic() {
-    for f in fixture_files("hostile") {
+    for f in fixture_files(&["hostile"]) {
         let bytes = read(&f);
         if bytes.len() > 1 << 16 {
             continue;

@@ -1,5 +1,6 @@
-//! The core's integration tests, in one test binary. Test data comes from one helper,
-//! [`common::fixture_dir`]: a test whose data is missing fails with the path, it never skips.
+//! The core's integration tests, in one test binary. Test data is found by one helper,
+//! `src/test_fixtures.rs` (shared with the unit tests, re-exported by [`common`]): a test whose
+//! data is missing fails with the path, it never skips.
 
 // Shared helpers: where the test data lives, readable diffs, a small pickle writer.
 mod common;

@@ -10,15 +10,11 @@ use std::path::PathBuf;
 use memviz_core::snapshot::{Action, BlockState, Snapshot};
 use memviz_core::state::{AllocatorState, History};
 
-use crate::common::{fixture, fixture_files};
+use crate::common::{fixture, fixture_files_with};
 
 /// Every pickle of the shared fixtures and of tests/data/real, sorted.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = ["shared", "real"]
-        .into_iter()
-        .flat_map(fixture_files)
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
+    let mut out = fixture_files_with(&["shared", "real"], &["pickle"]);
     out.sort();
     out
 }

@@ -18,7 +18,7 @@ fn problems(i: &Insights) -> Vec<&'static str> {
 // Figures from: python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_buggy.pickle
 #[test]
 fn buggy_resnet_keeps_its_gradients() {
-    let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
+    let snap = fixture("resnet50_buggy.pickle");
     let i = insights(&snap, 0);
     assert_eq!(
         i.iterations.source,
@@ -54,7 +54,7 @@ fn buggy_resnet_keeps_its_gradients() {
 // python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_fixed.pickle
 #[test]
 fn fixed_resnet_has_no_problem() {
-    let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+    let snap = fixture("resnet50_fixed.pickle");
     let i = insights(&snap, 0);
     assert_eq!(
         i.iterations.source,
@@ -70,7 +70,7 @@ fn fixed_resnet_has_no_problem() {
 // python3 tests/gen/verify_growth.py tests/data/real/growth_leak.pickle
 #[test]
 fn growth_leak_grows_by_the_kept_graph() {
-    let Some(snap) = fixture("growth_leak.pickle") else { return };
+    let snap = fixture("growth_leak.pickle");
     let i = insights(&snap, 0);
     assert_eq!(
         i.iterations.source,
@@ -101,7 +101,7 @@ fn growth_leak_grows_by_the_kept_graph() {
 // python3 tests/gen/verify_growth.py tests/data/real/gpt_amp_annotated.pickle
 #[test]
 fn gpt_steps_are_the_outermost_numbered_regions() {
-    let Some(snap) = fixture("gpt_amp_annotated.pickle") else { return };
+    let snap = fixture("gpt_amp_annotated.pickle");
     let i = insights(&snap, 0);
     let rows: Vec<(u32, u32, u64)> =
         i.iterations.list.iter().map(|it| (it.start_row, it.end_row, it.peak_bytes)).collect();
@@ -111,21 +111,21 @@ fn gpt_steps_are_the_outermost_numbered_regions() {
 
 #[test]
 fn without_annotations_the_curve_gives_iterations() {
-    let Some(mut snap) = fixture("resnet50_buggy.pickle") else { return };
+    let mut snap = fixture("resnet50_buggy.pickle");
     snap.annotations.clear();
     let i = insights(&snap, 0);
     assert!(matches!(i.iterations.source, Some(BoundarySource::Periodic { .. })));
     assert_eq!(i.iterations.list.len(), 5);
     assert_eq!(problems(&i), vec!["gradients"]);
     assert_eq!(i.carry_over.iter().find(|c| c.kind == CarryKind::Gradients).map(|c| c.bytes), Some(102_228_128));
-    let Some(mut snap) = fixture("resnet50_fixed.pickle") else { return };
+    let mut snap = fixture("resnet50_fixed.pickle");
     snap.annotations.clear();
     let i = insights(&snap, 0);
     assert_eq!(i.iterations.list.len(), 5);
     assert!(problems(&i).is_empty());
     // Short or aperiodic traces give no iterations rather than made-up ones.
     for name in ["multistream.pickle", "metadata_mempool.pickle", "oom.pickle"] {
-        let Some(mut snap) = fixture(name) else { continue };
+        let mut snap = fixture(name);
         snap.annotations.clear();
         assert!(find_iterations(&snap, &Replay::build(&snap, 0)).list.is_empty(), "{name}");
     }
