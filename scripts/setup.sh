@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing the page needs and is missing, on a Debian machine:
-# the wasm32 Rust target, Trunk, the wasm-bindgen CLI matching Cargo.lock, Debian's Chromium
-# and chromedriver, and the end-to-end tests' npm packages. Safe to run again: each step is
-# skipped when its tool is already there at the right version.
+# the wasm32 Rust target, rustfmt and clippy, Trunk, the wasm-bindgen CLI matching Cargo.lock,
+# Debian's Chromium and chromedriver, and the end-to-end tests' npm packages. Safe to run again:
+# each step is skipped when its tool is already there at the right version.
+# MEMVIZ_SETUP=build installs only what building and serving the page needs (no rustfmt or
+# clippy, no browser, Node.js or npm packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -17,6 +19,16 @@ as_root() {
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   echo "setup: adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
+fi
+
+# rustfmt and clippy, for the style checks of scripts/test.sh.
+if [ "${MEMVIZ_SETUP:-}" != build ]; then
+  for component in rustfmt clippy; do
+    if ! rustup component list --installed | grep -q "^$component"; then
+      echo "setup: adding the $component component"
+      rustup component add "$component"
+    fi
+  done
 fi
 
 # Trunk.
@@ -38,7 +50,7 @@ if [ "$have" != "$want" ]; then
   cargo install wasm-bindgen-cli --version "$want"
 fi
 
-# MEMVIZ_SETUP=build: only what building the page needs (no browser, Node.js or npm packages).
+# MEMVIZ_SETUP=build: only what building the page needs (stops here).
 if [ "${MEMVIZ_SETUP:-}" = build ]; then
   echo "setup: ok (build tools only)"
   exit 0

@@ -1,18 +1,37 @@
 #!/usr/bin/env bash
-# Installs whatever is missing (scripts/setup.sh), then runs every test:
-#   1. builds the page (dist/) so the CLI embeds the viewer for its offline-HTML commands;
-#   2. core, view and CLI tests, natively (unit, integration, reference-output, hostile, property;
+# Installs whatever is missing (scripts/setup.sh), then runs every check and test:
+#   1. the house style: rustfmt, clippy (natively and for wasm32, warnings are errors) and no
+#      import cycle between the modules of a crate (scripts/check-cycles.py);
+#   2. builds the page (dist/) so the CLI embeds the viewer for its offline-HTML commands;
+#   3. core, view and CLI tests, natively (unit, integration, reference-output, hostile, property;
 #      the page's logic in memviz-view);
-#   3. the core and view crates built for wasm32 on their own, and a check that they have no
+#   4. the core and view crates built for wasm32 on their own, and a check that they have no
 #      browser crates;
-#   4. the web crate's tests in headless Chromium (wasm-bindgen-test);
-#   5. end-to-end tests of the built page in headless Chromium (playwright-core).
+#   5. the web crate's tests in headless Chromium (wasm-bindgen-test);
+#   6. end-to-end tests of the built page in headless Chromium (playwright-core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 bash scripts/setup.sh
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# The web crate is being reorganized: until that lands, rustfmt and the cycle check cover core
+# and CLI only, and the web crate's functions over 100 lines are reported without failing
+# (--force-warn); in core and CLI each long function carries an allow with its reason, so a new
+# one fails.
+step "rustfmt"
+cargo fmt -p memviz-core -p memviz-view -p memviz --check
+
+step "clippy (native and wasm32)"
+web_lints=(--force-warn clippy::too_many_lines)
+cargo clippy -p memviz-core -p memviz-view -p memviz --all-targets -- -D warnings
+cargo clippy -p memviz-web --all-targets -- -D warnings "${web_lints[@]}"
+cargo clippy -p memviz-core -p memviz-view --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p memviz-web --target wasm32-unknown-unknown -- -D warnings "${web_lints[@]}"
+
+step "no import cycle between modules"
+python3 scripts/check-cycles.py crates/core crates/view crates/cli
 
 step "build the page"
 trunk build --release --offline

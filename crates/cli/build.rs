@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let dist = std::env::var("MEMVIZ_VIEWER_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| manifest.join("../../dist"));
+    let dist = std::env::var("MEMVIZ_VIEWER_DIST").map(PathBuf::from).unwrap_or_else(|_| manifest.join("../../dist"));
     println!("cargo:rerun-if-env-changed=MEMVIZ_VIEWER_DIST");
     let files = ["index.html", "memviz-web.js", "memviz-web_bg.wasm", "style.css"];
     for f in files {
@@ -27,7 +25,8 @@ fn main() {
             p("style.css")
         )
     } else {
-        "/// The built viewer, when it was present at build time.\npub const VIEWER: Option<Viewer> = None;\n".to_string()
+        "/// The built viewer, when it was present at build time.\npub const VIEWER: Option<Viewer> = None;\n"
+            .to_string()
     };
     if let Err(e) = std::fs::write(&out, code) {
         println!("cargo:warning=cannot write {}: {e}", out.display());

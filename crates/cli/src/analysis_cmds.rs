@@ -70,7 +70,10 @@ fn when(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>) -> S
 }
 
 fn frames_preview(snap: &Snapshot, stack: u32, n: usize) -> Vec<String> {
-    let v: Vec<String> = memviz_core::analysis::visible_frames(snap, stack).take(n + 1).map(|f| memviz_core::analysis::frame_label(snap, f)).collect();
+    let v: Vec<String> = memviz_core::analysis::visible_frames(snap, stack)
+        .take(n + 1)
+        .map(|f| memviz_core::analysis::frame_label(snap, f))
+        .collect();
     let mut out: Vec<String> = v.iter().take(n).cloned().collect();
     if v.len() > n {
         out.push("...".into());
@@ -89,7 +92,8 @@ fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usi
     }
     let _ = writeln!(s, "\nBy stack (top {}):", top.min(l.by_stack.len()));
     for g in l.by_stack.iter().take(top) {
-        let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, live::group_label(snap, g));
+        let _ =
+            writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, live::group_label(snap, g));
         for f in frames_preview(snap, g.stack, 4).into_iter().skip(1) {
             let _ = writeln!(s, "{:>34}  {f}", "");
         }
@@ -98,7 +102,14 @@ fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usi
 }
 
 /// `memviz live`.
-pub fn live(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, json: bool, top: usize) -> Result<String, String> {
+pub fn live(
+    file: &str,
+    snap: &Snapshot,
+    at: &str,
+    device: Option<i64>,
+    json: bool,
+    top: usize,
+) -> Result<String, String> {
     let pos = device_position(snap, device).map_err(|e| e.to_string())?;
     let moment = Moment::parse(at).map_err(|e| e.to_string())?;
     let replay = Replay::build(snap, pos);
@@ -107,20 +118,31 @@ pub fn live(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, json: bo
 }
 
 fn oom_text(snap: &Snapshot, o: &OomReport, s: &mut String) {
-    let _ = writeln!(s, "Out of memory at entry {}{}", o.row, o.time_us.map_or(String::new(), |t| format!(" ({})", utc_time(t))));
+    let _ = writeln!(
+        s,
+        "Out of memory at entry {}{}",
+        o.row,
+        o.time_us.map_or(String::new(), |t| format!(" ({})", utc_time(t)))
+    );
     let _ = writeln!(s, "  requested:            {}", sz(o.requested_bytes));
     if let Some(df) = o.device_free_bytes {
         let _ = writeln!(s, "  device free:          {}", sz(df));
     }
     let _ = writeln!(s, "  reserved:             {}", sz(o.reserved_bytes));
-    let _ = writeln!(s, "  allocated:            {} (blocks {})", sz(o.allocated_bytes), size_text(o.allocated_block_bytes));
+    let _ = writeln!(
+        s,
+        "  allocated:            {} (blocks {})",
+        sz(o.allocated_bytes),
+        size_text(o.allocated_block_bytes)
+    );
     let _ = writeln!(s, "  free in segments:     {}", sz(o.free_in_segments_bytes));
     let _ = writeln!(s, "  largest free block:   {} on the request's stream", sz(o.largest_free_bytes));
     let _ = writeln!(s, "  requested from:       {}", site_label(snap, o.stack));
     if o.pools.len() > 1 || o.pools.iter().any(|p| p.pool != 0) {
         let _ = writeln!(s, "  by stream and pool:");
         for p in &o.pools {
-            let pool = snap.pools.get(p.pool as usize).map_or_else(String::new, |x| format!(" pool ({}, {})", x.0, x.1));
+            let pool =
+                snap.pools.get(p.pool as usize).map_or_else(String::new, |x| format!(" pool ({}, {})", x.0, x.1));
             let _ = writeln!(
                 s,
                 "    stream {}{pool}: {} segments, {} reserved, {} free, largest free block {}",
@@ -152,7 +174,9 @@ pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Resu
     let replay = Replay::build(snap, pos);
     let reports = oom::explain(snap, &replay);
     if json {
-        return Ok(pretty(&serde_json::json!({"device": replay.device, "ooms": reports.iter().map(|o| o.to_json(snap)).collect::<Vec<_>>()})));
+        return Ok(pretty(
+            &serde_json::json!({"device": replay.device, "ooms": reports.iter().map(|o| o.to_json(snap)).collect::<Vec<_>>()}),
+        ));
     }
     let mut s = format!("{file}: device {}\n", replay.device);
     if reports.is_empty() {
@@ -182,7 +206,11 @@ fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
         }
     }
     if !list.is_empty() {
-        let _ = writeln!(s, "  {:>3}  {:<20} {:>15}  {:>14} {:>10}  {:>14}", "#", "entries", "label", "peak bytes", "", "end bytes");
+        let _ = writeln!(
+            s,
+            "  {:>3}  {:<20} {:>15}  {:>14} {:>10}  {:>14}",
+            "#", "entries", "label", "peak bytes", "", "end bytes"
+        );
         for it in list.iter().filter(|it| list.len() <= 15 || it.index < 10 || it.index + 3 >= list.len()) {
             if list.len() > 15 && it.index + 3 == list.len() {
                 let _ = writeln!(s, "  ... {} more", list.len() - 13);
@@ -202,12 +230,21 @@ fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
     }
     if let Some(g) = &i.growth {
         if g.significant {
-            let _ = writeln!(s, "growth: {} bytes per iteration ({})", g.bytes_per_iteration, signed_size_text(i128::from(g.bytes_per_iteration)));
+            let _ = writeln!(
+                s,
+                "growth: {} bytes per iteration ({})",
+                g.bytes_per_iteration,
+                signed_size_text(i128::from(g.bytes_per_iteration))
+            );
             for st in g.stacks.iter().take(10) {
                 let _ = writeln!(s, "  {:>12} bytes/iteration  {}", st.bytes_per_iteration, site_label(snap, st.stack));
             }
         } else {
-            let _ = writeln!(s, "growth: no steady growth (trend of live bytes at iteration ends: {} bytes per iteration)", g.bytes_per_iteration);
+            let _ = writeln!(
+                s,
+                "growth: no steady growth (trend of live bytes at iteration ends: {} bytes per iteration)",
+                g.bytes_per_iteration
+            );
         }
     }
     s.push('\n');
@@ -238,7 +275,13 @@ pub fn insights(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) ->
 }
 
 /// `memviz fragmentation`.
-pub fn fragmentation(file: &str, snap: &Snapshot, device: Option<i64>, points: usize, json: bool) -> Result<String, String> {
+pub fn fragmentation(
+    file: &str,
+    snap: &Snapshot,
+    device: Option<i64>,
+    points: usize,
+    json: bool,
+) -> Result<String, String> {
     let pos = device_position(snap, device).map_err(|e| e.to_string())?;
     let f = fragmentation::fragmentation_series(snap, pos, points.max(2));
     if json {
@@ -255,7 +298,11 @@ pub fn fragmentation(file: &str, snap: &Snapshot, device: Option<i64>, points: u
             size_text(p.largest_free_bytes)
         );
     }
-    let _ = writeln!(s, "{:>8} {:>14} {:>14} {:>14} {:>14} {:>14}", "entry", "reserved", "allocated", "unused", "free", "largest free");
+    let _ = writeln!(
+        s,
+        "{:>8} {:>14} {:>14} {:>14} {:>14} {:>14}",
+        "entry", "reserved", "allocated", "unused", "free", "largest free"
+    );
     let step = (f.points.len() / 20).max(1);
     for p in f.points.iter().step_by(step) {
         let _ = writeln!(
@@ -274,7 +321,16 @@ pub fn fragmentation(file: &str, snap: &Snapshot, device: Option<i64>, points: u
 
 /// `memviz compare`.
 #[allow(clippy::too_many_arguments)]
-pub fn compare(a_name: &str, a: &Snapshot, b_name: &str, b: &Snapshot, device: Option<i64>, top: usize, by: CompareBy, json: bool) -> Result<String, String> {
+pub fn compare(
+    a_name: &str,
+    a: &Snapshot,
+    b_name: &str,
+    b: &Snapshot,
+    device: Option<i64>,
+    top: usize,
+    by: CompareBy,
+    json: bool,
+) -> Result<String, String> {
     let pa = device_position(a, device).map_err(|e| format!("{a_name}: {e}"))?;
     let pb = device_position(b, device).map_err(|e| format!("{b_name}: {e}"))?;
     let key = if by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
@@ -300,7 +356,11 @@ pub fn compare(a_name: &str, a: &Snapshot, b_name: &str, b: &Snapshot, device: O
         c.b_peak.1.map_or("-".into(), |r| r.to_string()),
         signed_size_text(i128::from(c.b_peak.0) - i128::from(c.a_peak.0))
     );
-    let _ = writeln!(s, "\n{:<22} {:>14} {:>8} {:>14} {:>8} {:>12}", "moment", "A bytes", "A entry", "B bytes", "B entry", "B - A");
+    let _ = writeln!(
+        s,
+        "\n{:<22} {:>14} {:>8} {:>14} {:>8} {:>12}",
+        "moment", "A bytes", "A entry", "B bytes", "B entry", "B - A"
+    );
     for p in &c.points {
         let _ = writeln!(
             s,
@@ -330,8 +390,20 @@ pub fn compare(a_name: &str, a: &Snapshot, b_name: &str, b: &Snapshot, device: O
             }
             let _ = writeln!(s, "  {title}:");
             for d in list {
-                let key = if d.key.chars().count() > 140 { format!("{}...", d.key.chars().take(140).collect::<String>()) } else { d.key.clone() };
-                let _ = writeln!(s, "    {:>11}  A {:>10} ({:>4})  B {:>10} ({:>4})  {key}", signed_size_text(d.delta()), size_text(d.a_bytes), d.a_count, size_text(d.b_bytes), d.b_count);
+                let key = if d.key.chars().count() > 140 {
+                    format!("{}...", d.key.chars().take(140).collect::<String>())
+                } else {
+                    d.key.clone()
+                };
+                let _ = writeln!(
+                    s,
+                    "    {:>11}  A {:>10} ({:>4})  B {:>10} ({:>4})  {key}",
+                    signed_size_text(d.delta()),
+                    size_text(d.a_bytes),
+                    d.a_count,
+                    size_text(d.b_bytes),
+                    d.b_count
+                );
             }
         }
     }
@@ -339,7 +411,12 @@ pub fn compare(a_name: &str, a: &Snapshot, b_name: &str, b: &Snapshot, device: O
 }
 
 fn timeline_text(s: &mut String, t: &CategoryTimeline) {
-    let _ = writeln!(s, "source: {}{}", t.source, if t.inferred { " (INFERRED: a best guess, not recorded by PyTorch)" } else { "" });
+    let _ = writeln!(
+        s,
+        "source: {}{}",
+        t.source,
+        if t.inferred { " (INFERRED: a best guess, not recorded by PyTorch)" } else { "" }
+    );
     let _ = writeln!(s, "points: {}", t.bytes.len());
     if let Some((i, total)) = t.peak() {
         let at = match (t.rows.get(i).copied().flatten(), t.times_us.get(i).copied().flatten()) {
@@ -385,7 +462,13 @@ pub fn categories(file: &str, bytes: &[u8], device: Option<i64>, points: usize, 
 }
 
 /// `memviz export`: the text to write.
-pub fn export(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, format: ExportFormat) -> Result<String, String> {
+pub fn export(
+    file: &str,
+    snap: &Snapshot,
+    at: &str,
+    device: Option<i64>,
+    format: ExportFormat,
+) -> Result<String, String> {
     let pos = device_position(snap, device).map_err(|e| e.to_string())?;
     let moment = Moment::parse(at).map_err(|e| e.to_string())?;
     let replay = Replay::build(snap, pos);
@@ -394,7 +477,12 @@ pub fn export(file: &str, snap: &Snapshot, at: &str, device: Option<i64>, format
         ExportFormat::Csv => export::live_set_csv(snap, &replay, &l),
         ExportFormat::Json => pretty(&export::live_set_json(snap, &replay, &l)),
         ExportFormat::Speedscope => {
-            let name = format!("{} live at {} (device {})", file.rsplit('/').next().unwrap_or(file), live::moment_text(moment), l.device);
+            let name = format!(
+                "{} live at {} (device {})",
+                file.rsplit('/').next().unwrap_or(file),
+                live::moment_text(moment),
+                l.device
+            );
             let mut s = serde_json::to_string(&export::speedscope(snap, &l, &name)).unwrap_or_default();
             s.push('\n');
             s
@@ -408,21 +496,22 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn path(name: &str) -> Option<PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)].into_iter().find(|p| p.is_file())
+    /// A real snapshot by name; panics when it is missing.
+    fn path(name: &str) -> PathBuf {
+        crate::test_fixtures::real_fixture(name)
     }
 
-    fn load(name: &str) -> Option<(String, Snapshot)> {
-        let p = path(name)?;
-        let b = std::fs::read(&p).ok()?;
-        Some((name.to_string(), memviz_core::load(&b).ok()?))
+    /// A real snapshot by name, loaded; panics when it is missing or does not load.
+    fn load(name: &str) -> (String, Snapshot) {
+        let p = path(name);
+        let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        (name.to_string(), memviz_core::load(&b).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
     }
 
     // The figures below are those of tests/gen/verify_*.py (see the tests in memviz_core::analysis).
     #[test]
     fn live_text_shows_verified_figures() {
-        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let (f, s) = load("resnet50_buggy.pickle");
         let t = live(&f, &s, "peak", None, false, 5).expect("live");
         assert!(t.contains("at the peak, after entry 2302"), "{t}");
         assert!(t.contains("(470210256 bytes) in 857 allocations"), "{t}");
@@ -436,19 +525,19 @@ mod tests {
 
     #[test]
     fn insights_text_on_the_resnet_pair() {
-        let Some((f, s)) = load("resnet50_buggy.pickle") else { return };
+        let (f, s) = load("resnet50_buggy.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(t.contains("[problem] Gradients stay alive"), "{t}");
         assert!(t.contains("97.5 MiB (161 tensors)"), "{t}");
         assert!(t.contains("zero_grad(set_to_none=True)"), "{t}");
-        let Some((f, s)) = load("resnet50_fixed.pickle") else { return };
+        let (f, s) = load("resnet50_fixed.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(!t.contains("[problem]"), "{t}");
     }
 
     #[test]
     fn insights_text_on_growth_leak() {
-        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let (f, s) = load("growth_leak.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
         assert!(t.contains("growth: 8398852 bytes per iteration"), "{t}");
         assert!(t.contains("8388608 bytes/iteration  torch/nn/functional.py:1723 (relu)"), "{t}");
@@ -456,7 +545,7 @@ mod tests {
 
     #[test]
     fn oom_text_shows_verified_figures() {
-        let Some((f, s)) = load("oom.pickle") else { return };
+        let (f, s) = load("oom.pickle");
         let t = oom(&f, &s, None, false).expect("oom");
         assert!(t.contains("(546068992 bytes)"), "{t}");
         assert!(t.contains("(146806013952 bytes)"), "{t}");
@@ -467,11 +556,11 @@ mod tests {
 
     #[test]
     fn categories_reads_the_profiler_export() {
-        let Some(p) = path("resnet50_profile.timeline.json.gz") else { return };
+        let p = path("resnet50_profile.timeline.json.gz");
         let b = std::fs::read(&p).expect("read");
         let t = categories("x.json.gz", &b, None, 200, false).expect("categories");
         assert!(t.contains("PyTorch profiler"), "{t}");
-        let Some(p) = path("growth_leak.pickle") else { return };
+        let p = path("growth_leak.pickle");
         let b = std::fs::read(&p).expect("read");
         let t = categories("g.pickle", &b, None, 200, false).expect("categories");
         assert!(t.contains("INFERRED"), "{t}");
@@ -479,7 +568,7 @@ mod tests {
 
     #[test]
     fn exports_are_well_formed() {
-        let Some((f, s)) = load("growth_leak.pickle") else { return };
+        let (f, s) = load("growth_leak.pickle");
         let csv = export(&f, &s, "peak", None, ExportFormat::Csv).expect("csv");
         assert!(csv.starts_with("element,address,size_bytes"));
         let ss = export(&f, &s, "peak", None, ExportFormat::Speedscope).expect("speedscope");

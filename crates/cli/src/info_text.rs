@@ -43,7 +43,11 @@ pub fn text(file: &str, i: &Info) -> String {
                 None => " before the first entry".into(),
             }
         ));
-        s.push_str(&format!("  peak reserved: {} ({} bytes)\n", human_size(d.peak_reserved_bytes as f64), d.peak_reserved_bytes));
+        s.push_str(&format!(
+            "  peak reserved: {} ({} bytes)\n",
+            human_size(d.peak_reserved_bytes as f64),
+            d.peak_reserved_bytes
+        ));
         s.push_str(&format!(
             "  at snapshot: {} allocated, {} reserved in {} segments ({} expandable); blocks: {} allocated, {} pending free, {} inactive\n",
             human_size(d.final_allocated_bytes as f64),

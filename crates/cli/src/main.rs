@@ -14,6 +14,11 @@ use memviz_core::{info, reference, Snapshot};
 mod analysis_cmds;
 mod html;
 mod info_text;
+// Where test data lives, shared with the core's tests: a missing file fails the test.
+#[cfg(test)]
+#[path = "../../core/src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used here
+mod test_fixtures;
 
 /// Viewer and command line for PyTorch CUDA memory snapshots.
 #[derive(Parser)]
@@ -266,12 +271,17 @@ fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Res
             let bytes = read_all(f)?;
             // Check it loads, so a bad file fails here rather than in the page.
             memviz_core::load(&bytes).map_err(|e| format!("{f}: {e}"))?;
-            let name = if f == "-" { "snapshot.pickle".to_string() } else { std::path::Path::new(f).file_name().map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned()) };
+            let name = if f == "-" {
+                "snapshot.pickle".to_string()
+            } else {
+                std::path::Path::new(f).file_name().map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned())
+            };
             (Some(bytes), name)
         }
         None => (None, String::new()),
     };
-    let embedded: Vec<html::Embedded<'_>> = bytes.as_deref().map(|b| vec![html::Embedded { name: &name, bytes: b }]).unwrap_or_default();
+    let embedded: Vec<html::Embedded<'_>> =
+        bytes.as_deref().map(|b| vec![html::Embedded { name: &name, bytes: b }]).unwrap_or_default();
     let title = if name.is_empty() { "memviz".to_string() } else { format!("{name} · memviz") };
     let page = html::page(viewer, &title, &embedded, opts);
     std::fs::write(output, page.as_bytes()).map_err(|e| format!("cannot write {output}: {e}"))?;
@@ -296,16 +306,26 @@ fn run(cli: Cli) -> Result<String, String> {
             let i = info::info(load(&file)?);
             Ok(if json { info_text::json(&i) } else { info_text::text(&file, &i) })
         }
-        Command::Live { file, at, device, json, top } => analysis_cmds::live(&file, load(&file)?, &at, device, json, top),
+        Command::Live { file, at, device, json, top } => {
+            analysis_cmds::live(&file, load(&file)?, &at, device, json, top)
+        }
         Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json),
         Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json),
-        Command::Fragmentation { file, device, points, json } => analysis_cmds::fragmentation(&file, load(&file)?, device, points, json),
-        Command::Compare { a, b, device, top, by, json } => analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, by, json),
-        Command::Categories { file, device, points, json } => analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json),
+        Command::Fragmentation { file, device, points, json } => {
+            analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)
+        }
+        Command::Compare { a, b, device, top, by, json } => {
+            analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, by, json)
+        }
+        Command::Categories { file, device, points, json } => {
+            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)
+        }
         Command::Export { file, format, at, device, output } => {
             let text = analysis_cmds::export(&file, load(&file)?, &at, device, format)?;
             match output {
-                Some(path) => std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}")),
+                Some(path) => {
+                    std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}"))
+                }
                 None => Ok(text),
             }
         }

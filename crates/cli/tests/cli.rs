@@ -1,6 +1,9 @@
 //! The `memviz` binary end to end: the same text as PyTorch's CLI, one-line errors with exit
 //! status 1, `-` for standard input, help and version, and `info --json`.
 
+// A test binary: its helpers may panic, that fails the test.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -14,7 +17,13 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn memviz");
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memviz");
     let mut stdin = child.stdin.take().expect("stdin");
     // Write from another thread so a large output cannot block the child while we write.
     let input = input.to_vec();
@@ -26,22 +35,18 @@ fn run_stdin(args: &[&str], input: &[u8]) -> Output {
     out
 }
 
+// Where test data lives, as the core's tests find it: a missing file fails the test.
+#[path = "../../core/src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used here
+mod test_fixtures;
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    test_fixtures::fixture_dir("shared")
 }
 
-fn data(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
-}
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let p = fixtures().join(name);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping", p.display());
-        None
-    }
+/// A file of the shared fixtures; panics with the path when it is absent.
+fn fixture(name: &str) -> PathBuf {
+    test_fixtures::fixture("shared", name)
 }
 
 fn first_diff(expected: &[u8], actual: &[u8]) -> String {
@@ -65,14 +70,9 @@ fn ok_stdout(args: &[&str], out: &Output) -> Vec<u8> {
 fn stats_and_trace_print_what_pytorch_prints() {
     let mut n = 0;
     let mut failures = Vec::new();
-    for dir in [fixtures(), data("real"), data("synth")] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            eprintln!("note: {} is absent; skipping", dir.display());
-            continue;
-        };
-        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        files.sort();
-        for f in files {
+    for which in ["shared", "real", "synth"] {
+        let dir = test_fixtures::fixture_dir(which);
+        for f in test_fixtures::fixture_files(&[which]) {
             let name = f.file_name().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
             let Some(stem) = name.strip_suffix(".pickle") else { continue };
             for cmd in ["stats", "trace"] {
@@ -82,7 +82,11 @@ fn stats_and_trace_print_what_pytorch_prints() {
                 let out = run(&[cmd, &path]);
                 n += 1;
                 if !out.status.success() {
-                    failures.push(format!("{cmd} {name}: exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+                    failures.push(format!(
+                        "{cmd} {name}: exit {:?}: {}",
+                        out.status.code(),
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
                 } else if out.stdout != expected {
                     failures.push(format!("{cmd} {name}: {}", first_diff(&expected, &out.stdout)));
                 } else if !out.stderr.is_empty() {
@@ -97,7 +101,7 @@ fn stats_and_trace_print_what_pytorch_prints() {
 
 #[test]
 fn dash_reads_standard_input() {
-    let Some(p) = fixture("oom.pickle") else { return };
+    let p = fixture("oom.pickle");
     let bytes = std::fs::read(&p).expect("read");
     for cmd in ["stats", "trace"] {
         let expected = std::fs::read(fixtures().join(format!("oom.ref.{cmd}.txt"))).expect("reference");
@@ -129,14 +133,24 @@ fn bad_files_exit_1_with_one_line_on_stderr() {
     write("page.html", b"<!DOCTYPE html><html><body></body></html>", "HTML");
     write("truncated.pickle", b"\x80\x04\x8c\x20abc", "truncated");
     write("evil.pickle", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.", "GLOBAL");
-    write("not_a_snapshot.pickle", b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.", "top-level keys are foo, bar");
-    if let Some(p) = fixture("oom.pickle") {
+    write(
+        "not_a_snapshot.pickle",
+        b"\x80\x04}\x94(\x8c\x03foo\x94K\x01\x8c\x03bar\x94]\x94u.",
+        "top-level keys are foo, bar",
+    );
+    {
+        let p = fixture("oom.pickle");
         let b = std::fs::read(p).expect("read");
         write("cut.pickle", &b[..b.len() / 2], "truncated");
     }
     for (p, needle) in &cases {
         let path = p.to_string_lossy().into_owned();
-        for args in [vec!["stats", path.as_str()], vec!["trace", path.as_str()], vec!["info", path.as_str()], vec!["info", "--json", path.as_str()]] {
+        for args in [
+            vec!["stats", path.as_str()],
+            vec!["trace", path.as_str()],
+            vec!["info", path.as_str()],
+            vec!["info", "--json", path.as_str()],
+        ] {
             let out = run(&args);
             assert_eq!(out.status.code(), Some(1), "memviz {args:?}");
             assert!(out.stdout.is_empty(), "memviz {args:?} wrote to stdout");
@@ -193,11 +207,12 @@ const PEAKS: &[(&str, u64, u64, Option<u64>)] = &[
 #[test]
 fn info_json_has_the_independently_checked_peaks() {
     for &(name, entries, peak, row) in PEAKS {
-        let Some(p) = fixture(name) else { continue };
+        let p = fixture(name);
         let args = ["info", "--json", &p.to_string_lossy()].map(str::to_owned);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run(&args);
-        let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &out)).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&ok_stdout(&args, &out)).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
         let d = &v["devices"][0];
         assert_eq!(d["device"], 0, "{name}");
         assert_eq!(d["entries"].as_u64(), Some(entries), "{name}");

@@ -43,7 +43,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let bands = visible(&l, s_left, s_right);
                 let samples = l.sample_steps(s_left, s_right, 2000);
-                let bounds: Vec<f64> = (0..=2000).map(|c| s_left + (s_right - s_left) * f64::from(c) / 2000.0).collect();
+                let bounds: Vec<f64> =
+                    (0..=2000).map(|c| s_left + (s_right - s_left) * f64::from(c) / 2000.0).collect();
                 (l.band_edges(&bands, &samples).vertex_count(), l.column_envelopes(&bounds).len())
             })
         });

@@ -79,11 +79,21 @@ criterion_group!(benches, bench);
 criterion_main!(benches);
 
 /// Writes a protocol-4 snapshot pickle the way CPython's pickler lays it out.
+#[allow(clippy::too_many_lines)] // writes a whole snapshot in CPython's order, top to bottom
 fn generate(entries: usize, seed: u64) -> Vec<u8> {
-    let mut w = Gen { out: Vec::new(), frame: Vec::new(), memo_len: 0, strs: std::collections::HashMap::new(), rng: seed | 1 };
+    let mut w =
+        Gen { out: Vec::new(), frame: Vec::new(), memo_len: 0, strs: std::collections::HashMap::new(), rng: seed | 1 };
     // Frames and stacks: 600 distinct frames, 2,000 stacks of 3 to 60 frames.
-    let files = ["/home/user/project/train.py", "/home/user/project/model.py", "/opt/conda/lib/python3.12/site-packages/torch/nn/modules/module.py", "/opt/conda/lib/python3.12/site-packages/torch/_tensor.py", "??:0", ""];
-    let frames: Vec<(usize, i64, String)> = (0..600).map(|k| (k % files.len(), (k * 37 % 2000) as i64, format!("function_{k}"))).collect();
+    let files = [
+        "/home/user/project/train.py",
+        "/home/user/project/model.py",
+        "/opt/conda/lib/python3.12/site-packages/torch/nn/modules/module.py",
+        "/opt/conda/lib/python3.12/site-packages/torch/_tensor.py",
+        "??:0",
+        "",
+    ];
+    let frames: Vec<(usize, i64, String)> =
+        (0..600).map(|k| (k % files.len(), (k * 37 % 2000) as i64, format!("function_{k}"))).collect();
     let stacks: Vec<Vec<usize>> = (0..2000)
         .map(|_| {
             let n = 3 + w.next() as usize % 58;

@@ -25,7 +25,12 @@ fn main() {
         std::process::exit(2);
     };
     let whole = args.iter().any(|a| a == "--whole");
-    let chunk: usize = args.iter().position(|a| a == "--chunk").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()).unwrap_or(1 << 20);
+    let chunk: usize = args
+        .iter()
+        .position(|a| a == "--chunk")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1 << 20);
     let size = match std::fs::metadata(path) {
         Ok(m) => m.len(),
         Err(e) => {
@@ -66,10 +71,32 @@ fn main() {
     let mb = size as f64 / 1e6;
     let secs = elapsed.as_secs_f64();
     println!("file:        {path}");
-    println!("mode:        {}", if whole { "whole file in memory, load()".to_owned() } else { format!("streamed, Loader in {chunk}-byte chunks") });
+    println!(
+        "mode:        {}",
+        if whole {
+            "whole file in memory, load()".to_owned()
+        } else {
+            format!("streamed, Loader in {chunk}-byte chunks")
+        }
+    );
     println!("file size:   {size} bytes ({mb:.1} MB)");
-    println!("entries:     {entries} in {} devices, {} segments, {} stacks, {} frames", snap.devices.len(), snap.segments.len(), snap.stacks.len(), snap.frames.len());
+    println!(
+        "entries:     {entries} in {} devices, {} segments, {} stacks, {} frames",
+        snap.devices.len(),
+        snap.segments.len(),
+        snap.stacks.len(),
+        snap.frames.len()
+    );
     println!("elapsed:     {:.3} s ({:.0} MB/s)", secs, mb / secs.max(1e-9));
-    println!("peak RSS:    {:.1} MB ({:.2}x file size; {:.1} MB before loading)", hwm_kib as f64 * 1024.0 / 1e6, hwm_kib as f64 * 1024.0 / size.max(1) as f64, base_kib as f64 * 1024.0 / 1e6);
-    println!("RSS after:   {:.1} MB (model heap ~{:.1} MB)", rss_kib as f64 * 1024.0 / 1e6, snap.heap_bytes() as f64 / 1e6);
+    println!(
+        "peak RSS:    {:.1} MB ({:.2}x file size; {:.1} MB before loading)",
+        hwm_kib as f64 * 1024.0 / 1e6,
+        hwm_kib as f64 * 1024.0 / size.max(1) as f64,
+        base_kib as f64 * 1024.0 / 1e6
+    );
+    println!(
+        "RSS after:   {:.1} MB (model heap ~{:.1} MB)",
+        rss_kib as f64 * 1024.0 / 1e6,
+        snap.heap_bytes() as f64 / 1e6
+    );
 }

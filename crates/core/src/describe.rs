@@ -132,7 +132,11 @@ pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element
 
 fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
     match (e.alloc_row, e.free_row) {
-        (Some(a), Some(f)) => format!("allocated at entry {a}, freed at entry {f} (steps {}..{})\n", e.alloc_step, e.free_step.unwrap_or(layout.steps)),
+        (Some(a), Some(f)) => format!(
+            "allocated at entry {a}, freed at entry {f} (steps {}..{})\n",
+            e.alloc_step,
+            e.free_step.unwrap_or(layout.steps)
+        ),
         (Some(a), None) => format!("allocated at entry {a}, still allocated at the end\n"),
         (None, Some(f)) => format!("live before the trace, freed at entry {f}\n"),
         (None, None) => "live for the whole trace\n".to_string(),
@@ -148,11 +152,8 @@ pub fn oom_text(snap: &Snapshot, device_pos: usize, row: usize) -> String {
     }
     let size = t.size_bytes.get(row).copied().unwrap_or(0);
     let free = t.device_free_at(row).unwrap_or(0);
-    let mut out = format!(
-        "OOM at entry {row}: requested {}, device had {} free\n",
-        size_with_bytes(size),
-        size_with_bytes(free)
-    );
+    let mut out =
+        format!("OOM at entry {row}: requested {}, device had {} free\n", size_with_bytes(size), size_with_bytes(free));
     push_stack(snap, t.stack.get(row).copied().unwrap_or(0), &mut out);
     out
 }

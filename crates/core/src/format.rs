@@ -104,7 +104,9 @@ pub fn stack_lines(snap: &Snapshot, stack: u32) -> Vec<String> {
                 Some(Tree::Str(s)) => Some(s.clone()),
                 _ => None,
             };
-            if let (Some(node), Some(op), Some(target)) = (field("fx_node_name"), field("fx_node_op"), field("fx_node_target")) {
+            if let (Some(node), Some(op), Some(target)) =
+                (field("fx_node_name"), field("fx_node_op"), field("fx_node_target"))
+            {
                 lines.push(format!("    >> FX: node={node}, op={op}, target={target}"));
             }
             if let Some(orig) = field("fx_original_trace") {
@@ -272,7 +274,14 @@ pub fn py_repr(snap: &Snapshot, t: &Tree) -> String {
     out
 }
 
-fn repr_seq<'a>(snap: &Snapshot, items: impl Iterator<Item = &'a Tree>, open: &str, close: &str, out: &mut String, depth: usize) {
+fn repr_seq<'a>(
+    snap: &Snapshot,
+    items: impl Iterator<Item = &'a Tree>,
+    open: &str,
+    close: &str,
+    out: &mut String,
+    depth: usize,
+) {
     out.push_str(open);
     for (i, x) in items.enumerate() {
         if i > 0 {

@@ -1,7 +1,6 @@
 //! A summary of a snapshot: devices, entries per action, time span, true peaks, segment counts,
 //! and the recording settings that can be inferred from the data.
 
-
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::snapshot::{Action, BlockState, Snapshot};
@@ -87,7 +86,9 @@ pub fn initial_live_bytes(snap: &Snapshot, device_pos: usize) -> u64 {
     let mut open: HashMap<u64, u64> = HashMap::default();
     let mut initial = 0u64;
     for row in 0..t.len() {
-        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
+        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else {
+            continue;
+        };
         match a {
             Action::Alloc => {
                 open.insert(addr, size);
@@ -118,7 +119,9 @@ pub fn live_bytes_by_row(snap: &Snapshot, device_pos: usize) -> Vec<(u32, u64)> 
     let mut open: HashMap<u64, u64> = HashMap::default();
     let mut out = Vec::new();
     for row in 0..t.len() {
-        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
+        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else {
+            continue;
+        };
         match a {
             Action::Alloc => {
                 open.insert(addr, size);
@@ -146,7 +149,9 @@ pub fn peak_live_bytes(snap: &Snapshot, device_pos: usize) -> (u64, Option<usize
     // their bytes count towards the start).
     let (mut unseen_frees, mut change, mut highest, mut highest_row) = (0u64, 0i128, 0i128, None);
     for row in 0..t.len() {
-        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else { continue };
+        let (Some(&a), Some(&addr), Some(&size)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row)) else {
+            continue;
+        };
         match a {
             Action::Alloc => {
                 open.insert(addr, size);
@@ -178,6 +183,7 @@ pub fn peak_live_bytes(snap: &Snapshot, device_pos: usize) -> (u64, Option<usize
 }
 
 /// Summarizes a snapshot.
+#[allow(clippy::too_many_lines)] // one summary field after another; not split yet
 pub fn info(snap: &Snapshot) -> Info {
     let mut devices = Vec::new();
     for (pos, d) in snap.devices.iter().enumerate() {
@@ -208,7 +214,10 @@ pub fn info(snap: &Snapshot) -> Info {
                 }
             }
         }
-        let actions = Action::ALL.iter().filter_map(|&a| counts.get(a as usize).filter(|&&c| c > 0).map(|&c| (a.name(), c))).collect();
+        let actions = Action::ALL
+            .iter()
+            .filter_map(|&a| counts.get(a as usize).filter(|&&c| c > 0).map(|&c| (a.name(), c)))
+            .collect();
         let (peak, peak_row) = peak_live_bytes(snap, pos);
         // Reserved: final reserved minus the trace's net segment change gives the start.
         let segs: Vec<_> = snap.segments.iter().filter(|s| s.device == d.index).collect();
@@ -277,7 +286,11 @@ pub fn info(snap: &Snapshot) -> Info {
         stacks: snap.stacks.len(),
         annotations: snap.annotations.len(),
         has_allocator_settings: snap.allocator_settings.is_some(),
-        warnings: snap.warnings.iter().map(|w| if w.count > 1 { format!("{} ({} times in all)", w.example, w.count) } else { w.example.clone() }).collect(),
+        warnings: snap
+            .warnings
+            .iter()
+            .map(|w| if w.count > 1 { format!("{} ({} times in all)", w.example, w.count) } else { w.example.clone() })
+            .collect(),
     }
 }
 
@@ -285,7 +298,9 @@ fn is_cpp_frame(snap: &Snapshot, frame: u32) -> bool {
     let Some(f) = snap.frames.get(frame as usize) else { return false };
     let file = snap.strings.get(f.filename);
     let name = snap.strings.get(f.name);
-    [".cpp", ".cc", ".h", ".hpp", ".cu", ".c"].iter().any(|e| file.ends_with(e)) || name.contains("::") || file.is_empty() && !name.is_empty() && f.line == 0 && name.starts_with('_')
+    [".cpp", ".cc", ".h", ".hpp", ".cu", ".c"].iter().any(|e| file.ends_with(e))
+        || name.contains("::")
+        || file.is_empty() && !name.is_empty() && f.line == 0 && name.starts_with('_')
 }
 
 fn infer_recording(snap: &Snapshot) -> Recording {
@@ -306,7 +321,9 @@ fn infer_recording(snap: &Snapshot) -> Recording {
         let t = &d.trace;
         let mut alloc_stack: HashMap<u64, u32> = HashMap::default();
         for row in 0..t.len() {
-            let (Some(&a), Some(&addr), Some(&st)) = (t.action.get(row), t.addr.get(row), t.stack.get(row)) else { continue };
+            let (Some(&a), Some(&addr), Some(&st)) = (t.action.get(row), t.addr.get(row), t.stack.get(row)) else {
+                continue;
+            };
             match a {
                 Action::Alloc => {
                     alloc_stack.insert(addr, st);
@@ -344,17 +361,12 @@ mod tests {
     use super::*;
 
     fn snapshots() -> Vec<(String, Snapshot)> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut out = Vec::new();
-        for dir in ["../shared/fixtures", "tests/data/real", "tests/data/synth"] {
-            let Ok(rd) = std::fs::read_dir(base.join(dir)) else { continue };
-            for e in rd.flatten() {
-                let p = e.path();
-                if p.extension().is_some_and(|x| x == "pickle") {
-                    if let Ok(snap) = std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| crate::load(&b).map_err(|e| e.to_string())) {
-                        out.push((p.display().to_string(), snap));
-                    }
-                }
+        for p in crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"]) {
+            if let Ok(snap) =
+                std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| crate::load(&b).map_err(|e| e.to_string()))
+            {
+                out.push((p.display().to_string(), snap));
             }
         }
         out

@@ -31,6 +31,8 @@ pub mod reference;
 pub mod search;
 pub mod snapshot;
 pub mod state;
+#[cfg(test)]
+mod test_fixtures;
 pub mod timeline;
 pub mod timeline_pools;
 pub mod tree;
@@ -56,9 +58,7 @@ fn detect(head: &[u8]) -> Result<Kind, Error> {
     match head.iter().find(|c| !c.is_ascii_whitespace()) {
         Some(b'{') | Some(b'[') => Ok(Kind::Json),
         Some(_) => Ok(Kind::Pickle),
-        None => Err(Error::NotAPickle {
-            kind: FileKind::Text,
-        }),
+        None => Err(Error::NotAPickle { kind: FileKind::Text }),
     }
 }
 
@@ -90,14 +90,7 @@ impl Loader {
         if let Some(n) = total_len {
             parser.set_total_len(n);
         }
-        Loader {
-            kind: None,
-            parser,
-            json: Vec::new(),
-            head: Vec::new(),
-            total_len,
-            fed: 0,
-        }
+        Loader { kind: None, parser, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
     }
 
     /// Feeds the next chunk.
@@ -105,9 +98,7 @@ impl Loader {
         self.fed += chunk.len() as u64;
         if self.kind.is_none() {
             self.head.extend_from_slice(
-                chunk
-                    .get(..64usize.saturating_sub(self.head.len()).min(chunk.len()))
-                    .unwrap_or(&[]),
+                chunk.get(..64usize.saturating_sub(self.head.len()).min(chunk.len())).unwrap_or(&[]),
             );
             if self.head.len() < 64 && self.total_len.is_none_or(|t| self.fed < t) {
                 // Wait for enough bytes to tell what this is; keep the chunk.
@@ -117,11 +108,7 @@ impl Loader {
             let kind = detect(&self.head)?;
             self.kind = Some(kind);
             let held = std::mem::take(&mut self.json);
-            let first: Vec<u8> = if held.is_empty() {
-                chunk.to_vec()
-            } else {
-                [held.as_slice(), chunk].concat()
-            };
+            let first: Vec<u8> = if held.is_empty() { chunk.to_vec() } else { [held.as_slice(), chunk].concat() };
             return match kind {
                 Kind::Json => {
                     self.json = first;

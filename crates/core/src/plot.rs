@@ -27,17 +27,8 @@ pub struct TimeMap {
 impl TimeMap {
     /// Builds the map from a layout's events and their trace times; `None` without times.
     pub fn build(layout: &Layout, trace: &Trace) -> Option<TimeMap> {
-        let times: Vec<Option<i64>> = layout
-            .event_row
-            .iter()
-            .map(|&r| {
-                if r == u32::MAX {
-                    None
-                } else {
-                    trace.time_us_at(r as usize)
-                }
-            })
-            .collect();
+        let times: Vec<Option<i64>> =
+            layout.event_row.iter().map(|&r| if r == u32::MAX { None } else { trace.time_us_at(r as usize) }).collect();
         let first = times.iter().flatten().next().copied()?;
         let mut knot_step = Vec::with_capacity(times.len() + 1);
         let mut knot_us = Vec::with_capacity(times.len() + 1);
@@ -58,11 +49,7 @@ impl TimeMap {
 
     /// A map through the given knots (steps strictly increasing, µs non-decreasing).
     pub fn from_knots(knot_step: Vec<f64>, knot_us: Vec<f64>, t0_us: i64) -> TimeMap {
-        TimeMap {
-            knot_step,
-            knot_us,
-            t0_us,
-        }
+        TimeMap { knot_step, knot_us, t0_us }
     }
 
     /// Last position (µs).
@@ -155,22 +142,8 @@ pub struct PlotData {
 }
 
 crate::wire_struct!(OomMark { row, step });
-crate::wire_struct!(AnnotationSpan {
-    name,
-    start_step,
-    end_step,
-    start_us,
-    end_us
-});
-crate::wire_struct!(PlotData {
-    device_pos,
-    layout,
-    time,
-    ooms,
-    annotations,
-    annotation_rows,
-    annotation_row_count,
-});
+crate::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us });
+crate::wire_struct!(PlotData { device_pos, layout, time, ooms, annotations, annotation_rows, annotation_row_count });
 
 /// Most rows the annotation strip gets; deeper nesting shares the last row.
 pub const MAX_ANNOTATION_ROWS: usize = 3;
@@ -216,10 +189,7 @@ impl PlotData {
             .iter()
             .enumerate()
             .filter(|(_, &a)| a == Action::Oom)
-            .map(|(row, _)| OomMark {
-                row: row as u32,
-                step: f64::from(layout.step_for_row(row as u32)),
-            })
+            .map(|(row, _)| OomMark { row: row as u32, step: f64::from(layout.step_for_row(row as u32)) })
             .collect();
         let mut annotations = Vec::new();
         if let Some(tm) = &time {
@@ -251,20 +221,9 @@ impl PlotData {
             }
             annotations.sort_by(|a, b| a.start_us.cmp(&b.start_us).then(b.end_us.cmp(&a.end_us)));
         }
-        let spans: Vec<(f64, f64)> = annotations
-            .iter()
-            .map(|a| (a.start_us as f64, a.end_us as f64))
-            .collect();
+        let spans: Vec<(f64, f64)> = annotations.iter().map(|a| (a.start_us as f64, a.end_us as f64)).collect();
         let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
-        PlotData {
-            device_pos,
-            layout,
-            time,
-            ooms,
-            annotations,
-            annotation_rows,
-            annotation_row_count,
-        }
+        PlotData { device_pos, layout, time, ooms, annotations, annotation_rows, annotation_row_count }
     }
 
     /// Number of allocations the layout knows (drawn or summarized).
@@ -283,11 +242,7 @@ mod tests {
     #[allow(clippy::unwrap_used)]
     fn time_maps_cross_field_by_field() {
         use crate::wire::{decode_field, encode_by_field, PartList};
-        let m = TimeMap::from_knots(
-            (0..50).map(f64::from).collect(),
-            (0..50).map(|k| f64::from(k * k)).collect(),
-            -3,
-        );
+        let m = TimeMap::from_knots((0..50).map(f64::from).collect(), (0..50).map(|k| f64::from(k * k)).collect(), -3);
         for chunk_bytes in [1, 24, 1 << 20] {
             let mut back = TimeMap::default();
             for (field, head, parts) in encode_by_field(&m, chunk_bytes) {
@@ -299,11 +254,7 @@ mod tests {
 
     #[test]
     fn time_map_interpolates_and_inverts() {
-        let m = TimeMap::from_knots(
-            vec![0.0, 1.0, 5.0, 6.0, 10.0],
-            vec![0.0, 100.0, 100.0, 300.0, 400.0],
-            7,
-        );
+        let m = TimeMap::from_knots(vec![0.0, 1.0, 5.0, 6.0, 10.0], vec![0.0, 100.0, 100.0, 300.0, 400.0], 7);
         assert_eq!(m.us_at_step(0.5), 50.0);
         assert_eq!(m.us_at_step(3.0), 100.0);
         assert_eq!(m.us_at_step(5.5), 200.0);
@@ -318,16 +269,7 @@ mod tests {
 
     #[test]
     fn rows_keep_overlapping_spans_apart() {
-        let (rows, n) = assign_rows(
-            &[
-                (0.0, 10.0),
-                (1.0, 3.0),
-                (2.0, 2.5),
-                (3.0, 5.0),
-                (11.0, 12.0),
-            ],
-            3,
-        );
+        let (rows, n) = assign_rows(&[(0.0, 10.0), (1.0, 3.0), (2.0, 2.5), (3.0, 5.0), (11.0, 12.0)], 3);
         assert_eq!(rows, vec![0, 1, 2, 1, 0]);
         assert_eq!(n, 3);
         let (rows, n) = assign_rows(&[(0.0, 10.0), (1.0, 9.0), (2.0, 8.0), (3.0, 7.0)], 2);

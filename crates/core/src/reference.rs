@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Error;
 use crate::format::{py_repr, py_size, py_size_f64};
-use crate::tree::Tree;
 use crate::snapshot::{Action, BlockState, Snapshot};
+use crate::tree::Tree;
 
 /// Bytes a page of the `stats` drawing stands for.
 pub const PAGE_SIZE: i128 = 20 * 1024 * 1024;
@@ -39,13 +39,19 @@ fn report_free(free_external: i128, free_internal: i128) -> String {
 /// `stats`: how the allocator has filled its segments. Output ends with the newline `print` adds.
 pub fn stats(snap: &Snapshot) -> Result<String, Error> {
     if !snap.source.bare_segment_list && !snap.source.top_level_keys.iter().any(|k| k == "segments") {
-        return Err(Error::NotASnapshot { found: "no 'segments' key, so there is no allocator state to summarize".into() });
+        return Err(Error::NotASnapshot {
+            found: "no 'segments' key, so there is no allocator state to summarize".into(),
+        });
     }
     let mut out = String::from("Summary of segments >= 20.0MiB in size\n");
     let (mut total_reserved, mut total_allocated, mut free_external, mut free_internal) = (0i128, 0i128, 0i128, 0i128);
     let active_of = |i: usize| -> i128 {
         snap.segments.get(i).map_or(0, |s| {
-            snap.segment_blocks(s).iter().filter(|b| b.state == BlockState::ActiveAllocated).map(|b| i128::from(b.size)).sum()
+            snap.segment_blocks(s)
+                .iter()
+                .filter(|b| b.state == BlockState::ActiveAllocated)
+                .map(|b| i128::from(b.size))
+                .sum()
         })
     };
     let mut order: Vec<(i128, i128, usize)> =
@@ -75,13 +81,19 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
         if seg_ext + seg_int + seg_alloc != total_size {
             return Err(Error::Schema {
                 path: format!("segments[{i}]"),
-                reason: format!("block sizes add up to {} bytes but total_size is {total_size}", seg_ext + seg_int + seg_alloc),
+                reason: format!(
+                    "block sizes add up to {} bytes but total_size is {total_size}",
+                    seg_ext + seg_int + seg_alloc
+                ),
             });
         }
         if total_size >= PAGE_SIZE {
             let nseg = (total_size - 1).div_euclid(PAGE_SIZE) + 1;
             if nseg > MAX_PAGES {
-                return Err(Error::Schema { path: format!("segments[{i}].total_size"), reason: format!("{total_size} bytes is too large to be real") });
+                return Err(Error::Schema {
+                    path: format!("segments[{i}].total_size"),
+                    reason: format!("{total_size} bytes is too large to be real"),
+                });
             }
             let n = nseg.max(0) as usize;
             let mut occupied = vec![' '; n];
@@ -111,7 +123,11 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
             let body: String = occupied.into_iter().collect();
             let raw_stream = snap.stream_raw(seg.stream);
             let stream = if raw_stream != 0 { format!(" stream_{raw_stream}") } else { String::new() };
-            out.push_str(&format!("[{body}] {} allocated, {} free{stream}\n", py_size(total_size), report_free(seg_ext, seg_int)));
+            out.push_str(&format!(
+                "[{body}] {} allocated, {} free{stream}\n",
+                py_size(total_size),
+                report_free(seg_ext, seg_int)
+            ));
         }
     }
     out.push_str(&format!("segments: {}\n", snap.segments.len()));
@@ -164,6 +180,7 @@ fn short_name(n: u64) -> String {
 
 /// `trace`: every entry of every non-empty device trace in a Pythonic style. Output ends with the
 /// newline `print` adds.
+#[allow(clippy::too_many_lines)] // follows PyTorch's trace printer line for line
 pub fn trace(snap: &Snapshot) -> Result<String, Error> {
     if !snap.source.has_device_traces {
         return Err(Error::NotASnapshot {
@@ -208,16 +225,22 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
             count = row as i128;
             let known = matches!(
                 action,
-                Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::SegmentAlloc | Action::SegmentFree | Action::Oom
+                Action::Alloc
+                    | Action::FreeRequested
+                    | Action::FreeCompleted
+                    | Action::SegmentAlloc
+                    | Action::SegmentFree
+                    | Action::Oom
             );
             match (action, raw) {
                 (Action::Alloc, _) => {
                     let n = short_name(next_name);
                     next_name += 1;
                     let (seg_name, offset) = match intervals.find(addr) {
-                        Some((idx, start)) => {
-                            (interval_names.get(idx as usize).cloned().unwrap_or_default(), i128::from(addr) - i128::from(start))
-                        }
+                        Some((idx, start)) => (
+                            interval_names.get(idx as usize).cloned().unwrap_or_default(),
+                            i128::from(addr) - i128::from(start),
+                        ),
                         None => match snapshot_segs.find(addr) {
                             Some((idx, start)) => (format!("seg_{idx}"), i128::from(addr) - i128::from(start)),
                             None => ("MEM".to_owned(), i128::from(addr)),
@@ -254,7 +277,9 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
                         Some(Tree::BigInt(s)) => py_size_f64(s.parse::<f64>().unwrap_or(0.0)),
                         _ => py_size(i128::from(t.device_free_at(row).unwrap_or(0))),
                     };
-                    out.push_str(&format!("raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA\n"));
+                    out.push_str(&format!(
+                        "raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA\n"
+                    ));
                 }
                 (_, Some(tree)) => {
                     out.push_str(&py_repr(snap, tree));

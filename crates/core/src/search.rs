@@ -17,9 +17,7 @@ pub struct StackTexts {
 impl StackTexts {
     /// Formats every stack of the snapshot once.
     pub fn build(snap: &Snapshot) -> StackTexts {
-        let texts = (0..snap.stacks.len())
-            .map(|s| stack_lines(snap, s as u32).join("\n").to_lowercase())
-            .collect();
+        let texts = (0..snap.stacks.len()).map(|s| stack_lines(snap, s as u32).join("\n").to_lowercase()).collect();
         StackTexts { texts }
     }
 

@@ -76,7 +76,14 @@ impl AllocatorState {
         for s in snap.segments.iter().filter(|s| s.device == dev.index) {
             st.segments.insert(
                 s.address,
-                SegmentRange { addr: s.address, size_bytes: s.total_size, stream: s.stream, pool: s.pool, expandable: s.is_expandable, stack: s.stack },
+                SegmentRange {
+                    addr: s.address,
+                    size_bytes: s.total_size,
+                    stream: s.stream,
+                    pool: s.pool,
+                    expandable: s.is_expandable,
+                    stack: s.stack,
+                },
             );
             for b in snap.segment_blocks(s) {
                 if matches!(b.state, BlockState::ActiveAllocated | BlockState::ActivePendingFree) {
@@ -107,7 +114,11 @@ impl AllocatorState {
 
     /// The segment containing an address.
     pub fn segment_of(&self, addr: u64) -> Option<&SegmentRange> {
-        self.segments.range(..=addr).next_back().map(|(_, s)| s).filter(|s| u128::from(addr) < u128::from(s.addr) + u128::from(s.size_bytes))
+        self.segments
+            .range(..=addr)
+            .next_back()
+            .map(|(_, s)| s)
+            .filter(|s| u128::from(addr) < u128::from(s.addr) + u128::from(s.size_bytes))
     }
 
     /// Free ranges: segment space not covered by live blocks.
@@ -122,12 +133,22 @@ impl AllocatorState {
                     break;
                 }
                 if a128 > cursor {
-                    out.push(FreeRange { addr: cursor as u64, size_bytes: (a128 - cursor) as u64, stream: s.stream, pool: s.pool });
+                    out.push(FreeRange {
+                        addr: cursor as u64,
+                        size_bytes: (a128 - cursor) as u64,
+                        stream: s.stream,
+                        pool: s.pool,
+                    });
                 }
                 cursor = cursor.max(a128 + u128::from(b.size_bytes));
             }
             if end > cursor {
-                out.push(FreeRange { addr: cursor as u64, size_bytes: (end - cursor) as u64, stream: s.stream, pool: s.pool });
+                out.push(FreeRange {
+                    addr: cursor as u64,
+                    size_bytes: (end - cursor) as u64,
+                    stream: s.stream,
+                    pool: s.pool,
+                });
             }
         }
         out
@@ -179,7 +200,10 @@ impl AllocatorState {
     pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
         match action {
             Action::Alloc => {
-                self.blocks.insert(addr, LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack });
+                self.blocks.insert(
+                    addr,
+                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
+                );
             }
             Action::FreeRequested => {
                 if let Some(b) = self.blocks.get_mut(&addr) {
@@ -190,7 +214,8 @@ impl AllocatorState {
                 self.blocks.remove(&addr);
             }
             Action::SegmentAlloc => {
-                self.segments.insert(addr, SegmentRange { addr, size_bytes: size, stream, pool: 0, expandable: false, stack });
+                self.segments
+                    .insert(addr, SegmentRange { addr, size_bytes: size, stream, pool: 0, expandable: false, stack });
             }
             Action::SegmentFree => {
                 self.segments.remove(&addr);
@@ -213,16 +238,23 @@ impl AllocatorState {
                 }
             }
             Action::FreeCompleted => {
-                self.blocks.insert(addr, LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: true, stack });
+                self.blocks.insert(
+                    addr,
+                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: true, stack },
+                );
             }
             Action::Free => {
-                self.blocks.insert(addr, LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack });
+                self.blocks.insert(
+                    addr,
+                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
+                );
             }
             Action::SegmentAlloc => {
                 self.segments.remove(&addr);
             }
             Action::SegmentFree => {
-                self.segments.insert(addr, SegmentRange { addr, size_bytes: size, stream, pool: 0, expandable: false, stack });
+                self.segments
+                    .insert(addr, SegmentRange { addr, size_bytes: size, stream, pool: 0, expandable: false, stack });
             }
             Action::SegmentMap => self.remove_range(addr, size),
             Action::SegmentUnmap => self.insert_range(addr, size, stream, true),
@@ -237,7 +269,12 @@ impl AllocatorState {
         let mut cur: Option<SegmentRange> = None;
         for s in self.segments.values() {
             match cur.as_mut() {
-                Some(c) if c.expandable && s.expandable && c.stream == s.stream && u128::from(c.addr) + u128::from(c.size_bytes) == u128::from(s.addr) => {
+                Some(c)
+                    if c.expandable
+                        && s.expandable
+                        && c.stream == s.stream
+                        && u128::from(c.addr) + u128::from(c.size_bytes) == u128::from(s.addr) =>
+                {
                     c.size_bytes += s.size_bytes;
                 }
                 _ => {
@@ -298,7 +335,9 @@ impl History {
     pub fn state_after(&self, snap: &Snapshot, k: Option<usize>) -> AllocatorState {
         let Some(k) = k.filter(|&k| k < self.len) else { return self.initial().clone() };
         // The checkpoint with the smallest index >= k.
-        let Some((ck, st)) = self.checkpoints.iter().filter(|(c, _)| *c != usize::MAX && *c >= k).min_by_key(|(c, _)| *c) else {
+        let Some((ck, st)) =
+            self.checkpoints.iter().filter(|(c, _)| *c != usize::MAX && *c >= k).min_by_key(|(c, _)| *c)
+        else {
             return self.initial().clone();
         };
         let mut st = st.clone();
@@ -317,21 +356,13 @@ mod tests {
     use super::*;
 
     fn files() -> Vec<std::path::PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut out = Vec::new();
-        for dir in ["../shared/fixtures", "tests/data/real"] {
-            if let Ok(rd) = std::fs::read_dir(base.join(dir)) {
-                for e in rd.flatten() {
-                    if e.path().extension().is_some_and(|x| x == "pickle") {
-                        out.push(e.path());
-                    }
-                }
-            }
-        }
-        out
+        crate::test_fixtures::fixture_files_with(&["shared", "real"], &["pickle"])
     }
 
-    fn requested_view(st: &AllocatorState) -> (Vec<(u64, u64, u32)>, Vec<(u64, u64, bool)>) {
+    /// Segments as (address, size, stream) and blocks as (address, requested bytes, pending free).
+    type RequestedView = (Vec<(u64, u64, u32)>, Vec<(u64, u64, bool)>);
+
+    fn requested_view(st: &AllocatorState) -> RequestedView {
         let n = st.normalized();
         (
             n.segments.values().map(|s| (s.addr, s.size_bytes, s.stream)).collect(),
@@ -360,8 +391,8 @@ mod tests {
 
     #[test]
     fn seeks_equal_full_replay() {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/resnet50_fixed.pickle");
-        let Ok(bytes) = std::fs::read(base) else { return };
+        let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+        let bytes = std::fs::read(path).expect("read");
         let snap = crate::load(&bytes).expect("load");
         let h = History::build(&snap, 0);
         let t = &snap.devices[0].trace;
@@ -381,9 +412,12 @@ mod tests {
         st.apply(Action::Alloc, 1000, 100, 0, 0);
         st.apply(Action::Alloc, 2024, 512, 0, 0);
         let f = st.free_ranges();
-        assert_eq!(f, vec![
-            FreeRange { addr: 1512, size_bytes: 512, stream: 0, pool: 0 },
-            FreeRange { addr: 2536, size_bytes: 2560, stream: 0, pool: 0 },
-        ]);
+        assert_eq!(
+            f,
+            vec![
+                FreeRange { addr: 1512, size_bytes: 512, stream: 0, pool: 0 },
+                FreeRange { addr: 2536, size_bytes: 2560, stream: 0, pool: 0 },
+            ]
+        );
     }
 }

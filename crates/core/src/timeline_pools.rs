@@ -41,7 +41,11 @@ impl PoolEnvelope {
     /// Height at a step (0 before the envelope appears).
     pub fn height_at(&self, step: f64) -> u64 {
         let i = self.height.partition_point(|h| f64::from(h.0) <= step);
-        if i == 0 { 0 } else { self.height.get(i - 1).map_or(0, |h| h.1) }
+        if i == 0 {
+            0
+        } else {
+            self.height.get(i - 1).map_or(0, |h| h.1)
+        }
     }
 }
 
@@ -62,6 +66,7 @@ impl Pools {
 }
 
 /// Finds the private pools of device `device_pos` in an allocations layout.
+#[allow(clippy::too_many_lines)] // finds the pools, then their envelopes; not split yet
 pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
     let mut out = Pools { envelopes: Vec::new(), element_pool: vec![u32::MAX; layout.elements.len()] };
     let Some(dev) = snap.devices.get(device_pos) else { return out };
@@ -116,7 +121,8 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
         }
     }
     for (p, &(pool, stream)) in keys.iter().enumerate() {
-        let final_bytes: i128 = segs.iter().filter(|s| (s.2, s.3) == (pool, stream)).map(|s| i128::from(s.1 - s.0)).sum();
+        let final_bytes: i128 =
+            segs.iter().filter(|s| (s.2, s.3) == (pool, stream)).map(|s| i128::from(s.1 - s.0)).sum();
         let d = deltas.get(p).map_or(&[][..], Vec::as_slice);
         let net: i128 = d.iter().map(|x| x.1).sum();
         let mut reserved = final_bytes - net;
@@ -194,16 +200,16 @@ mod tests {
     use super::*;
     use crate::timeline::{Layout, Options};
 
-    fn load(name: &str) -> Option<Snapshot> {
-        let path = format!("{}/../../tests/data/real/{name}", env!("CARGO_MANIFEST_DIR"));
-        let bytes = std::fs::read(path).ok()?;
-        crate::load(&bytes).ok()
+    fn load(name: &str) -> Snapshot {
+        let path = crate::test_fixtures::fixture("real", name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        crate::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     #[test]
     fn finds_private_pools() {
         for name in ["multistream.pickle", "metadata_mempool.pickle"] {
-            let Some(snap) = load(name) else { continue };
+            let snap = load(name);
             let found = (0..snap.devices.len()).any(|d| {
                 let l = Layout::build(&snap, d, Options::default());
                 let p = pools(&snap, d, &l);

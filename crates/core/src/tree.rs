@@ -69,7 +69,12 @@ pub fn from_value(doc: &Document, root: Value, stack_of: &mut dyn FnMut(Value) -
 
 /// [`from_value`] with at most `*budget` nodes (and never more than [`MAX_NODES`]); the nodes made
 /// are taken off `*budget`.
-pub fn from_value_budgeted(doc: &Document, root: Value, budget: &mut usize, stack_of: &mut dyn FnMut(Value) -> Option<u32>) -> Tree {
+pub fn from_value_budgeted(
+    doc: &Document,
+    root: Value,
+    budget: &mut usize,
+    stack_of: &mut dyn FnMut(Value) -> Option<u32>,
+) -> Tree {
     let mut b = (*budget).min(MAX_NODES);
     let start = b;
     let t = convert(doc, root, 0, &mut b, stack_of);
@@ -77,7 +82,13 @@ pub fn from_value_budgeted(doc: &Document, root: Value, budget: &mut usize, stac
     t
 }
 
-fn convert(doc: &Document, v: Value, depth: usize, budget: &mut usize, stack_of: &mut dyn FnMut(Value) -> Option<u32>) -> Tree {
+fn convert(
+    doc: &Document,
+    v: Value,
+    depth: usize,
+    budget: &mut usize,
+    stack_of: &mut dyn FnMut(Value) -> Option<u32>,
+) -> Tree {
     if *budget == 0 || depth > MAX_DEPTH {
         return Tree::Elided;
     }
@@ -97,9 +108,13 @@ fn convert(doc: &Document, v: Value, depth: usize, budget: &mut usize, stack_of:
             }
             Tree::List(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect())
         }
-        Value::Tuple(_) => Tree::Tuple(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
+        Value::Tuple(_) => {
+            Tree::Tuple(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect())
+        }
         Value::Set(_) => Tree::Set(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
-        Value::FrozenSet(_) => Tree::FrozenSet(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect()),
+        Value::FrozenSet(_) => {
+            Tree::FrozenSet(doc.items(v).iter().map(|x| convert(doc, x, depth + 1, budget, stack_of)).collect())
+        }
         Value::Dict(_) => Tree::Dict(
             doc.dict_iter(v)
                 .map(|(k, x)| {

@@ -108,16 +108,7 @@ mod tests {
 
     #[test]
     fn byte_ticks_have_distinct_binary_labels() {
-        for max in [
-            1.0,
-            900.0,
-            5000.0,
-            423.2 * 1048576.0,
-            3.6 * 1073741824.0,
-            1.04 * 1073741824.0,
-            80e9,
-            3e15,
-        ] {
+        for max in [1.0, 900.0, 5000.0, 423.2 * 1048576.0, 3.6 * 1073741824.0, 1.04 * 1073741824.0, 80e9, 3e15] {
             let (step, ticks) = byte_ticks(max, 6);
             assert!(ticks.len() >= 2 || max < 2.0, "{max}: {ticks:?}");
             assert!(ticks.len() <= 13, "{max}: {} ticks", ticks.len());
@@ -128,15 +119,9 @@ mod tests {
             assert_eq!(labels, dedup, "{max}");
         }
         let (_, t) = byte_ticks(3.6 * 1073741824.0, 6);
-        assert_eq!(
-            t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(),
-            ["0", "1.0 GiB", "2.0 GiB", "3.0 GiB"]
-        );
+        assert_eq!(t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(), ["0", "1.0 GiB", "2.0 GiB", "3.0 GiB"]);
         let (_, t) = byte_ticks(1.8 * 1073741824.0, 6);
-        assert_eq!(
-            t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(),
-            ["0", "512.0 MiB", "1.0 GiB", "1.5 GiB"]
-        );
+        assert_eq!(t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(), ["0", "512.0 MiB", "1.0 GiB", "1.5 GiB"]);
     }
 
     #[test]

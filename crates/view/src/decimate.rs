@@ -36,11 +36,7 @@ pub fn decimate_into(points: impl IntoIterator<Item = (f64, f64)>, out: &mut Vec
 }
 
 fn push_extremes(out: &mut Vec<(f64, f64)>, lo: ((f64, f64), usize), hi: ((f64, f64), usize)) {
-    let (a, b) = if lo.1 <= hi.1 {
-        (lo.0, hi.0)
-    } else {
-        (hi.0, lo.0)
-    };
+    let (a, b) = if lo.1 <= hi.1 { (lo.0, hi.0) } else { (hi.0, lo.0) };
     push_new(out, a);
     push_new(out, b);
 }
@@ -73,29 +69,15 @@ mod tests {
     #[test]
     fn at_most_two_per_column_plus_ends() {
         // 10,000 points over 100 columns, zig-zagging.
-        let pts: Vec<(f64, f64)> = (0..10_000)
-            .map(|i| {
-                (
-                    i as f64 / 100.0,
-                    if i % 2 == 0 {
-                        0.0
-                    } else {
-                        50.0 + (i % 7) as f64
-                    },
-                )
-            })
-            .collect();
+        let pts: Vec<(f64, f64)> =
+            (0..10_000).map(|i| (i as f64 / 100.0, if i % 2 == 0 { 0.0 } else { 50.0 + (i % 7) as f64 })).collect();
         let d = decimate(&pts);
         assert!(d.len() <= 2 * 100 + 2, "{} vertices", d.len());
         assert_eq!(d.first(), pts.first());
         assert_eq!(d.last(), pts.last());
         // Each column keeps its full vertical extent.
         for c in 0..100 {
-            let col: Vec<f64> = d
-                .iter()
-                .filter(|p| p.0.floor() as i32 == c)
-                .map(|p| p.1)
-                .collect();
+            let col: Vec<f64> = d.iter().filter(|p| p.0.floor() as i32 == c).map(|p| p.1).collect();
             let min = col.iter().copied().fold(f64::INFINITY, f64::min);
             let max = col.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             assert_eq!(min, 0.0, "column {c}");

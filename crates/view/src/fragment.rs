@@ -73,32 +73,15 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
 /// The name a file was opened under, without the ` (N)` added for repeated names.
 pub fn base_name(name: &str) -> &str {
     match name.rfind(" (") {
-        Some(i)
-            if name.ends_with(')')
-                && name[i + 2..name.len() - 1]
-                    .bytes()
-                    .all(|b| b.is_ascii_digit()) =>
-        {
-            &name[..i]
-        }
+        Some(i) if name.ends_with(')') && name[i + 2..name.len() - 1].bytes().all(|b| b.is_ascii_digit()) => &name[..i],
         _ => name,
     }
 }
 
 /// Whether the fragment `written` holds everything of `frag` but its zoom window.
-pub fn same_but_window(
-    written: &str,
-    frag: &Fragment,
-    decode_part: impl Fn(&str) -> String,
-) -> bool {
+pub fn same_but_window(written: &str, frag: &Fragment, decode_part: impl Fn(&str) -> String) -> bool {
     let old = parse(written, decode_part);
-    Fragment {
-        x_steps: None,
-        ..old
-    } == Fragment {
-        x_steps: None,
-        ..frag.clone()
-    }
+    Fragment { x_steps: None, ..old } == Fragment { x_steps: None, ..frag.clone() }
 }
 
 #[cfg(test)]
@@ -117,7 +100,10 @@ mod tests {
         };
         let id = |s: &str| s.to_string();
         let text = format(&f, id);
-        assert_eq!(text, "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_3&event=77");
+        assert_eq!(
+            text,
+            "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_3&event=77"
+        );
         assert_eq!(parse(&format!("#{text}"), id), f);
         // Junk is skipped.
         let g = parse("#view=nope&device=x&x=5-1&pin=zzz&other=1&=&&", id);
@@ -138,25 +124,13 @@ mod tests {
             event: None,
         };
         let written = format(&f, id);
-        let zoomed = Fragment {
-            x_steps: Some((130.0, 4000.0)),
-            ..f.clone()
-        };
+        let zoomed = Fragment { x_steps: Some((130.0, 4000.0)), ..f.clone() };
         assert!(same_but_window(&written, &zoomed, id));
-        let full = Fragment {
-            x_steps: None,
-            ..f.clone()
-        };
+        let full = Fragment { x_steps: None, ..f.clone() };
         assert!(same_but_window(&written, &full, id));
-        let pinned = Fragment {
-            pin: Some("b7f0a2c000000_3".into()),
-            ..zoomed
-        };
+        let pinned = Fragment { pin: Some("b7f0a2c000000_3".into()), ..zoomed };
         assert!(!same_but_window(&written, &pinned, id));
-        let other_view = Fragment {
-            view: Some(View::AllocatorStateHistory),
-            ..f.clone()
-        };
+        let other_view = Fragment { view: Some(View::AllocatorStateHistory), ..f.clone() };
         assert!(!same_but_window(&written, &other_view, id));
         assert!(!same_but_window("", &f, id));
     }

@@ -34,10 +34,7 @@ pub struct HistoryData {
 
 /// Whether an action is about segments (`s…` labels) rather than blocks (`b…`).
 pub fn is_segment_action(a: Action) -> bool {
-    matches!(
-        a,
-        Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap
-    )
+    matches!(a, Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap)
 }
 
 /// Whether trace entry `k` (a `free_completed`) joins the `free_requested` just before it.
@@ -65,15 +62,9 @@ impl HistoryData {
                 let a = t.action[row];
                 let addr = t.addr[row];
                 let (map, ends) = if is_segment_action(a) {
-                    (
-                        &mut segment_frees,
-                        matches!(a, Action::SegmentFree | Action::SegmentUnmap),
-                    )
+                    (&mut segment_frees, matches!(a, Action::SegmentFree | Action::SegmentUnmap))
                 } else {
-                    (
-                        &mut block_frees,
-                        matches!(a, Action::FreeCompleted | Action::Free),
-                    )
+                    (&mut block_frees, matches!(a, Action::FreeCompleted | Action::Free))
                 };
                 let rows = map.entry(addr).or_default();
                 versions.push(rows.len() as u32);
@@ -82,27 +73,11 @@ impl HistoryData {
                 }
             }
             if (1..t.len()).any(|k| joins_previous(t, k)) {
-                row_starts = Some(
-                    (0..t.len())
-                        .filter(|&k| !joins_previous(t, k))
-                        .map(|k| k as u32)
-                        .collect(),
-                );
+                row_starts = Some((0..t.len()).filter(|&k| !joins_previous(t, k)).map(|k| k as u32).collect());
             }
         }
-        let show_stream = snap
-            .devices
-            .iter()
-            .any(|d| d.trace.stream.iter().any(|&s| s != 0));
-        HistoryData {
-            history,
-            versions,
-            row_starts,
-            entries,
-            show_stream,
-            block_frees,
-            segment_frees,
-        }
+        let show_stream = snap.devices.iter().any(|d| d.trace.stream.iter().any(|&s| s != 0));
+        HistoryData { history, versions, row_starts, entries, show_stream, block_frees, segment_frees }
     }
 
     /// Number of list rows.
@@ -134,9 +109,7 @@ impl HistoryData {
 }
 
 fn version_at(map: &HashMap<u64, Vec<u32>>, addr: u64, k: usize) -> u32 {
-    map.get(&addr).map_or(0, |rows| {
-        rows.partition_point(|&r| (r as usize) <= k) as u32
-    })
+    map.get(&addr).map_or(0, |rows| rows.partition_point(|&r| (r as usize) <= k) as u32)
 }
 
 /// The stream line PyTorch's viewer adds under a row: a newline, 14 spaces, `(stream N)`, with
@@ -162,14 +135,8 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
     let stream = t.stream.get(first).copied().unwrap_or(0);
     match a {
         Action::Oom => {
-            let free = t
-                .device_free_at(first)
-                .map_or_else(|| "unknown".to_string(), viewer_size);
-            format!(
-                "OOM (requested {}, CUDA has {free} memory free){}",
-                viewer_size(size),
-                stream_suffix(data, stream)
-            )
+            let free = t.device_free_at(first).map_or_else(|| "unknown".to_string(), viewer_size);
+            format!("OOM (requested {}, CUDA has {free} memory free){}", viewer_size(size), stream_suffix(data, stream))
         }
         Action::Snapshot => "snapshot".to_string(),
         Action::Annotate | Action::UserDefined | Action::Unknown => a.name().to_string(),
@@ -177,13 +144,7 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
             let prefix = if is_segment_action(a) { 's' } else { 'b' };
             let addr = t.addr.get(first).copied().unwrap_or(0);
             let label = addr_label(prefix, addr, data.versions.get(first).copied().unwrap_or(0));
-            format!(
-                "{:<14} {:<18} {}{}",
-                a.name(),
-                label,
-                viewer_size(size),
-                stream_suffix(data, stream)
-            )
+            format!("{:<14} {:<18} {}{}", a.name(), label, viewer_size(size), stream_suffix(data, stream))
         }
     }
 }
@@ -201,21 +162,11 @@ pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
 /// The text of a row under the pointer: the row and its frames.
 pub fn row_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize) -> String {
     let stack = t.stack.get(data.entries_of(row).0).copied().unwrap_or(0);
-    format!(
-        "{}\n{}\n",
-        event_text(t, data, row),
-        frames_text(snap, stack)
-    )
+    format!("{}\n{}\n", event_text(t, data, row), frames_text(snap, stack))
 }
 
 /// The text of the selected row: `(allocated / reserved)`, the row and its frames.
-pub fn selected_text(
-    snap: &Snapshot,
-    t: &Trace,
-    data: &HistoryData,
-    row: usize,
-    st: &AllocatorState,
-) -> String {
+pub fn selected_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize, st: &AllocatorState) -> String {
     format!(
         "({} allocated / {} reserved)\n{}",
         viewer_size(st.allocated_bytes()),
@@ -282,18 +233,11 @@ impl MapLayout {
     /// Packs the segments greedily into rows of the largest segment's width; sorted by size so
     /// the largest fills the last row by itself.
     pub fn build(st: &AllocatorState) -> MapLayout {
-        let mut segs: Vec<(u64, u64)> = st
-            .segments
-            .values()
-            .map(|s| (s.addr, s.size_bytes))
-            .collect();
+        let mut segs: Vec<(u64, u64)> = st.segments.values().map(|s| (s.addr, s.size_bytes)).collect();
         segs.sort_by_key(|&(a, s)| (s, a));
         let max = segs.last().map_or(0, |&(_, s)| s) as f64;
         let padding = max / 200.0;
-        let mut out = MapLayout {
-            row_bytes: max,
-            ..MapLayout::default()
-        };
+        let mut out = MapLayout { row_bytes: max, ..MapLayout::default() };
         let mut row = 0u32;
         let mut cur = 0.0f64;
         let mut index: HashMap<u64, usize> = HashMap::with_capacity(segs.len());
@@ -303,12 +247,7 @@ impl MapLayout {
                 cur = 0.0;
             }
             index.insert(addr, out.segments.len());
-            out.segments.push(PlacedSegment {
-                addr,
-                row,
-                offset_bytes: cur,
-                size_bytes: size,
-            });
+            out.segments.push(PlacedSegment { addr, row, offset_bytes: cur, size_bytes: size });
             cur += size as f64 + padding;
         }
         out.rows = if segs.is_empty() { 0 } else { row + 1 };
@@ -352,32 +291,18 @@ impl MapLayout {
             }
         }
         for (i, b) in self.blocks.iter().enumerate() {
-            if in_row(b)
-                && x_bytes >= b.offset_bytes
-                && x_bytes < b.offset_bytes + b.requested_bytes as f64
-            {
+            if in_row(b) && x_bytes >= b.offset_bytes && x_bytes < b.offset_bytes + b.requested_bytes as f64 {
                 return Some(MapHit::Block(i));
             }
         }
         self.segments
             .iter()
-            .position(|s| {
-                s.row == row
-                    && x_bytes >= s.offset_bytes
-                    && x_bytes < s.offset_bytes + s.size_bytes as f64
-            })
+            .position(|s| s.row == row && x_bytes >= s.offset_bytes && x_bytes < s.offset_bytes + s.size_bytes as f64)
             .map(MapHit::Segment)
     }
 
     /// The text for what the pointer is over.
-    pub fn hit_text(
-        &self,
-        snap: &Snapshot,
-        data: &HistoryData,
-        st: &AllocatorState,
-        k: usize,
-        hit: MapHit,
-    ) -> String {
+    pub fn hit_text(&self, snap: &Snapshot, data: &HistoryData, st: &AllocatorState, k: usize, hit: MapHit) -> String {
         // Streams by number in order of first appearance, as PyTorch's viewer numbers them.
         let stream_of = |addr: u64| st.segment_of(addr).map_or(0, |s| s.stream);
         let pool_of = |addr: u64| {
@@ -423,11 +348,7 @@ impl MapLayout {
                     "{} {} allocation{} (stream {}{})\n{}\n",
                     addr_label('b', b.addr, data.block_version(b.addr, k)),
                     viewer_size(b.requested_bytes),
-                    if b.pending_free {
-                        " (block freed but waiting due to record_stream)"
-                    } else {
-                        ""
-                    },
+                    if b.pending_free { " (block freed but waiting due to record_stream)" } else { "" },
                     stream_of(b.addr),
                     pool_of(b.addr),
                     frames_text(snap, stack)
@@ -451,9 +372,7 @@ impl MapLayout {
 
 /// Java's `String.hashCode`, which PyTorch's viewer uses (on the decimal address) to colour blocks.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| {
-        h.wrapping_mul(31).wrapping_add(i32::from(c as i16))
-    })
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c as i16)))
 }
 
 /// Palette index of a block: `|hash(String(addr))| % 10`.
@@ -465,13 +384,7 @@ pub fn block_colour(addr: u64) -> usize {
 /// `scroll_px`, where the scrollable height is capped at `max_px` (browsers limit element
 /// heights): (scroll height, first row shown, where that row is drawn relative to the content
 /// top, rows to draw).
-pub fn virtual_rows(
-    n: usize,
-    row_px: f64,
-    view_px: f64,
-    scroll_px: f64,
-    max_px: f64,
-) -> (f64, usize, f64, usize) {
+pub fn virtual_rows(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_px: f64) -> (f64, usize, f64, usize) {
     let full = n as f64 * row_px;
     let height = full.min(max_px);
     let visible = (view_px / row_px).ceil() as usize + 1;
@@ -492,14 +405,7 @@ pub fn virtual_rows(
 }
 
 /// The scroll position that shows row `row` (scrolling as little as possible from `scroll_px`).
-pub fn scroll_to_show(
-    n: usize,
-    row_px: f64,
-    view_px: f64,
-    scroll_px: f64,
-    max_px: f64,
-    row: usize,
-) -> f64 {
+pub fn scroll_to_show(n: usize, row_px: f64, view_px: f64, scroll_px: f64, max_px: f64, row: usize) -> f64 {
     let full = n as f64 * row_px;
     let height = full.min(max_px);
     let max_scroll = (height - view_px).max(0.0);
@@ -534,14 +440,7 @@ mod tests {
     use memviz_core::state::{AllocatorState, LiveBlock, SegmentRange};
 
     fn seg(addr: u64, size: u64) -> SegmentRange {
-        SegmentRange {
-            addr,
-            size_bytes: size,
-            stream: 0,
-            pool: 0,
-            expandable: false,
-            stack: 0,
-        }
+        SegmentRange { addr, size_bytes: size, stream: 0, pool: 0, expandable: false, stack: 0 }
     }
 
     #[test]
@@ -559,15 +458,7 @@ mod tests {
         for (a, s) in [(0x1000, 100), (0x2000, 60), (0x3000, 30), (0x4000, 20)] {
             st.segments.insert(a, seg(a, s));
         }
-        st.blocks.insert(
-            0x2000,
-            LiveBlock {
-                size_bytes: 40,
-                requested_bytes: 30,
-                pending_free: false,
-                stack: 0,
-            },
-        );
+        st.blocks.insert(0x2000, LiveBlock { size_bytes: 40, requested_bytes: 30, pending_free: false, stack: 0 });
         let m = MapLayout::build(&st);
         assert_eq!(m.row_bytes, 100.0);
         // 20, 30 (at 20.5), then 60 would pass 100: new row; then 100 alone.
@@ -576,28 +467,13 @@ mod tests {
         assert_eq!(m.rows, 3);
         assert_eq!(m.blocks.len(), 1);
         let b = &m.blocks[0];
-        assert_eq!(
-            m.hit(b.offset_bytes + 1.0, 1.2, 0.0),
-            Some(MapHit::Block(0))
-        );
-        assert_eq!(
-            m.hit(b.offset_bytes + 35.0, 1.2, 0.0),
-            Some(MapHit::Rounding(0))
-        );
-        assert_eq!(
-            m.hit(b.offset_bytes + 50.0, 1.2, 0.0),
-            Some(MapHit::Segment(2))
-        );
+        assert_eq!(m.hit(b.offset_bytes + 1.0, 1.2, 0.0), Some(MapHit::Block(0)));
+        assert_eq!(m.hit(b.offset_bytes + 35.0, 1.2, 0.0), Some(MapHit::Rounding(0)));
+        assert_eq!(m.hit(b.offset_bytes + 50.0, 1.2, 0.0), Some(MapHit::Segment(2)));
         assert_eq!(m.hit(b.offset_bytes + 50.0, 1.9, 0.0), None);
         // Waste narrower than a pixel is hit where its pixel is drawn.
-        assert_eq!(
-            m.hit(b.offset_bytes + 45.0, 1.2, 20.0),
-            Some(MapHit::Rounding(0))
-        );
-        assert_eq!(
-            m.hit(b.offset_bytes + 29.0, 1.2, 20.0),
-            Some(MapHit::Block(0))
-        );
+        assert_eq!(m.hit(b.offset_bytes + 45.0, 1.2, 20.0), Some(MapHit::Rounding(0)));
+        assert_eq!(m.hit(b.offset_bytes + 29.0, 1.2, 20.0), Some(MapHit::Block(0)));
     }
 
     #[test]
@@ -614,9 +490,6 @@ mod tests {
         let s = scroll_to_show(1_000_000, 18.0, 360.0, 0.0, 1e7, 999_999);
         let (_, first, _, count) = virtual_rows(1_000_000, 18.0, 360.0, s, 1e7);
         assert!((first..first + count).contains(&999_999));
-        assert_eq!(
-            scroll_to_show(100, 18.0, 360.0, 0.0, 1e7, 50),
-            51.0 * 18.0 - 360.0
-        );
+        assert_eq!(scroll_to_show(100, 18.0, 360.0, 0.0, 1e7, 50), 51.0 * 18.0 - 360.0);
     }
 }

@@ -82,10 +82,7 @@ mod tests {
         assert_eq!(command_for_key("=", false), Some(Command::ZoomIn));
         assert_eq!(command_for_key("-", false), Some(Command::ZoomOut));
         assert_eq!(command_for_key("ArrowLeft", false), Some(Command::PanLeft));
-        assert_eq!(
-            command_for_key("ArrowRight", false),
-            Some(Command::PanRight)
-        );
+        assert_eq!(command_for_key("ArrowRight", false), Some(Command::PanRight));
         assert_eq!(command_for_key("0", false), Some(Command::Reset));
         assert_eq!(command_for_key("Escape", false), Some(Command::Unpin));
         assert_eq!(command_for_key("+", true), None);

@@ -20,11 +20,7 @@ pub const TOP_PX: f64 = 10.0;
 /// The plot area of the main canvas for a canvas of `css_w` × `css_h` and an annotation strip of
 /// `annotation_rows` rows.
 pub fn plot_rect(css_w: f64, css_h: f64, annotation_rows: usize) -> PlotRect {
-    let strip = if annotation_rows > 0 {
-        annotation_rows as f64 * ANNOTATION_ROW_PX + 6.0
-    } else {
-        0.0
-    };
+    let strip = if annotation_rows > 0 { annotation_rows as f64 * ANNOTATION_ROW_PX + 6.0 } else { 0.0 };
     let top = TOP_PX + strip;
     PlotRect {
         left_px: LEFT_PX,

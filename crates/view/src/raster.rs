@@ -28,11 +28,7 @@ pub const fn rgb(hex: &str) -> Rgb {
     if b.len() != 7 || b[0] != b'#' {
         return [0, 0, 0];
     }
-    [
-        digit(b[1]) * 16 + digit(b[2]),
-        digit(b[3]) * 16 + digit(b[4]),
-        digit(b[5]) * 16 + digit(b[6]),
-    ]
+    [digit(b[1]) * 16 + digit(b[2]), digit(b[3]) * 16 + digit(b[4]), digit(b[5]) * 16 + digit(b[6])]
 }
 
 /// Straight (not premultiplied) RGBA pixels, row by row, each a little-endian `u32`: as
@@ -71,12 +67,7 @@ fn over(dst: u32, c: Rgb, a: f32) -> u32 {
     }
     let k = da * (1.0 - a);
     let mix = |s: u8, d: u8| ((f32::from(s) * a + f32::from(d) * k) / out_a + 0.5) as u8;
-    u32::from_le_bytes([
-        mix(c[0], dr),
-        mix(c[1], dg),
-        mix(c[2], db),
-        (out_a * 255.0 + 0.5) as u8,
-    ])
+    u32::from_le_bytes([mix(c[0], dr), mix(c[1], dg), mix(c[2], db), (out_a * 255.0 + 0.5) as u8])
 }
 
 fn paint(px: &mut u32, c: Rgb, a: f32) {
@@ -90,11 +81,7 @@ fn paint(px: &mut u32, c: Rgb, a: f32) {
 impl Raster {
     /// A transparent raster of `width_px` x `height_px`.
     pub fn new(width_px: usize, height_px: usize) -> Raster {
-        Raster {
-            width_px,
-            height_px,
-            pixels: vec![0; width_px.saturating_mul(height_px)],
-        }
+        Raster { width_px, height_px, pixels: vec![0; width_px.saturating_mul(height_px)] }
     }
 
     /// Width in pixels.
@@ -112,9 +99,7 @@ impl Raster {
         if x >= self.width_px || y >= self.height_px {
             return [0; 4];
         }
-        self.pixels
-            .get(y * self.width_px + x)
-            .map_or([0; 4], |p| p.to_le_bytes())
+        self.pixels.get(y * self.width_px + x).map_or([0; 4], |p| p.to_le_bytes())
     }
 
     /// The pixels, row by row.
@@ -134,17 +119,11 @@ impl Raster {
         }
         let (c0, c1) = (left as usize, (right.ceil() as usize).min(w));
         let (r0, r1) = (top as usize, (bottom.ceil() as usize).min(h));
-        let cover =
-            |i: usize, lo: f64, hi: f64| ((i as f64 + 1.0).min(hi) - (i as f64).max(lo)) as f32;
+        let cover = |i: usize, lo: f64, hi: f64| ((i as f64 + 1.0).min(hi) - (i as f64).max(lo)) as f32;
         let (cover_first, cover_last) = (cover(c0, left, right), cover(c1 - 1, left, right));
         // Columns covered whole, and the partly covered ones at either end.
         let full_from = if cover_first >= SOLID { c0 } else { c0 + 1 };
-        let full_to = if cover_last >= SOLID || c1 - 1 < full_from {
-            c1
-        } else {
-            c1 - 1
-        }
-        .max(full_from);
+        let full_to = if cover_last >= SOLID || c1 - 1 < full_from { c1 } else { c1 - 1 }.max(full_from);
         let first_part = (full_from > c0).then_some((c0, cover_first));
         let last_part = (full_to < c1 && c1 > full_from).then_some((c1 - 1, cover_last));
         // The first row painted solid; the later ones are copies of its run.
@@ -153,8 +132,7 @@ impl Raster {
             let cy = cover(row, top, bottom);
             if cy >= SOLID && full_to > full_from {
                 if let Some(src) = solid_row {
-                    self.pixels
-                        .copy_within(src * w + full_from..src * w + full_to, row * w + full_from);
+                    self.pixels.copy_within(src * w + full_from..src * w + full_to, row * w + full_from);
                     if first_part.is_none() && last_part.is_none() {
                         continue;
                     }
@@ -216,18 +194,8 @@ impl Raster {
             let last = (right.ceil().max(0.0) as usize).min(self.width_px);
             for x in first..last {
                 let x_mid = crate::viewport::clamp_px(x as f64 + 0.5, xa, xb);
-                let y = if xb > xa {
-                    ya + (yb - ya) * (x_mid - xa) / (xb - xa)
-                } else {
-                    ya
-                };
-                self.rect(
-                    left.max(x as f64),
-                    right.min(x as f64 + 1.0),
-                    y - height_px,
-                    y,
-                    c,
-                );
+                let y = if xb > xa { ya + (yb - ya) * (x_mid - xa) / (xb - xa) } else { ya };
+                self.rect(left.max(x as f64), right.min(x as f64 + 1.0), y - height_px, y, c);
             }
         }
     }
@@ -271,10 +239,7 @@ mod tests {
         assert_eq!(r.pixel(1, 1), [0; 4]);
         let top = r.pixel(1, 2);
         assert_eq!(&top[..3], &[255, 0, 0]);
-        assert!(
-            (126..=129).contains(&top[3]),
-            "half-covered top pixel: {top:?}"
-        );
+        assert!((126..=129).contains(&top[3]), "half-covered top pixel: {top:?}");
         for y in 3..6 {
             assert_eq!(r.pixel(1, y), [255, 0, 0, 255]);
         }
@@ -296,10 +261,7 @@ mod tests {
         r.rect(0.0, 1.0, 1.0, 4.5, BLUE);
         let seam = r.pixel(0, 4);
         assert_eq!(seam[3], 255, "the seam is fully covered: {seam:?}");
-        assert!(
-            seam[0] > 100 && seam[2] > 100,
-            "the seam mixes both: {seam:?}"
-        );
+        assert!(seam[0] > 100 && seam[2] > 100, "the seam mixes both: {seam:?}");
         assert_eq!(r.pixel(0, 3), [0, 0, 255, 255]);
         assert_eq!(r.pixel(0, 5), [255, 0, 0, 255]);
         assert_eq!(r.pixel(0, 9), [200, 200, 200, 255]);
@@ -308,12 +270,7 @@ mod tests {
         let mut s = Raster::new(3, 1);
         s.rect(0.5, 1.25, 0.0, 1.0, RED);
         s.rect(1.25, 3.0, 0.0, 1.0, RED);
-        assert_eq!(
-            s.pixel(1, 0)[3],
-            207,
-            "two parts of one column: {:?}",
-            s.pixel(1, 0)
-        );
+        assert_eq!(s.pixel(1, 0)[3], 207, "two parts of one column: {:?}", s.pixel(1, 0));
         assert_eq!(s.pixel(2, 0), [255, 0, 0, 255]);
     }
 
@@ -321,11 +278,7 @@ mod tests {
     fn bands_follow_their_edge_and_cover_their_columns() {
         let mut r = Raster::new(10, 20);
         // From x 2.5 to 7.0, the lower edge rising from y 18 to y 8 between x 4 and 6.
-        r.band(
-            &[(2.5, 18.0), (4.0, 18.0), (6.0, 8.0), (7.0, 8.0)],
-            2.0,
-            RED,
-        );
+        r.band(&[(2.5, 18.0), (4.0, 18.0), (6.0, 8.0), (7.0, 8.0)], 2.0, RED);
         assert_eq!(r.pixel(1, 17), [0; 4]);
         let first = r.pixel(2, 17);
         assert!((126..=129).contains(&first[3]), "half a column: {first:?}");
@@ -359,18 +312,11 @@ mod tests {
         // Level, sloped and level again, with inner vertices off column boundaries: every column
         // of the band's middle is opaque (painted once, not blended with itself).
         let mut r = Raster::new(12, 30);
-        r.band(
-            &[(0.0, 20.0), (3.3, 20.0), (6.6, 10.0), (12.0, 10.0)],
-            4.0,
-            BLUE,
-        );
+        r.band(&[(0.0, 20.0), (3.3, 20.0), (6.6, 10.0), (12.0, 10.0)], 4.0, BLUE);
         for x in 0..12 {
             let column: Vec<[u8; 4]> = (0..30).map(|y| r.pixel(x, y)).collect();
             let painted: f64 = column.iter().map(|p| f64::from(p[3]) / 255.0).sum();
-            assert!(
-                (painted - 4.0).abs() < 0.05,
-                "column {x} painted {painted} px, not 4: {column:?}"
-            );
+            assert!((painted - 4.0).abs() < 0.05, "column {x} painted {painted} px, not 4: {column:?}");
         }
     }
 }

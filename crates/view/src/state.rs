@@ -60,11 +60,7 @@ impl OpenFile {
     pub fn full_viewport(&self) -> Viewport {
         let l = &self.plot.layout;
         match (self.x_axis, &self.plot.time) {
-            (XAxis::Time, Some(t)) => Viewport::new(
-                t.end_us().max(MIN_WINDOW_US),
-                l.peak_bytes as f64,
-                MIN_WINDOW_US,
-            ),
+            (XAxis::Time, Some(t)) => Viewport::new(t.end_us().max(MIN_WINDOW_US), l.peak_bytes as f64, MIN_WINDOW_US),
             _ => Viewport::new(f64::from(l.steps), l.peak_bytes as f64, MIN_WINDOW_STEPS),
         }
     }
@@ -97,9 +93,9 @@ impl OpenFile {
         match target {
             Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
             Target::Summarized => describe::SUMMARIZED.to_string(),
-            Target::Oom(i) => p.ooms.get(i).map_or_else(String::new, |o| {
-                describe::oom_text(&self.snap, p.device_pos, o.row as usize)
-            }),
+            Target::Oom(i) => {
+                p.ooms.get(i).map_or_else(String::new, |o| describe::oom_text(&self.snap, p.device_pos, o.row as usize))
+            }
             Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
                 format!(
                     "Annotation {}\n{} to {} ({:.3} ms)\nsteps {:.0} to {:.0}\n",
@@ -122,17 +118,11 @@ impl OpenFile {
         // Annotation strip above the plot.
         if y_px < rect.top_px && x_px >= rect.left_px && x_px <= rect.right_px() {
             let row = annotation_row_at(y_px, plot.annotation_row_count)?;
-            return plot
-                .annotations
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(i, a)| {
-                    let r = plot.annotation_rows.get(i).copied()?;
-                    let (x0, x1) = annotation_x_px(a, plot.time.as_ref(), &xm, v, rect);
-                    (r == row && x_px >= x0 - 1.0 && x_px <= x1 + 1.0)
-                        .then_some(Target::Annotation(i))
-                });
+            return plot.annotations.iter().enumerate().rev().find_map(|(i, a)| {
+                let r = plot.annotation_rows.get(i).copied()?;
+                let (x0, x1) = annotation_x_px(a, plot.time.as_ref(), &xm, v, rect);
+                (r == row && x_px >= x0 - 1.0 && x_px <= x1 + 1.0).then_some(Target::Annotation(i))
+            });
         }
         if !rect.contains(x_px, y_px) {
             return None;
@@ -332,27 +322,16 @@ impl ViewState {
     pub fn update(&mut self, input: TimelineInput, now_ms: f64) -> Vec<Effect> {
         let mut effects = Vec::new();
         match input {
-            TimelineInput::Wheel {
-                surface,
-                x_px,
-                delta_y_px,
-            } => self.on_wheel(surface, x_px, delta_y_px, now_ms, &mut effects),
-            TimelineInput::PointerDown {
-                surface,
-                x_px,
-                y_px,
-                button,
-            } => self.on_pointer_down(surface, x_px, y_px, button),
-            TimelineInput::PointerMove {
-                surface,
-                x_px,
-                y_px,
-            } => self.on_pointer_move(surface, x_px, y_px, now_ms, &mut effects),
-            TimelineInput::PointerUp {
-                surface,
-                x_px,
-                y_px,
-            } => self.on_pointer_up(surface, x_px, y_px, &mut effects),
+            TimelineInput::Wheel { surface, x_px, delta_y_px } => {
+                self.on_wheel(surface, x_px, delta_y_px, now_ms, &mut effects)
+            }
+            TimelineInput::PointerDown { surface, x_px, y_px, button } => {
+                self.on_pointer_down(surface, x_px, y_px, button)
+            }
+            TimelineInput::PointerMove { surface, x_px, y_px } => {
+                self.on_pointer_move(surface, x_px, y_px, now_ms, &mut effects)
+            }
+            TimelineInput::PointerUp { surface, x_px, y_px } => self.on_pointer_up(surface, x_px, y_px, &mut effects),
             TimelineInput::PointerLeave { surface } => {
                 if surface == Surface::Plot && !matches!(self.drag, Some(Drag::Pan { .. })) {
                     self.hover = None;
@@ -370,19 +349,10 @@ impl ViewState {
 
     fn hold_preview(&mut self, now_ms: f64, effects: &mut Vec<Effect>) {
         self.preview_until_ms = now_ms + PREVIEW_HOLD_MS;
-        effects.push(Effect::HoldPreview {
-            until_ms: self.preview_until_ms,
-        });
+        effects.push(Effect::HoldPreview { until_ms: self.preview_until_ms });
     }
 
-    fn on_wheel(
-        &mut self,
-        surface: Surface,
-        x_px: f64,
-        delta_y_px: f64,
-        now_ms: f64,
-        effects: &mut Vec<Effect>,
-    ) {
+    fn on_wheel(&mut self, surface: Surface, x_px: f64, delta_y_px: f64, now_ms: f64, effects: &mut Vec<Effect>) {
         let rect = match surface {
             Surface::Plot => self.plot_rect(),
             Surface::Minimap => self.minimap_rect(),
@@ -405,53 +375,27 @@ impl ViewState {
         let mrect = self.minimap_rect();
         let Some(f) = self.file() else { return };
         self.drag = Some(match surface {
-            Surface::Plot => Drag::Pan {
-                down_px: (x_px, y_px),
-                x0: f.viewport.x0,
-                x1: f.viewport.x1,
-                moved: false,
-            },
+            Surface::Plot => Drag::Pan { down_px: (x_px, y_px), x0: f.viewport.x0, x1: f.viewport.x1, moved: false },
             Surface::Minimap => {
                 let p = full_pos_at(&f.viewport, &mrect, x_px);
-                Drag::Brush {
-                    start: p,
-                    end: p,
-                    down_px: (x_px, y_px),
-                }
+                Drag::Brush { start: p, end: p, down_px: (x_px, y_px) }
             }
         });
     }
 
-    fn on_pointer_move(
-        &mut self,
-        surface: Surface,
-        x_px: f64,
-        y_px: f64,
-        now_ms: f64,
-        effects: &mut Vec<Effect>,
-    ) {
+    fn on_pointer_move(&mut self, surface: Surface, x_px: f64, y_px: f64, now_ms: f64, effects: &mut Vec<Effect>) {
         self.last_pointer = Some((surface, x_px, y_px));
         let rect = self.plot_rect();
         let mrect = self.minimap_rect();
         match self.drag {
-            Some(Drag::Pan {
-                down_px,
-                x0,
-                x1,
-                moved,
-            }) => {
+            Some(Drag::Pan { down_px, x0, x1, moved }) => {
                 let moved = moved || !keys::is_click(down_px, (x_px, y_px));
                 if let Some(f) = self.file_mut() {
                     let per_px = (x1 - x0) / rect.width_px.max(1.0);
                     let shift = -(x_px - down_px.0) * per_px;
                     f.viewport.set_window(x0 + shift, x1 + shift);
                 }
-                self.drag = Some(Drag::Pan {
-                    down_px,
-                    x0,
-                    x1,
-                    moved,
-                });
+                self.drag = Some(Drag::Pan { down_px, x0, x1, moved });
                 if moved {
                     self.hold_preview(now_ms, effects);
                     self.hover = None;
@@ -460,11 +404,7 @@ impl ViewState {
             Some(Drag::Brush { start, down_px, .. }) => {
                 if let Some(f) = self.file() {
                     let end = full_pos_at(&f.viewport, &mrect, x_px);
-                    self.drag = Some(Drag::Brush {
-                        start,
-                        end,
-                        down_px,
-                    });
+                    self.drag = Some(Drag::Brush { start, end, down_px });
                 }
             }
             None => {

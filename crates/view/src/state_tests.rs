@@ -50,10 +50,8 @@ fn element_point(s: &ViewState) -> (f64, f64) {
     let r = s.plot_rect();
     for j in 1..40 {
         for i in 1..40 {
-            let (x, y) = (
-                r.left_px + r.width_px * f64::from(i) / 40.0,
-                r.bottom_px() - r.height_px * f64::from(j) / 80.0,
-            );
+            let (x, y) =
+                (r.left_px + r.width_px * f64::from(i) / 40.0, r.bottom_px() - r.height_px * f64::from(j) / 80.0);
             if matches!(s.target_at(x, y), Some(Target::Element(_))) {
                 return (x, y);
             }
@@ -62,55 +60,20 @@ fn element_point(s: &ViewState) -> (f64, f64) {
     panic!("no allocation drawn in the demo's plot");
 }
 
-fn wheel(
-    s: &mut ViewState,
-    surface: Surface,
-    x_px: f64,
-    delta_y_px: f64,
-    now_ms: f64,
-) -> Vec<Effect> {
-    s.update(
-        TimelineInput::Wheel {
-            surface,
-            x_px,
-            delta_y_px,
-        },
-        now_ms,
-    )
+fn wheel(s: &mut ViewState, surface: Surface, x_px: f64, delta_y_px: f64, now_ms: f64) -> Vec<Effect> {
+    s.update(TimelineInput::Wheel { surface, x_px, delta_y_px }, now_ms)
 }
 
 fn down(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
-    s.update(
-        TimelineInput::PointerDown {
-            surface,
-            x_px,
-            y_px,
-            button: 0,
-        },
-        0.0,
-    )
+    s.update(TimelineInput::PointerDown { surface, x_px, y_px, button: 0 }, 0.0)
 }
 
 fn moved(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
-    s.update(
-        TimelineInput::PointerMove {
-            surface,
-            x_px,
-            y_px,
-        },
-        0.0,
-    )
+    s.update(TimelineInput::PointerMove { surface, x_px, y_px }, 0.0)
 }
 
 fn up(s: &mut ViewState, surface: Surface, x_px: f64, y_px: f64) -> Vec<Effect> {
-    s.update(
-        TimelineInput::PointerUp {
-            surface,
-            x_px,
-            y_px,
-        },
-        0.0,
-    )
+    s.update(TimelineInput::PointerUp { surface, x_px, y_px }, 0.0)
 }
 
 fn key(s: &mut ViewState, c: Command) -> Vec<Effect> {
@@ -121,9 +84,7 @@ fn key(s: &mut ViewState, c: Command) -> Vec<Effect> {
 fn a_point_over_a_band_hits_its_allocation() {
     let s = demo();
     let (x, y) = element_point(&s);
-    let Some(Target::Element(e)) = s.target_at(x, y) else {
-        panic!("an element")
-    };
+    let Some(Target::Element(e)) = s.target_at(x, y) else { panic!("an element") };
     assert!((e as usize) < s.file().expect("file").plot.layout.elements.len());
 }
 
@@ -132,10 +93,7 @@ fn above_the_stack_nothing_is_hit() {
     let s = demo();
     let r = s.plot_rect();
     // The y axis has headroom above the peak: the top pixel row of the plot holds nothing.
-    assert_eq!(
-        s.target_at(r.left_px + r.width_px / 2.0, r.top_px + 1.0),
-        None
-    );
+    assert_eq!(s.target_at(r.left_px + r.width_px / 2.0, r.top_px + 1.0), None);
 }
 
 #[test]
@@ -158,15 +116,8 @@ fn the_annotation_strip_hits_annotations() {
         .filter_map(|i| s.target_at(r.left_px + r.width_px * f64::from(i) / 200.0, y))
         .filter(|t| matches!(t, Target::Annotation(_)))
         .count();
-    assert!(
-        hits > 0,
-        "some point of the first row is over an annotation"
-    );
-    assert!(!s
-        .file()
-        .expect("file")
-        .target_text(Target::Annotation(0))
-        .is_empty());
+    assert!(hits > 0, "some point of the first row is over an annotation");
+    assert!(!s.file().expect("file").target_text(Target::Annotation(0)).is_empty());
 }
 
 #[test]
@@ -177,19 +128,13 @@ fn an_oom_line_is_hit_near_it() {
     let r = s.plot_rect();
     let x = f.viewport.x_px(&r, f.xmap().pos(o.step));
     let y = r.top_px + r.height_px / 2.0;
-    assert_eq!(
-        s.target_at(x.min(r.right_px() - 1.0), y),
-        Some(Target::Oom(0))
-    );
+    assert_eq!(s.target_at(x.min(r.right_px() - 1.0), y), Some(Target::Oom(0)));
     assert!(!f.target_text(Target::Oom(0)).is_empty());
 }
 
 #[test]
 fn no_file_hits_nothing_and_inputs_do_nothing() {
-    let mut s = ViewState {
-        plot_css: (800.0, 400.0),
-        ..ViewState::default()
-    };
+    let mut s = ViewState { plot_css: (800.0, 400.0), ..ViewState::default() };
     assert_eq!(s.target_at(400.0, 200.0), None);
     assert!(wheel(&mut s, Surface::Plot, 400.0, 100.0, 0.0).is_empty());
     assert!(down(&mut s, Surface::Plot, 400.0, 200.0).is_empty());
@@ -208,10 +153,7 @@ fn the_wheel_zooms_in_around_the_pointer() {
     wheel(&mut s, Surface::Plot, x, -200.0, 0.0);
     let after = s.file().expect("file").viewport;
     assert!(after.width() < before.width());
-    assert!(
-        (after.pos_at(&r, x) - anchor).abs() < 1e-6 * before.width(),
-        "the position under the pointer stays"
-    );
+    assert!((after.pos_at(&r, x) - anchor).abs() < 1e-6 * before.width(), "the position under the pointer stays");
 }
 
 #[test]
@@ -229,12 +171,7 @@ fn the_wheel_zooms_out_back_to_the_whole_trace_at_most() {
 fn a_wheel_holds_the_preview_for_a_while() {
     let mut s = demo();
     let e = wheel(&mut s, Surface::Plot, 500.0, -100.0, 1000.0);
-    assert_eq!(
-        e,
-        vec![Effect::HoldPreview {
-            until_ms: 1000.0 + PREVIEW_HOLD_MS
-        }]
-    );
+    assert_eq!(e, vec![Effect::HoldPreview { until_ms: 1000.0 + PREVIEW_HOLD_MS }]);
     assert!(s.previewing(1000.0 + PREVIEW_HOLD_MS - 1.0));
     assert!(!s.previewing(1000.0 + PREVIEW_HOLD_MS));
 }
@@ -244,19 +181,10 @@ fn the_wheel_over_the_overview_zooms_around_that_place_of_the_whole_trace() {
     let mut s = demo();
     let m = s.minimap_rect();
     let full = window(&s).1;
-    wheel(
-        &mut s,
-        Surface::Minimap,
-        m.left_px + m.width_px * 0.75,
-        -400.0,
-        0.0,
-    );
+    wheel(&mut s, Surface::Minimap, m.left_px + m.width_px * 0.75, -400.0, 0.0);
     let (a, b) = window(&s);
     assert!(b - a < full);
-    assert!(
-        a < 0.75 * full && b > 0.75 * full,
-        "the window holds the point under the pointer"
-    );
+    assert!(a < 0.75 * full && b > 0.75 * full, "the window holds the point under the pointer");
 }
 
 #[test]
@@ -270,14 +198,8 @@ fn dragging_the_plot_pans_it() {
     assert!(matches!(e.as_slice(), [Effect::HoldPreview { .. }]));
     let (c, d) = window(&s);
     let per_px = (b - a) / r.width_px;
-    assert!(
-        (c - (a + 100.0 * per_px)).abs() < 1e-6 * (b - a),
-        "the window moved by 100 px"
-    );
-    assert!(
-        ((d - c) - (b - a)).abs() < 1e-6 * (b - a),
-        "its width stays"
-    );
+    assert!((c - (a + 100.0 * per_px)).abs() < 1e-6 * (b - a), "the window moved by 100 px");
+    assert!(((d - c) - (b - a)).abs() < 1e-6 * (b - a), "its width stays");
     assert_eq!(s.hover, None, "nothing is hovered while panning");
     up(&mut s, Surface::Plot, 500.0, 200.0);
     assert_eq!(s.drag, None);
@@ -326,15 +248,7 @@ fn a_click_on_empty_space_unpins() {
 #[test]
 fn only_the_main_button_starts_a_drag() {
     let mut s = demo();
-    s.update(
-        TimelineInput::PointerDown {
-            surface: Surface::Plot,
-            x_px: 300.0,
-            y_px: 200.0,
-            button: 2,
-        },
-        0.0,
-    );
+    s.update(TimelineInput::PointerDown { surface: Surface::Plot, x_px: 300.0, y_px: 200.0, button: 2 }, 0.0);
     assert_eq!(s.drag, None);
 }
 
@@ -373,12 +287,7 @@ fn hover_follows_the_pointer_and_leaves_with_it() {
     let (x, y) = element_point(&s);
     moved(&mut s, Surface::Plot, x, y);
     assert!(matches!(s.hover, Some(Target::Element(_))));
-    s.update(
-        TimelineInput::PointerLeave {
-            surface: Surface::Plot,
-        },
-        0.0,
-    );
+    s.update(TimelineInput::PointerLeave { surface: Surface::Plot }, 0.0);
     assert_eq!(s.hover, None);
 }
 
@@ -386,12 +295,7 @@ fn hover_follows_the_pointer_and_leaves_with_it() {
 fn leaving_the_plot_while_panning_keeps_the_drag() {
     let mut s = demo();
     down(&mut s, Surface::Plot, 300.0, 200.0);
-    s.update(
-        TimelineInput::PointerLeave {
-            surface: Surface::Plot,
-        },
-        0.0,
-    );
+    s.update(TimelineInput::PointerLeave { surface: Surface::Plot }, 0.0);
     assert!(matches!(s.drag, Some(Drag::Pan { .. })));
 }
 
@@ -454,31 +358,19 @@ fn the_time_axis_keeps_the_window_on_the_same_steps() {
     key(&mut s, Command::PanRight);
     let f = s.file().expect("file");
     let (s0, s1) = (f.xmap().step(f.viewport.x0), f.xmap().step(f.viewport.x1));
-    assert_eq!(
-        s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0),
-        vec![Effect::RefreshMinimap]
-    );
+    assert_eq!(s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0), vec![Effect::RefreshMinimap]);
     let f = s.file().expect("file");
     assert_eq!(f.x_axis, XAxis::Time);
     let (t0, t1) = (f.xmap().step(f.viewport.x0), f.xmap().step(f.viewport.x1));
-    assert!(
-        (t0 - s0).abs() < 1.0 && (t1 - s1).abs() < 1.0,
-        "steps {s0}..{s1} became {t0}..{t1}"
-    );
-    assert!(
-        s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0)
-            .is_empty(),
-        "the same axis again changes nothing"
-    );
+    assert!((t0 - s0).abs() < 1.0 && (t1 - s1).abs() < 1.0, "steps {s0}..{s1} became {t0}..{t1}");
+    assert!(s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0).is_empty(), "the same axis again changes nothing");
 }
 
 #[test]
 fn no_time_axis_without_times() {
     let mut s = demo();
     s.file_mut().expect("file").plot.time = None;
-    assert!(s
-        .update(TimelineInput::SetXAxis(XAxis::Time), 0.0)
-        .is_empty());
+    assert!(s.update(TimelineInput::SetXAxis(XAxis::Time), 0.0).is_empty());
     assert_eq!(s.file().expect("file").x_axis, XAxis::Steps);
 }
 
@@ -502,12 +394,7 @@ fn a_canvas_measured_while_hidden_breaks_nothing() {
 #[test]
 fn full_pos_at_is_clamped_to_the_domain() {
     let v = Viewport::new(1000.0, 10.0, 1.0);
-    let m = PlotRect {
-        left_px: 10.0,
-        top_px: 0.0,
-        width_px: 100.0,
-        height_px: 10.0,
-    };
+    let m = PlotRect { left_px: 10.0, top_px: 0.0, width_px: 100.0, height_px: 10.0 };
     assert_eq!(full_pos_at(&v, &m, 10.0), 0.0);
     assert_eq!(full_pos_at(&v, &m, 60.0), 500.0);
     assert_eq!(full_pos_at(&v, &m, -50.0), 0.0);

@@ -30,10 +30,7 @@ impl PlotRect {
 
     /// Whether a point lies inside (edges included).
     pub fn contains(&self, x_px: f64, y_px: f64) -> bool {
-        x_px >= self.left_px
-            && x_px <= self.right_px()
-            && y_px >= self.top_px
-            && y_px <= self.bottom_px()
+        x_px >= self.left_px && x_px <= self.right_px() && y_px >= self.top_px && y_px <= self.bottom_px()
     }
 }
 
@@ -72,11 +69,7 @@ pub const Y_HEADROOM: f64 = 1.05;
 impl Viewport {
     /// A viewport showing everything: x in `[0, full_x1]`, y up to `peak_bytes` plus headroom.
     pub fn new(full_x1: f64, peak_bytes: f64, min_width: f64) -> Viewport {
-        let full_x1 = if full_x1.is_finite() && full_x1 > 0.0 {
-            full_x1
-        } else {
-            1.0
-        };
+        let full_x1 = if full_x1.is_finite() && full_x1 > 0.0 { full_x1 } else { 1.0 };
         let full_y = fit_y(peak_bytes);
         Viewport {
             x0: 0.0,
@@ -130,11 +123,7 @@ impl Viewport {
         }
         let anchor = clamp_px(anchor, self.x0, self.x1);
         let w = clamp_px(self.width() * factor, self.min_width, self.full_x1);
-        let frac = if self.width() > 0.0 {
-            (anchor - self.x0) / self.width()
-        } else {
-            0.5
-        };
+        let frac = if self.width() > 0.0 { (anchor - self.x0) / self.width() } else { 0.5 };
         self.x0 = anchor - frac * w;
         self.x1 = self.x0 + w;
         self.clamp();
@@ -201,12 +190,7 @@ pub fn fit_y(peak_bytes: f64) -> f64 {
 mod tests {
     use super::*;
 
-    const RECT: PlotRect = PlotRect {
-        left_px: 50.0,
-        top_px: 10.0,
-        width_px: 1000.0,
-        height_px: 400.0,
-    };
+    const RECT: PlotRect = PlotRect { left_px: 50.0, top_px: 10.0, width_px: 1000.0, height_px: 400.0 };
 
     #[test]
     fn clamp_px_never_panics() {

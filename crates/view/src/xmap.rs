@@ -76,11 +76,7 @@ mod tests {
 
     #[test]
     fn positions_follow_the_axis() {
-        let m = TimeMap::from_knots(
-            vec![0.0, 1.0, 5.0, 6.0, 10.0],
-            vec![0.0, 100.0, 100.0, 300.0, 400.0],
-            7,
-        );
+        let m = TimeMap::from_knots(vec![0.0, 1.0, 5.0, 6.0, 10.0], vec![0.0, 100.0, 100.0, 300.0, 400.0], 7);
         let x = XMap::time(&m);
         assert!(x.is_time());
         assert_eq!(x.pos(5.5), 200.0);

@@ -23,7 +23,8 @@ use super::{AnalysisError, Replay};
 use crate::snapshot::{Action, Snapshot};
 
 /// Categories in the profiler's order.
-pub const CATEGORY_NAMES: [&str; 8] = ["parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail", "unknown"];
+pub const CATEGORY_NAMES: [&str; 8] =
+    ["parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail", "unknown"];
 
 /// A memory category.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,11 +154,14 @@ impl CategoryTimeline {
 }
 
 fn as_i64(v: &Value) -> Option<i64> {
-    v.as_i64().or_else(|| v.as_u64().map(|u| u.min(i64::MAX as u64) as i64)).or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+    v.as_i64()
+        .or_else(|| v.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
+        .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
 }
 
 /// Reads the profiler's memory timeline (`export_memory_timeline` `.json` / `.json.gz`, or the
 /// raw export).
+#[allow(clippy::too_many_lines)] // reads both export layouts field by field; not split yet
 pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, AnalysisError> {
     let data: Vec<u8>;
     let text: &[u8] = if bytes.starts_with(&[0x1f, 0x8b]) {
@@ -171,11 +175,14 @@ pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, Analysis
     } else {
         bytes
     };
-    let v: Value = serde_json::from_slice(text).map_err(|e| AnalysisError::BadTimeline(format!("not a memory timeline: {e}")))?;
+    let v: Value =
+        serde_json::from_slice(text).map_err(|e| AnalysisError::BadTimeline(format!("not a memory timeline: {e}")))?;
     let bad = |why: &str| AnalysisError::BadTimeline(format!("not a profiler memory timeline: {why}"));
     let top = v.as_array().ok_or_else(|| bad("expected a JSON list"))?;
     // [times, sizes]
-    if let (2, Some(times), Some(sizes)) = (top.len(), top.first().and_then(Value::as_array), top.get(1).and_then(Value::as_array)) {
+    if let (2, Some(times), Some(sizes)) =
+        (top.len(), top.first().and_then(Value::as_array), top.get(1).and_then(Value::as_array))
+    {
         if times.len() == sizes.len() && sizes.iter().all(Value::is_array) {
             let width = sizes.first().and_then(Value::as_array).map_or(CATEGORY_NAMES.len() + 1, Vec::len);
             let mut rows: Vec<Vec<i64>> = Vec::with_capacity(sizes.len());
@@ -184,15 +191,25 @@ pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, Analysis
                 if r.len() != width {
                     return Err(bad(&format!("row {i} of sizes has {} values, the first has {width}", r.len())));
                 }
-                rows.push(r.iter().map(|x| as_i64(x).ok_or_else(|| bad(&format!("row {i} holds a value that is not a number")))).collect::<Result<_, _>>()?);
+                rows.push(
+                    r.iter()
+                        .map(|x| as_i64(x).ok_or_else(|| bad(&format!("row {i} holds a value that is not a number"))))
+                        .collect::<Result<_, _>>()?,
+                );
             }
             // The profiler writes 1 + 8 columns; column 0 stays 0 (its `+ 1` offset).
-            let lead_unused = width == CATEGORY_NAMES.len() + 1 && rows.iter().all(|r| r.first().copied().unwrap_or(0) == 0);
+            let lead_unused =
+                width == CATEGORY_NAMES.len() + 1 && rows.iter().all(|r| r.first().copied().unwrap_or(0) == 0);
             let (skip, names): (usize, Vec<String>) = if width == CATEGORY_NAMES.len() + 1 {
                 if lead_unused {
                     (1, CATEGORY_NAMES.iter().map(|s| s.to_string()).collect())
                 } else {
-                    (0, std::iter::once("other".to_string()).chain(CATEGORY_NAMES.iter().map(|s| s.to_string())).collect())
+                    (
+                        0,
+                        std::iter::once("other".to_string())
+                            .chain(CATEGORY_NAMES.iter().map(|s| s.to_string()))
+                            .collect(),
+                    )
                 }
             } else if width == CATEGORY_NAMES.len() {
                 (0, CATEGORY_NAMES.iter().map(|s| s.to_string()).collect())
@@ -218,9 +235,14 @@ pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, Analysis
         let mut events: Vec<(i64, i64, usize)> = Vec::with_capacity(top.len());
         for (i, e) in top.iter().enumerate() {
             let a = e.as_array().ok_or_else(|| bad("an event is not a list"))?;
-            let num = |j: usize| a.get(j).and_then(as_i64).ok_or_else(|| bad(&format!("event {i} holds a value that is not a number")));
+            let num = |j: usize| {
+                a.get(j).and_then(as_i64).ok_or_else(|| bad(&format!("event {i} holds a value that is not a number")))
+            };
             let cat = num(3)?;
-            let cat = usize::try_from(cat).ok().filter(|&c| c < CATEGORY_NAMES.len()).ok_or_else(|| bad(&format!("event {i} has category index {cat}")))?;
+            let cat = usize::try_from(cat)
+                .ok()
+                .filter(|&c| c < CATEGORY_NAMES.len())
+                .ok_or_else(|| bad(&format!("event {i} has category index {cat}")))?;
             events.push((num(0)?, num(2)?, cat));
         }
         let t_min = events.iter().map(|e| e.0).filter(|&t| t > 0).min().unwrap_or(0);
@@ -295,6 +317,7 @@ fn stack_is_optimizer(snap: &Snapshot, stack: u32) -> bool {
 ///   within the iteration, else unknown;
 /// - iterations without a backward: activation when still live at the iteration's end, else
 ///   temporary; outside iterations: unknown.
+#[allow(clippy::too_many_lines)] // the category rules listed above, in one pass; not split yet
 pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usize) -> SnapshotCategories {
     let t = snap.devices.get(replay.device_pos).map(|d| &d.trace);
     let recorded = t.is_some_and(|t| t.category.is_present());
@@ -305,9 +328,18 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         // profile_plot pickles: the category of the alloc entry.
         let mut order: Vec<String> = CATEGORY_NAMES.iter().map(|s| s.to_string()).collect();
         for (e, l) in replay.lives.iter().enumerate() {
-            let name = l.alloc_row.or(l.free_row).and_then(|r| t.and_then(|t| t.category.get(r as usize))).map(|c| snap.strings.get(c).to_ascii_lowercase()).unwrap_or_default();
+            let name = l
+                .alloc_row
+                .or(l.free_row)
+                .and_then(|r| t.and_then(|t| t.category.get(r as usize)))
+                .map(|c| snap.strings.get(c).to_ascii_lowercase())
+                .unwrap_or_default();
             let name = name.replace(' ', "_");
-            let c = CATEGORY_NAMES.iter().position(|&n| n == name).and_then(|i| Category::ALL.get(i).copied()).unwrap_or(Category::Unknown);
+            let c = CATEGORY_NAMES
+                .iter()
+                .position(|&n| n == name)
+                .and_then(|i| Category::ALL.get(i).copied())
+                .unwrap_or(Category::Unknown);
             if let Some(slot) = per_element.get_mut(e) {
                 *slot = c;
             }
@@ -318,7 +350,10 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
     } else {
         names = CATEGORY_NAMES.iter().map(|s| s.to_string()).collect();
         let mut optim: HashMap<u32, bool> = HashMap::new();
-        let mut is_opt = |l: &super::Life| l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || *optim.entry(l.stack).or_insert_with_key(|&s| stack_is_optimizer(snap, s));
+        let mut is_opt = |l: &super::Life| {
+            l.alloc_row.is_some_and(|a| its.in_optimizer(a))
+                || *optim.entry(l.stack).or_insert_with_key(|&s| stack_is_optimizer(snap, s))
+        };
         // Parameter sizes: those of the optimizer's persistent state, else of what was live before the trace.
         let mut param_sizes: HashSet<u64> = HashSet::new();
         let mut opt_flags = vec![false; replay.lives.len()];
@@ -336,12 +371,19 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         }
         let from_optimizer = !param_sizes.is_empty();
         if !from_optimizer {
-            param_sizes = replay.lives.iter().filter(|l| l.alloc_row.is_none() && l.free_row.is_none()).map(|l| l.size_bytes).collect();
+            param_sizes = replay
+                .lives
+                .iter()
+                .filter(|l| l.alloc_row.is_none() && l.free_row.is_none())
+                .map(|l| l.size_bytes)
+                .collect();
         }
         let mut backward: HashMap<u32, bool> = HashMap::new();
         // Backward start per iteration.
         let bw_regions: Vec<u32> = {
-            let idx: Vec<(i64, u32)> = t.map(|t| (0..t.len()).filter_map(|r| t.time_us_at(r).map(|x| (x, r as u32))).collect()).unwrap_or_default();
+            let idx: Vec<(i64, u32)> = t
+                .map(|t| (0..t.len()).filter_map(|r| t.time_us_at(r).map(|x| (x, r as u32))).collect())
+                .unwrap_or_default();
             snap.annotations
                 .iter()
                 .filter(|a| a.start && snap.strings.get(a.name).to_ascii_lowercase().contains("backward"))
@@ -355,7 +397,9 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
             let by_stack = (it.start_row..it.end_row).find(|&r| {
                 let Some(t) = t else { return false };
                 t.action.get(r as usize) == Some(&Action::Alloc)
-                    && *backward.entry(t.stack.get(r as usize).copied().unwrap_or(0)).or_insert_with_key(|&s| stack_is_backward(snap, s))
+                    && *backward
+                        .entry(t.stack.get(r as usize).copied().unwrap_or(0))
+                        .or_insert_with_key(|&s| stack_is_backward(snap, s))
             });
             if let Some(slot) = bw_start.get_mut(k) {
                 *slot = match (by_region, by_stack) {
@@ -425,14 +469,19 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
                 *slot = c;
             }
         }
-        notes.push("categories inferred by memviz from stacks, lifetimes and annotations, not recorded by PyTorch".into());
+        notes.push(
+            "categories inferred by memviz from stacks, lifetimes and annotations, not recorded by PyTorch".into(),
+        );
         if its.list.is_empty() {
             notes.push("no iterations found: allocations made during the trace are unknown".into());
         }
         if from_optimizer {
             notes.push("gradients recognised by the sizes of the optimizer's state tensors".into());
         } else if param_sizes.is_empty() {
-            notes.push("no optimizer state and nothing live before the trace: no parameter sizes to recognise gradients by".into());
+            notes.push(
+                "no optimizer state and nothing live before the trace: no parameter sizes to recognise gradients by"
+                    .into(),
+            );
         } else {
             notes.push("gradients recognised by the sizes of tensors live since before the trace".into());
         }
@@ -481,21 +530,27 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
             put(f, true);
         }
     }
-    let snapshot = |cur: &[i128; 8]| -> Vec<u64> { cur.iter().map(|&x| x.clamp(0, i128::from(u64::MAX)) as u64).collect() };
+    let snapshot =
+        |cur: &[i128; 8]| -> Vec<u64> { cur.iter().map(|&x| x.clamp(0, i128::from(u64::MAX)) as u64).collect() };
     let mut timeline = CategoryTimeline {
         categories: names,
         times_us: vec![None],
         rows: vec![None],
         bytes: vec![snapshot(&cur)],
         inferred: !recorded,
-        source: if recorded { "snapshot (profile_plot categories)".into() } else { "inferred from the snapshot".into() },
+        source: if recorded {
+            "snapshot (profile_plot categories)".into()
+        } else {
+            "inferred from the snapshot".into()
+        },
     };
     let mut at_peak: Vec<(Category, u64)> = Category::ALL.iter().zip(snapshot(&cur)).map(|(&c, b)| (c, b)).collect();
     let buckets = max_points.max(3) - 2;
     let per = n.div_ceil(buckets).max(1);
     let mut best: Option<(u64, u32, Vec<u64>)> = None;
     for row in 0..n {
-        let (a, b) = (offsets.get(row).copied().unwrap_or(0) as usize, offsets.get(row + 1).copied().unwrap_or(0) as usize);
+        let (a, b) =
+            (offsets.get(row).copied().unwrap_or(0) as usize, offsets.get(row + 1).copied().unwrap_or(0) as usize);
         for &(ci, freed, size) in events.get(a..b).unwrap_or(&[]) {
             if let Some(x) = cur.get_mut(ci as usize) {
                 *x += if freed { -i128::from(size) } else { i128::from(size) };
@@ -556,7 +611,8 @@ mod tests {
     // Figures from: python3 tests/gen/verify_categories.py ../shared/fixtures/resnet50_profile.timeline.json.gz
     #[test]
     fn profiler_timeline_json_and_gz_agree() {
-        let (Some(a), Some(b)) = (fixture_path("resnet50_profile.timeline.json"), fixture_path("resnet50_profile.timeline.json.gz")) else { return };
+        let (a, b) =
+            (fixture_path("resnet50_profile.timeline.json"), fixture_path("resnet50_profile.timeline.json.gz"));
         let ta = read_profiler_timeline(&std::fs::read(a).expect("read")).expect("json");
         let tb = read_profiler_timeline(&std::fs::read(b).expect("read")).expect("gz");
         assert_eq!(ta, tb);
@@ -565,14 +621,17 @@ mod tests {
         assert!(!ta.inferred);
         assert_eq!(ta.peak(), Some((2551, 415_178_728)));
         assert_eq!(ta.times_us[2551], Some(1_795_967_804_567_671));
-        assert_eq!(ta.bytes[2551], vec![102_440_608, 105_115_648, 606_112, 0, 70_457_344, 91_183_104, 1_204_224, 44_171_688]);
+        assert_eq!(
+            ta.bytes[2551],
+            vec![102_440_608, 105_115_648, 606_112, 0, 70_457_344, 91_183_104, 1_204_224, 44_171_688]
+        );
         let d = ta.downsample(100);
         assert!(d.bytes.len() <= 100);
         assert_eq!(d.peak().map(|p| p.1), ta.peak().map(|p| p.1));
     }
 
     fn at_peak(name: &str) -> Option<Vec<u64>> {
-        let snap = fixture(name)?;
+        let snap = fixture(name);
         let c = infer_categories(&snap, 0, 200);
         assert!(c.timeline.inferred);
         assert!(c.timeline.bytes.len() <= 200);

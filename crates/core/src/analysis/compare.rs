@@ -12,7 +12,10 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::growth::{find_iterations, Iterations};
-use super::{frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
+use super::{
+    frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
+    NO_FRAMES_LABEL,
+};
 use crate::snapshot::Snapshot;
 
 /// How stacks of the two files are matched.
@@ -136,7 +139,8 @@ pub fn stack_key(snap: &Snapshot, stack: u32, mode: KeyMode) -> String {
     if mode == KeyMode::Line {
         return site_label(snap, stack);
     }
-    let src: Vec<String> = visible_frames(snap, stack).filter(|f| is_source_frame(f)).map(|f| frame_label(snap, f)).collect();
+    let src: Vec<String> =
+        visible_frames(snap, stack).filter(|f| is_source_frame(f)).map(|f| frame_label(snap, f)).collect();
     if !src.is_empty() {
         return src.join(" ← ");
     }
@@ -148,7 +152,13 @@ pub fn stack_key(snap: &Snapshot, stack: u32, mode: KeyMode) -> String {
     }
 }
 
-fn by_key(snap: &Snapshot, replay: &Replay, row: Option<u32>, mode: KeyMode, cache: &mut HashMap<u32, (String, String)>) -> HashMap<String, (String, u64, usize)> {
+fn by_key(
+    snap: &Snapshot,
+    replay: &Replay,
+    row: Option<u32>,
+    mode: KeyMode,
+    cache: &mut HashMap<u32, (String, String)>,
+) -> HashMap<String, (String, u64, usize)> {
     let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
     for l in replay.lives.iter().filter(|l| l.live_after(row)) {
         let (k, s) = if is_unrecorded(l) {
@@ -186,6 +196,7 @@ fn max_in(replay: &Replay, a: u32, b: u32) -> u64 {
 }
 
 /// Compares device `a_pos` of `a` with device `b_pos` of `b`.
+#[allow(clippy::too_many_lines)] // fills every part of the Comparison in one pass; not split yet
 pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: CompareOptions) -> Comparison {
     let mk = |snap, pos| {
         let replay = Replay::build(snap, pos);
@@ -195,12 +206,18 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
     let mut sa = mk(a, a_pos);
     let mut sb = mk(b, b_pos);
     let used = sa.its.list.len().min(sb.its.list.len());
-    let alignment = if used >= 2 { Alignment::Iterations { a: sa.its.list.len(), b: sb.its.list.len() } } else { Alignment::Proportion };
+    let alignment = if used >= 2 {
+        Alignment::Iterations { a: sa.its.list.len(), b: sb.its.list.len() }
+    } else {
+        Alignment::Proportion
+    };
     let np = opts.points.max(1);
     let mut curve = Vec::with_capacity(np);
     for i in 0..np {
         let (x0, x1) = match alignment {
-            Alignment::Iterations { .. } => (i as f64 * used as f64 / np as f64, (i + 1) as f64 * used as f64 / np as f64),
+            Alignment::Iterations { .. } => {
+                (i as f64 * used as f64 / np as f64, (i + 1) as f64 * used as f64 / np as f64)
+            }
             Alignment::Proportion => (i as f64 / np as f64, (i + 1) as f64 / np as f64),
         };
         let bytes = |s: &Side| -> u64 {
@@ -215,7 +232,8 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
         };
         curve.push(CurvePoint { x: x0, a_bytes: bytes(&sa), b_bytes: bytes(&sb) });
     }
-    let mut pairs: Vec<(String, Option<u32>, Option<u32>)> = vec![("peak".into(), sa.replay.peak_row, sb.replay.peak_row)];
+    let mut pairs: Vec<(String, Option<u32>, Option<u32>)> =
+        vec![("peak".into(), sa.replay.peak_row, sb.replay.peak_row)];
     if used >= 2 {
         for k in 0..used.min(opts.max_iterations) {
             if let (Some(ia), Some(ib)) = (sa.its.list.get(k), sb.its.list.get(k)) {
@@ -223,7 +241,11 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
             }
         }
     }
-    pairs.push(("end".into(), sa.replay.rows.checked_sub(1).map(|r| r as u32), sb.replay.rows.checked_sub(1).map(|r| r as u32)));
+    pairs.push((
+        "end".into(),
+        sa.replay.rows.checked_sub(1).map(|r| r as u32),
+        sb.replay.rows.checked_sub(1).map(|r| r as u32),
+    ));
     let mut points = Vec::new();
     for (label, ra, rb) in pairs {
         let ka = by_key(sa.snap, &sa.replay, ra, opts.key, &mut sa.cache);
@@ -231,11 +253,25 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
         let mut diffs: Vec<StackDiff> = Vec::new();
         for (k, (site, bytes, count)) in &ka {
             let (bb, bc) = kb.get(k).map_or((0, 0), |x| (x.1, x.2));
-            diffs.push(StackDiff { key: k.clone(), site: site.clone(), a_bytes: *bytes, b_bytes: bb, a_count: *count, b_count: bc });
+            diffs.push(StackDiff {
+                key: k.clone(),
+                site: site.clone(),
+                a_bytes: *bytes,
+                b_bytes: bb,
+                a_count: *count,
+                b_count: bc,
+            });
         }
         for (k, (site, bytes, count)) in &kb {
             if !ka.contains_key(k) {
-                diffs.push(StackDiff { key: k.clone(), site: site.clone(), a_bytes: 0, b_bytes: *bytes, a_count: 0, b_count: *count });
+                diffs.push(StackDiff {
+                    key: k.clone(),
+                    site: site.clone(),
+                    a_bytes: 0,
+                    b_bytes: *bytes,
+                    a_count: 0,
+                    b_count: *count,
+                });
             }
         }
         let mut more_in_b: Vec<StackDiff> = diffs.iter().filter(|d| d.delta() > 0).cloned().collect();
@@ -246,7 +282,15 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
             more_in_b.truncate(opts.top);
             more_in_a.truncate(opts.top);
         }
-        points.push(MatchedPoint { label, a_row: ra, b_row: rb, a_bytes: sa.replay.live_at(ra), b_bytes: sb.replay.live_at(rb), more_in_b, more_in_a });
+        points.push(MatchedPoint {
+            label,
+            a_row: ra,
+            b_row: rb,
+            a_bytes: sa.replay.live_at(ra),
+            b_bytes: sb.replay.live_at(rb),
+            more_in_b,
+            more_in_a,
+        });
     }
     Comparison {
         alignment,
@@ -301,7 +345,7 @@ mod tests {
     // Figures from: python3 tests/gen/verify_compare.py ../shared/fixtures/resnet50_fixed.pickle ../shared/fixtures/resnet50_buggy.pickle
     #[test]
     fn buggy_against_fixed() {
-        let (Some(a), Some(b)) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle")) else { return };
+        let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
         let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, top: 0, ..CompareOptions::default() });
         assert_eq!(c.alignment, Alignment::Iterations { a: 5, b: 5 });
         assert_eq!(c.a_peak, (443_710_928, Some(3133)));
@@ -310,7 +354,8 @@ mod tests {
         assert_eq!((p.label.as_str(), p.a_bytes, p.b_bytes), ("peak", 443_710_928, 470_210_256));
         let total: i128 = p.more_in_b.iter().chain(&p.more_in_a).map(StackDiff::delta).sum();
         assert_eq!(total, 26_499_328);
-        let b3: Vec<(&str, u64, usize, u64, usize)> = p.more_in_b.iter().take(3).map(|d| (d.key.as_str(), d.a_bytes, d.a_count, d.b_bytes, d.b_count)).collect();
+        let b3: Vec<(&str, u64, usize, u64, usize)> =
+            p.more_in_b.iter().take(3).map(|d| (d.key.as_str(), d.a_bytes, d.a_count, d.b_bytes, d.b_count)).collect();
         assert_eq!(
             b3,
             vec![
@@ -322,7 +367,10 @@ mod tests {
         let a2: Vec<(&str, i128)> = p.more_in_a.iter().take(2).map(|d| (d.key.as_str(), d.delta())).collect();
         assert_eq!(
             a2,
-            vec![("torch::autograd::generated::ConvolutionBackward0_apply_functional", -91_820_032), ("torch::autograd::generated::details::mm_mat1_backward", -33_554_432)]
+            vec![
+                ("torch::autograd::generated::ConvolutionBackward0_apply_functional", -91_820_032),
+                ("torch::autograd::generated::details::mm_mat1_backward", -33_554_432)
+            ]
         );
         assert_eq!(c.points.len(), 1 + 5 + 1);
         assert_eq!(c.curve.len(), 500);
@@ -333,7 +381,7 @@ mod tests {
 
     #[test]
     fn without_iterations_by_proportion() {
-        let (Some(a), Some(b)) = (fixture("oom.pickle"), fixture("multistream.pickle")) else { return };
+        let (a, b) = (fixture("oom.pickle"), fixture("multistream.pickle"));
         let c = compare(&a, 0, &b, 0, CompareOptions { points: 40, ..CompareOptions::default() });
         assert_eq!(c.alignment, Alignment::Proportion);
         assert_eq!(c.curve.len(), 40);

@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::live::LiveSet;
-use super::{cpp_short_name, frame_key, is_source_frame, is_unrecorded, life_site_label, site_label, visible_frames, FrameKey, Replay, BEFORE_TRACE_LABEL};
+use super::{
+    cpp_short_name, frame_key, is_source_frame, is_unrecorded, life_site_label, site_label, visible_frames, FrameKey,
+    Replay, BEFORE_TRACE_LABEL,
+};
 
 const BEFORE_TRACE_KEY: FrameKey = (u32::MAX, i64::MIN, u32::MAX);
 use crate::format::addr_label;
@@ -117,7 +120,11 @@ pub fn speedscope(snap: &Snapshot, live: &LiveSet, name: &str) -> Value {
         let mut idx: Vec<usize> = Vec::new();
         let fs: Vec<_> = visible_frames(snap, g.stack).collect();
         if fs.is_empty() {
-            let (key, label) = if g.before_trace { (Some(BEFORE_TRACE_KEY), BEFORE_TRACE_LABEL) } else { (None, super::NO_FRAMES_LABEL) };
+            let (key, label) = if g.before_trace {
+                (Some(BEFORE_TRACE_KEY), BEFORE_TRACE_LABEL)
+            } else {
+                (None, super::NO_FRAMES_LABEL)
+            };
             let i = *frame_index.entry(key).or_insert_with(|| {
                 frames.push(json!({ "name": label }));
                 frames.len() - 1
@@ -172,7 +179,7 @@ mod tests {
 
     #[test]
     fn exports_add_up() {
-        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let snap = fixture("growth_leak.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live");
         let csv = live_set_csv(&snap, &r, &l);

@@ -30,7 +30,14 @@ pub struct FreeTracker {
 impl FreeTracker {
     /// Starts from a state.
     pub fn new(state: AllocatorState) -> FreeTracker {
-        let mut t = FreeTracker { free: BTreeMap::new(), sizes: BTreeMap::new(), free_bytes: 0, reserved_bytes: state.reserved_bytes(), allocated_bytes: state.allocated_bytes(), state };
+        let mut t = FreeTracker {
+            free: BTreeMap::new(),
+            sizes: BTreeMap::new(),
+            free_bytes: 0,
+            reserved_bytes: state.reserved_bytes(),
+            allocated_bytes: state.allocated_bytes(),
+            state,
+        };
         for f in t.state.free_ranges() {
             t.add_free(f);
         }
@@ -86,8 +93,13 @@ impl FreeTracker {
             }
         }
         let first = segs.first().map(|s| s.0);
-        let more: Vec<(u64, u64, u32, u32)> =
-            self.state.segments.range(l64..r64).filter(|(&a, _)| Some(a) != first).map(|(_, s)| (s.addr, s.size_bytes, s.stream, s.pool)).collect();
+        let more: Vec<(u64, u64, u32, u32)> = self
+            .state
+            .segments
+            .range(l64..r64)
+            .filter(|(&a, _)| Some(a) != first)
+            .map(|(_, s)| (s.addr, s.size_bytes, s.stream, s.pool))
+            .collect();
         segs.extend(more);
         let mut found = Vec::new();
         for (sa, ss, stream, pool) in segs {
@@ -129,7 +141,15 @@ impl FreeTracker {
 
     /// Applies one trace entry; `block_bytes` is the allocator's real block size of an alloc when
     /// known (from the final segments, for allocations still live there).
-    pub fn apply_sized(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32, block_bytes: Option<u64>) {
+    pub fn apply_sized(
+        &mut self,
+        action: Action,
+        addr: u64,
+        size: u64,
+        stream: u32,
+        stack: u32,
+        block_bytes: Option<u64>,
+    ) {
         let end = |a: u64, s: u64| a.saturating_add(s);
         match action {
             Action::Alloc | Action::FreeCompleted | Action::Free => {
@@ -139,8 +159,15 @@ impl FreeTracker {
                     b.size_bytes = real;
                 }
                 let after = self.state.blocks.get(&addr).map(|b| (b.size_bytes, b.requested_bytes));
-                self.allocated_bytes = self.allocated_bytes.saturating_sub(before.map_or(0, |b| b.1)).saturating_add(after.map_or(0, |b| b.1));
-                let extent = before.map_or(0, |b| b.0).max(after.map_or(0, |b| b.0)).max(if action == Action::Alloc { rounded_size(size) } else { 0 });
+                self.allocated_bytes = self
+                    .allocated_bytes
+                    .saturating_sub(before.map_or(0, |b| b.1))
+                    .saturating_add(after.map_or(0, |b| b.1));
+                let extent = before.map_or(0, |b| b.0).max(after.map_or(0, |b| b.0)).max(if action == Action::Alloc {
+                    rounded_size(size)
+                } else {
+                    0
+                });
                 let extent = extent.max(block_bytes.unwrap_or(0));
                 if before != after {
                     self.recompute(addr, end(addr, extent));
@@ -244,7 +271,12 @@ pub fn fragmentation_with_track(snap: &Snapshot, device_pos: usize, max_points: 
     (series, track)
 }
 
-fn replay_series(snap: &Snapshot, device_pos: usize, max_points: usize, mut track: Option<&mut FragTrack>) -> FragSeries {
+fn replay_series(
+    snap: &Snapshot,
+    device_pos: usize,
+    max_points: usize,
+    mut track: Option<&mut FragTrack>,
+) -> FragSeries {
     let device = snap.devices.get(device_pos).map_or(0, |d| d.index);
     let history = History::build(snap, device_pos);
     let mut tr = FreeTracker::new(history.initial().clone());
@@ -274,7 +306,9 @@ fn replay_series(snap: &Snapshot, device_pos: usize, max_points: usize, mut trac
     let per = n.div_ceil(buckets).max(1);
     let mut best: Option<FragPoint> = None;
     for row in 0..n {
-        let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row)) else {
+        let (Some(&a), Some(&addr), Some(&size), Some(&stream), Some(&stack)) =
+            (t.action.get(row), t.addr.get(row), t.size_bytes.get(row), t.stream.get(row), t.stack.get(row))
+        else {
             if let Some(k) = track.as_deref_mut() {
                 let last = k.values.last().copied().unwrap_or(k.initial);
                 k.values.push(last);
@@ -289,7 +323,9 @@ fn replay_series(snap: &Snapshot, device_pos: usize, max_points: usize, mut trac
         if p.unused_bytes() > max_unused.unused_bytes() {
             max_unused = p;
         }
-        if p.free_bytes.saturating_sub(p.largest_free_bytes) > max_scattered.free_bytes.saturating_sub(max_scattered.largest_free_bytes) {
+        if p.free_bytes.saturating_sub(p.largest_free_bytes)
+            > max_scattered.free_bytes.saturating_sub(max_scattered.largest_free_bytes)
+        {
             max_scattered = p;
         }
         if best.is_none_or(|b| p.unused_bytes() > b.unused_bytes()) {
@@ -325,7 +361,11 @@ pub struct TrackValues {
 
 impl TrackValues {
     fn of(p: &FragPoint) -> TrackValues {
-        TrackValues { reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes, largest_free_bytes: p.largest_free_bytes }
+        TrackValues {
+            reserved_bytes: p.reserved_bytes,
+            allocated_bytes: p.allocated_bytes,
+            largest_free_bytes: p.largest_free_bytes,
+        }
     }
 
     /// Reserved minus allocated.
@@ -547,8 +587,15 @@ mod tests {
 
     #[test]
     fn incremental_free_ranges_equal_recomputed_ones() {
-        for name in ["resnet50_fixed.pickle", "oom.pickle", "expandable_segments.pickle", "multistream.pickle", "growth_leak.pickle", "gpt_amp_annotated.pickle"] {
-            let Some(snap) = fixture(name) else { continue };
+        for name in [
+            "resnet50_fixed.pickle",
+            "oom.pickle",
+            "expandable_segments.pickle",
+            "multistream.pickle",
+            "growth_leak.pickle",
+            "gpt_amp_annotated.pickle",
+        ] {
+            let snap = fixture(name);
             for pos in 0..snap.devices.len() {
                 let h = History::build(&snap, pos);
                 let mut tr = FreeTracker::new(h.initial().clone());
@@ -573,17 +620,28 @@ mod tests {
     #[test]
     fn forward_replay_equals_history() {
         for name in ["resnet50_fixed.pickle", "oom.pickle", "expandable_segments.pickle", "multistream.pickle"] {
-            let Some(snap) = fixture(name) else { continue };
+            let snap = fixture(name);
             let h = History::build(&snap, 0);
             let real = final_block_sizes(&snap, 0);
             let mut tr = FreeTracker::new(h.initial().clone());
             let t = &snap.devices[0].trace;
             let stride = (t.len() / 40).max(1);
             for k in 0..t.len() {
-                tr.apply_sized(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k], real.get(&(k as u32)).copied());
+                tr.apply_sized(
+                    t.action[k],
+                    t.addr[k],
+                    t.size_bytes[k],
+                    t.stream[k],
+                    t.stack[k],
+                    real.get(&(k as u32)).copied(),
+                );
                 if k % stride == 0 || k + 1 == t.len() {
                     let want = h.state_after(&snap, Some(k));
-                    assert_eq!(sorted(tr.free_ranges()), sorted(want.normalized().free_ranges()), "{name} after entry {k}");
+                    assert_eq!(
+                        sorted(tr.free_ranges()),
+                        sorted(want.normalized().free_ranges()),
+                        "{name} after entry {k}"
+                    );
                 }
             }
         }
@@ -593,18 +651,30 @@ mod tests {
     // and ... oom.pickle 36 45
     #[test]
     fn verified_points() {
-        if let Some(snap) = fixture("resnet50_fixed.pickle") {
+        {
+            let snap = fixture("resnet50_fixed.pickle");
             let s = fragmentation_series(&snap, 0, 100_000);
-            let at = |r: u32| s.points.iter().find(|p| p.row == Some(r)).map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes));
+            let at = |r: u32| {
+                s.points
+                    .iter()
+                    .find(|p| p.row == Some(r))
+                    .map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes))
+            };
             assert_eq!(at(369), Some((287_309_824, 223_186_224, 64_084_480, 33_554_432)));
             assert_eq!(at(3399), Some((478_150_656, 428_490_192, 46_733_824, 12_582_912)));
             assert_eq!(at(4180), Some((478_150_656, 273_436_712, 201_792_000, 20_971_520)));
             let m = s.max_unused.expect("max");
             assert_eq!((m.row, m.unused_bytes()), (Some(4180), 204_713_944));
         }
-        if let Some(snap) = fixture("oom.pickle") {
+        {
+            let snap = fixture("oom.pickle");
             let s = fragmentation_series(&snap, 0, 1000);
-            let at = |r: u32| s.points.iter().find(|p| p.row == Some(r)).map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes));
+            let at = |r: u32| {
+                s.points
+                    .iter()
+                    .find(|p| p.row == Some(r))
+                    .map(|p| (p.reserved_bytes, p.allocated_bytes, p.free_bytes, p.largest_free_bytes))
+            };
             assert_eq!(at(36), Some((2_730_491_904, 1_852_844_522, 876_256_256, 413_138_944)));
             assert_eq!(at(45), Some((2_751_463_424, 2_740_593_636, 9_246_208, 2_059_264)));
             assert_eq!(s.max_unused.map(|m| (m.row, m.unused_bytes())), Some((Some(36), 877_647_382)));
@@ -613,13 +683,16 @@ mod tests {
 
     #[test]
     fn track_follows_the_series_and_windows_use_layout_steps() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let (s, track) = fragmentation_with_track(&snap, 0, 100_000);
         assert_eq!(s, fragmentation_series(&snap, 0, 100_000));
         assert_eq!(track.len(), s.entries);
         for p in &s.points {
             let v = track.at_row(p.row).expect("row");
-            assert_eq!((v.reserved_bytes, v.allocated_bytes, v.largest_free_bytes), (p.reserved_bytes, p.allocated_bytes, p.largest_free_bytes));
+            assert_eq!(
+                (v.reserved_bytes, v.allocated_bytes, v.largest_free_bytes),
+                (p.reserved_bytes, p.allocated_bytes, p.largest_free_bytes)
+            );
         }
         let layout = Layout::build(&snap, 0, crate::timeline::Options::default());
         let end = f64::from(layout.steps);
@@ -640,7 +713,7 @@ mod tests {
 
     #[test]
     fn series_is_sampled() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let s = fragmentation_series(&snap, 0, 100);
         assert!(s.points.len() <= 100 && s.points.len() > 50, "{}", s.points.len());
         assert!(s.points.windows(2).all(|w| w[0].row < w[1].row || w[0].row.is_none()));

@@ -7,7 +7,10 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{frame_key, is_unrecorded, site_frame, site_label, sort_groups, time_of_row, visible_frames, AnalysisError, FrameKey, Moment, Replay};
+use super::{
+    frame_key, is_unrecorded, site_frame, site_label, sort_groups, time_of_row, visible_frames, AnalysisError,
+    FrameKey, Moment, Replay,
+};
 use crate::format::frame_visible;
 use crate::snapshot::Snapshot;
 
@@ -71,14 +74,23 @@ pub struct StackTree {
 impl StackTree {
     /// Builds the tree from per-stack totals.
     pub fn build(snap: &Snapshot, groups: &[StackGroup]) -> StackTree {
-        let mut nodes = vec![TreeNode { frame: None, before_trace: false, parent: None, depth: 0, bytes: 0, count: 0, children: Vec::new() }];
+        let mut nodes = vec![TreeNode {
+            frame: None,
+            before_trace: false,
+            parent: None,
+            depth: 0,
+            bytes: 0,
+            count: 0,
+            children: Vec::new(),
+        }];
         let mut index: HashMap<(u32, Option<FrameKey>), u32> = HashMap::new();
         let mut path: Vec<(Option<u32>, Option<FrameKey>)> = Vec::new();
         for g in groups {
             path.clear();
             path.extend(snap.stacks.get(g.stack).iter().filter_map(|&id| {
                 let f = snap.frames.get(id as usize)?;
-                frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)).then(|| (Some(id), Some(frame_key(f))))
+                frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename))
+                    .then(|| (Some(id), Some(frame_key(f))))
             }));
             path.reverse();
             if path.is_empty() {
@@ -96,7 +108,15 @@ impl StackTree {
                     None => {
                         let n = nodes.len() as u32;
                         let depth = nodes.get(cur as usize).map_or(0, |p| p.depth + 1);
-                        nodes.push(TreeNode { frame: fid, before_trace: key == Some(BEFORE_TRACE_KEY), parent: Some(cur), depth, bytes: 0, count: 0, children: Vec::new() });
+                        nodes.push(TreeNode {
+                            frame: fid,
+                            before_trace: key == Some(BEFORE_TRACE_KEY),
+                            parent: Some(cur),
+                            depth,
+                            bytes: 0,
+                            count: 0,
+                            children: Vec::new(),
+                        });
                         if let Some(p) = nodes.get_mut(cur as usize) {
                             p.children.push(n);
                         }
@@ -121,7 +141,9 @@ impl StackTree {
     /// Label of a node: the frame's label, `<no frames>`, or `all` for the root.
     pub fn label(&self, snap: &Snapshot, node: u32) -> String {
         match self.nodes.get(node as usize) {
-            Some(TreeNode { frame: Some(f), .. }) => snap.frames.get(*f as usize).map_or_else(String::new, |fr| super::frame_label(snap, fr)),
+            Some(TreeNode { frame: Some(f), .. }) => {
+                snap.frames.get(*f as usize).map_or_else(String::new, |fr| super::frame_label(snap, fr))
+            }
             Some(TreeNode { parent: None, .. }) => "all".into(),
             Some(TreeNode { before_trace: true, .. }) => super::BEFORE_TRACE_LABEL.into(),
             Some(_) => super::NO_FRAMES_LABEL.into(),
@@ -176,7 +198,10 @@ pub fn group(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>,
     }
     let mut v: Vec<((u32, bool), u64, usize)> = by_stack_map.into_iter().map(|(k, (b, c))| (k, b, c)).collect();
     sort_groups(&mut v);
-    let by_stack: Vec<StackGroup> = v.into_iter().map(|((stack, before_trace), bytes, count)| StackGroup { stack, before_trace, bytes, count }).collect();
+    let by_stack: Vec<StackGroup> = v
+        .into_iter()
+        .map(|((stack, before_trace), bytes, count)| StackGroup { stack, before_trace, bytes, count })
+        .collect();
     // Sites: merge stacks that share a site frame (by content).
     // (before the trace, site frame by content) -> (site frame id, bytes, count)
     type SiteTotals = HashMap<(bool, Option<FrameKey>), (Option<u32>, u64, usize)>;
@@ -195,7 +220,9 @@ pub fn group(snap: &Snapshot, replay: &Replay, moment: Moment, row: Option<u32>,
             label: if before {
                 super::BEFORE_TRACE_LABEL.to_string()
             } else {
-                frame.and_then(|id| snap.frames.get(id as usize)).map_or_else(|| super::NO_FRAMES_LABEL.to_string(), |f| super::frame_label(snap, f))
+                frame
+                    .and_then(|id| snap.frames.get(id as usize))
+                    .map_or_else(|| super::NO_FRAMES_LABEL.to_string(), |f| super::frame_label(snap, f))
             },
             bytes,
             count,
@@ -317,7 +344,7 @@ mod tests {
     //   python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_buggy.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_buggy() {
-        let Some(snap) = fixture("resnet50_buggy.pickle") else { return };
+        let snap = fixture("resnet50_buggy.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live set");
         assert_eq!(l.row, Some(2302));
@@ -325,7 +352,11 @@ mod tests {
         assert_eq!(l.count, 857);
         assert_eq!(l.tree.nodes[0].bytes, l.total_bytes);
         // The two frame-less groups are separate children of the root.
-        let kids: Vec<(String, u64)> = l.tree.nodes[0].children.iter().map(|&c| (l.tree.label(&snap, c), l.tree.nodes[c as usize].bytes)).collect();
+        let kids: Vec<(String, u64)> = l.tree.nodes[0]
+            .children
+            .iter()
+            .map(|&c| (l.tree.label(&snap, c), l.tree.nodes[c as usize].bytes))
+            .collect();
         assert_eq!(
             kids,
             vec![
@@ -334,7 +365,8 @@ mod tests {
                 ("<no frames, allocated before the trace>".to_string(), 137_650_152)
             ]
         );
-        let got: Vec<(&str, u64, usize)> = l.by_site.iter().take(4).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
+        let got: Vec<(&str, u64, usize)> =
+            l.by_site.iter().take(4).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
         assert_eq!(
             got,
             vec![
@@ -351,11 +383,12 @@ mod tests {
     // python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_fixed.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_fixed_names_backward_nodes() {
-        let Some(snap) = fixture("resnet50_fixed.pickle") else { return };
+        let snap = fixture("resnet50_fixed.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Peak).expect("live set");
         assert_eq!((l.row, l.total_bytes, l.count), (Some(3133), 443_710_928, 682));
-        let got: Vec<(&str, u64, usize)> = l.by_site.iter().take(5).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
+        let got: Vec<(&str, u64, usize)> =
+            l.by_site.iter().take(5).map(|s| (s.label.as_str(), s.bytes, s.count)).collect();
         assert_eq!(
             got,
             vec![
@@ -371,7 +404,7 @@ mod tests {
     // python3 tests/gen/verify_live.py tests/data/real/growth_leak.pickle 17
     #[test]
     fn live_set_at_an_entry_and_out_of_range() {
-        let Some(snap) = fixture("growth_leak.pickle") else { return };
+        let snap = fixture("growth_leak.pickle");
         let r = Replay::build(&snap, 0);
         let l = live_set(&snap, &r, Moment::Entry(17)).expect("live set");
         assert_eq!((l.total_bytes, l.count), (128_133_164, 13));

@@ -11,6 +11,7 @@
 pub mod categories;
 pub mod compare;
 pub mod export;
+mod finding;
 pub mod fragmentation;
 pub mod growth;
 pub mod live;
@@ -46,7 +47,11 @@ impl fmt::Display for AnalysisError {
         match self {
             AnalysisError::NoDevice(s) => write!(f, "{s}"),
             AnalysisError::EntryOutOfRange { entry, entries } => {
-                write!(f, "entry {entry} is out of range: the trace has {entries} entries (0..{})", entries.saturating_sub(1))
+                write!(
+                    f,
+                    "entry {entry} is out of range: the trace has {entries} entries (0..{})",
+                    entries.saturating_sub(1)
+                )
             }
             AnalysisError::BadMoment(s) => write!(f, "'{s}' is not a moment: use peak, start, end or an entry number"),
             AnalysisError::BadTimeline(s) => write!(f, "{s}"),
@@ -203,7 +208,15 @@ impl Replay {
             let stream = t.stream.get(row).copied().unwrap_or(0);
             if a == Action::Alloc {
                 let e = r.lives.len() as u32;
-                r.lives.push(Life { addr, size_bytes: size, stack, stream, alloc_row: Some(row as u32), free_row: None, origin: Origin::Traced });
+                r.lives.push(Life {
+                    addr,
+                    size_bytes: size,
+                    stack,
+                    stream,
+                    alloc_row: Some(row as u32),
+                    free_row: None,
+                    origin: Origin::Traced,
+                });
                 open.insert(addr, e);
             } else {
                 match open.remove(&addr) {
@@ -285,7 +298,9 @@ impl Replay {
 
     /// Indices of the lifetimes live just after `row`, in index order.
     pub fn live_elements(&self, row: Option<u32>) -> Vec<u32> {
-        (0..self.lives.len() as u32).filter(|&i| self.lives.get(i as usize).is_some_and(|l| l.live_after(row))).collect()
+        (0..self.lives.len() as u32)
+            .filter(|&i| self.lives.get(i as usize).is_some_and(|l| l.live_after(row)))
+            .collect()
     }
 
     /// The highest live bytes within rows `[a, b)` and the first row reaching it.
@@ -341,16 +356,26 @@ fn is_allocator_internal(name: &str) -> bool {
 pub fn site_frame(snap: &Snapshot, stack: u32) -> Option<u32> {
     let ids = snap.stacks.get(stack);
     let visible = |&&id: &&u32| -> bool {
-        snap.frames.get(id as usize).is_some_and(|f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
+        snap.frames
+            .get(id as usize)
+            .is_some_and(|f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
     };
     let frame = |id: u32| snap.frames.get(id as usize);
     if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(is_source_frame)) {
         return Some(id);
     }
-    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(|f| snap.strings.get(f.name).contains("autograd::generated::"))) {
+    if let Some(&id) = ids
+        .iter()
+        .filter(visible)
+        .find(|&&id| frame(id).is_some_and(|f| snap.strings.get(f.name).contains("autograd::generated::")))
+    {
         return Some(id);
     }
-    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(|f| !is_allocator_internal(snap.strings.get(f.name)))) {
+    if let Some(&id) = ids
+        .iter()
+        .filter(visible)
+        .find(|&&id| frame(id).is_some_and(|f| !is_allocator_internal(snap.strings.get(f.name))))
+    {
         return Some(id);
     }
     ids.iter().filter(visible).copied().next()
@@ -463,23 +488,17 @@ pub(crate) mod test_util {
 
     use crate::Snapshot;
 
-    /// A fixture by name: `shared/fixtures/NAME` or `tests/data/real/NAME`; `None` when absent.
-    pub fn fixture(name: &str) -> Option<Snapshot> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cands: [PathBuf; 2] = [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)];
-        for p in cands {
-            if let Ok(b) = std::fs::read(&p) {
-                return crate::load(&b).ok();
-            }
-        }
-        eprintln!("note: fixture {name} is absent; skipping");
-        None
+    /// A real snapshot by name (`../shared/fixtures` or `tests/data/real`), loaded; panics when it
+    /// is missing or does not load.
+    pub fn fixture(name: &str) -> Snapshot {
+        let p = fixture_path(name);
+        let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        crate::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
-    /// Path of a fixture file (for non-snapshot inputs).
-    pub fn fixture_path(name: &str) -> Option<PathBuf> {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        [base.join("../shared/fixtures").join(name), base.join("tests/data/real").join(name)].into_iter().find(|p| p.is_file())
+    /// The path of a real snapshot by name; panics when it is missing.
+    pub fn fixture_path(name: &str) -> PathBuf {
+        crate::test_fixtures::real_fixture(name)
     }
 }
 
@@ -491,14 +510,26 @@ mod tests {
 
     #[test]
     fn lifetimes_match_the_timeline_elements() {
-        for name in ["resnet50_fixed.pickle", "oom.pickle", "growth_leak.pickle", "multistream.pickle", "expandable_segments.pickle", "state_only.pickle"] {
-            let Some(snap) = test_util::fixture(name) else { continue };
+        for name in [
+            "resnet50_fixed.pickle",
+            "oom.pickle",
+            "growth_leak.pickle",
+            "multistream.pickle",
+            "expandable_segments.pickle",
+            "state_only.pickle",
+        ] {
+            let snap = test_util::fixture(name);
             for pos in 0..snap.devices.len() {
                 let r = Replay::build(&snap, pos);
-                let l = Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
+                let l =
+                    Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
                 assert_eq!(r.lives.len(), l.elements.len(), "{name}");
                 for (a, b) in r.lives.iter().zip(&l.elements) {
-                    assert_eq!((a.addr, a.size_bytes, a.stack, a.alloc_row, a.free_row, a.origin), (b.addr, b.size_bytes, b.stack, b.alloc_row, b.free_row, b.origin), "{name}");
+                    assert_eq!(
+                        (a.addr, a.size_bytes, a.stack, a.alloc_row, a.free_row, a.origin),
+                        (b.addr, b.size_bytes, b.stack, b.alloc_row, b.free_row, b.origin),
+                        "{name}"
+                    );
                 }
                 let info = crate::info::info(&snap);
                 assert_eq!(r.peak_bytes, info.devices[pos].peak_allocated_bytes, "{name}");
@@ -511,14 +542,10 @@ mod tests {
     /// inputs that load): no panics, and the live set at the peak adds up.
     #[test]
     fn every_analysis_runs_on_every_small_file() {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
         let mut n = 0;
         for dir in ["synth", "hostile", "real"] {
-            let Ok(rd) = std::fs::read_dir(base.join(dir)) else { continue };
-            let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pickle" || x == "json")).collect();
-            paths.sort();
-            for p in paths {
-                let Ok(bytes) = std::fs::read(&p) else { continue };
+            for p in crate::test_fixtures::fixture_files_with(&[dir], &["pickle", "json"]) {
+                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 if bytes.len() > 1 << 20 {
                     continue;
                 }
@@ -546,15 +573,21 @@ mod tests {
     #[test]
     fn cpp_names_lose_their_parameters() {
         assert_eq!(cpp_short_name("at::native::f(at::Tensor const&, long)"), "at::native::f");
-        assert_eq!(cpp_short_name("std::error_code::default_error_condition() const"), "std::error_code::default_error_condition");
-        assert_eq!(cpp_short_name("torch::cuda::(anonymous namespace)::gather_with_cpp()"), "torch::cuda::(anonymous namespace)::gather_with_cpp");
+        assert_eq!(
+            cpp_short_name("std::error_code::default_error_condition() const"),
+            "std::error_code::default_error_condition"
+        );
+        assert_eq!(
+            cpp_short_name("torch::cuda::(anonymous namespace)::gather_with_cpp()"),
+            "torch::cuda::(anonymous namespace)::gather_with_cpp"
+        );
         assert_eq!(cpp_short_name("pthread_condattr_setpshared"), "pthread_condattr_setpshared");
         assert_eq!(cpp_short_name("broken)"), "broken)");
     }
 
     #[test]
     fn moment_at_a_step_matches_the_timeline() {
-        let Some(snap) = test_util::fixture("growth_leak.pickle") else { return };
+        let snap = test_util::fixture("growth_leak.pickle");
         let l = Layout::build(&snap, 0, Options::default());
         let r = Replay::build(&snap, 0);
         for step in [0.0, 3.5, f64::from(l.peak_step), f64::from(l.steps)] {

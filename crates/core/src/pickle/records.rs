@@ -60,9 +60,7 @@ impl Field {
     pub(crate) fn layout(keys: impl Iterator<Item = Option<Field>>) -> Option<Box<[Field]>> {
         let fields: Option<Vec<Field>> = keys.collect();
         let fields = fields?;
-        fields
-            .contains(&Field::Action)
-            .then(|| fields.into_boxed_slice())
+        fields.contains(&Field::Action).then(|| fields.into_boxed_slice())
     }
 }
 
@@ -158,11 +156,7 @@ impl RecordColumns<'_> {
     /// The presence mask of row `k` of the run (see [`RecordColumns::has`]).
     #[inline]
     pub fn mask(&self, k: usize) -> u8 {
-        self.shape
-            .get(k)
-            .and_then(|&s| self.shape_masks.get(s as usize))
-            .copied()
-            .unwrap_or(0)
+        self.shape.get(k).and_then(|&s| self.shape_masks.get(s as usize)).copied().unwrap_or(0)
     }
 
     /// Whether a presence mask has `field`.
@@ -186,11 +180,7 @@ pub struct WideColumns {
 impl WideColumns {
     /// Columns of `n` zeros.
     pub fn zeros(n: usize) -> Self {
-        WideColumns {
-            addr: vec![0; n],
-            size_bytes: vec![0; n],
-            time_us: vec![0; n],
-        }
+        WideColumns { addr: vec![0; n], size_bytes: vec![0; n], time_us: vec![0; n] }
     }
 }
 
@@ -281,20 +271,13 @@ impl RecordTable {
     /// The shape of a row (`None` once the row became a generic dict).
     #[inline]
     pub(crate) fn shape(&self, row: u32) -> Option<u32> {
-        self.shape
-            .get(row as usize)
-            .copied()
-            .filter(|s| s & MOVED_BIT == 0)
+        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT == 0)
     }
 
     /// The generic dict a row became, if it did.
     #[inline]
     pub(crate) fn moved_to(&self, row: u32) -> Option<u32> {
-        self.shape
-            .get(row as usize)
-            .copied()
-            .filter(|s| s & MOVED_BIT != 0)
-            .map(|s| s & !MOVED_BIT)
+        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT != 0).map(|s| s & !MOVED_BIT)
     }
 
     /// Records that a row became generic dict `g`.
@@ -308,21 +291,11 @@ impl RecordTable {
     pub(crate) fn run(&self, first: u32, len: u32) -> Option<RecordRun> {
         let rows = first as usize..(first as usize).checked_add(len as usize)?;
         let shapes = self.shape.get(rows)?;
-        shapes
-            .iter()
-            .all(|&s| s & MOVED_BIT == 0)
-            .then_some(RecordRun {
-                first_row: first,
-                len,
-            })
+        shapes.iter().all(|&s| s & MOVED_BIT == 0).then_some(RecordRun { first_row: first, len })
     }
 
     /// The columns of a run; `shape_masks` holds the presence mask of each shape.
-    pub(crate) fn columns<'a>(
-        &'a self,
-        run: RecordRun,
-        shape_masks: &'a [u8],
-    ) -> Option<RecordColumns<'a>> {
+    pub(crate) fn columns<'a>(&'a self, run: RecordRun, shape_masks: &'a [u8]) -> Option<RecordColumns<'a>> {
         let rows = run.first_row as usize..run.first_row as usize + run.len as usize;
         Some(RecordColumns {
             shape: self.shape.get(rows.clone())?,
@@ -371,14 +344,8 @@ impl RecordTable {
             Field::CompileContext => str_at(&self.compile_context),
             Field::UserMetadata => str_at(&self.user_metadata),
             Field::Frames => self.frames.get(r).map_or(Value::None, |&l| Value::List(l)),
-            Field::Addr => self
-                .addr
-                .get(r)
-                .map_or(Value::None, |&x| value_of_unsigned(x)),
-            Field::Size => self
-                .size_bytes
-                .get(r)
-                .map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Addr => self.addr.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
+            Field::Size => self.size_bytes.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
             Field::Stream => self.stream.get(r).map_or(Value::None, |&x| Value::Int(x)),
             Field::TimeUs => self.time_us.get(r).map_or(Value::None, |&x| Value::Int(x)),
         }
@@ -395,16 +362,8 @@ impl RecordTable {
             size_bytes: self.size_bytes.get(r).copied().filter(|_| has(Field::Size)),
             stream: self.stream.get(r).copied().filter(|_| has(Field::Stream)),
             time_us: self.time_us.get(r).copied().filter(|_| has(Field::TimeUs)),
-            compile_context: self
-                .compile_context
-                .get(r)
-                .copied()
-                .filter(|_| has(Field::CompileContext)),
-            user_metadata: self
-                .user_metadata
-                .get(r)
-                .copied()
-                .filter(|_| has(Field::UserMetadata)),
+            compile_context: self.compile_context.get(r).copied().filter(|_| has(Field::CompileContext)),
+            user_metadata: self.user_metadata.get(r).copied().filter(|_| has(Field::UserMetadata)),
             frames: self.frames.get(r).copied().filter(|_| has(Field::Frames)),
         }
     }
@@ -429,14 +388,7 @@ mod tests {
 
     #[test]
     fn values_round_trip() {
-        let fields = [
-            Field::Action,
-            Field::Addr,
-            Field::Size,
-            Field::Stream,
-            Field::TimeUs,
-            Field::Frames,
-        ];
+        let fields = [Field::Action, Field::Addr, Field::Size, Field::Stream, Field::TimeUs, Field::Frames];
         let pairs = [
             Value::Str(1),
             Value::Str(2),
@@ -464,18 +416,9 @@ mod tests {
     #[test]
     fn odd_types_are_refused() {
         let mut t = RecordTable::default();
-        assert_eq!(
-            t.push(0, &[Field::Addr], &[Value::Str(0), Value::Int(-1)]),
-            None
-        );
-        assert_eq!(
-            t.push(0, &[Field::Addr], &[Value::Str(0), Value::UInt(5)]),
-            None
-        );
-        assert_eq!(
-            t.push(0, &[Field::Action], &[Value::Str(0), Value::Int(1)]),
-            None
-        );
+        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::Int(-1)]), None);
+        assert_eq!(t.push(0, &[Field::Addr], &[Value::Str(0), Value::UInt(5)]), None);
+        assert_eq!(t.push(0, &[Field::Action], &[Value::Str(0), Value::Int(1)]), None);
         assert_eq!(t.len(), 0);
     }
 }

@@ -1,8 +1,8 @@
 //! [`Wire`] for the model, so a snapshot built in a Web Worker reaches the page as bytes.
 
 use super::{
-    Action, Annotation, Block, BlockState, Device, Frame, FrameExtra, Segment, Snapshot,
-    SourceInfo, SparseColumn, StackTable, Strings, Trace, Warning, WarningKind,
+    Action, Annotation, Block, BlockState, Device, Frame, FrameExtra, Segment, Snapshot, SourceInfo, SparseColumn,
+    StackTable, Strings, Trace, Warning, WarningKind,
 };
 use crate::wire::{Decoder, Encoder, Plain, Wire, WireError};
 use crate::{wire_enum, wire_struct};
@@ -14,10 +14,7 @@ impl Plain for Action {
     }
     fn read_le(b: &[u8]) -> Result<Self, WireError> {
         match b {
-            [i] => Action::ALL
-                .get(usize::from(*i))
-                .copied()
-                .ok_or_else(|| WireError(format!("bad action {i}"))),
+            [i] => Action::ALL.get(usize::from(*i)).copied().ok_or_else(|| WireError(format!("bad action {i}"))),
             _ => Err(WireError("short action".into())),
         }
     }
@@ -41,12 +38,7 @@ impl Wire for Action {
 
 wire_enum!(
     BlockState,
-    [
-        BlockState::ActiveAllocated,
-        BlockState::ActivePendingFree,
-        BlockState::Inactive,
-        BlockState::Other
-    ]
+    [BlockState::ActiveAllocated, BlockState::ActivePendingFree, BlockState::Inactive, BlockState::Other]
 );
 wire_enum!(
     WarningKind,
@@ -61,13 +53,7 @@ wire_enum!(
 );
 
 wire_struct!(FrameExtra { dict });
-wire_struct!(Frame {
-    filename,
-    line,
-    name,
-    extra,
-    name_first
-});
+wire_struct!(Frame { filename, line, name, extra, name_first });
 wire_struct!(Segment {
     device,
     address,
@@ -83,32 +69,10 @@ wire_struct!(Segment {
     first_block,
     block_count,
 });
-wire_struct!(Block {
-    address,
-    size,
-    requested_size,
-    state,
-    stack
-});
-wire_struct!(Annotation {
-    name,
-    start,
-    device,
-    time_us
-});
-wire_struct!(Warning {
-    kind,
-    count,
-    example
-});
-wire_struct!(SourceInfo {
-    protocol,
-    json,
-    bare_segment_list,
-    legacy_history,
-    has_device_traces,
-    top_level_keys
-});
+wire_struct!(Block { address, size, requested_size, state, stack });
+wire_struct!(Annotation { name, start, device, time_us });
+wire_struct!(Warning { kind, count, example });
+wire_struct!(SourceInfo { protocol, json, bare_segment_list, legacy_history, has_device_traces, top_level_keys });
 wire_struct!(Device { index, trace });
 crate::wire_by_field!(Trace {} chunked {
     action,
@@ -167,10 +131,7 @@ impl<T: Wire + Copy + PartialEq> Wire for SparseColumn<T> {
         e.put(&self.values);
     }
     fn get(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        Ok(SparseColumn {
-            default: d.get()?,
-            values: d.get()?,
-        })
+        Ok(SparseColumn { default: d.get()?, values: d.get()? })
     }
 }
 
@@ -190,11 +151,7 @@ impl Wire for Strings {
         if starts.len() != ends.len() {
             return Err(WireError("string spans differ in length".into()));
         }
-        let mut s = Strings {
-            data,
-            spans: Vec::with_capacity(starts.len()),
-            index: Default::default(),
-        };
+        let mut s = Strings { data, spans: Vec::with_capacity(starts.len()), index: Default::default() };
         s.index.reserve(starts.len());
         for (i, (&a, &b)) in starts.iter().zip(&ends).enumerate() {
             let Some(text) = s.data.get(a as usize..b as usize) else {
@@ -226,18 +183,8 @@ mod tests {
             let (head2, parts2) = encode(&back);
             assert!(head == head2 && parts == parts2, "{}", path.display());
             assert!(encode(&back1) == (head.clone(), parts.clone()), "{}", path.display());
-            assert_eq!(
-                crate::reference::trace(&back).ok(),
-                crate::reference::trace(&snap).ok(),
-                "{}",
-                path.display()
-            );
-            assert_eq!(
-                crate::reference::stats(&back).ok(),
-                crate::reference::stats(&snap).ok(),
-                "{}",
-                path.display()
-            );
+            assert_eq!(crate::reference::trace(&back).ok(), crate::reference::trace(&snap).ok(), "{}", path.display());
+            assert_eq!(crate::reference::stats(&back).ok(), crate::reference::stats(&snap).ok(), "{}", path.display());
             // Each trace field by field, in chunks small enough that every column takes several.
             for dev in &snap.devices {
                 let whole = encode(&dev.trace);
@@ -251,10 +198,7 @@ mod tests {
             }
             assert_eq!(back.strings.len(), snap.strings.len());
             for id in 0..snap.strings.len() as u32 {
-                assert_eq!(
-                    back.strings.find(snap.strings.get(id)),
-                    snap.strings.find(snap.strings.get(id))
-                );
+                assert_eq!(back.strings.find(snap.strings.get(id)), snap.strings.find(snap.strings.get(id)));
             }
             seen += 1;
         }

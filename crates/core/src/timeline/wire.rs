@@ -6,15 +6,8 @@ use crate::wire::{Decoder, Encoder, Plain, Wire, WireError};
 use crate::{wire_enum, wire_struct};
 
 wire_enum!(Mode, [Mode::Allocations, Mode::Segments, Mode::MappedPages]);
-wire_enum!(
-    Origin,
-    [Origin::Traced, Origin::FreedWithoutAlloc, Origin::Ghost]
-);
-wire_struct!(Options {
-    max_entries,
-    mode,
-    hide_freed
-});
+wire_enum!(Origin, [Origin::Traced, Origin::FreedWithoutAlloc, Origin::Ghost]);
+wire_struct!(Options { max_entries, mode, hide_freed });
 crate::wire_by_field!(IntervalIndex { levels } chunked { items, max_end });
 crate::wire_by_field!(BlockMaxima {} chunked {
     total_max,
@@ -148,19 +141,11 @@ mod tests {
     fn fixture_layouts_round_trip() {
         let mut seen = 0;
         for (path, snap) in crate::wire::test_snapshots() {
-            for (mode, max_entries) in [
-                (Mode::Allocations, 15_000),
-                (Mode::Allocations, 7),
-                (Mode::Segments, 15_000),
-            ] {
+            for (mode, max_entries) in [(Mode::Allocations, 15_000), (Mode::Allocations, 7), (Mode::Segments, 15_000)] {
                 let l = Layout::build(
                     &snap,
                     snap.default_device().unwrap_or(0),
-                    Options {
-                        max_entries,
-                        mode,
-                        hide_freed: false,
-                    },
+                    Options { max_entries, mode, hide_freed: false },
                 );
                 let (head, parts) = encode(&l);
                 let back: Layout = decode(&head, &mut PartList::new(parts.clone())).unwrap();
@@ -190,10 +175,7 @@ mod tests {
                 );
                 for s in (0..l.steps).step_by(97) {
                     let b = l.peak_bytes / 2;
-                    assert_eq!(
-                        back.hit_test(f64::from(s), b as f64),
-                        l.hit_test(f64::from(s), b as f64)
-                    );
+                    assert_eq!(back.hit_test(f64::from(s), b as f64), l.hit_test(f64::from(s), b as f64));
                 }
             }
             seen += 1;

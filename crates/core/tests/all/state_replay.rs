@@ -10,22 +10,11 @@ use std::path::PathBuf;
 use memviz_core::snapshot::{Action, BlockState, Snapshot};
 use memviz_core::state::{AllocatorState, History};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::common::{fixture, fixture_files_with};
 
 /// Every pickle of the shared fixtures and of tests/data/real, sorted.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["../shared/fixtures", "tests/data/real"] {
-        if let Ok(rd) = std::fs::read_dir(root().join(dir)) {
-            for e in rd.flatten() {
-                if e.path().extension().is_some_and(|x| x == "pickle") {
-                    out.push(e.path());
-                }
-            }
-        }
-    }
+    let mut out = fixture_files_with(&["shared", "real"], &["pickle"]);
     out.sort();
     out
 }
@@ -90,8 +79,12 @@ fn impossible(st: &AllocatorState, action: Action, addr: u64, size: u64) -> Opti
         }
         Action::FreeRequested | Action::FreeCompleted | Action::Free => match st.blocks.get(&addr) {
             None => return Some("free of no live block".into()),
-            Some(b) if b.requested_bytes != size => return Some(format!("free of {size} bytes, block has {}", b.requested_bytes)),
-            Some(b) if action == Action::FreeCompleted && !b.pending_free => return Some("free_completed without free_requested".into()),
+            Some(b) if b.requested_bytes != size => {
+                return Some(format!("free of {size} bytes, block has {}", b.requested_bytes))
+            }
+            Some(b) if action == Action::FreeCompleted && !b.pending_free => {
+                return Some("free_completed without free_requested".into())
+            }
             _ => {}
         },
         Action::SegmentAlloc | Action::SegmentMap => {
@@ -137,7 +130,7 @@ fn first_impossible_step(snap: &Snapshot, pos: usize) -> Option<String> {
 fn the_step_check_catches_inconsistent_traces() {
     // Made-up traces the caching allocator cannot have written: the check must see them.
     for name in ["inconsistent_alloc_outside", "inconsistent_double_alloc"] {
-        let p = root().join(format!("tests/data/synth/{name}.pickle"));
+        let p = fixture("synth", &format!("{name}.pickle"));
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
         let snap = memviz_core::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let found = (0..snap.devices.len()).find_map(|pos| first_impossible_step(&snap, pos));
@@ -147,11 +140,19 @@ fn the_step_check_catches_inconsistent_traces() {
 
 #[test]
 fn every_real_snapshot_is_covered() {
-    let names: Vec<String> = fixtures().iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
-    let mut want = vec!["expandable_segments", "gpt_amp_annotated", "growth_leak", "metadata_mempool", "multistream"];
-    if root().join("../shared/fixtures").is_dir() {
-        want.extend(["oom", "resnet50_buggy", "resnet50_fixed", "state_only"]);
-    }
+    let names: Vec<String> =
+        fixtures().iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect();
+    let want = [
+        "expandable_segments",
+        "gpt_amp_annotated",
+        "growth_leak",
+        "metadata_mempool",
+        "multistream",
+        "oom",
+        "resnet50_buggy",
+        "resnet50_fixed",
+        "state_only",
+    ];
     for w in want {
         assert!(names.contains(&format!("{w}.pickle")), "{w}.pickle is not replayed ({names:?})");
     }
@@ -171,12 +172,20 @@ fn forward_replay_from_the_reconstructed_start_ends_in_the_snapshot() {
             let mut st = history.initial().clone();
             // The reconstructed start is itself a possible state: every block inside a segment.
             for &a in st.blocks.keys() {
-                assert!(st.segment_of(a).is_some(), "{f:?} device {pos}: block {a:#x} outside every segment at the start");
+                assert!(
+                    st.segment_of(a).is_some(),
+                    "{f:?} device {pos}: block {a:#x} outside every segment at the start"
+                );
             }
             let samples = (t.len() / 40).max(1);
             for k in 0..t.len() {
                 if let Some(why) = impossible(&st, t.action[k], t.addr[k], t.size_bytes[k]) {
-                    panic!("{f:?} device {pos}: entry {k} ({} {:#x} {}): {why}", t.action[k].name(), t.addr[k], t.size_bytes[k]);
+                    panic!(
+                        "{f:?} device {pos}: entry {k} ({} {:#x} {}): {why}",
+                        t.action[k].name(),
+                        t.addr[k],
+                        t.size_bytes[k]
+                    );
                 }
                 st.apply(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k]);
                 if k % samples == 0 || k + 1 == t.len() {

@@ -12,8 +12,11 @@
 //! string twice gives the same id). A memo slot written twice retires the template, since a key
 //! GET may then mean another string.
 
-use super::records::{Field, TraceRecord};
-use super::{small_long, Parser, Value, MEMO_DICT, RECORD_BIT};
+use super::Parser;
+use crate::pickle::document::RECORD_BIT;
+use crate::pickle::records::{Field, TraceRecord};
+use crate::pickle::text::small_long;
+use crate::pickle::value::{Value, MEMO_DICT};
 
 /// Most memo writes the inline values of one entry make (one per field).
 const MAX_INLINE_MEMO: usize = 8;
@@ -27,10 +30,7 @@ pub(super) struct InlineMemo {
 
 impl InlineMemo {
     pub(super) fn new() -> Self {
-        InlineMemo {
-            values: [Value::None; MAX_INLINE_MEMO],
-            len: 0,
-        }
+        InlineMemo { values: [Value::None; MAX_INLINE_MEMO], len: 0 }
     }
 
     /// Adds a write; `None` when there are too many.
@@ -181,10 +181,7 @@ impl Parser {
     /// `memo_put`, with the usual case (the next dense slot) done at once.
     #[inline(always)]
     fn memo_append_record(&mut self, idx: u64, d: u32) {
-        if idx == self.memo_tags.len() as u64
-            && self.memo_sparse.is_empty()
-            && self.fresh.is_none()
-        {
+        if idx == self.memo_tags.len() as u64 && self.memo_sparse.is_empty() && self.fresh.is_none() {
             self.memo_writes += 1;
             self.memo_tags.push(MEMO_DICT);
             self.memo_ids.push(d);
@@ -286,19 +283,12 @@ impl Parser {
     /// A string written inline (`SHORT_BINUNICODE` or `BINUNICODE`, valid UTF-8) and the
     /// `MEMOIZE` that may follow it (added to `memo`): (string id, bytes taken).
     #[inline]
-    pub(super) fn inline_str(
-        &mut self,
-        rest: &[u8],
-        memo: &mut InlineMemo,
-    ) -> Option<(u32, usize)> {
+    pub(super) fn inline_str(&mut self, rest: &[u8], memo: &mut InlineMemo) -> Option<(u32, usize)> {
         let (len, header): (usize, usize) = match *rest.first()? {
             0x8c => (usize::from(*rest.get(1)?), 2),
             b'X' => {
                 let b = rest.get(1..5)?;
-                (
-                    usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()?,
-                    5,
-                )
+                (usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()?, 5)
             }
             _ => return None,
         };
@@ -380,9 +370,8 @@ impl Parser {
         if std::mem::replace(&mut self.entries_reserved, true) {
             return;
         }
-        let remaining = self.total_len.map_or(rest_len as u64, |t| {
-            t.saturating_sub(self.consumed).max(rest_len as u64)
-        });
+        let remaining =
+            self.total_len.map_or(rest_len as u64, |t| t.saturating_sub(self.consumed).max(rest_len as u64));
         let rows = remaining / entry_len.max(32) as u64;
         let room = (RECORD_BIT as usize).saturating_sub(self.doc.records.len());
         let rows = usize::try_from(rows).unwrap_or(room).min(room);
@@ -402,11 +391,7 @@ impl Parser {
         entry_len: usize,
         rest_len: usize,
     ) {
-        if self
-            .entry_template
-            .as_ref()
-            .is_some_and(|t| t.shape == shape && t.rebinds == self.memo_rebinds)
-        {
+        if self.entry_template.as_ref().is_some_and(|t| t.shape == shape && t.rebinds == self.memo_rebinds) {
             return;
         }
         let Some(Some(fields)) = self.doc.shape_fields.get(shape as usize) else {
@@ -415,18 +400,11 @@ impl Parser {
         if codes.len() != fields.len() {
             return;
         }
-        let keys: Option<Vec<(KeyCode, Field)>> = codes
-            .iter()
-            .zip(fields.iter())
-            .map(|(c, &f)| c.map(|c| (c, f)))
-            .collect();
+        let keys: Option<Vec<(KeyCode, Field)>> =
+            codes.iter().zip(fields.iter()).map(|(c, &f)| c.map(|c| (c, f))).collect();
         if let Some(keys) = keys {
             self.reserve_for_entries(entry_len, rest_len);
-            self.entry_template = Some(EntryTemplate {
-                shape,
-                keys,
-                rebinds: self.memo_rebinds,
-            });
+            self.entry_template = Some(EntryTemplate { shape, keys, rebinds: self.memo_rebinds });
         }
     }
 }
@@ -459,11 +437,7 @@ mod tests {
     fn summary(d: &Document) -> Vec<Vec<(String, Value)>> {
         d.items(d.root())
             .iter()
-            .map(|e| {
-                d.dict_iter(e)
-                    .map(|(k, v)| (d.as_str(k).unwrap_or("?").to_owned(), v))
-                    .collect()
-            })
+            .map(|e| d.dict_iter(e).map(|(k, v)| (d.as_str(k).unwrap_or("?").to_owned(), v)).collect())
             .collect()
     }
 
@@ -499,7 +473,17 @@ mod tests {
         let d = p.finish().expect("finishes");
         let s = summary(&d);
         assert_eq!(s.len(), 6);
-        assert_eq!(s[3], vec![("action".to_owned(), d.get(d.items(d.root()).get(3).unwrap_or(Value::None), "action").unwrap_or(Value::None)), ("addr".to_owned(), Value::Int(64)), ("size".to_owned(), Value::Int(8))]);
+        assert_eq!(
+            s[3],
+            vec![
+                (
+                    "action".to_owned(),
+                    d.get(d.items(d.root()).get(3).unwrap_or(Value::None), "action").unwrap_or(Value::None)
+                ),
+                ("addr".to_owned(), Value::Int(64)),
+                ("size".to_owned(), Value::Int(8))
+            ]
+        );
         assert_eq!(s[4][1], ("addr".to_owned(), Value::Int(80)));
     }
 
@@ -513,9 +497,7 @@ mod tests {
             assert_eq!(e[1], ("addr".to_owned(), Value::Int(16 * (i as i64 + 1))));
         }
         assert_eq!(s[3][1], ("size".to_owned(), Value::Int(64)));
-        assert!(d
-            .trace_record(d.items(d.root()).get(2).unwrap_or(Value::None))
-            .is_some());
+        assert!(d.trace_record(d.items(d.root()).get(2).unwrap_or(Value::None)).is_some());
     }
 
     /// Entries whose action and frame list are written inline (a frame list of two items, one
@@ -558,7 +540,14 @@ mod tests {
         let bytes = entries_with_inline_values();
         let d = parse(&bytes).expect("parses");
         let s = inline_summary(&d);
-        let want = [("alloc", 16, 2), ("alloc", 32, 2), ("free_requested", 48, 3), ("free_requested", 64, 1), ("alloc", 80, 0), ("alloc", 96, 2)];
+        let want = [
+            ("alloc", 16, 2),
+            ("alloc", 32, 2),
+            ("free_requested", 48, 3),
+            ("free_requested", 64, 1),
+            ("alloc", 80, 0),
+            ("alloc", 96, 2),
+        ];
         assert_eq!(s.len(), want.len());
         for (got, (action, addr, frames)) in s.iter().zip(want) {
             assert_eq!(got, &(action.to_owned(), Some(Value::Int(addr)), frames));

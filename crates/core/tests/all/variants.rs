@@ -1,10 +1,11 @@
 //! Every format variant of a memory snapshot, each with a small pickle written here (and the
 //! synthetic data files where they exist): what the model makes of it, and that it loads at all.
 
-mod common;
-
-use common::snap::{block, entry, frame, segment, snapshot};
-use common::{dict, dumps, i, list, s, shared, to_json, typical, Py};
+use crate::common::{
+    self,
+    snap::{block, entry, frame, segment, snapshot},
+};
+use crate::common::{dict, dumps, i, list, s, shared, to_json, typical, Py};
 use memviz_core::info::info;
 use memviz_core::snapshot::{Action, BlockState, WarningKind};
 use memviz_core::{load, reference, Error, Loader, Snapshot};
@@ -28,21 +29,20 @@ fn fingerprint(snap: &Snapshot) -> String {
     format!("{stats}\n---\n{trace}\n---\n{i:?}")
 }
 
-fn synth(name: &str) -> Option<Vec<u8>> {
-    let p = common::data_dir("synth").join(name);
-    if p.is_file() {
-        Some(common::read(&p))
-    } else {
-        eprintln!("note: {} is absent; skipping that part", p.display());
-        None
-    }
+fn synth(name: &str) -> Vec<u8> {
+    common::read(&common::fixture("synth", name))
 }
 
 #[test]
 fn bare_list_of_segments() {
     let f = list(vec![frame("f", "a.py", 1)]);
     let v = list(vec![
-        segment(0, 1 << 30, 2 << 20, vec![block(1 << 20, 1000, "active_allocated", f.clone()), block(1 << 20, 0, "inactive", list(vec![]))]),
+        segment(
+            0,
+            1 << 30,
+            2 << 20,
+            vec![block(1 << 20, 1000, "active_allocated", f.clone()), block(1 << 20, 0, "inactive", list(vec![]))],
+        ),
         segment(1, 1 << 31, 1 << 20, vec![block(1 << 20, 1 << 20, "active_allocated", f)]),
     ]);
     for p in [2, 4] {
@@ -62,7 +62,8 @@ fn bare_list_of_segments() {
         assert!(info(&snap).format_notes.iter().any(|n| n.contains("bare segment list")));
     }
     for name in ["bare_list_legacy.pickle", "bare_list_modern.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+            let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(snap.source.bare_segment_list, "{name}");
         }
@@ -75,18 +76,26 @@ fn legacy_blocks_with_history() {
     let legacy_block = |size: i128, real: Option<i128>, state: &str| {
         let mut pairs = vec![("size", i(size)), ("state", s(state))];
         if let Some(r) = real {
-            pairs.push(("history", list(vec![dict(vec![("addr", i(1 << 30)), ("real_size", i(r)), ("frames", f.clone())])])));
+            pairs.push((
+                "history",
+                list(vec![dict(vec![("addr", i(1 << 30)), ("real_size", i(r)), ("frames", f.clone())])]),
+            ));
         }
         dict(pairs)
     };
     let v = dict(vec![
         (
             "segments",
-            list(vec![segment(0, 1 << 30, 3 << 20, vec![
-                legacy_block(1 << 20, Some(777), "active_allocated"),
-                legacy_block(1 << 20, None, "active_allocated"),
-                legacy_block(1 << 20, None, "inactive"),
-            ])]),
+            list(vec![segment(
+                0,
+                1 << 30,
+                3 << 20,
+                vec![
+                    legacy_block(1 << 20, Some(777), "active_allocated"),
+                    legacy_block(1 << 20, None, "active_allocated"),
+                    legacy_block(1 << 20, None, "inactive"),
+                ],
+            )]),
         ),
         ("device_traces", list(vec![list(vec![])])),
     ]);
@@ -105,7 +114,8 @@ fn legacy_blocks_with_history() {
     assert_eq!(b[2].address, (1 << 30) + (2 << 20));
     reference::stats(&snap).expect("stats");
     for name in ["legacy_history.pickle", "legacy_no_history.pickle", "legacy_empty_history.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+            let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             let _ = reference::stats(&snap);
         }
@@ -114,7 +124,11 @@ fn legacy_blocks_with_history() {
 
 #[test]
 fn entries_without_time_us_or_frames() {
-    let v = one_trace(vec![entry("alloc", 4096, 512, None, None), entry("free_requested", 4096, 512, None, None), entry("free_completed", 4096, 512, None, None)]);
+    let v = one_trace(vec![
+        entry("alloc", 4096, 512, None, None),
+        entry("free_requested", 4096, 512, None, None),
+        entry("free_completed", 4096, 512, None, None),
+    ]);
     for p in 0..=5 {
         let snap = load_ok(&v, p);
         let t = &snap.devices[0].trace;
@@ -126,12 +140,17 @@ fn entries_without_time_us_or_frames() {
         assert_eq!(info(&snap).recording.stacks, "none");
     }
     // Mixed: only some entries have a time.
-    let v = one_trace(vec![entry("alloc", 4096, 512, None, None), entry("free_requested", 4096, 512, Some(5), None), entry("free_completed", 4096, 512, None, None)]);
+    let v = one_trace(vec![
+        entry("alloc", 4096, 512, None, None),
+        entry("free_requested", 4096, 512, Some(5), None),
+        entry("free_completed", 4096, 512, None, None),
+    ]);
     let snap = load_ok(&v, 4);
     let t = &snap.devices[0].trace;
     assert_eq!((t.time_us_at(0), t.time_us_at(1), t.time_us_at(2)), (None, Some(5), None));
     for name in ["no_time_us.pickle", "no_frames.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+            let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -139,7 +158,13 @@ fn entries_without_time_us_or_frames() {
 
 #[test]
 fn oom_without_addr_keeps_device_free() {
-    let oom = dict(vec![("action", s("oom")), ("size", i(1 << 30)), ("stream", i(0)), ("device_free", i(12_345_678)), ("time_us", i(9))]);
+    let oom = dict(vec![
+        ("action", s("oom")),
+        ("size", i(1 << 30)),
+        ("stream", i(0)),
+        ("device_free", i(12_345_678)),
+        ("time_us", i(9)),
+    ]);
     let v = one_trace(vec![entry("alloc", 4096, 512, Some(1), None), oom]);
     let snap = load_ok(&v, 4);
     let t = &snap.devices[0].trace;
@@ -155,7 +180,14 @@ fn oom_without_addr_keeps_device_free() {
 
 #[test]
 fn user_defined_and_merged_free_actions() {
-    let ud = dict(vec![("action", s("user_defined")), ("addr", i(0)), ("size", i(0)), ("stream", i(0)), ("time_us", i(3)), ("user_metadata", s("step 1"))]);
+    let ud = dict(vec![
+        ("action", s("user_defined")),
+        ("addr", i(0)),
+        ("size", i(0)),
+        ("stream", i(0)),
+        ("time_us", i(3)),
+        ("user_metadata", s("step 1")),
+    ]);
     let v = one_trace(vec![entry("alloc", 4096, 512, Some(1), None), ud, entry("free", 4096, 512, Some(4), None)]);
     let snap = load_ok(&v, 4);
     let t = &snap.devices[0].trace;
@@ -169,7 +201,8 @@ fn user_defined_and_merged_free_actions() {
     let trace = reference::trace(&snap).expect("trace");
     assert!(trace.contains("'action': 'user_defined'") && trace.contains("'action': 'free'"), "{trace}");
     for name in ["user_defined.pickle", "historical_free.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+            let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -194,7 +227,8 @@ fn segment_map_and_unmap() {
     // final (0) minus the net change (+4 MiB), clamped at 0, and peaks at 6 MiB.
     assert_eq!(d.peak_reserved_bytes, (6 * mb) as u64);
     reference::trace(&snap).expect("trace");
-    if let Some(b) = synth("expandable.pickle") {
+    {
+        let b = synth("expandable.pickle");
         let snap = load(&b).expect("expandable.pickle");
         assert!(snap.segments.iter().any(|s| s.is_expandable));
         assert!(snap.devices.iter().any(|d| d.trace.action.contains(&Action::SegmentMap)));
@@ -205,7 +239,12 @@ fn segment_map_and_unmap() {
 fn addresses_at_and_above_2_53_and_2_63_are_exact() {
     let addrs: [u64; 6] = [(1 << 53) + 1, (1 << 53) + 3, (1 << 63) - 1, 1 << 63, (1 << 63) + 5, u64::MAX];
     let entries: Vec<Py> = addrs.iter().map(|&a| entry("alloc", i128::from(a), 512, Some(1), None)).collect();
-    let segs = vec![segment(0, i128::from(addrs[4]), 1 << 20, vec![block(1 << 20, 1 << 20, "active_allocated", list(vec![]))])];
+    let segs = vec![segment(
+        0,
+        i128::from(addrs[4]),
+        1 << 20,
+        vec![block(1 << 20, 1 << 20, "active_allocated", list(vec![]))],
+    )];
     let v = snapshot(segs, vec![entries]);
     for p in 0..=5 {
         let snap = load_ok(&v, p);
@@ -221,7 +260,8 @@ fn addresses_at_and_above_2_53_and_2_63_are_exact() {
     let trace = reference::trace(&load_ok(&v, 4)).expect("trace");
     assert!(trace.contains("a = cudaMalloc(9223372036854775813, 1.0MiB)"), "{trace}");
     for name in ["addr_2_53.pickle", "addr_2_63.pickle"] {
-        if let Some(b) = synth(name) {
+        {
+            let b = synth(name);
             load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
@@ -236,13 +276,18 @@ fn profile_plot_category_column() {
         }
         dict(pairs)
     };
-    let v = one_trace(vec![cat("alloc", 4096, Some("activation")), cat("alloc", 8192, None), cat("alloc", 16384, Some("parameter"))]);
+    let v = one_trace(vec![
+        cat("alloc", 4096, Some("activation")),
+        cat("alloc", 8192, None),
+        cat("alloc", 16384, Some("parameter")),
+    ]);
     let snap = load_ok(&v, 4);
     let t = &snap.devices[0].trace;
     assert!(t.category.is_present());
     let names: Vec<&str> = (0..3).map(|r| snap.strings.get(t.category.get(r).unwrap_or(0))).collect();
     assert_eq!(names, ["activation", "", "parameter"]);
-    if let Some(b) = synth("profile_plot.pickle") {
+    {
+        let b = synth("profile_plot.pickle");
         let snap = load(&b).expect("profile_plot.pickle");
         assert!(snap.devices.iter().any(|d| d.trace.category.is_present()));
     }
@@ -250,7 +295,9 @@ fn profile_plot_category_column() {
 
 #[test]
 fn several_devices_with_empty_traces() {
-    let mk = |n: usize, base: i128| -> Vec<Py> { (0..n).map(|k| entry("alloc", base + 4096 * k as i128, 512, Some(1), None)).collect() };
+    let mk = |n: usize, base: i128| -> Vec<Py> {
+        (0..n).map(|k| entry("alloc", base + 4096 * k as i128, 512, Some(1), None)).collect()
+    };
     let segs = vec![segment(5, 1 << 40, 1 << 20, vec![block(1 << 20, 0, "inactive", list(vec![]))])];
     let v = snapshot(segs, vec![vec![], mk(3, 1 << 30), mk(5, 1 << 31), vec![]]);
     let snap = load_ok(&v, 4);
@@ -262,7 +309,11 @@ fn several_devices_with_empty_traces() {
     // `trace` skips empty devices.
     let trace = reference::trace(&snap).expect("trace");
     assert!(trace.starts_with("Device 1 ----------------\n3 entries\n"), "{trace}");
-    assert!(trace.contains("Device 2 ----------------\n5 entries\n") && !trace.contains("Device 0") && !trace.contains("Device 3"));
+    assert!(
+        trace.contains("Device 2 ----------------\n5 entries\n")
+            && !trace.contains("Device 0")
+            && !trace.contains("Device 3")
+    );
     // Ties go to the lowest index; all-empty picks the first device.
     let snap = load_ok(&snapshot(vec![], vec![vec![], mk(2, 0), mk(2, 1 << 20)]), 4);
     assert_eq!(snap.default_device(), Some(1));
@@ -270,7 +321,8 @@ fn several_devices_with_empty_traces() {
     assert_eq!(snap.default_device(), Some(0));
     let snap = load_ok(&snapshot(vec![], vec![]), 4);
     assert_eq!(snap.default_device(), None);
-    if let Some(b) = synth("multi_device.pickle") {
+    {
+        let b = synth("multi_device.pickle");
         let snap = load(&b).expect("multi_device.pickle");
         assert!(snap.devices.len() >= 2);
     }
@@ -295,7 +347,8 @@ fn json_snapshot_gives_the_same_model_as_its_pickle() {
     let padded = format!("\n  \t{json}");
     assert_eq!(fingerprint(&load(padded.as_bytes()).expect("padded json")), fingerprint(&from_json));
     // The generated twins, when present.
-    if let (Some(j), Some(p)) = (synth("json_snapshot.json"), synth("json_snapshot.pickle")) {
+    {
+        let (j, p) = (synth("json_snapshot.json"), synth("json_snapshot.pickle"));
         let a = load(&j).expect("json_snapshot.json");
         let b = load(&p).expect("json_snapshot.pickle");
         if let Some(d) = common::first_diff(&fingerprint(&b), &fingerprint(&a)) {
@@ -320,7 +373,7 @@ fn protocols_0_to_5_give_identical_output() {
         assert!(snap.warnings.is_empty(), "protocol {p}: {:?}", snap.warnings);
     }
     // The generated files, one per protocol, hold the same data.
-    let files: Vec<Vec<u8>> = (0..=5).filter_map(|p| synth(&format!("typical_p{p}.pickle"))).collect();
+    let files: Vec<Vec<u8>> = (0..=5).map(|p| synth(&format!("typical_p{p}.pickle"))).collect();
     let texts: Vec<String> = files.iter().map(|b| fingerprint(&load(b).expect("typical_pN"))).collect();
     for (p, t) in texts.iter().enumerate().skip(1) {
         if let Some(d) = common::first_diff(&texts[0], t) {
@@ -365,7 +418,8 @@ fn shared_frame_lists_are_interned_once() {
     assert_eq!(snap.frames.len(), 40);
     // Shared frame dicts in distinct lists of different lengths.
     let fr: Vec<Py> = (0..10).map(|k| shared(frame(&format!("g{k}"), "x.py", k))).collect();
-    let entries: Vec<Py> = (1..=10).map(|n| entry("alloc", 4096 * n as i128, 512, None, Some(list(fr[..n].to_vec())))).collect();
+    let entries: Vec<Py> =
+        (1..=10).map(|n| entry("alloc", 4096 * n as i128, 512, None, Some(list(fr[..n].to_vec())))).collect();
     let snap = load_ok(&one_trace(entries), 4);
     assert_eq!(snap.frames.len(), 10);
     assert_eq!(snap.stacks.len(), 11);
@@ -379,8 +433,8 @@ fn inconsistent_traces_load_with_warnings() {
         entry("alloc", 8192, 512, Some(3), None), // double alloc
         entry("free_completed", 8192, 512, Some(4), None),
         entry("free_completed", 12288, 512, Some(5), None), // another free without alloc
-        entry("teleport", 0, 0, Some(6), None), // unknown action
-        dict(vec![("addr", i(1)), ("size", i(2))]), // no action at all
+        entry("teleport", 0, 0, Some(6), None),             // unknown action
+        dict(vec![("addr", i(1)), ("size", i(2))]),         // no action at all
     ]);
     let snap = load_ok(&v, 4);
     let w = |k: WarningKind| snap.warnings.iter().find(|w| w.kind == k).map(|w| (w.count, w.example.clone()));
@@ -401,8 +455,10 @@ fn inconsistent_traces_load_with_warnings() {
     let snap = load_ok(&v, 4);
     assert_eq!(snap.devices[0].trace.len(), 1);
     assert!(snap.warnings.iter().any(|w| w.kind == WarningKind::OddField));
-    for name in ["inconsistent_free_without_alloc.pickle", "inconsistent_double_alloc.pickle", "unknown_action.pickle"] {
-        if let Some(b) = synth(name) {
+    for name in ["inconsistent_free_without_alloc.pickle", "inconsistent_double_alloc.pickle", "unknown_action.pickle"]
+    {
+        {
+            let b = synth(name);
             let snap = load(&b).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!snap.warnings.is_empty(), "{name}: expected warnings");
         }
@@ -452,7 +508,8 @@ fn rare_but_legal_pickle_shapes() {
     let snap = load(&b).expect("trailing bytes");
     assert!(snap.warnings.iter().any(|w| w.kind == WarningKind::Pickle));
     // Top-level dict keys other than the known ones are kept.
-    let v = dict(vec![("segments", list(vec![])), ("device_traces", list(vec![])), ("host_segments", list(vec![i(1)]))]);
+    let v =
+        dict(vec![("segments", list(vec![])), ("device_traces", list(vec![])), ("host_segments", list(vec![i(1)]))]);
     let snap = load_ok(&v, 4);
     assert_eq!(snap.other_keys.len(), 1);
     assert_eq!(snap.other_keys[0].0, "host_segments");

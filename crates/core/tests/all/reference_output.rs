@@ -3,11 +3,9 @@
 //! snapshot found at test time in the fixtures, `tests/data/real` and `tests/data/synth`. Also the
 //! same through the chunked [`memviz_core::Loader`].
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{first_diff, list_dir, read, reference_dirs};
+use crate::common::{first_diff, fixture, fixture_dir, fixture_files, read, REFERENCE_DIRS};
 use memviz_core::{info, reference, Loader, Snapshot};
 
 /// A snapshot file and the reference texts next to it.
@@ -20,9 +18,9 @@ struct Case {
 /// `NAME.pickle` (and `NAME.json`) files with at least one `NAME.ref.*.txt` beside them.
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for dir in reference_dirs() {
-        let Some(files) = list_dir(&dir) else { continue };
-        for f in files {
+    for which in REFERENCE_DIRS {
+        let dir = fixture_dir(which);
+        for f in fixture_files(&[which]) {
             let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
             let Some(stem) = name.strip_suffix(".pickle").or_else(|| name.strip_suffix(".json")) else { continue };
             let stats = dir.join(format!("{stem}.ref.stats.txt"));
@@ -52,10 +50,7 @@ fn check(file: &Path, what: &str, expected: &Path, actual: Result<String, memviz
 #[test]
 fn stats_and_trace_match_pytorch_byte_for_byte() {
     let cases = cases();
-    if cases.is_empty() {
-        eprintln!("note: no snapshot with reference output found; nothing to compare");
-        return;
-    }
+    assert!(!cases.is_empty(), "no snapshot with reference output in {REFERENCE_DIRS:?}");
     let mut failures = Vec::new();
     let mut compared = 0;
     for c in &cases {
@@ -103,10 +98,7 @@ fn load_chunked(bytes: &[u8], chunk: usize, announce_len: bool) -> Result<(Snaps
 #[test]
 fn chunked_loader_builds_the_same_model() {
     let cases = cases();
-    if cases.is_empty() {
-        eprintln!("note: no snapshot found; nothing to compare");
-        return;
-    }
+    assert!(!cases.is_empty(), "no snapshot with reference output in {REFERENCE_DIRS:?}");
     let mut failures = Vec::new();
     for c in &cases {
         let bytes = read(&c.file);
@@ -148,9 +140,8 @@ fn every_snapshot_in_the_data_folders_loads() {
     // Files without reference output (variants PyTorch's CLI cannot print) must still load.
     let mut failures = Vec::new();
     let mut n = 0;
-    for dir in reference_dirs() {
-        let Some(files) = list_dir(&dir) else { continue };
-        for f in files {
+    for which in REFERENCE_DIRS {
+        for f in fixture_files(&[which]) {
             if f.extension().is_none_or(|e| e != "pickle") {
                 continue;
             }
@@ -171,19 +162,15 @@ fn every_snapshot_in_the_data_folders_loads() {
 /// still loads and the same command returns (an error message or a result, never a panic).
 #[test]
 fn commands_pytorch_cannot_run_still_return() {
-    let dir = common::data_dir("synth");
-    let Some(path) = common::find_file(&dir, "manifest.json") else { return };
-    let m: serde_json::Value = serde_json::from_slice(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let path = fixture("synth", "manifest.json");
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let Some(fails) = m.get("reference_failures").and_then(|v| v.as_object()) else {
-        eprintln!("note: no reference_failures in {}", path.display());
-        return;
+        panic!("{}: no 'reference_failures' object", path.display());
     };
     let mut problems = Vec::new();
     for (file, cmds) in fails {
-        let p = dir.join(file);
-        if !p.is_file() {
-            continue;
-        }
+        let p = fixture("synth", file);
         let snap = match memviz_core::load(&read(&p)) {
             Ok(s) => s,
             Err(e) => {

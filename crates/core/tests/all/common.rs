@@ -1,53 +1,22 @@
 //! Helpers shared by the integration tests: where the test data lives, readable diffs, and a
 //! small pickle writer for building snapshots in code (every protocol, with memoized sharing).
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
-/// `tests/data/<sub>` at the repository root.
-pub fn data_dir(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
-}
+// The one place that knows where test data lives (shared with the unit tests); every helper
+// panics with the path when the data is missing.
+#[path = "../../src/test_fixtures.rs"]
+#[allow(dead_code)] // not every helper is used by both kinds of tests
+mod test_fixtures;
 
-/// The read-only real fixtures beside the project.
-pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-}
+pub use test_fixtures::{fixture, fixture_dir, fixture_files, fixture_files_with};
 
 /// The folders that hold snapshots with `.ref.stats.txt` / `.ref.trace.txt` next to them.
-pub fn reference_dirs() -> Vec<PathBuf> {
-    vec![fixtures_dir(), data_dir("real"), data_dir("synth")]
-}
+pub const REFERENCE_DIRS: [&str; 3] = ["shared", "real", "synth"];
 
-/// Files of a folder in name order, or `None` (with a note on stderr) when the folder is absent.
-pub fn list_dir(dir: &Path) -> Option<Vec<PathBuf>> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) => {
-            eprintln!("note: skipping {}: {e}", dir.display());
-            return None;
-        }
-    };
-    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
-    files.sort();
-    Some(files)
-}
-
-/// A file of a folder, when the folder and the file exist.
-pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    let p = dir.join(name);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping", p.display());
-        None
-    }
-}
-
-/// Bytes of a data file by folder and name (fixtures first for `oom.pickle`-style names).
+/// Bytes of a file; panics with the path when it cannot be read.
 pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
@@ -83,6 +52,8 @@ pub enum Py {
     Int(i128),
     Float(f64),
     Str(String),
+    // Kept so the writer covers every type a snapshot may hold; no test writes bytes yet.
+    #[allow(dead_code)]
     Bytes(Vec<u8>),
     List(Vec<Py>),
     Tuple(Vec<Py>),
@@ -215,7 +186,9 @@ impl Writer {
                         '\r' => self.out.extend_from_slice(b"\\u000d"),
                         '\0' => self.out.extend_from_slice(b"\\u0000"),
                         c if (c as u32) < 256 => self.out.push(c as u32 as u8),
-                        c if (c as u32) < 0x10000 => self.out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+                        c if (c as u32) < 0x10000 => {
+                            self.out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+                        }
                         c => self.out.extend_from_slice(format!("\\U{:08x}", c as u32).as_bytes()),
                     }
                 }
@@ -234,6 +207,7 @@ impl Writer {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // the pickle writer: one arm per value type
     fn value(&mut self, v: &Py) {
         let p = self.protocol;
         match v {
@@ -482,7 +456,13 @@ pub fn typical() -> Py {
     trace0.push(entry("segment_alloc", base, 2 * mb, tick(), Some(py_a.clone())));
     for k in 0..6 {
         let addr = base + k * 262_144;
-        trace0.push(entry("alloc", addr, 200_000 + k, tick(), Some(if k % 2 == 0 { py_a.clone() } else { py_b.clone() })));
+        trace0.push(entry(
+            "alloc",
+            addr,
+            200_000 + k,
+            tick(),
+            Some(if k % 2 == 0 { py_a.clone() } else { py_b.clone() }),
+        ));
     }
     for k in 0..3 {
         let addr = base + k * 262_144;
@@ -533,7 +513,10 @@ pub fn typical() -> Py {
         ("allocator_settings", settings),
         (
             "external_annotations",
-            list(vec![ann("Optimizer.step#SGD.step", "START", 1_700_000_000_000_100), ann("Optimizer.step#SGD.step", "END", 1_700_000_000_000_200)]),
+            list(vec![
+                ann("Optimizer.step#SGD.step", "START", 1_700_000_000_000_100),
+                ann("Optimizer.step#SGD.step", "END", 1_700_000_000_000_200),
+            ]),
         ),
     ])
 }

@@ -2,11 +2,11 @@
 //! input finishes quickly. Inputs are arbitrary bytes, bytes that start like a pickle, and real
 //! pickles with random flips, insertions, deletions and cuts.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use memviz_core::{info, load, pickle, reference, Loader};
+
+use crate::common;
 use proptest::prelude::*;
 
 /// Everything a user can run on a file; returns whether it loaded.
@@ -43,12 +43,7 @@ fn chunked_agrees(bytes: &[u8], chunk: usize) {
 }
 
 fn seed_pickle() -> Vec<u8> {
-    let p = common::fixtures_dir().join("oom.pickle");
-    if p.is_file() {
-        return common::read(&p);
-    }
-    // Without the fixtures, a generated snapshot of the same kind.
-    common::dumps(&common::typical(), 4)
+    common::read(&common::fixture("shared", "oom.pickle"))
 }
 
 /// A mutation of the seed.
@@ -65,12 +60,19 @@ enum Mutation {
 fn mutation() -> impl Strategy<Value = Mutation> {
     let at = any::<prop::sample::Index>();
     prop_oneof![
-        (at.clone(), 1u8..=255).prop_map(|(a, x)| (a, x)).prop_map(|(a, xor)| Mutation::Flip { at: a.index(1 << 20), xor }),
+        (at.clone(), 1u8..=255)
+            .prop_map(|(a, x)| (a, x))
+            .prop_map(|(a, xor)| Mutation::Flip { at: a.index(1 << 20), xor }),
         (at.clone(), any::<u8>()).prop_map(|(a, byte)| Mutation::Set { at: a.index(1 << 20), byte }),
-        (at.clone(), prop::collection::vec(any::<u8>(), 1..16)).prop_map(|(a, bytes)| Mutation::Insert { at: a.index(1 << 20), bytes }),
+        (at.clone(), prop::collection::vec(any::<u8>(), 1..16))
+            .prop_map(|(a, bytes)| Mutation::Insert { at: a.index(1 << 20), bytes }),
         (at.clone(), 1usize..64).prop_map(|(a, len)| Mutation::Delete { at: a.index(1 << 20), len }),
         at.clone().prop_map(|a| Mutation::Truncate { at: a.index(1 << 20) }),
-        (at.clone(), 1usize..256, at).prop_map(|(a, len, t)| Mutation::Duplicate { at: a.index(1 << 20), len, to: t.index(1 << 20) }),
+        (at.clone(), 1usize..256, at).prop_map(|(a, len, t)| Mutation::Duplicate {
+            at: a.index(1 << 20),
+            len,
+            to: t.index(1 << 20)
+        }),
     ]
 }
 

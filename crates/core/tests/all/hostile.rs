@@ -3,12 +3,10 @@
 //! each refused opcode, nesting a million levels deep on a small stack, huge declared lengths,
 //! memo bombs and sharing bombs.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{dumps, find_file, fixtures_dir, list_dir, read, snap};
+use crate::common::{self, dumps, fixture, fixture_files, read, snap};
 use memviz_core::{info, load, pickle, reference, Error, Loader};
 
 /// Most time one hostile file may take (unoptimized builds are far slower).
@@ -45,11 +43,12 @@ const DESIGN_DIFFERENCES: &[(&str, &str)] = &[
 ];
 
 #[test]
+#[allow(clippy::too_many_lines)] // checks every hostile file against its manifest entry; not split yet
 fn hostile_files_give_the_expected_outcome() {
-    let dir = common::data_dir("hostile");
-    let Some(files) = list_dir(&dir) else { return };
-    let Some(mpath) = find_file(&dir, "manifest.json") else { return };
-    let manifest: serde_json::Value = serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
+    let files = fixture_files(&["hostile"]);
+    let mpath = fixture("hostile", "manifest.json");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&mpath)).unwrap_or_else(|e| panic!("{}: {e}", mpath.display()));
     let Some(expected) = manifest.get("files").and_then(|f| f.as_object()) else {
         panic!("{}: no 'files' object", mpath.display());
     };
@@ -86,10 +85,13 @@ fn hostile_files_give_the_expected_outcome() {
         let needle = exp.get("error_contains").and_then(|v| v.as_str()).unwrap_or("").to_lowercase();
         if let Some((_, why)) = DESIGN_DIFFERENCES.iter().find(|(n, _)| *n == name) {
             // Still no panic (checked above), and still the same outcome every time.
-            eprintln!("note: {name}: the manifest expects {want} ({needle:?}); memviz {}: {why}", match &result {
-                Ok(_) => "loads it".to_owned(),
-                Err(e) => format!("says {e:?}"),
-            });
+            eprintln!(
+                "note: {name}: the manifest expects {want} ({needle:?}); memviz {}: {why}",
+                match &result {
+                    Ok(_) => "loads it".to_owned(),
+                    Err(e) => format!("says {e:?}"),
+                }
+            );
             continue;
         }
         // A file that loads but holds no allocator state or no trace fails at the command that
@@ -123,8 +125,15 @@ fn hostile_files_give_the_expected_outcome() {
                     "protocol_6.pickle" => matches!(e, Error::UnsupportedProtocol { version: 6, .. }),
                     "global_reduce_os_system.pickle" => matches!(e, Error::ForbiddenOpcode { name: "GLOBAL", .. }),
                     "stack_global_reduce.pickle" => matches!(e, Error::ForbiddenOpcode { name: "STACK_GLOBAL", .. }),
-                    "reduce_without_global.pickle" | "build.pickle" | "newobj.pickle" | "newobj_ex.pickle" | "inst.pickle" | "obj.pickle"
-                    | "persid.pickle" | "binpersid.pickle" | "ext1.pickle" => matches!(e, Error::ForbiddenOpcode { .. }),
+                    "reduce_without_global.pickle"
+                    | "build.pickle"
+                    | "newobj.pickle"
+                    | "newobj_ex.pickle"
+                    | "inst.pickle"
+                    | "obj.pickle"
+                    | "persid.pickle"
+                    | "binpersid.pickle"
+                    | "ext1.pickle" => matches!(e, Error::ForbiddenOpcode { .. }),
                     _ => true,
                 };
                 if !kind_ok {
@@ -132,32 +141,26 @@ fn hostile_files_give_the_expected_outcome() {
                 }
             }
             ("ok_with_warnings", Ok(_)) => {}
-            (w, r) => failures.push(format!("{name}: expected {w}, got {}", match r {
-                Ok(_) => "a snapshot".to_owned(),
-                Err(e) => format!("error: {e}"),
-            })),
+            (w, r) => failures.push(format!(
+                "{name}: expected {w}, got {}",
+                match r {
+                    Ok(_) => "a snapshot".to_owned(),
+                    Err(e) => format!("error: {e}"),
+                }
+            )),
         }
     }
     eprintln!("checked {checked} hostile files against the manifest");
     assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
 }
 
-fn small_real_pickle() -> Option<Vec<u8>> {
-    let p = fixtures_dir().join("oom.pickle");
-    if p.is_file() {
-        return Some(read(&p));
-    }
-    let p = common::data_dir("synth").join("oom.pickle");
-    if p.is_file() {
-        return Some(read(&p));
-    }
-    eprintln!("note: no oom.pickle found; skipping");
-    None
+fn small_real_pickle() -> Vec<u8> {
+    read(&fixture("shared", "oom.pickle"))
 }
 
 #[test]
 fn every_truncation_point_is_a_truncation_error() {
-    let Some(bytes) = small_real_pickle() else { return };
+    let bytes = small_real_pickle();
     for n in 0..bytes.len() {
         match load(&bytes[..n]) {
             Err(Error::Empty) if n == 0 => {}
@@ -171,7 +174,7 @@ fn every_truncation_point_is_a_truncation_error() {
 
 #[test]
 fn every_truncation_point_fails_through_the_chunked_loader_too() {
-    let Some(bytes) = small_real_pickle() else { return };
+    let bytes = small_real_pickle();
     // Without a known length the error only comes at finish; with it, it may come earlier.
     for n in (1..bytes.len()).step_by(7) {
         for total in [None, Some(n as u64)] {
@@ -186,7 +189,7 @@ fn every_truncation_point_fails_through_the_chunked_loader_too() {
 fn truncation_message_names_offset_and_declared_length() {
     // SHORT_BINUNICODE declaring 200 bytes with 3 present.
     let b = b"\x80\x04\x8c\xc8abc";
-    let e = load(b).err().expect("must fail");
+    let e = load(b).expect_err("must fail");
     let msg = e.to_string();
     assert!(msg.contains("ends at byte 7 inside a string of declared length 200"), "{msg}");
 }
@@ -229,21 +232,28 @@ fn forbidden_opcodes_are_named_with_their_offset() {
         // The same through the chunked loader, one byte at a time.
         let mut l = Loader::new(None);
         let r = b.chunks(1).try_for_each(|c| l.feed(c)).and_then(|()| l.finish());
-        assert!(matches!(r, Err(Error::ForbiddenOpcode { offset, .. }) if offset == at), "{name} chunked: {:?}", r.err());
+        assert!(
+            matches!(r, Err(Error::ForbiddenOpcode { offset, .. }) if offset == at),
+            "{name} chunked: {:?}",
+            r.err()
+        );
     }
 }
 
 #[test]
 fn a_real_pickle_with_a_global_spliced_in_is_refused() {
-    let Some(mut bytes) = small_real_pickle() else { return };
+    let mut bytes = small_real_pickle();
     // Replace the STOP with GLOBAL os.system + REDUCE + STOP.
     let stop = bytes.len() - 1;
     bytes.truncate(stop);
     bytes.extend_from_slice(b"cos\nsystem\n(S'echo hi'\ntR.");
-    assert!(matches!(load(&bytes), Err(Error::ForbiddenOpcode { name: "GLOBAL", offset, .. }) if offset == stop as u64));
+    assert!(
+        matches!(load(&bytes), Err(Error::ForbiddenOpcode { name: "GLOBAL", offset, .. }) if offset == stop as u64)
+    );
 }
 
 /// Runs `f` on a thread with a 256 KiB stack: recursion on input depth would overflow it.
+#[allow(clippy::expect_used)] // a test helper: a thread that cannot start fails the test
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
         .stack_size(256 * 1024)
@@ -385,8 +395,7 @@ fn sharing_bomb(what: &str, len: usize, count: usize) -> Vec<u8> {
         "traces" => {
             let e = shared(snap::entry("alloc", 4096, 512, Some(1), None));
             let t = shared(list(vec![e; len]));
-            snap::snapshot(vec![], vec![])
-                .with("device_traces", list(vec![t; count]))
+            snap::snapshot(vec![], vec![]).with("device_traces", list(vec![t; count]))
         }
         // A segment with `len` blocks, referenced `count` times.
         "blocks" => {
@@ -459,7 +468,11 @@ fn sharing_bombs_do_not_expand() {
         match &r {
             Ok(s) => {
                 let heap = s.heap_bytes();
-                assert!(heap < 64 * b.len() + (16 << 20), "{what}: model holds {heap} bytes for a {}-byte file", b.len());
+                assert!(
+                    heap < 64 * b.len() + (16 << 20),
+                    "{what}: model holds {heap} bytes for a {}-byte file",
+                    b.len()
+                );
             }
             Err(e) => eprintln!("{what}: refused: {e}"),
         }
@@ -538,9 +551,7 @@ fn text_protocol_oddities_are_errors_not_panics() {
 
 #[test]
 fn hostile_files_fed_in_small_chunks_do_not_panic() {
-    let dir = common::data_dir("hostile");
-    let Some(files) = list_dir(&dir) else { return };
-    for f in files {
+    for f in fixture_files(&["hostile"]) {
         let bytes = read(&f);
         if bytes.len() > 1 << 16 {
             continue;
@@ -566,4 +577,3 @@ fn messages_quoting_the_file_stay_on_one_short_line() {
     assert!(!msg.chars().any(char::is_control), "{msg:?}");
     assert!(msg.len() < 400, "{} bytes", msg.len());
 }
-

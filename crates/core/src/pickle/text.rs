@@ -1,0 +1,128 @@
+//! Python literals inside a pickle: little-endian integers, `surrogatepass` UTF-8, protocol 0's
+//! quoted strings and `raw-unicode-escape`.
+
+/// A little-endian two's complement integer of 1 to 8 bytes (LONG1's payload).
+#[inline]
+pub(super) fn small_long(b: &[u8]) -> i64 {
+    let fill = if b.last().is_some_and(|&t| t & 0x80 != 0) { 0xff } else { 0 };
+    let mut le = [fill; 8];
+    let n = b.len().min(8);
+    if let (Some(dst), Some(src)) = (le.get_mut(..n), b.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    i64::from_le_bytes(le)
+}
+
+/// First code point of the range that stands for lone surrogates (U+D800..U+DFFF), which Python
+/// pickles with the `surrogatepass` error handler but Rust strings cannot hold.
+pub const SURROGATE_BASE: u32 = 0x10_F800;
+
+/// Decodes UTF-8 as Python's `surrogatepass` does: encoded lone surrogates become
+/// `SURROGATE_BASE + (cp - 0xD800)`; other invalid bytes become U+FFFD.
+pub(super) fn decode_surrogatepass(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or(""));
+                match bad {
+                    [0xed, b1 @ 0xa0..=0xbf, b2 @ 0x80..=0xbf, ..] => {
+                        let cp = 0xd000 | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
+                        out.push(char::from_u32(SURROGATE_BASE + (cp - 0xd800)).unwrap_or('\u{fffd}'));
+                        rest = &bad[3..];
+                    }
+                    _ => {
+                        out.push('\u{fffd}');
+                        let skip = e.error_len().unwrap_or(bad.len()).max(1);
+                        rest = bad.get(skip..).unwrap_or(&[]);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Decodes a Python 2 `repr`-style quoted string literal (protocol 0 `STRING`).
+pub(super) fn unescape_py_string_literal(line: &[u8]) -> Option<Vec<u8>> {
+    let q = *line.first()?;
+    if (q != b'\'' && q != b'"') || line.len() < 2 || *line.last()? != q {
+        return None;
+    }
+    let body = &line[1..line.len() - 1];
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let c = body[i];
+        if c != b'\\' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let e = *body.get(i + 1)?;
+        i += 2;
+        match e {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'\\' => out.push(b'\\'),
+            b'\'' => out.push(b'\''),
+            b'"' => out.push(b'"'),
+            b'a' => out.push(7),
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'v' => out.push(11),
+            b'x' => {
+                let h = std::str::from_utf8(body.get(i..i + 2)?).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 2;
+            }
+            b'0'..=b'7' => {
+                let mut v = u32::from(e - b'0');
+                let mut k = 0;
+                while k < 2 {
+                    match body.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                            k += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push((v & 0xff) as u8);
+            }
+            other => {
+                out.push(b'\\');
+                out.push(other);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Decodes Python's `raw-unicode-escape` (protocol 0 `UNICODE`): only `\uXXXX` and `\UXXXXXXXX` escape.
+pub(super) fn raw_unicode_escape(line: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        let c = line[i];
+        if c == b'\\' && matches!(line.get(i + 1), Some(b'u') | Some(b'U')) {
+            let w = if line[i + 1] == b'u' { 4 } else { 8 };
+            let h = std::str::from_utf8(line.get(i + 2..i + 2 + w)?).ok()?;
+            let cp = u32::from_str_radix(h, 16).ok()?;
+            out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+            i += 2 + w;
+        } else {
+            out.push(c as char);
+            i += 1;
+        }
+    }
+    Some(out)
+}
