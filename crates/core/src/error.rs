@@ -113,6 +113,8 @@ pub enum FileKind {
     Pdf,
     /// A profiler trace (Chrome trace / Kineto JSON, what `torch.profiler` exports).
     ProfilerTrace,
+    /// A profiler memory timeline (`export_memory_timeline` JSON: lists of times and sizes).
+    MemoryTimeline,
     /// A compressed format memviz does not read (bzip2, LZ4, 7-Zip).
     OtherCompressed(&'static str),
 }
@@ -142,6 +144,10 @@ impl fmt::Display for Error {
             Error::NotAPickle { kind: FileKind::ProfilerTrace } => write!(
                 f,
                 "this is a profiler trace (torch.profiler's Chrome trace JSON), not a memory snapshot: record one with torch.cuda.memory._record_memory_history and _dump_snapshot"
+            ),
+            Error::NotAPickle { kind: FileKind::MemoryTimeline } => write!(
+                f,
+                "this is a profiler memory timeline (export_memory_timeline), not a memory snapshot: memviz categories reads it, and the page's Categories panel"
             ),
             Error::NotAPickle { kind: FileKind::OtherCompressed(name) } => write!(
                 f,
@@ -215,6 +221,9 @@ pub fn sniff(head: &[u8]) -> Option<FileKind> {
     let lower: Vec<u8> = trimmed.iter().take(16).map(u8::to_ascii_lowercase).collect();
     if lower.starts_with(b"<!doctype") || lower.starts_with(b"<html") {
         return Some(FileKind::Html);
+    }
+    if trimmed.starts_with(b"[") && trimmed.get(1..).and_then(|t| t.iter().find(|c| !c.is_ascii_whitespace())) == Some(&b'[') {
+        return Some(FileKind::MemoryTimeline);
     }
     if trimmed.starts_with(b"{") {
         // torch.profiler's export_chrome_trace: `{"schemaVersion": 1, ...` or `{"traceEvents": [`.

@@ -272,8 +272,8 @@ pub struct Loader {
     fed: u64,
 }
 
-/// An error from inside a container, saying so.
-fn inside(container: Container, e: Error) -> Error {
+/// An error from the data inside `container`, saying so (plain input's errors stay as they are).
+pub fn in_container(container: Container, e: Error) -> Error {
     match (container, e) {
         (Container::Plain, e) => e,
         (_, e @ (Error::Decompress { .. } | Error::Html { .. } | Error::Inside { .. })) => e,
@@ -308,7 +308,7 @@ impl Loader {
                     None
                 })
             });
-            l.feed(bytes).map_err(|e| inside(c, e))
+            l.feed(bytes).map_err(|e| in_container(c, e))
         }
     }
 
@@ -342,9 +342,9 @@ impl Loader {
         }
         let container = self.unpacker.container().unwrap_or(Container::Plain);
         match self.plain {
-            Some(l) => l.finish().map_err(|e| inside(container, e)),
+            Some(l) => l.finish().map_err(|e| in_container(container, e)),
             None if container == Container::Plain => Err(Error::Empty),
-            None => Err(inside(container, Error::Empty)),
+            None => Err(in_container(container, Error::Empty)),
         }
     }
 }
