@@ -43,6 +43,11 @@ enum Command {
         /// Hide allocations freed within the trace (only what is never freed remains).
         #[arg(short, long = "filter-freed", alias = "filter_freed")]
         filter_freed: bool,
+        /// View to open with, by its name in the page's menu as a slug (`active-memory-timeline`,
+        /// `active-cached-segment-timeline`, `allocator-state-history`, `allocator-settings`, ...);
+        /// overrides --segments.
+        #[arg(long)]
+        view: Option<String>,
     },
     /// Write a self-contained HTML page with the Allocator State History of FILE. Mirrors
     /// PyTorch's `_memory_viz segment_plot`.
@@ -210,9 +215,9 @@ fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Res
 
 fn run(cli: Cli) -> Result<String, String> {
     match cli.command {
-        Command::TracePlot { file, output, device, segments, filter_freed } => {
-            let view = if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" };
-            write_page(Some(&file), &output, &html::PageOptions { view: Some(view.into()), device, filter_freed })
+        Command::TracePlot { file, output, device, segments, filter_freed, view } => {
+            let view = view.unwrap_or_else(|| if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" }.into());
+            write_page(Some(&file), &output, &html::PageOptions { view: Some(view), device, filter_freed })
         }
         Command::SegmentPlot { file, output, device } => write_page(
             Some(&file),

@@ -376,13 +376,35 @@ pub fn unpack(bytes: &[u8]) -> Result<(Container, Vec<u8>), Error> {
     Ok((u.container().unwrap_or(container), out))
 }
 
+/// Up to `max` of the first bytes inside `head` (the start of a file), as far as they can be
+/// unpacked from it; empty when they cannot. For telling what a compressed file holds.
+pub fn peek_inside(head: &[u8], max: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut u = Unpacker::new();
+    let mut sink = |_: Container, b: &[u8]| {
+        out.extend_from_slice(
+            b.get(..max.saturating_sub(out.len()).min(b.len()))
+                .unwrap_or_default(),
+        );
+        if out.len() >= max {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    };
+    if u.feed(head, &mut sink).is_ok() {
+        // A short file is held until its end, to be sniffed; a long one ends early here, which
+        // hands on what was decoded before the error.
+        let _ = u.finish(&mut sink);
+    }
+    out
+}
+
 /// An output buffer of [`OUT_BYTES`] that stages fill and hand on when full.
 #[derive(Default)]
 pub(crate) struct OutBuf {
     buf: Vec<u8>,
     filled: usize,
 }
-
 
 impl OutBuf {
     /// The free room, made on first use.

@@ -355,3 +355,14 @@ fn unpack_returns_the_bytes_inside() {
     assert_eq!(unpack(&xz(&p)).unwrap(), (Container::Xz, p.clone()));
     assert_eq!(unpack(&p).unwrap(), (Container::Plain, p));
 }
+
+#[test]
+fn peek_inside_shows_the_first_bytes() {
+    let p = tiny_pickle();
+    assert_eq!(peek_inside(&gzip(&p), 4), p[..4].to_vec());
+    assert_eq!(
+        peek_inside(&gzip(b"[[1, 2], [[3]]]"), 64),
+        b"[[1, 2], [[3]]]".to_vec()
+    );
+    assert!(peek_inside(b"\x1f\x8b garbage", 4).is_empty());
+}
