@@ -9,6 +9,9 @@ use crate::error::Error;
 
 const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
+/// Input given to the decoder at a time: more than its largest block (128 KiB and a header).
+const SOURCE_BYTES: usize = 256 << 10;
+
 /// Whether `head` starts with a skippable frame (magic 0x184D2A50 to 0x184D2A5F).
 pub(super) fn is_skippable(head: &[u8]) -> bool {
     matches!(head, [m, 0x2a, 0x4d, 0x18, ..] if m & 0xf0 == 0x50)
@@ -129,10 +132,14 @@ impl Zstd {
                 self.out.flush(out)?;
             }
             let at = self.offset + *pos as u64;
+            // A little input at a time (at least one whole block fits): the decoder decodes
+            // every whole block it is given before handing any out, so a large slice would
+            // hold its whole decompressed size at once.
+            let some = rest.get(..rest.len().min(SOURCE_BYTES)).unwrap_or(rest);
             let (read, written) = decoder
-                .decode_from_to(rest, self.out.room())
+                .decode_from_to(some, self.out.room())
                 .map_err(|e| bad(at, format!("the compressed data is corrupt ({e})")))?;
-            if read > rest.len() {
+            if read > some.len() {
                 // Only the frame's checksum is missing, and fewer than its 4 bytes are here.
                 self.out.commit(written);
                 self.out.flush(out)?;
