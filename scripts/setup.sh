@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing the page needs and is missing, on a Debian machine:
 # the wasm32 Rust target, rustfmt and clippy, Trunk, the wasm-bindgen CLI matching Cargo.lock,
-# Debian's Chromium and chromedriver, and the end-to-end tests' npm packages. Safe to run again:
-# each step is skipped when its tool is already there at the right version.
-# MEMVIZ_SETUP=build installs only what building and serving the page needs (no rustfmt or
-# clippy, no browser, Node.js or npm packages).
+# Python's venv (the wheel's checks), Debian's Chromium and chromedriver, and the end-to-end
+# tests' npm packages. Safe to run again: each step is skipped when its tool is already there at
+# the right version. MEMVIZ_SETUP=build installs only what building and serving the page needs
+# (no rustfmt or clippy, no browser, Python venv, Node.js or npm packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -54,6 +54,17 @@ fi
 if [ "${MEMVIZ_SETUP:-}" = build ]; then
   echo "setup: ok (build tools only)"
   exit 0
+fi
+
+# Python 3 with venv and pip, for building and checking the wheel (Debian splits venv out).
+if ! command -v python3 >/dev/null; then
+  echo "setup: installing python3"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3 python3-venv python3-pip
+elif ! python3 -c "import venv, ensurepip" 2>/dev/null; then
+  echo "setup: installing python3-venv"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
 fi
 
 # Chromium and chromedriver from Debian (no browser downloads).

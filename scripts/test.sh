@@ -8,7 +8,9 @@
 #   4. the core and view crates built for wasm32 on their own, and a check that they have no
 #      browser crates;
 #   5. the web crate's tests in headless Chromium (wasm-bindgen-test);
-#   6. end-to-end tests of the built page in headless Chromium (playwright-core).
+#   6. the Python wheel: built once with that page embedded, installed into a fresh venv, checked
+#      there (scripts/wheel-check.sh); its pages are opened in Chromium by the e2e tests;
+#   7. end-to-end tests of the built page in headless Chromium (playwright-core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -50,6 +52,10 @@ done
 
 step "web crate tests in headless Chromium"
 bash scripts/wasm-test.sh
+
+step "the Python wheel in a fresh venv"
+MEMVIZ_VIEWER_DIST="$PWD/dist" bash scripts/wheel-check.sh
+export MEMVIZ_WHEEL_PAGE_DIR="$PWD/target/wheel-check/pages"
 
 step "end-to-end tests of the built page"
 cd tests/e2e

@@ -1752,10 +1752,9 @@ def make_hostile(out_dir: Path, fixtures: Path) -> None:
     gbuf = io.BytesIO()
     with gzip.GzipFile(fileobj=gbuf, mode="wb", mtime=0, filename="") as g:
         g.write(gz_inner)
-    add("gzipped_snapshot.pickle.gz", gbuf.getvalue(), "error",
+    add("gzipped_snapshot.pickle.gz", gbuf.getvalue(), "ok_with_warnings",
         "A gzip file (the content is a valid empty snapshot). The upstream viewer does not "
-        "decompress; reject with a message naming gzip (or, if decompression is added, this "
-        "becomes ok).", "gzip")
+        "decompress; memviz opens the snapshot inside.", "")
 
     evil = "echo this-command-must-never-run"
     ev = evil.encode()

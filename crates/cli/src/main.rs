@@ -5,16 +5,17 @@
 //! `python -m torch.cuda._memory_viz stats|trace FILE` prints; `memviz info FILE` summarizes.
 //! Every command reads `-` as standard input. Errors are one line on stderr and exit status 1.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use memviz_core::{info, reference, Snapshot};
+use memviz_core::{info, reference};
 
 mod analysis_cmds;
 mod html;
 mod info_text;
 // Where test data lives, shared with the core's tests: a missing file fails the test.
+mod read;
 #[cfg(test)]
 #[path = "../../core/src/test_fixtures.rs"]
 #[allow(dead_code)] // not every helper is used here
@@ -33,9 +34,9 @@ enum Command {
     /// Write a self-contained HTML page with the Active Memory Timeline of FILE (works offline,
     /// from file://). Mirrors PyTorch's `_memory_viz trace_plot`.
     TracePlot {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
-        /// Output page.
+        /// Output page (`-` for standard output).
         #[arg(short, long, default_value = "output.html")]
         output: String,
         /// Device to show first (default: the device with the longest trace).
@@ -47,13 +48,18 @@ enum Command {
         /// Hide allocations freed within the trace (only what is never freed remains).
         #[arg(short, long = "filter-freed", alias = "filter_freed")]
         filter_freed: bool,
+        /// View to open with, by its name in the page's menu as a slug (`active-memory-timeline`,
+        /// `active-cached-segment-timeline`, `allocator-state-history`, `allocator-settings`, ...);
+        /// overrides --segments.
+        #[arg(long)]
+        view: Option<String>,
     },
     /// Write a self-contained HTML page with the Allocator State History of FILE. Mirrors
     /// PyTorch's `_memory_viz segment_plot`.
     SegmentPlot {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
-        /// Output page.
+        /// Output page (`-` for standard output).
         #[arg(short, long, default_value = "output.html")]
         output: String,
         /// Device to show first.
@@ -62,23 +68,23 @@ enum Command {
     },
     /// Write the empty viewer as one offline HTML file that accepts dropped snapshots.
     Viewer {
-        /// Output page.
+        /// Output page (`-` for standard output).
         #[arg(short, long, default_value = "memviz.html")]
         output: String,
     },
     /// How the allocator has filled its segments (same text as PyTorch's `_memory_viz stats`).
     Stats {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
     },
     /// Every trace entry in a Pythonic style (same text as PyTorch's `_memory_viz trace`).
     Trace {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
     },
     /// Devices, entries per action, time span, true peaks, segments, inferred recording settings.
     Info {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -86,7 +92,7 @@ enum Command {
     },
     /// What is live at a moment (default: the peak), by source line, by stack and as a tree.
     Live {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// `peak`, `start`, `end`, or an entry number (the state just after that entry).
         #[arg(long, default_value = "peak")]
@@ -103,7 +109,7 @@ enum Command {
     },
     /// Iterations, memory growth, memory kept from one iteration into the next, out-of-memory events.
     Insights {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// Device index (default: the device with the longest trace).
         #[arg(long)]
@@ -114,7 +120,7 @@ enum Command {
     },
     /// Explains each out-of-memory event: request, free memory, fragmentation, holders, what to try.
     Oom {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// Device index (default: the device with the longest trace).
         #[arg(long)]
@@ -125,7 +131,7 @@ enum Command {
     },
     /// Reserved minus allocated, free memory in segments and the largest free block over time.
     Fragmentation {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// Device index (default: the device with the longest trace).
         #[arg(long)]
@@ -172,7 +178,7 @@ enum Command {
     },
     /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack).
     Export {
-        /// Snapshot pickle (or JSON); `-` for standard input.
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
         /// Output format.
         #[arg(long, value_enum)]
@@ -189,88 +195,13 @@ enum Command {
     },
 }
 
-/// Bytes read from a file at a time: the whole file is never held in memory.
-const CHUNK_BYTES: usize = 4 << 20;
-
-/// Chunks in flight between the reading thread and the decoder.
-const CHUNKS_AHEAD: usize = 3;
-
-/// Reads and decodes a snapshot. A second thread reads the next chunks while this one decodes
-/// (reading a gigabyte from the page cache alone takes ~0.6 s of copying here).
-///
-/// The snapshot is leaked on purpose: the process ends after one command, and handing a
-/// gigabyte of columns back to the allocator page by page costs ~0.2 s that nobody waits for.
-fn load(path: &str) -> Result<&'static Snapshot, String> {
-    let (reader, total): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
-        (Box::new(std::io::stdin()), None)
-    } else {
-        let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let len = f.metadata().ok().map(|m| m.len());
-        (Box::new(f), len)
-    };
-    let snapshot = std::thread::scope(|scope| {
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(CHUNKS_AHEAD);
-        let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        scope.spawn(move || read_ahead(reader, &full_tx, &empty_rx));
-        let mut loader = memviz_core::Loader::new(total);
-        // A decoding error drops the receivers, which stops the reading thread.
-        for msg in full_rx {
-            let (buf, n) = msg.map_err(|e| format!("cannot read {path}: {e}"))?;
-            loader.feed(buf.get(..n).unwrap_or(&[])).map_err(|e| format!("{path}: {e}"))?;
-            let _ = empty_tx.send(buf);
-        }
-        loader.finish().map_err(|e| format!("{path}: {e}"))
-    })?;
-    Ok(Box::leak(Box::new(snapshot)))
-}
-
-/// Fills chunks from `reader` until the end or an error, reusing the buffers sent back.
-fn read_ahead(
-    mut reader: Box<dyn Read + Send>,
-    full: &std::sync::mpsc::SyncSender<std::io::Result<(Vec<u8>, usize)>>,
-    empty: &std::sync::mpsc::Receiver<Vec<u8>>,
-) {
-    loop {
-        let mut buf = empty.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK_BYTES]);
-        let n = loop {
-            match reader.read(&mut buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                other => break other,
-            }
-        };
-        match n {
-            Ok(0) => return,
-            Ok(n) => {
-                if full.send(Ok((buf, n))).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = full.send(Err(e));
-                return;
-            }
-        }
-    }
-}
-
-/// Reads a whole input (for embedding into a page).
-fn read_all(path: &str) -> Result<Vec<u8>, String> {
-    if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
-        Ok(buf)
-    } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
-    }
-}
+use read::load;
 
 fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Result<String, String> {
     let viewer = html::VIEWER.as_ref().ok_or_else(|| html::NO_VIEWER.to_string())?;
     let (bytes, name) = match file {
         Some(f) => {
-            let bytes = read_all(f)?;
-            // Check it loads, so a bad file fails here rather than in the page.
-            memviz_core::load(&bytes).map_err(|e| format!("{f}: {e}"))?;
+            let bytes = read::read_for_page(f)?;
             let name = if f == "-" {
                 "snapshot.pickle".to_string()
             } else {
@@ -284,15 +215,21 @@ fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Res
         bytes.as_deref().map(|b| vec![html::Embedded { name: &name, bytes: b }]).unwrap_or_default();
     let title = if name.is_empty() { "memviz".to_string() } else { format!("{name} · memviz") };
     let page = html::page(viewer, &title, &embedded, opts);
+    if output == "-" {
+        // The page itself on standard output (what the Python package reads).
+        return Ok(page);
+    }
     std::fs::write(output, page.as_bytes()).map_err(|e| format!("cannot write {output}: {e}"))?;
     Ok(format!("wrote {output} ({} bytes)\n", page.len()))
 }
 
 fn run(cli: Cli) -> Result<String, String> {
     match cli.command {
-        Command::TracePlot { file, output, device, segments, filter_freed } => {
-            let view = if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" };
-            write_page(Some(&file), &output, &html::PageOptions { view: Some(view.into()), device, filter_freed })
+        Command::TracePlot { file, output, device, segments, filter_freed, view } => {
+            let view = view.unwrap_or_else(|| {
+                if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" }.into()
+            });
+            write_page(Some(&file), &output, &html::PageOptions { view: Some(view), device, filter_freed })
         }
         Command::SegmentPlot { file, output, device } => write_page(
             Some(&file),

@@ -72,6 +72,27 @@ pub enum Error {
     },
     /// Loading was cancelled by the caller.
     Cancelled,
+    /// A compressed file (gzip, xz, zstd) that cannot be decompressed.
+    Decompress {
+        /// The format's name.
+        format: &'static str,
+        /// Byte offset in the compressed file, when known.
+        offset: Option<u64>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An HTML page that holds no snapshot memviz can open.
+    Html {
+        /// What is wrong.
+        reason: String,
+    },
+    /// An error in the data inside a container (offsets count from the start of that data).
+    Inside {
+        /// The container's name (`gzip`, `xz`, `zstd`, `HTML page`).
+        container: &'static str,
+        /// The error in the data inside.
+        error: Box<Error>,
+    },
 }
 
 /// Kinds of files people drop by mistake.
@@ -86,6 +107,16 @@ pub enum FileKind {
     Html,
     /// Text that is neither JSON nor a pickle.
     Text,
+    /// An image (PNG, JPEG, GIF, WebP).
+    Image,
+    /// A PDF document.
+    Pdf,
+    /// A profiler trace (Chrome trace / Kineto JSON, what `torch.profiler` exports).
+    ProfilerTrace,
+    /// A profiler memory timeline (`export_memory_timeline` JSON: lists of times and sizes).
+    MemoryTimeline,
+    /// A compressed format memviz does not read (bzip2, LZ4, 7-Zip).
+    OtherCompressed(&'static str),
 }
 
 impl Error {
@@ -103,10 +134,24 @@ impl fmt::Display for Error {
                 f,
                 "this is a zip file: probably a checkpoint saved with torch.save, not a memory snapshot (make one with torch.cuda.memory._dump_snapshot)"
             ),
-            Error::NotAPickle { kind: FileKind::Gzip } => write!(f, "this is a gzip file: decompress it first (gunzip) and open the .pickle inside"),
+            Error::NotAPickle { kind: FileKind::Gzip } => write!(f, "this is gzip data inside gzip data, which memviz does not unpack twice"),
             Error::NotAPickle { kind: FileKind::Html } => write!(
                 f,
                 "this is an HTML page, not a memory snapshot: open the .pickle it was made from instead"
+            ),
+            Error::NotAPickle { kind: FileKind::Image } => write!(f, "this is an image, not a memory snapshot (make one with torch.cuda.memory._dump_snapshot)"),
+            Error::NotAPickle { kind: FileKind::Pdf } => write!(f, "this is a PDF document, not a memory snapshot"),
+            Error::NotAPickle { kind: FileKind::ProfilerTrace } => write!(
+                f,
+                "this is a profiler trace (torch.profiler's Chrome trace JSON), not a memory snapshot: record one with torch.cuda.memory._record_memory_history and _dump_snapshot"
+            ),
+            Error::NotAPickle { kind: FileKind::MemoryTimeline } => write!(
+                f,
+                "this is a profiler memory timeline (export_memory_timeline), not a memory snapshot: memviz categories reads it, and the page's Categories panel"
+            ),
+            Error::NotAPickle { kind: FileKind::OtherCompressed(name) } => write!(
+                f,
+                "this is {name} compressed data, which memviz does not read: decompress it first, or compress with gzip, xz or zstd"
             ),
             Error::NotAPickle { kind: FileKind::Text } => write!(f, "this is a text file, neither a pickle nor a JSON memory snapshot"),
             Error::Truncated { offset, inside, declared: Some(d) } => write!(
@@ -131,6 +176,11 @@ impl fmt::Display for Error {
             Error::Schema { path, reason } => write!(f, "unexpected snapshot content at {path}: {reason}"),
             Error::Json { message } => write!(f, "not a valid JSON memory snapshot: {message}"),
             Error::Cancelled => write!(f, "loading was cancelled"),
+            Error::Decompress { format, offset: Some(o), reason } => write!(f, "cannot decompress this {format} file: {reason} (at byte {o} of the compressed file)"),
+            Error::Decompress { format, offset: None, reason } => write!(f, "cannot decompress this {format} file: {reason}"),
+            Error::Html { reason } => write!(f, "{reason}"),
+            Error::Inside { container: "HTML page", error } => write!(f, "{error} (in the snapshot inside the HTML page)"),
+            Error::Inside { container, error } => write!(f, "{error} (in the {container}-decompressed data)"),
         }
     }
 }
@@ -145,6 +195,25 @@ pub fn sniff(head: &[u8]) -> Option<FileKind> {
     if head.starts_with(&[0x1f, 0x8b]) {
         return Some(FileKind::Gzip);
     }
+    if head.starts_with(b"\x89PNG")
+        || head.starts_with(&[0xff, 0xd8, 0xff])
+        || head.starts_with(b"GIF8")
+        || (head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP"))
+    {
+        return Some(FileKind::Image);
+    }
+    if head.starts_with(b"%PDF") {
+        return Some(FileKind::Pdf);
+    }
+    if head.starts_with(b"BZh") {
+        return Some(FileKind::OtherCompressed("bzip2"));
+    }
+    if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+        return Some(FileKind::OtherCompressed("LZ4"));
+    }
+    if head.starts_with(b"7z\xbc\xaf\x27\x1c") {
+        return Some(FileKind::OtherCompressed("7-Zip"));
+    }
     let trimmed: &[u8] = {
         let start = head.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(head.len());
         &head[start..]
@@ -152,6 +221,18 @@ pub fn sniff(head: &[u8]) -> Option<FileKind> {
     let lower: Vec<u8> = trimmed.iter().take(16).map(u8::to_ascii_lowercase).collect();
     if lower.starts_with(b"<!doctype") || lower.starts_with(b"<html") {
         return Some(FileKind::Html);
+    }
+    if trimmed.starts_with(b"[")
+        && trimmed.get(1..).and_then(|t| t.iter().find(|c| !c.is_ascii_whitespace())) == Some(&b'[')
+    {
+        return Some(FileKind::MemoryTimeline);
+    }
+    if trimmed.starts_with(b"{") {
+        // torch.profiler's export_chrome_trace: `{"schemaVersion": 1, ...` or `{"traceEvents": [`.
+        let key_at = |k: &[u8]| trimmed.windows(k.len()).any(|w| w == k);
+        if key_at(b"\"traceEvents\"") || key_at(b"\"schemaVersion\"") || key_at(b"\"deviceProperties\"") {
+            return Some(FileKind::ProfilerTrace);
+        }
     }
     None
 }

@@ -24,6 +24,7 @@ pub mod error;
 mod fenwick;
 pub mod format;
 pub mod info;
+pub mod input;
 pub mod json;
 pub mod pickle;
 pub mod plot;
@@ -39,6 +40,7 @@ pub mod tree;
 pub mod wire;
 
 pub use error::{Error, FileKind};
+pub use input::{Container, Loader};
 pub use snapshot::Snapshot;
 
 /// What the first bytes say the input is.
@@ -62,8 +64,12 @@ fn detect(head: &[u8]) -> Result<Kind, Error> {
     }
 }
 
-/// Loads a snapshot held in memory (pickle or JSON).
+/// Loads a snapshot held in memory: a pickle or JSON, compressed or not, or the snapshot inside
+/// an HTML page ([`input`]).
 pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
+    if input::sniff(bytes.get(..input::SNIFF_BYTES).unwrap_or(bytes)) != Container::Plain {
+        return input::load(bytes);
+    }
     match detect(bytes.get(..64).unwrap_or(bytes))? {
         Kind::Json => json::load(bytes),
         Kind::Pickle => {
@@ -73,8 +79,9 @@ pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
     }
 }
 
-/// Loads a snapshot fed in chunks, reporting progress (bytes consumed).
-pub struct Loader {
+/// Loads a plain snapshot (a pickle or JSON, not compressed) fed in chunks, reporting progress
+/// (bytes consumed). [`Loader`] puts an [`input::Unpacker`] in front of it.
+pub struct PlainLoader {
     kind: Option<Kind>,
     parser: pickle::Parser,
     json: Vec<u8>,
@@ -83,14 +90,14 @@ pub struct Loader {
     fed: u64,
 }
 
-impl Loader {
+impl PlainLoader {
     /// A loader; `total_len` (when known) lets impossible lengths fail early.
     pub fn new(total_len: Option<u64>) -> Self {
         let mut parser = pickle::Parser::new();
         if let Some(n) = total_len {
             parser.set_total_len(n);
         }
-        Loader { kind: None, parser, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
+        PlainLoader { kind: None, parser, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
     }
 
     /// Feeds the next chunk.

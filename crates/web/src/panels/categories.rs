@@ -382,8 +382,12 @@ fn draw_profile(
     }
 }
 
-/// Whether a file starting with `head` may be a profiler memory timeline: gzip data, or JSON
-/// whose first value is a list (snapshots are pickles or JSON objects).
+/// Whether a file starting with `head` may be a profiler memory timeline: JSON whose first value
+/// is a list (snapshots are pickles or JSON objects), maybe gzipped (a gzipped snapshot is not).
 pub fn maybe_profile(head: &[u8]) -> bool {
-    head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+    let list = |b: &[u8]| b.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return list(&memviz_core::input::peek_inside(head, 64));
+    }
+    list(head)
 }
