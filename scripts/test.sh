@@ -18,19 +18,15 @@ bash scripts/setup.sh
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# The web crate is being reorganized: until that lands, rustfmt and the cycle check cover core
-# and CLI only, and the web crate's functions over 100 lines are reported without failing
-# (--force-warn); in core and CLI each long function carries an allow with its reason, so a new
-# one fails.
+# clippy::too_many_lines is on (at warn, so a new long function fails here); the long functions
+# carry an allow with their reason. The web crate's modules still import each other in a cycle
+# (its state is moving into memviz-view), so the cycle check leaves it out for now.
 step "rustfmt"
-cargo fmt -p memviz-core -p memviz-view -p memviz --check
+cargo fmt --all --check
 
 step "clippy (native and wasm32)"
-web_lints=(--force-warn clippy::too_many_lines)
-cargo clippy -p memviz-core -p memviz-view -p memviz --all-targets -- -D warnings
-cargo clippy -p memviz-web --all-targets -- -D warnings "${web_lints[@]}"
-cargo clippy -p memviz-core -p memviz-view --target wasm32-unknown-unknown -- -D warnings
-cargo clippy -p memviz-web --target wasm32-unknown-unknown -- -D warnings "${web_lints[@]}"
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p memviz-core -p memviz-view -p memviz-web --target wasm32-unknown-unknown -- -D warnings
 
 step "no import cycle between modules"
 python3 scripts/check-cycles.py crates/core crates/view crates/cli

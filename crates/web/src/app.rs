@@ -17,24 +17,22 @@ use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    CanvasRenderingContext2d, Document, DragEvent, Element, HtmlCanvasElement, HtmlElement,
-    HtmlInputElement, HtmlProgressElement, HtmlSelectElement, KeyboardEvent, Performance,
-    PointerEvent, WheelEvent, Window,
+    CanvasRenderingContext2d, Document, DragEvent, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement,
+    HtmlProgressElement, HtmlSelectElement, KeyboardEvent, Performance, PointerEvent, WheelEvent, Window,
 };
 
 use crate::input::{self, Input, Source, Surface};
 use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::render;
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
-use crate::render;
+use memviz_view::state::{Effect, TimelineInput, ViewState};
 use memviz_view::view::View;
 use memviz_view::viewport::{PlotRect, Viewport};
-use memviz_view::state::{Effect, TimelineInput, ViewState};
 use memviz_view::xmap::XAxis;
 
 /// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
-pub static DEMO_SNAPSHOT: &[u8] =
-    include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+pub static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
 
 /// File name shown for the demo.
 pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
@@ -131,15 +129,11 @@ impl Ui {
     /// Finds the page's elements.
     pub fn find() -> Result<Ui, JsValue> {
         let window = web_sys::window().ok_or_else(|| JsValue::from_str("no window"))?;
-        let document = window
-            .document()
-            .ok_or_else(|| JsValue::from_str("no document"))?;
+        let document = window.document().ok_or_else(|| JsValue::from_str("no document"))?;
         let plot: HtmlCanvasElement = by_id(&document, "plot")?;
         let minimap: HtmlCanvasElement = by_id(&document, "minimap")?;
-        let plot_layer: HtmlCanvasElement = document
-            .create_element("canvas")?
-            .dyn_into()
-            .map_err(|_| JsValue::from_str("no canvas element"))?;
+        let plot_layer: HtmlCanvasElement =
+            document.create_element("canvas")?.dyn_into().map_err(|_| JsValue::from_str("no canvas element"))?;
         plot_layer.set_id("plot-base");
         plot_layer.set_attribute("aria-hidden", "true")?;
         if let Some(parent) = plot.parent_node() {
@@ -373,12 +367,7 @@ impl App {
             return;
         }
         if let Some(cb) = &self.raf {
-            if self
-                .ui
-                .window
-                .request_animation_frame(cb.as_ref().unchecked_ref())
-                .is_ok()
-            {
+            if self.ui.window.request_animation_frame(cb.as_ref().unchecked_ref()).is_ok() {
                 self.frame_pending = true;
             }
         }
@@ -393,7 +382,9 @@ impl App {
             Input::PointerDown { surface, x_px, y_px, button } => {
                 self.timeline(TimelineInput::PointerDown { surface, x_px, y_px, button });
             }
-            Input::PointerMove { surface, x_px, y_px } => self.timeline(TimelineInput::PointerMove { surface, x_px, y_px }),
+            Input::PointerMove { surface, x_px, y_px } => {
+                self.timeline(TimelineInput::PointerMove { surface, x_px, y_px })
+            }
             Input::PointerUp { surface, x_px, y_px } => self.timeline(TimelineInput::PointerUp { surface, x_px, y_px }),
             Input::PointerLeave { surface } => self.timeline(TimelineInput::PointerLeave { surface }),
             Input::Key(c) => self.timeline(TimelineInput::Key(c)),
@@ -427,17 +418,11 @@ impl App {
                     self.state.current = Some(i);
                     self.after_plot_change(false);
                     self.ui.mark("memviz:open");
-                    self.ready_pending.set(Some(Timings {
-                        started_ms: self.ui.now_ms(),
-                        ..Timings::default()
-                    }));
+                    self.ready_pending.set(Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() }));
                 }
             }
             Input::SelectDevice(d) => {
-                if self
-                    .file()
-                    .is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len())
-                {
+                if self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len()) {
                     self.relayout(Some(d), None);
                 }
             }
@@ -500,14 +485,9 @@ impl App {
     fn measure(&mut self) -> bool {
         let before = (self.state.dpr, self.state.plot_css, self.state.minimap_css);
         self.state.dpr = self.ui.window.device_pixel_ratio().max(0.25);
-        self.state.plot_css = (
-            f64::from(self.ui.plot.client_width()),
-            f64::from(self.ui.plot.client_height()),
-        );
-        self.state.minimap_css = (
-            f64::from(self.ui.minimap.client_width()),
-            f64::from(self.ui.minimap.client_height()),
-        );
+        self.state.plot_css = (f64::from(self.ui.plot.client_width()), f64::from(self.ui.plot.client_height()));
+        self.state.minimap_css =
+            (f64::from(self.ui.minimap.client_width()), f64::from(self.ui.minimap.client_height()));
         before != (self.state.dpr, self.state.plot_css, self.state.minimap_css)
     }
 
@@ -547,15 +527,7 @@ impl App {
             if let Some(f) = app.state.files.get_mut(i) {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
-                f.plot = PlotData::build(
-                    &f.snap,
-                    device_pos,
-                    Options {
-                        max_entries,
-                        mode: view.mode(),
-                        hide_freed,
-                    },
-                );
+                f.plot = PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed });
                 f.max_entries = max_entries;
                 if f.x_axis == XAxis::Time && f.plot.time.is_none() {
                     f.x_axis = XAxis::Steps;
@@ -596,13 +568,8 @@ impl App {
             Some(f) => {
                 let xm = f.xmap();
                 let full = f.viewport.full_x1;
-                let bounds: Vec<f64> = (0..=cols)
-                    .map(|c| xm.step(full * c as f64 / cols as f64))
-                    .collect();
-                crate::model::column_envelopes(&f.plot.layout, &bounds)
-                    .iter()
-                    .map(|e| e.total_max_bytes)
-                    .collect()
+                let bounds: Vec<f64> = (0..=cols).map(|c| xm.step(full * c as f64 / cols as f64)).collect();
+                crate::model::column_envelopes(&f.plot.layout, &bounds).iter().map(|e| e.total_max_bytes).collect()
             }
         };
     }
@@ -617,7 +584,14 @@ impl App {
     }
 
     /// Shows a loaded file; `shown` is called once it is on screen, bands and all.
-    fn finish_load(&mut self, name: String, snap: Snapshot, plot: PlotData, timings: Timings, shown: Option<js_sys::Function>) {
+    fn finish_load(
+        &mut self,
+        name: String,
+        snap: Snapshot,
+        plot: PlotData,
+        timings: Timings,
+        shown: Option<js_sys::Function>,
+    ) {
         let mut f = OpenFile {
             name,
             snap,
@@ -628,7 +602,8 @@ impl App {
         };
         // Names repeat: "x.pickle (2)".
         let same = self
-            .state.files
+            .state
+            .files
             .iter()
             .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
             .count();
@@ -763,6 +738,7 @@ async fn run_queue(weak: Weak<RefCell<App>>) {
     });
 }
 
+#[allow(clippy::too_many_lines)] // one load from the first slice to the first frame; splits into the shared feed loop
 async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let Some(started_ms) = with_app(weak, |app| app.ui.now_ms()) else {
         return;
@@ -792,10 +768,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         });
         app.request_redraw();
     });
-    let mut timings = Timings {
-        started_ms,
-        ..Timings::default()
-    };
+    let mut timings = Timings { started_ms, ..Timings::default() };
     let fail = |msg: String| {
         with_app(weak, |app| {
             app.error = Some(msg);
@@ -820,8 +793,7 @@ async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     // Slices of the file; the next one is read while this one is decoded.
     let read = |offset: u64| {
         let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
-        blob.as_ref()
-            .map(|b| gloo_file::futures::read_as_bytes(&b.slice(offset, end)))
+        blob.as_ref().map(|b| gloo_file::futures::read_as_bytes(&b.slice(offset, end)))
     };
     let mut pending = read(0);
     let mut offset = 0u64;
@@ -1028,11 +1000,7 @@ async fn load_in_worker(
     let request = LoadRequest {
         name: name.to_string(),
         preferred_device,
-        options: Options {
-            max_entries: DEFAULT_MAX_ENTRIES,
-            mode: view.mode(),
-            hide_freed,
-        },
+        options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
     };
     let started_ms = timings.started_ms;
     let on_progress = move |app: &mut App, read_bytes: f64, phase: &str| {
@@ -1099,16 +1067,11 @@ pub fn listen<E: JsCast + 'static>(
     to_input: impl Fn(&E) -> Option<Input> + 'static,
 ) -> EventListener {
     let weak = weak.clone();
-    EventListener::new_with_options(
-        target,
-        event_type,
-        EventListenerOptions::enable_prevent_default(),
-        move |ev| {
-            let Some(e) = ev.dyn_ref::<E>() else { return };
-            let Some(input) = to_input(e) else { return };
-            with_app(&weak, |app| app.handle(input));
-        },
-    )
+    EventListener::new_with_options(target, event_type, EventListenerOptions::enable_prevent_default(), move |ev| {
+        let Some(e) = ev.dyn_ref::<E>() else { return };
+        let Some(input) = to_input(e) else { return };
+        with_app(&weak, |app| app.handle(input));
+    })
 }
 
 fn select_index(e: &web_sys::Event) -> Option<usize> {
@@ -1123,10 +1086,7 @@ fn input_number(e: &web_sys::Event) -> Option<usize> {
 
 fn files_of(list: Option<web_sys::FileList>) -> Vec<Source> {
     let Some(list) = list else { return Vec::new() };
-    (0..list.length())
-        .filter_map(|i| list.get(i))
-        .map(Source::File)
-        .collect()
+    (0..list.length()).filter_map(|i| list.get(i)).map(Source::File).collect()
 }
 
 fn pointer(surface: Surface, e: &web_sys::MouseEvent) -> (Surface, f64, f64) {
@@ -1144,34 +1104,17 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
     let mut l = Vec::new();
     let win: &web_sys::EventTarget = ui.window.as_ref();
     // Files.
-    l.push(listen(
-        weak,
-        ui.file_input.as_ref(),
-        "change",
-        |e: &web_sys::Event| {
-            let input: HtmlInputElement = e.target()?.dyn_into().ok()?;
-            let files = files_of(input.files());
-            // Choosing the same file again must fire "change" again.
-            input.set_value("");
-            (!files.is_empty()).then_some(Input::Open(files))
-        },
-    ));
-    l.push(listen(
-        weak,
-        ui.demo_button.as_ref(),
-        "click",
-        |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo])),
-    ));
-    l.push(listen(
-        weak,
-        ui.cancel_button.as_ref(),
-        "click",
-        |_: &web_sys::Event| Some(Input::CancelLoad),
-    ));
+    l.push(listen(weak, ui.file_input.as_ref(), "change", |e: &web_sys::Event| {
+        let input: HtmlInputElement = e.target()?.dyn_into().ok()?;
+        let files = files_of(input.files());
+        // Choosing the same file again must fire "change" again.
+        input.set_value("");
+        (!files.is_empty()).then_some(Input::Open(files))
+    }));
+    l.push(listen(weak, ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
+    l.push(listen(weak, ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
     l.push(listen(weak, win, "dragover", |e: &DragEvent| {
-        let has_files = e
-            .data_transfer()
-            .is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
+        let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
         if has_files {
             e.prevent_default();
             Some(Input::DragHover(true))
@@ -1180,97 +1123,51 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
         }
     }));
     l.push(listen(weak, win, "dragleave", |e: &DragEvent| {
-        e.related_target()
-            .is_none()
-            .then_some(Input::DragHover(false))
+        e.related_target().is_none().then_some(Input::DragHover(false))
     }));
     l.push(listen(weak, win, "drop", |e: &DragEvent| {
         e.prevent_default();
         let files = files_of(e.data_transfer().and_then(|d| d.files()));
-        Some(if files.is_empty() {
-            Input::DragHover(false)
-        } else {
-            Input::Open(files)
-        })
+        Some(if files.is_empty() { Input::DragHover(false) } else { Input::Open(files) })
     }));
     // Menus.
-    l.push(listen(
-        weak,
-        ui.file_select.as_ref(),
-        "change",
-        |e: &web_sys::Event| select_index(e).map(Input::SelectFile),
-    ));
-    l.push(listen(
-        weak,
-        ui.device_select.as_ref(),
-        "change",
-        |e: &web_sys::Event| select_index(e).map(Input::SelectDevice),
-    ));
-    l.push(listen(
-        weak,
-        ui.view_select.as_ref(),
-        "change",
-        |e: &web_sys::Event| {
-            let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-            View::from_value(&s.value()).map(Input::SelectView)
-        },
-    ));
-    l.push(listen(
-        weak,
-        ui.detail.as_ref(),
-        "input",
-        |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail),
-    ));
-    l.push(listen(
-        weak,
-        ui.detail.as_ref(),
-        "change",
-        |e: &web_sys::Event| input_number(e).map(Input::SetDetail),
-    ));
-    l.push(listen(
-        weak,
-        ui.x_axis_select.as_ref(),
-        "change",
-        |e: &web_sys::Event| {
-            let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-            XAxis::from_value(&s.value()).map(Input::SetXAxis)
-        },
-    ));
+    l.push(listen(weak, ui.file_select.as_ref(), "change", |e: &web_sys::Event| {
+        select_index(e).map(Input::SelectFile)
+    }));
+    l.push(listen(weak, ui.device_select.as_ref(), "change", |e: &web_sys::Event| {
+        select_index(e).map(Input::SelectDevice)
+    }));
+    l.push(listen(weak, ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        View::from_value(&s.value()).map(Input::SelectView)
+    }));
+    l.push(listen(weak, ui.detail.as_ref(), "input", |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail)));
+    l.push(listen(weak, ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
+    l.push(listen(weak, ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        XAxis::from_value(&s.value()).map(Input::SetXAxis)
+    }));
     // Canvases.
     for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
         let target: &web_sys::EventTarget = canvas.as_ref();
         l.push(listen(weak, target, "wheel", move |e: &WheelEvent| {
             e.prevent_default();
-            let dy = if e.delta_y() != 0.0 {
-                e.delta_y()
-            } else {
-                e.delta_x()
-            };
+            let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
             Some(Input::Wheel {
                 surface,
                 x_px: f64::from(e.offset_x()),
                 delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
             })
         }));
-        l.push(listen(
-            weak,
-            target,
-            "pointerdown",
-            move |e: &PointerEvent| {
-                if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
-                    let _ = el.set_pointer_capture(e.pointer_id());
-                    // Keys go to the plot after a click on it (not to a menu used before).
-                    let _ = el.focus();
-                }
-                let (surface, x_px, y_px) = pointer(surface, e);
-                Some(Input::PointerDown {
-                    surface,
-                    x_px,
-                    y_px,
-                    button: e.button(),
-                })
-            },
-        ));
+        l.push(listen(weak, target, "pointerdown", move |e: &PointerEvent| {
+            if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
+                let _ = el.set_pointer_capture(e.pointer_id());
+                // Keys go to the plot after a click on it (not to a menu used before).
+                let _ = el.focus();
+            }
+            let (surface, x_px, y_px) = pointer(surface, e);
+            Some(Input::PointerDown { surface, x_px, y_px, button: e.button() })
+        }));
         let moves: [(&'static str, PointerInput); 2] = [
             ("pointermove", |surface, x_px, y_px| Input::PointerMove { surface, x_px, y_px }),
             ("pointerup", |surface, x_px, y_px| Input::PointerUp { surface, x_px, y_px }),
@@ -1281,12 +1178,7 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
                 Some(make(surface, x_px, y_px))
             }));
         }
-        l.push(listen(
-            weak,
-            target,
-            "pointerleave",
-            move |_: &PointerEvent| Some(Input::PointerLeave { surface }),
-        ));
+        l.push(listen(weak, target, "pointerleave", move |_: &PointerEvent| Some(Input::PointerLeave { surface })));
     }
     // Keys and window size.
     l.push(listen(weak, win, "keydown", |e: &KeyboardEvent| {
@@ -1297,9 +1189,7 @@ fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
         e.prevent_default();
         Some(Input::Key(c))
     }));
-    l.push(listen(weak, win, "resize", |_: &web_sys::Event| {
-        Some(Input::Resize)
-    }));
+    l.push(listen(weak, win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
     l
 }
 
@@ -1311,10 +1201,7 @@ fn watch_size(weak: &Weak<RefCell<App>>, ui: &Ui) -> Option<ResizeWatch> {
     let observer = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()).ok()?;
     observer.observe(&ui.plot);
     observer.observe(&ui.minimap);
-    Some(ResizeWatch {
-        observer,
-        _callback: callback,
-    })
+    Some(ResizeWatch { observer, _callback: callback })
 }
 
 /// What a page with snapshots inside it asks for.
@@ -1327,40 +1214,24 @@ struct Embedded {
 /// Reads `<script type="application/json" id="memviz-embedded">`, which pages written by the
 /// command line carry: `{"files": [{"name", "base64"}], "view", "device"}`.
 fn read_embedded(document: &Document) -> Option<Embedded> {
-    let text = document
-        .get_element_by_id("memviz-embedded")?
-        .text_content()?;
+    let text = document.get_element_by_id("memviz-embedded")?.text_content()?;
     let config = js_sys::JSON::parse(&text).ok()?;
     let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).ok();
     let mut files = Vec::new();
     if let Some(list) = get(&config, "files").and_then(|f| f.dyn_into::<js_sys::Array>().ok()) {
         for f in list.iter() {
-            let name = get(&f, "name")
-                .and_then(|n| n.as_string())
-                .unwrap_or_else(|| "snapshot".into());
-            let Some(bytes) = get(&f, "base64")
-                .and_then(|b| b.as_string())
-                .and_then(|b| crate::model::base64_decode(&b))
+            let name = get(&f, "name").and_then(|n| n.as_string()).unwrap_or_else(|| "snapshot".into());
+            let Some(bytes) =
+                get(&f, "base64").and_then(|b| b.as_string()).and_then(|b| crate::model::base64_decode(&b))
             else {
                 continue;
             };
-            files.push(Source::Bytes {
-                name,
-                bytes: bytes.into(),
-            });
+            files.push(Source::Bytes { name, bytes: bytes.into() });
         }
     }
-    let view = get(&config, "view")
-        .and_then(|v| v.as_string())
-        .and_then(|v| View::from_value(&v));
-    let device = get(&config, "device")
-        .and_then(|d| d.as_f64())
-        .map(|d| d as i64);
-    Some(Embedded {
-        files,
-        view,
-        device,
-    })
+    let view = get(&config, "view").and_then(|v| v.as_string()).and_then(|v| View::from_value(&v));
+    let device = get(&config, "device").and_then(|d| d.as_f64()).map(|d| d as i64);
+    Some(Embedded { files, view, device })
 }
 
 thread_local! {
@@ -1434,21 +1305,14 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
     if !idle(&weak) {
         return;
     }
-    let Ok(snap) = crate::model::load_chunks(
-        DEMO_SNAPSHOT.chunks(CHUNK_BYTES),
-        DEMO_SNAPSHOT.len() as u64,
-    ) else {
+    let Ok(snap) = crate::model::load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64) else {
         return;
     };
     next_tick().await;
     if !idle(&weak) {
         return;
     }
-    let plot = PlotData::build(
-        &snap,
-        snap.default_device().unwrap_or(0),
-        Options::default(),
-    );
+    let plot = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
     let mut file = OpenFile {
         name: String::new(),
         snap,
@@ -1484,9 +1348,7 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
     }
     let (snap, plot) = (&file.snap, &file.plot);
     let l = &plot.layout;
-    let bounds: Vec<f64> = (0..=512)
-        .map(|c| f64::from(l.steps) * f64::from(c) / 512.0)
-        .collect();
+    let bounds: Vec<f64> = (0..=512).map(|c| f64::from(l.steps) * f64::from(c) / 512.0).collect();
     let _ = crate::model::column_envelopes(l, &bounds);
     for b in (0..l.band_count() as u32).step_by(97) {
         let (s0, s1) = l.band_step_range(b);
@@ -1494,10 +1356,6 @@ async fn warm_up(weak: Weak<RefCell<App>>) {
         let _ = describe::element_text(snap, plot.device_pos, l, l.band_element[b as usize]);
     }
     with_app(&weak, |app| {
-        let _ = app
-            .ui
-            .document
-            .body()
-            .map(|b| b.set_attribute("data-warm", "1"));
+        let _ = app.ui.document.body().map(|b| b.set_attribute("data-warm", "1"));
     });
 }

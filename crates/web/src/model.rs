@@ -7,7 +7,9 @@ use memviz_core::snapshot::Snapshot;
 use memviz_core::timeline::Layout;
 use memviz_core::{Error, Loader};
 
-pub use memviz_core::plot::{assign_rows, choose_device, AnnotationSpan, OomMark, PlotData, TimeMap, MAX_ANNOTATION_ROWS};
+pub use memviz_core::plot::{
+    assign_rows, choose_device, AnnotationSpan, OomMark, PlotData, TimeMap, MAX_ANNOTATION_ROWS,
+};
 
 /// Bytes read from a file at a time: big enough that reading an 85 MiB file in slices costs
 /// little more than reading it whole (measured in Chromium: 4 MiB slices took about twice as
@@ -24,11 +26,7 @@ pub struct ModelLoader {
 impl ModelLoader {
     /// A loader for a file of `total_bytes`.
     pub fn new(total_bytes: u64) -> ModelLoader {
-        ModelLoader {
-            loader: Loader::new(Some(total_bytes)),
-            total_bytes,
-            fed_bytes: 0,
-        }
+        ModelLoader { loader: Loader::new(Some(total_bytes)), total_bytes, fed_bytes: 0 }
     }
 
     /// Feeds the next chunk.
@@ -53,10 +51,7 @@ impl ModelLoader {
 }
 
 /// Loads a snapshot from chunks in one go.
-pub fn load_chunks<'a>(
-    chunks: impl IntoIterator<Item = &'a [u8]>,
-    total_bytes: u64,
-) -> Result<Snapshot, Error> {
+pub fn load_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>, total_bytes: u64) -> Result<Snapshot, Error> {
     let mut l = ModelLoader::new(total_bytes);
     for c in chunks {
         l.feed(c)?;
@@ -116,11 +111,7 @@ mod tests {
     use crate::app::DEMO_SNAPSHOT;
 
     fn demo() -> Snapshot {
-        load_chunks(
-            DEMO_SNAPSHOT.chunks(CHUNK_BYTES),
-            DEMO_SNAPSHOT.len() as u64,
-        )
-        .expect("demo loads")
+        load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64).expect("demo loads")
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -151,23 +142,12 @@ mod tests {
     #[wasm_bindgen_test(unsupported = test)]
     fn the_demo_has_timed_annotations_in_rows() {
         let snap = demo();
-        let p = PlotData::build(
-            &snap,
-            snap.default_device().unwrap_or(0),
-            Options::default(),
-        );
+        let p = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
         assert!(p.time.is_some());
-        assert!(
-            p.annotations.len() >= 10,
-            "{} annotations",
-            p.annotations.len()
-        );
+        assert!(p.annotations.len() >= 10, "{} annotations", p.annotations.len());
         assert!(p.annotation_row_count >= 2 && p.annotation_row_count <= MAX_ANNOTATION_ROWS);
         for (a, &row) in p.annotations.iter().zip(&p.annotation_rows) {
-            assert!(
-                a.start_us <= a.end_us && a.start_step <= a.end_step,
-                "{a:?}"
-            );
+            assert!(a.start_us <= a.end_us && a.start_step <= a.end_step, "{a:?}");
             assert!(row < p.annotation_row_count);
             assert!(a.end_step <= f64::from(p.layout.steps));
         }
@@ -210,10 +190,7 @@ mod tests {
         assert_eq!(base64_decode("Zm8=").as_deref(), Some(&b"fo"[..]));
         assert_eq!(base64_decode("Zm9v").as_deref(), Some(&b"foo"[..]));
         assert_eq!(base64_decode("Zm9vYg").as_deref(), Some(&b"foob"[..]));
-        assert_eq!(
-            base64_decode("gAT/\n+w==").as_deref(),
-            Some(&[0x80, 0x04, 0xff, 0xfb][..])
-        );
+        assert_eq!(base64_decode("gAT/\n+w==").as_deref(), Some(&[0x80, 0x04, 0xff, 0xfb][..]));
         assert_eq!(base64_decode("Zm9v!"), None);
         assert_eq!(base64_decode("Zg==Zg"), None);
     }
@@ -222,18 +199,9 @@ mod tests {
     fn column_envelopes_cover_the_live_bytes() {
         let snap = demo();
         for max_entries in [timeline::DEFAULT_MAX_ENTRIES, 50] {
-            let l = Layout::build(
-                &snap,
-                0,
-                Options {
-                    max_entries,
-                    ..Options::default()
-                },
-            );
+            let l = Layout::build(&snap, 0, Options { max_entries, ..Options::default() });
             let cols = 300;
-            let bounds: Vec<f64> = (0..=cols)
-                .map(|c| f64::from(l.steps) * c as f64 / cols as f64)
-                .collect();
+            let bounds: Vec<f64> = (0..=cols).map(|c| f64::from(l.steps) * c as f64 / cols as f64).collect();
             let envs = column_envelopes(&l, &bounds);
             assert_eq!(envs.len(), cols);
             for (w, e) in bounds.windows(2).zip(&envs) {
@@ -243,19 +211,12 @@ mod tests {
                     let s = f64::from(s);
                     if s >= a && s < b {
                         let total = (l.event_drawn_bytes[i] + l.event_summarized_bytes[i]) as f64;
-                        assert!(
-                            total <= e.total_max_bytes,
-                            "column {a}..{b}: {total} > {}",
-                            e.total_max_bytes
-                        );
+                        assert!(total <= e.total_max_bytes, "column {a}..{b}: {total} > {}", e.total_max_bytes);
                         assert!(l.event_drawn_bytes[i] as f64 <= e.drawn_max_bytes);
                     }
                 }
                 // And the envelope is no higher than the true maximum.
-                assert!(
-                    e.total_max_bytes <= l.max_live_between(a, b) as f64,
-                    "column {a}..{b}"
-                );
+                assert!(e.total_max_bytes <= l.max_live_between(a, b) as f64, "column {a}..{b}");
                 assert!(e.drawn_at_peak_bytes <= e.total_max_bytes);
             }
         }

@@ -13,20 +13,18 @@ use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 use crate::app::{App, Drag, OpenFile, Target};
-pub use memviz_view::layout_px::*;
+use crate::model::column_envelopes;
 use memviz_view::axis;
 use memviz_view::decimate::decimate_into;
-use crate::model::column_envelopes;
+pub use memviz_view::layout_px::*;
 use memviz_view::raster::{rgb, Raster, Rgb};
 use memviz_view::view::View;
 use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
 use memviz_view::xmap::XMap;
 
 /// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
-pub const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7",
-    "#9c755f", "#bab0ab",
-];
+pub const PALETTE: [&str; 10] =
+    ["#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7", "#9c755f", "#bab0ab"];
 
 /// [`PALETTE`] as pixels.
 const PALETTE_RGB: [Rgb; 10] = [
@@ -126,7 +124,10 @@ pub struct ViewEdges {
 
 impl ViewEdges {
     fn key(layout: &Layout, s_left: f64, s_right: f64, width_dev: f64) -> ((usize, usize), (u64, u64, u64)) {
-        ((std::ptr::from_ref(layout) as usize, layout.band_count()), (s_left.to_bits(), s_right.to_bits(), width_dev.to_bits()))
+        (
+            (std::ptr::from_ref(layout) as usize, layout.band_count()),
+            (s_left.to_bits(), s_right.to_bits(), width_dev.to_bits()),
+        )
     }
 }
 
@@ -149,10 +150,8 @@ impl HeldPlot {
     /// An empty copy (a canvas that is never put in the document).
     pub fn new(document: &web_sys::Document) -> Result<HeldPlot, JsValue> {
         use wasm_bindgen::JsCast as _;
-        let canvas: HtmlCanvasElement = document
-            .create_element("canvas")?
-            .dyn_into()
-            .map_err(|_| JsValue::from_str("no canvas element"))?;
+        let canvas: HtmlCanvasElement =
+            document.create_element("canvas")?.dyn_into().map_err(|_| JsValue::from_str("no canvas element"))?;
         canvas.set_width(0);
         canvas.set_height(0);
         let ctx = canvas
@@ -193,7 +192,9 @@ impl HeldPlot {
         }
         let ok = self
             .ctx
-            .draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(from, x, y, w, h, 0.0, 0.0, w, h)
+            .draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+                from, x, y, w, h, 0.0, 0.0, w, h,
+            )
             .is_ok();
         self.held.set(ok.then_some((what, window.0, window.1)));
     }
@@ -224,7 +225,8 @@ pub fn prepare_canvas(app: &App, step: usize) {
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     let (Some(f), Some(p)) = (app.file(), ui.held.get(step - canvases.len())) else { return };
-    let (_, _, w, h) = raster_area(&plot_rect(app.state.plot_css.0, app.state.plot_css.1, f.plot.annotation_row_count), app.state.dpr);
+    let (_, _, w, h) =
+        raster_area(&plot_rect(app.state.plot_css.0, app.state.plot_css.1, f.plot.annotation_row_count), app.state.dpr);
     p.reserve((w as f64, h as f64));
 }
 
@@ -284,8 +286,8 @@ pub fn draw(app: &App) {
     let ui = &app.ui;
     // A zoom or pan in progress is drawn from the held copies while they show this file as it is.
     let what = held_what(app);
-    let preview = app.bands_next_frame
-        || (app.previewing() && what.as_ref().is_some_and(|w| Holding::can_preview(&ui.held, w)));
+    let preview =
+        app.bands_next_frame || (app.previewing() && what.as_ref().is_some_and(|w| Holding::can_preview(&ui.held, w)));
     // Canvases are redrawn only when something they show changed (not for progress updates).
     let key = CanvasKey::of(app, preview);
     if app.memo.canvas.borrow().as_ref() == Some(&key) {
@@ -380,24 +382,13 @@ fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
             set("data-y-max", &format!("{:.0}", v.y_max_bytes));
             set("data-x-axis", f.x_axis.value());
             set("data-steps", &f.plot.layout.steps.to_string());
-            set(
-                "data-annotation-rows",
-                &f.plot.annotation_row_count.to_string(),
-            );
+            set("data-annotation-rows", &f.plot.annotation_row_count.to_string());
             set("data-ooms", &f.plot.ooms.len().to_string());
         }
         None => set("data-view", ""),
     }
     set("data-x-ticks", &info.x_labels.join("|"));
-    set(
-        "data-oom-x",
-        &info
-            .oom_x_px
-            .iter()
-            .map(|x| format!("{x:.1}"))
-            .collect::<Vec<_>>()
-            .join(","),
-    );
+    set("data-oom-x", &info.oom_x_px.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(","));
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
@@ -432,12 +423,7 @@ impl CanvasKey {
     /// The part of the key that the timeline's base shows (all but what the pointer points at
     /// and the analysis panel's marks).
     fn base(&self) -> CanvasKey {
-        CanvasKey {
-            hover: None,
-            pinned: None,
-            analysis: 0,
-            ..self.clone()
-        }
+        CanvasKey { hover: None, pinned: None, analysis: 0, ..self.clone() }
     }
 
     fn of(app: &App, preview: bool) -> CanvasKey {
@@ -464,11 +450,7 @@ impl CanvasKey {
 fn loading_text(l: &crate::app::Loading) -> String {
     let mut text = format!("{} {}", l.phase, l.name);
     if l.phase == "Reading" && l.total_bytes > 0 {
-        text += &format!(
-            ": {} of {}",
-            human_size(l.read_bytes as f64),
-            human_size(l.total_bytes as f64)
-        );
+        text += &format!(": {} of {}", human_size(l.read_bytes as f64), human_size(l.total_bytes as f64));
     } else {
         text += " …";
     }
@@ -484,6 +466,7 @@ fn loading_text(l: &crate::app::Loading) -> String {
 }
 
 /// Brings the controls in line with the state.
+#[allow(clippy::too_many_lines)] // every control of the toolbar and status line in one place
 pub fn sync_dom(app: &App) {
     let ui = &app.ui;
     // Progress and status.
@@ -505,12 +488,7 @@ pub fn sync_dom(app: &App) {
             ui.cancel_button.set_hidden(true);
             let text = app.file().map_or_else(String::new, |f| {
                 let l = &f.plot.layout;
-                format!(
-                    "{} · peak {} · {} allocations",
-                    f.name,
-                    human_size(l.peak_bytes as f64),
-                    l.elements.len()
-                )
+                format!("{} · peak {} · {} allocations", f.name, human_size(l.peak_bytes as f64), l.elements.len())
             });
             set_text(&ui.status, &text);
         }
@@ -534,30 +512,20 @@ pub fn sync_dom(app: &App) {
         fill_select(
             ui,
             &ui.file_select,
-            app.state.files
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (i.to_string(), f.name.clone())),
+            app.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())),
         );
         if let Some(f) = app.file() {
             fill_select(
                 ui,
                 &ui.device_select,
-                f.snap.devices.iter().enumerate().map(|(i, d)| {
-                    (
-                        i.to_string(),
-                        format!("cuda:{} ({} entries)", d.index, d.trace.len()),
-                    )
-                }),
+                f.snap
+                    .devices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (i.to_string(), format!("cuda:{} ({} entries)", d.index, d.trace.len()))),
             );
         }
-        fill_select(
-            ui,
-            &ui.view_select,
-            View::ALL
-                .iter()
-                .map(|v| (v.value().to_string(), v.label().to_string())),
-        );
+        fill_select(ui, &ui.view_select, View::ALL.iter().map(|v| (v.value().to_string(), v.label().to_string())));
     }
     let busy = app.loading.is_some();
     set_select(
@@ -565,18 +533,10 @@ pub fn sync_dom(app: &App) {
         &app.state.current.map_or(String::new(), |i| i.to_string()),
         app.state.files.len() < 2 || busy,
     );
-    set_select(
-        &ui.view_select,
-        app.state.view.value(),
-        app.file().is_none() || busy,
-    );
+    set_select(&ui.view_select, app.state.view.value(), app.file().is_none() || busy);
     match app.file() {
         Some(f) => {
-            set_select(
-                &ui.device_select,
-                &f.plot.device_pos.to_string(),
-                devices < 2 || busy,
-            );
+            set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
             set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
             let total = f.plot.element_count();
             let value = app.detail_preview.unwrap_or(f.max_entries).min(total);
@@ -588,10 +548,7 @@ pub fn sync_dom(app: &App) {
                 ui.detail.set_value(&value.to_string());
             }
             ui.detail.set_disabled(busy);
-            set_text(
-                &ui.detail_label,
-                &format!("Detail: {value} of {total} entries"),
-            );
+            set_text(&ui.detail_label, &format!("Detail: {value} of {total} entries"));
         }
         None => {
             set_select(&ui.device_select, "", true);
@@ -605,17 +562,15 @@ pub fn sync_dom(app: &App) {
         return;
     }
     let target = app.state.hover.or(app.state.pinned);
-    let key = (
-        app.state.current.unwrap_or(usize::MAX),
-        app.generation,
-        app.state.hover,
-        app.state.pinned,
-    );
+    let key = (app.state.current.unwrap_or(usize::MAX), app.generation, app.state.hover, app.state.pinned);
     if *app.memo.stack.borrow() != Some(key) {
         *app.memo.stack.borrow_mut() = Some(key);
         let text = match (app.file(), target) {
             (Some(f), Some(t)) => f.target_text(t),
-            (Some(_), None) => "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin.".to_string(),
+            (Some(_), None) => {
+                "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."
+                    .to_string()
+            }
             (None, _) => String::new(),
         };
         set_text(&ui.stack, &text);
@@ -692,13 +647,8 @@ fn band_edge(
     }
     let start = first.max(s_left);
     let end = last.min(s_right);
-    let inner = vertices
-        .iter()
-        .filter(|v| v.0 > start && v.0 < end)
-        .map(|&(x, off)| to_dev(x, off));
-    let pts = std::iter::once(to_dev(start, first_off))
-        .chain(inner)
-        .chain(std::iter::once(to_dev(end, last_off)));
+    let inner = vertices.iter().filter(|v| v.0 > start && v.0 < end).map(|&(x, off)| to_dev(x, off));
+    let pts = std::iter::once(to_dev(start, first_off)).chain(inner).chain(std::iter::once(to_dev(end, last_off)));
     decimate_into(pts, out);
 }
 
@@ -765,10 +715,7 @@ impl<'a> PlotDev<'a> {
 
     /// Device pixels of a point (step, bytes).
     pub(crate) fn to_dev(&self, step: f64, bytes: f64) -> (f64, f64) {
-        (
-            self.v.x_px(&self.rect, self.xm.pos(step)) * self.dpr,
-            self.v.y_px(&self.rect, bytes) * self.dpr,
-        )
+        (self.v.x_px(&self.rect, self.xm.pos(step)) * self.dpr, self.v.y_px(&self.rect, bytes) * self.dpr)
     }
 
     /// Saves the context, switches it to device pixels and clips it to the plot area; the caller
@@ -785,12 +732,7 @@ impl<'a> PlotDev<'a> {
 
     /// Traces the polygon of each of `bands` that shows in the window (at least one device pixel
     /// tall) and calls `paint(band)` to fill or stroke it.
-    pub(crate) fn trace_bands(
-        &self,
-        ctx: &CanvasRenderingContext2d,
-        bands: &[u32],
-        mut paint: impl FnMut(u32),
-    ) {
+    pub(crate) fn trace_bands(&self, ctx: &CanvasRenderingContext2d, bands: &[u32], mut paint: impl FnMut(u32)) {
         let to_dev = |step: f64, bytes: f64| self.to_dev(step, bytes);
         let width_dev = self.rect.width_px * self.dpr;
         let height_of = |b: u32| (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0);
@@ -856,6 +798,7 @@ fn add_band_polygon(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_
 /// Draws everything of the timeline that does not depend on the pointer.
 ///
 /// `file` is drawn on `canvas` of `css` size (CSS px) at `dpr`.
+#[allow(clippy::too_many_lines)] // one exact frame of the base layer, step by step
 pub fn draw_timeline_base(
     file: Option<&OpenFile>,
     css: (f64, f64),
@@ -880,12 +823,8 @@ pub fn draw_timeline_base(
     let v = &f.viewport;
     let xm = f.xmap();
 
-    let (_, y_ticks) = axis::byte_ticks(
-        v.y_max_bytes,
-        ((rect.height_px / 56.0) as usize).clamp(2, 10),
-    );
-    let (x_step, x_ticks) =
-        axis::linear_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14));
+    let (_, y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
+    let (x_step, x_ticks) = axis::linear_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14));
 
     // The bands, rasterized into the plot area's pixels and put there in one call.
     let left_dev = rect.left_px * dpr;
@@ -979,11 +918,7 @@ pub fn draw_timeline_base(
     ctx.set_text_baseline("top");
     let mut last_right = f64::NEG_INFINITY;
     for &t in &x_ticks {
-        let label = if xm.is_time() {
-            axis::time_label(t, x_step)
-        } else {
-            axis::step_label(t)
-        };
+        let label = if xm.is_time() { axis::time_label(t, x_step) } else { axis::step_label(t) };
         let width = ctx.measure_text(&label).map_or(40.0, |m| m.width());
         let x = clamp_px(v.x_px(&rect, t), width / 2.0 + 2.0, w - width / 2.0 - 2.0);
         if x - width / 2.0 < last_right + 10.0 {
@@ -995,11 +930,7 @@ pub fn draw_timeline_base(
     }
     ctx.set_text_align("right");
     ctx.set_fill_style_str("#666");
-    let title = if xm.is_time() {
-        "time since the first event"
-    } else {
-        "event step (each alloc or free is one step)"
-    };
+    let title = if xm.is_time() { "time since the first event" } else { "event step (each alloc or free is one step)" };
     let _ = ctx.fill_text(title, rect.right_px(), by + 26.0);
 
     // Annotation strip.
@@ -1016,11 +947,7 @@ pub fn draw_timeline_base(
         info.oom_x_px.push(x);
         let label = "OOM";
         let tw = ctx.measure_text(label).map_or(24.0, |m| m.width());
-        let lx = if x + 4.0 + tw > rect.right_px() {
-            x - 4.0 - tw
-        } else {
-            x + 4.0
-        };
+        let lx = if x + 4.0 + tw > rect.right_px() { x - 4.0 - tw } else { x + 4.0 };
         ctx.set_fill_style_str("rgba(255,255,255,0.85)");
         ctx.fill_rect(lx - 2.0, rect.top_px + 3.0, tw + 4.0, 14.0);
         ctx.set_fill_style_str(OOM_COLOUR);
@@ -1098,7 +1025,8 @@ fn pixels_key(app: &App) -> Option<PixelsKey> {
 /// timeline is what the page shows.
 pub fn prepare_plot(app: &App) {
     let (Some(f), Some(key)) = (app.file(), pixels_key(app)) else { return };
-    if app.state.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key)) {
+    if app.state.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key))
+    {
         return;
     }
     let (w, h) = app.state.plot_css;
@@ -1134,9 +1062,7 @@ fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels {
     // In the raster's pixels.
     let to_px = |step: f64, off: f64| (x_dev_of_pos(xm.pos(step)) - ox, y_dev(off) - oy);
     let cols = width_dev.ceil().max(1.0) as usize;
-    let bounds: Vec<f64> = (0..=cols)
-        .map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0)))
-        .collect();
+    let bounds: Vec<f64> = (0..=cols).map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0))).collect();
     let envs = column_envelopes(layout, &bounds);
 
     // Bands at least half a device pixel tall that overlap the view.
@@ -1145,10 +1071,7 @@ fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels {
     let px_per_byte_dev = v.px_per_byte(&rect) * dpr;
     let min_size = 0.5 / px_per_byte_dev;
     let mut edge: Vec<(f64, f64)> = Vec::new();
-    let mut bands = layout.bands_overlapping(
-        s_left.floor().max(0.0) as u32,
-        s_right.ceil().max(0.0) as u32,
-    );
+    let mut bands = layout.bands_overlapping(s_left.floor().max(0.0) as u32, s_right.ceil().max(0.0) as u32);
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let edges = view_edges(layout, &bands, s_left, s_right, width_dev);
     let (layout_key, window) = ViewEdges::key(layout, s_left, s_right, width_dev);
@@ -1210,7 +1133,9 @@ impl ImageBuffer {
         let Ok(mut slot) = self.0.try_borrow_mut() else { return };
         if !matches!(&*slot, Some((w, h, ..)) if (*w, *h) == size) {
             let data = js_sys::Uint8ClampedArray::new_with_length(size.0.saturating_mul(size.1).saturating_mul(4));
-            *slot = ImageData::new_with_js_u8_clamped_array_and_sh(&data, size.0, size.1).ok().map(|img| (size.0, size.1, img, data));
+            *slot = ImageData::new_with_js_u8_clamped_array_and_sh(&data, size.0, size.1)
+                .ok()
+                .map(|img| (size.0, size.1, img, data));
         }
         if let Some((_, _, img, data)) = &*slot {
             if data.length() as usize == bytes.len() {
@@ -1224,11 +1149,23 @@ impl ImageBuffer {
 /// Puts a computed plot area on the canvas: the bands' pixels, and behind them (each behind what
 /// is drawn before it) the summarized band on top of the drawn stack and the area under the
 /// drawn stack (where bands are too thin to draw one by one).
-fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, image: &ImageBuffer, rect: PlotRect, dpr: f64, p: PlotPixels) {
+fn put_plot(
+    info: &mut FrameInfo,
+    ctx: &CanvasRenderingContext2d,
+    image: &ImageBuffer,
+    rect: PlotRect,
+    dpr: f64,
+    p: PlotPixels,
+) {
     let (ox, oy, _, _) = raster_area(&rect, dpr);
     let raster = &p.raster;
     if raster.width_px() > 0 && raster.height_px() > 0 {
-        image.put(ctx, bytemuck::cast_slice(raster.rows()), (raster.width_px() as u32, raster.height_px() as u32), (ox, oy));
+        image.put(
+            ctx,
+            bytemuck::cast_slice(raster.rows()),
+            (raster.width_px() as u32, raster.height_px() as u32),
+            (ox, oy),
+        );
     }
     ctx.save();
     ctx.begin_path();
@@ -1276,21 +1213,11 @@ fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
                 }
             }
             Some(Target::Annotation(i)) => {
-                if let (Some(a), Some(&row)) =
-                    (f.plot.annotations.get(i), f.plot.annotation_rows.get(i))
-                {
+                if let (Some(a), Some(&row)) = (f.plot.annotations.get(i), f.plot.annotation_rows.get(i)) {
                     let (x0, x1) = annotation_x_px(a, f.plot.time.as_ref(), &xm, v, &rect);
-                    let (x0, x1) = (
-                        x0.max(rect.left_px),
-                        x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0),
-                    );
+                    let (x0, x1) = (x0.max(rect.left_px), x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0));
                     ctx.set_fill_style_str("rgba(0,0,0,0.07)");
-                    ctx.fill_rect(
-                        x0 * dpr,
-                        rect.top_px * dpr,
-                        (x1 - x0) * dpr,
-                        rect.height_px * dpr,
-                    );
+                    ctx.fill_rect(x0 * dpr, rect.top_px * dpr, (x1 - x0) * dpr, rect.height_px * dpr);
                     let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
                     ctx.set_stroke_style_str(PALETTE[colour_of_name(&a.name)]);
                     ctx.set_line_width(2.0 * dpr);
@@ -1345,10 +1272,7 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
         if x1 < rect.left_px || x0 > rect.right_px() {
             continue;
         }
-        let (cx0, cx1) = (
-            x0.max(rect.left_px),
-            x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0),
-        );
+        let (cx0, cx1) = (x0.max(rect.left_px), x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0));
         let c = colour_of_name(&a.name);
         let room = cx1 - cx0 - 6.0;
         if runs.len() <= row {
@@ -1397,10 +1321,7 @@ fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRec
 
 /// `text`, shortened with "…" to fit `max_px`.
 fn fit_text(ctx: &CanvasRenderingContext2d, text: &str, max_px: f64) -> String {
-    let width = |s: &str| {
-        ctx.measure_text(s)
-            .map_or(s.len() as f64 * 6.0, |m| m.width())
-    };
+    let width = |s: &str| ctx.measure_text(s).map_or(s.len() as f64 * 6.0, |m| m.width());
     if width(text) <= max_px {
         return text.to_string();
     }
@@ -1445,12 +1366,7 @@ fn draw_minimap(app: &App) {
     let peak = app.minimap_cols.iter().copied().fold(1.0f64, f64::max);
     let n = app.minimap_cols.len().max(1) as f64;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    let (l, b, wd, hd) = (
-        rect.left_px * dpr,
-        rect.bottom_px() * dpr,
-        rect.width_px * dpr,
-        rect.height_px * dpr,
-    );
+    let (l, b, wd, hd) = (rect.left_px * dpr, rect.bottom_px() * dpr, rect.width_px * dpr, rect.height_px * dpr);
     ctx.set_fill_style_str(PALETTE[0]);
     ctx.begin_path();
     ctx.move_to(l, b);
@@ -1481,23 +1397,13 @@ fn draw_minimap(app: &App) {
     ctx.fill_rect(x1, rect.top_px, rect.right_px() - x1, rect.height_px);
     ctx.set_stroke_style_str("#333");
     ctx.set_line_width(1.0);
-    ctx.stroke_rect(
-        x0 + 0.5,
-        rect.top_px + 0.5,
-        (x1 - x0 - 1.0).max(0.5),
-        rect.height_px - 1.0,
-    );
+    ctx.stroke_rect(x0 + 0.5, rect.top_px + 0.5, (x1 - x0 - 1.0).max(0.5), rect.height_px - 1.0);
     if let Some(Drag::Brush { start, end, .. }) = app.state.drag {
         let (a, b) = (px(start.min(end)), px(start.max(end)));
         ctx.set_fill_style_str("rgba(78,121,167,0.3)");
         ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);
         ctx.set_stroke_style_str(PALETTE[0]);
-        ctx.stroke_rect(
-            a + 0.5,
-            rect.top_px + 0.5,
-            (b - a - 1.0).max(0.5),
-            rect.height_px - 1.0,
-        );
+        ctx.stroke_rect(a + 0.5, rect.top_px + 0.5, (b - a - 1.0).max(0.5), rect.height_px - 1.0);
     }
     // Scale: the run's peak.
     ctx.set_fill_style_str("#666");

@@ -60,8 +60,15 @@ fn build(document: &Document) -> Option<(HtmlElement, Els)> {
     let bar = document.get_element_by_id("statusbar")?;
     let wrap: HtmlElement = document.create_element("span").ok()?.dyn_into().ok()?;
     wrap.set_id("search");
-    let addr = input(document, "search-addr", "address b7f…_3", "Address label of an allocation (b<address>_<version>), or part of one", 14)?;
-    let frame = input(document, "search-frame", "frame text", "Part of a frame of the allocation's stack (any case)", 14)?;
+    let addr = input(
+        document,
+        "search-addr",
+        "address b7f…_3",
+        "Address label of an allocation (b<address>_<version>), or part of one",
+        14,
+    )?;
+    let frame =
+        input(document, "search-frame", "frame text", "Part of a frame of the allocation's stack (any case)", 14)?;
     let min = input(document, "search-min", "min size", "Smallest size, e.g. 4096, 512KiB, 1MiB", 7)?;
     let max = input(document, "search-max", "max size", "Largest size, e.g. 4096, 512KiB, 1MiB", 7)?;
     let count: HtmlElement = document.create_element("span").ok()?.dyn_into().ok()?;
@@ -168,8 +175,14 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
             _ => String::new(),
         };
         els.count.set_title(&title);
-        let _ = app.ui.plot.set_attribute("data-search-matches", &found.as_ref().map_or(String::new(), |m| m.len().to_string()));
-        let _ = app.ui.plot.set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
+        let _ = app
+            .ui
+            .plot
+            .set_attribute("data-search-matches", &found.as_ref().map_or(String::new(), |m| m.len().to_string()));
+        let _ = app
+            .ui
+            .plot
+            .set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
         *app.search.drawn_count.borrow_mut() = Some(text);
     }
     let (Some(m), Some(f)) = (found, app.file()) else { return };

@@ -99,9 +99,12 @@ pub fn of_app(app: &App) -> Option<Fragment> {
         _ => None,
     };
     let v = &f.viewport;
-    let x_steps = (!app.state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
+    let x_steps = (!app.state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1))
+        .then_some((v.x0, v.x1));
     let event = match app.panels.selected {
-        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.state.view == View::AllocatorStateHistory => Some(r),
+        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.state.view == View::AllocatorStateHistory => {
+            Some(r)
+        }
         _ => None,
     };
     Some(Fragment {

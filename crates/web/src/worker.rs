@@ -15,8 +15,8 @@
 //!   `{kind: "profile"}` when the file is a profiler memory timeline (the page reads those itself).
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use memviz_core::timeline::Options;
 use memviz_core::snapshot::Trace;
+use memviz_core::timeline::Options;
 use memviz_core::wire::{self, ByField, Encoder, Wire};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -151,7 +151,8 @@ async fn load(
     next_slice: &js_sys::Function,
 ) -> Result<(), String> {
     let name = &request.name;
-    let read_error = |e: &JsValue| format!("Could not read {name}: {}. Is the file still there and readable?", js_text(e));
+    let read_error =
+        |e: &JsValue| format!("Could not read {name}: {}. Is the file still there and readable?", js_text(e));
     let total_bytes = file.size() as u64;
     let mut timings = WorkerTimings::default();
     let mut loader = ModelLoader::new(total_bytes);
@@ -278,7 +279,6 @@ pub fn js_text(e: &JsValue) -> String {
         .or_else(|| e.as_string())
         .unwrap_or_else(|| format!("{e:?}"))
 }
-
 
 #[cfg(test)]
 #[allow(clippy::expect_used)]

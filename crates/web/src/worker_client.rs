@@ -15,11 +15,11 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::app::App;
 use crate::model::PlotData;
-use memviz_view::xmap::TimeMap;
 use crate::worker::{
     encode_request, js_text, LoadRequest, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP,
     TIMINGS_GROUP, TRACE_GROUP,
 };
+use memviz_view::xmap::TimeMap;
 
 /// How a load in a worker ended.
 pub enum Outcome {
@@ -142,7 +142,8 @@ pub async fn load(
     let Ok(handle) = f.call3(&JsValue::NULL, file, &req, progress.as_ref()) else {
         return Outcome::Unavailable;
     };
-    let function = |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
+    let function =
+        |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
     let Some(next) = function("next") else { return Outcome::Unavailable };
     let cancel = function("cancel");
     crate::app::with_app(weak, |app| app.cancel_load = cancel);
@@ -197,7 +198,9 @@ async fn next_answer(next: &Function) -> Result<Answer, Outcome> {
             let bytes = get("bytes").as_ref().and_then(buffer_bytes);
             let parts = get("parts").and_then(|a| a.dyn_into::<Array>().ok());
             match (bytes, num("group"), num("field"), parts) {
-                (Some(bytes), Some(group), Some(field), Some(parts)) => Ok(Answer::Head(Head { bytes, group, field }, parts)),
+                (Some(bytes), Some(group), Some(field), Some(parts)) => {
+                    Ok(Answer::Head(Head { bytes, group, field }, parts))
+                }
                 _ => Err(incomplete()),
             }
         }

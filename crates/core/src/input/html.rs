@@ -155,29 +155,30 @@ impl Html {
 
     fn decode(&mut self, text: &[u8], emit: &mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> {
         for (i, &c) in text.iter().enumerate() {
-            let v =
-                match c {
-                    b'A'..=b'Z' => c - b'A',
-                    b'a'..=b'z' => c - b'a' + 26,
-                    b'0'..=b'9' => c - b'0' + 52,
-                    b'+' => 62,
-                    b'/' => 63,
-                    b'=' => {
-                        self.padding = true;
-                        continue;
-                    }
-                    b'"' => {
-                        self.state = State::Done;
-                        return self.hand_on(emit);
-                    }
-                    b'\\' | b' ' | b'\n' | b'\r' | b'\t' => continue,
-                    _ => return Err(Error::Html {
+            let v = match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'+' => 62,
+                b'/' => 63,
+                b'=' => {
+                    self.padding = true;
+                    continue;
+                }
+                b'"' => {
+                    self.state = State::Done;
+                    return self.hand_on(emit);
+                }
+                b'\\' | b' ' | b'\n' | b'\r' | b'\t' => continue,
+                _ => {
+                    return Err(Error::Html {
                         reason: format!(
                             "the snapshot inside this page is not valid base64 (byte 0x{c:02x} at character {} of it)",
                             self.decoded / 3 * 4 + i as u64
                         ),
-                    }),
-                };
+                    })
+                }
+            };
             if self.padding {
                 return Err(Error::Html {
                     reason: "the snapshot inside this page is not valid base64 (data after its padding)".into(),

@@ -23,9 +23,7 @@ const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
 const MARKER: RGBColor = chart::rgb(0x222222);
 
 /// Colours of the categories, in order (the swatches `.sw.cat-N` in style.css).
-const COLOURS: [u32; 9] = [
-    0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xedc948, 0xb07aa1, 0x9c755f, 0xbab0ac,
-];
+const COLOURS: [u32; 9] = [0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xedc948, 0xb07aa1, 0x9c755f, 0xbab0ac];
 
 /// Colour of category `k` (index into the timeline's categories), as CSS.
 fn colour(k: usize) -> String {
@@ -38,10 +36,7 @@ fn chart_colour(k: usize) -> RGBColor {
 }
 
 fn category_index(c: Category) -> usize {
-    Category::ALL
-        .iter()
-        .position(|&x| x == c)
-        .unwrap_or(Category::ALL.len() - 1)
+    Category::ALL.iter().position(|&x| x == c).unwrap_or(Category::ALL.len() - 1)
 }
 
 /// A profiler memory timeline that was opened.
@@ -82,13 +77,8 @@ impl State {
     pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
         let peak = full.peak();
         let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
-        self.profile = Some(Profile {
-            name,
-            timeline: full.downsample(MAX_POINTS),
-            peak,
-            peak_time_us,
-            points: full.bytes.len(),
-        });
+        self.profile =
+            Some(Profile { name, timeline: full.downsample(MAX_POINTS), peak, peak_time_us, points: full.bytes.len() });
         self.profile_seq += 1;
         self.hover_x_px = None;
     }
@@ -111,10 +101,7 @@ fn ensure_inferred(app: &App) -> bool {
         return false;
     };
     if cache.as_ref().is_none_or(|(k, _)| *k != key) {
-        *cache = Some((
-            key,
-            categories::infer_categories(&f.snap, key.1, MAX_POINTS),
-        ));
+        *cache = Some((key, categories::infer_categories(&f.snap, key.1, MAX_POINTS)));
     }
     true
 }
@@ -122,12 +109,7 @@ fn ensure_inferred(app: &App) -> bool {
 fn legend(names: &[String], inferred: bool, s: &mut String) {
     s.push_str("<p class=\"cat-legend an-legend\">");
     for (k, n) in names.iter().enumerate() {
-        let _ = write!(
-            s,
-            "<span class=\"cat-key\"><span class=\"sw cat-{}\"></span>{}</span> ",
-            k % 9,
-            esc(n)
-        );
+        let _ = write!(s, "<span class=\"cat-key\"><span class=\"sw cat-{}\"></span>{}</span> ", k % 9, esc(n));
     }
     if inferred {
         s.push_str("<span class=\"cat-inferred\">(categories inferred from stacks, lifetimes and annotations, not recorded)</span>");
@@ -150,10 +132,7 @@ pub fn html(app: &App, s: &mut String) {
         return;
     };
     let Some((_, c)) = cache.as_ref() else { return };
-    let names: Vec<String> = Category::ALL
-        .iter()
-        .map(|c| c.name().replace('_', " "))
-        .collect();
+    let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
     legend(&names, c.timeline.inferred, s);
     s.push_str("<h4>At the peak</h4><table class=\"an-table cat-at-peak\"><thead><tr><th>category</th><th>bytes</th></tr></thead><tbody>");
     for (cat, b) in &c.at_peak {
@@ -176,10 +155,7 @@ pub fn html(app: &App, s: &mut String) {
 
 /// Paints the visible allocations of the timeline in their inferred category's colour.
 pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
-    if !app.analysis.categories.colour_inferred
-        || app.state.view.mode() != Mode::Allocations
-        || !ensure_inferred(app)
-    {
+    if !app.analysis.categories.colour_inferred || app.state.view.mode() != Mode::Allocations || !ensure_inferred(app) {
         return;
     }
     let Some(f) = app.file() else { return };
@@ -191,10 +167,7 @@ pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;
-    let mut bands = layout.bands_overlapping(
-        plot.s_left.floor().max(0.0) as u32,
-        plot.s_right.ceil().max(0.0) as u32,
-    );
+    let mut bands = layout.bands_overlapping(plot.s_left.floor().max(0.0) as u32, plot.s_right.ceil().max(0.0) as u32);
     bands.retain(|&b| layout.band_size(b) as f64 >= min_size);
     let cat_of = |b: u32| {
         layout
@@ -237,14 +210,7 @@ pub fn sync_profile(app: &App) {
         el.set_hidden(st.profile.is_none());
         let mut s = String::new();
         if let Some(p) = &st.profile {
-            let t0 = p
-                .timeline
-                .times_us
-                .iter()
-                .flatten()
-                .next()
-                .copied()
-                .unwrap_or(0);
+            let t0 = p.timeline.times_us.iter().flatten().next().copied().unwrap_or(0);
             let _ = write!(
                 s,
                 "<div class=\"cat-head\"><b>Memory by category</b> · {} <span class=\"cat-src\">(profiler memory timeline, {} points)</span><button type=\"button\" class=\"an-close\" data-act=\"cat-close\" title=\"Close\">×</button></div>",
@@ -259,13 +225,9 @@ pub fn sync_profile(app: &App) {
                     p.peak_time_us.map_or(String::new(), |t| format!(" at t = {}", time_text(t - t0)))
                 );
             }
-            s.push_str(
-                "<canvas class=\"cat-chart\" aria-label=\"Bytes per category over time\"></canvas>",
-            );
+            s.push_str("<canvas class=\"cat-chart\" aria-label=\"Bytes per category over time\"></canvas>");
             legend(&p.timeline.categories, p.timeline.inferred, &mut s);
-            s.push_str(
-                "<p class=\"cat-hover\">Point at the chart to read the bytes of each category.</p>",
-            );
+            s.push_str("<p class=\"cat-hover\">Point at the chart to read the bytes of each category.</p>");
         }
         el.set_inner_html(&s);
     }
@@ -274,9 +236,7 @@ pub fn sync_profile(app: &App) {
         .query_selector("canvas.cat-chart")
         .ok()
         .flatten()
-        .map_or(0, |c| {
-            (f64::from(c.client_width()) * app.state.dpr).round() as u32
-        });
+        .map_or(0, |c| (f64::from(c.client_width()) * app.state.dpr).round() as u32);
     let want = (st.profile_seq, st.hover_x_px, width_dev);
     if written != Some(want) {
         if let Some(p) = &st.profile {
@@ -289,13 +249,7 @@ pub fn sync_profile(app: &App) {
 
 /// Draws the stacked chart (unless `same_chart` and its copy can be put back) and the pointer's
 /// marker with the bytes of each category there.
-fn draw_profile(
-    app: &App,
-    el: &HtmlElement,
-    p: &Profile,
-    hover_x_px: Option<f64>,
-    same_chart: bool,
-) {
+fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64>, same_chart: bool) {
     let Ok(Some(canvas)) = el.query_selector("canvas.cat-chart") else {
         return;
     };
@@ -309,15 +263,8 @@ fn draw_profile(
     let dpr = app.state.dpr;
     let tl = &p.timeline;
     let n = tl.bytes.len();
-    let times: Vec<f64> = (0..n)
-        .map(|i| {
-            tl.times_us
-                .get(i)
-                .copied()
-                .flatten()
-                .map_or(i as f64, |t| t as f64)
-        })
-        .collect();
+    let times: Vec<f64> =
+        (0..n).map(|i| tl.times_us.get(i).copied().flatten().map_or(i as f64, |t| t as f64)).collect();
     let t0 = times.first().copied().unwrap_or(0.0);
     let t1 = times.last().copied().unwrap_or(1.0).max(t0 + 1.0);
     let restored = same_chart && st.area.get().is_some() && layer.restore(&canvas);
@@ -326,13 +273,7 @@ fn draw_profile(
         let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0);
         let (_, ticks) = memviz_view::axis::linear_ticks(0.0, t1 - t0, 6);
         let label = |x: f64| time_text(x as i64);
-        let axes = chart::Axes {
-            x: 0.0..t1 - t0,
-            x_ticks: ticks,
-            x_label: &label,
-            max_bytes,
-            y_ticks: 6,
-        };
+        let axes = chart::Axes { x: 0.0..t1 - t0, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 6 };
         let area = chart::draw(&canvas, dpr, &axes, |c, pen| {
             // Bands, bottom to top.
             let mut below: Vec<(f64, f64)> = times.iter().map(|&t| (t - t0, 0.0)).collect();
@@ -363,11 +304,7 @@ fn draw_profile(
     }
     let t = t0 + area.x_at(hx);
     let i = times.partition_point(|&v| v < t).min(n - 1);
-    let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() {
-        i - 1
-    } else {
-        i
-    };
+    let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() { i - 1 } else { i };
     chart::marker(&canvas, dpr, &area, times[i] - t0, MARKER);
     let mut s = format!("t = {}: ", time_text((times[i] - t0) as i64));
     for (k, name) in tl.categories.iter().enumerate() {

@@ -32,11 +32,7 @@ impl Ticked {
     /// The axis `[lo, hi]` with the ticks inside it.
     pub fn new(lo: f64, hi: f64, ticks: &[f64]) -> Ticked {
         let hi = if hi > lo { hi } else { lo + 1.0 };
-        let ticks = ticks
-            .iter()
-            .copied()
-            .filter(|t| (lo..=hi).contains(t))
-            .collect();
+        let ticks = ticks.iter().copied().filter(|t| (lo..=hi).contains(t)).collect();
         Ticked { lo, hi, ticks }
     }
 }
@@ -89,15 +85,8 @@ pub const fn rgb(hex: u32) -> RGBColor {
 /// Sizes a canvas' backing store to its CSS box times `dpr` (`fallback_css` when it is not laid
 /// out) and returns the CSS size.
 pub fn fit(canvas: &HtmlCanvasElement, fallback_css: (f64, f64), dpr: f64) -> (f64, f64) {
-    let css = (
-        f64::from(canvas.client_width()),
-        f64::from(canvas.client_height()),
-    );
-    let css = if css.0 > 0.0 && css.1 > 0.0 {
-        css
-    } else {
-        fallback_css
-    };
+    let css = (f64::from(canvas.client_width()), f64::from(canvas.client_height()));
+    let css = if css.0 > 0.0 && css.1 > 0.0 { css } else { fallback_css };
     let w = (css.0 * dpr).round().max(1.0) as u32;
     let h = (css.1 * dpr).round().max(1.0) as u32;
     // Setting the size clears the canvas even when it is unchanged.
@@ -218,30 +207,15 @@ impl Pen {
     }
 
     /// A line through points.
-    pub fn line(
-        &self,
-        chart: &mut Chart<'_>,
-        points: Vec<(f64, f64)>,
-        colour: RGBColor,
-        width_css: f64,
-    ) {
+    pub fn line(&self, chart: &mut Chart<'_>, points: Vec<(f64, f64)>, colour: RGBColor, width_css: f64) {
         if points.len() < 2 {
             return;
         }
-        let _ = chart.draw_series(std::iter::once(PathElement::new(
-            points,
-            self.stroke(colour, width_css),
-        )));
+        let _ = chart.draw_series(std::iter::once(PathElement::new(points, self.stroke(colour, width_css))));
     }
 
     /// The area between an upper and a lower line over the same x values, filled.
-    pub fn band(
-        &self,
-        chart: &mut Chart<'_>,
-        upper: &[(f64, f64)],
-        lower: &[(f64, f64)],
-        fill: RGBAColor,
-    ) {
+    pub fn band(&self, chart: &mut Chart<'_>, upper: &[(f64, f64)], lower: &[(f64, f64)], fill: RGBAColor) {
         if upper.len() < 2 {
             return;
         }
@@ -300,12 +274,7 @@ pub fn draw(
     let (xs, ys) = chart.plotting_area().get_pixel_range();
     ctx.save();
     ctx.begin_path();
-    ctx.rect(
-        f64::from(xs.start),
-        f64::from(ys.start),
-        f64::from(xs.end - xs.start),
-        f64::from(ys.end - ys.start),
-    );
+    ctx.rect(f64::from(xs.start), f64::from(ys.start), f64::from(xs.end - xs.start), f64::from(ys.end - ys.start));
     ctx.clip();
     series(&mut chart, Pen { dpr });
     ctx.restore();
@@ -330,11 +299,7 @@ pub fn marker(canvas: &HtmlCanvasElement, dpr: f64, area: &Area, x: f64, colour:
     };
     let dev = |css: f64| (css * dpr).round() as i32;
     let style = Pen { dpr }.stroke(colour, 1.0);
-    let _ = backend.draw_line(
-        (dev(x_px), dev(area.top_px)),
-        (dev(x_px), dev(area.bottom_px)),
-        &style,
-    );
+    let _ = backend.draw_line((dev(x_px), dev(area.top_px)), (dev(x_px), dev(area.bottom_px)), &style);
 }
 
 /// A copy of a chart without its marker, to draw the marker elsewhere without drawing the chart
@@ -348,10 +313,7 @@ impl Layered {
     /// Keeps a copy of the canvas as it is now.
     pub fn keep(&mut self, document: &Document, canvas: &HtmlCanvasElement) {
         if self.base.is_none() {
-            self.base = document
-                .create_element("canvas")
-                .ok()
-                .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok());
+            self.base = document.create_element("canvas").ok().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok());
         }
         let Some(base) = &self.base else { return };
         base.set_width(canvas.width());
@@ -371,14 +333,8 @@ impl Layered {
             return false;
         };
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-        ctx.clear_rect(
-            0.0,
-            0.0,
-            f64::from(canvas.width()),
-            f64::from(canvas.height()),
-        );
-        ctx.draw_image_with_html_canvas_element(base, 0.0, 0.0)
-            .is_ok()
+        ctx.clear_rect(0.0, 0.0, f64::from(canvas.width()), f64::from(canvas.height()));
+        ctx.draw_image_with_html_canvas_element(base, 0.0, 0.0).is_ok()
     }
 }
 
@@ -394,18 +350,9 @@ mod tests {
     #[wasm_bindgen_test(unsupported = test)]
     fn byte_ticks_are_powers_of_two() {
         const MIB: u64 = 1 << 20;
-        assert_eq!(
-            binary_ticks(456 * MIB, 4),
-            [0, 128 * MIB, 256 * MIB, 384 * MIB]
-        );
-        assert_eq!(
-            binary_ticks(1100 * MIB, 4),
-            [0, 256 * MIB, 512 * MIB, 768 * MIB, 1024 * MIB]
-        );
-        let labels: Vec<String> = binary_ticks(2600 * MIB, 4)
-            .iter()
-            .map(|&b| byte_label(b as f64))
-            .collect();
+        assert_eq!(binary_ticks(456 * MIB, 4), [0, 128 * MIB, 256 * MIB, 384 * MIB]);
+        assert_eq!(binary_ticks(1100 * MIB, 4), [0, 256 * MIB, 512 * MIB, 768 * MIB, 1024 * MIB]);
+        let labels: Vec<String> = binary_ticks(2600 * MIB, 4).iter().map(|&b| byte_label(b as f64)).collect();
         assert_eq!(labels, ["0", "1.0 GiB", "2.0 GiB"]);
         assert_eq!(binary_ticks(0, 4), [0]);
         assert_eq!(binary_ticks(3, 4), [0, 1, 2, 3]);
@@ -420,42 +367,19 @@ mod tests {
 
     #[wasm_bindgen_test(unsupported = test)]
     fn stairs_are_cut_to_the_window() {
-        let pts = [
-            (0.0, 1.0),
-            (5.0, 2.0),
-            (12.0, 3.0),
-            (20.0, 4.0),
-            (31.0, 5.0),
-        ];
+        let pts = [(0.0, 1.0), (5.0, 2.0), (12.0, 3.0), (20.0, 4.0), (31.0, 5.0)];
         assert_eq!(
             stairs(&pts, 10.0, 30.0),
-            [
-                (10.0, 2.0),
-                (12.0, 2.0),
-                (12.0, 3.0),
-                (20.0, 3.0),
-                (20.0, 4.0),
-                (30.0, 4.0)
-            ]
+            [(10.0, 2.0), (12.0, 2.0), (12.0, 3.0), (20.0, 3.0), (20.0, 4.0), (30.0, 4.0)]
         );
         assert_eq!(stairs(&pts, 21.0, 25.0), [(21.0, 4.0), (25.0, 4.0)]);
-        assert_eq!(
-            stairs(&pts[3..], 0.0, 40.0),
-            [(20.0, 4.0), (31.0, 4.0), (31.0, 5.0), (40.0, 5.0)]
-        );
+        assert_eq!(stairs(&pts[3..], 0.0, 40.0), [(20.0, 4.0), (31.0, 4.0), (31.0, 5.0), (40.0, 5.0)]);
         assert!(stairs(&[], 0.0, 1.0).is_empty());
     }
 
     #[wasm_bindgen_test(unsupported = test)]
     fn area_maps_both_ways() {
-        let a = Area {
-            left_px: 60.0,
-            right_px: 360.0,
-            top_px: 6.0,
-            bottom_px: 100.0,
-            x0: 1000.0,
-            x1: 4000.0,
-        };
+        let a = Area { left_px: 60.0, right_px: 360.0, top_px: 6.0, bottom_px: 100.0, x0: 1000.0, x1: 4000.0 };
         assert_eq!(a.px_of(2500.0), 210.0);
         assert_eq!(a.x_at(210.0), 2500.0);
         assert!(a.contains_x(60.0) && !a.contains_x(59.0));

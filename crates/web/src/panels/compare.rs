@@ -6,9 +6,7 @@
 use std::cell::RefCell;
 use std::fmt::Write;
 
-use memviz_core::analysis::compare::{
-    self, Alignment, CompareOptions, Comparison, KeyMode, StackDiff,
-};
+use memviz_core::analysis::compare::{self, Alignment, CompareOptions, Comparison, KeyMode, StackDiff};
 use memviz_core::analysis::{signed_size_text, size_text};
 use plotters::style::RGBColor;
 use web_sys::HtmlCanvasElement;
@@ -41,22 +39,13 @@ pub struct State {
 pub fn other_of(app: &App) -> Option<usize> {
     let cur = app.state.current?;
     let n = app.state.files.len();
-    app.analysis
-        .compare
-        .other
-        .filter(|&o| o != cur && o < n)
-        .or_else(|| (0..n).find(|&i| i != cur))
+    app.analysis.compare.other.filter(|&o| o != cur && o < n).or_else(|| (0..n).find(|&i| i != cur))
 }
 
 fn pair_key(app: &App) -> Option<PairKey> {
     let a = app.state.current?;
     let b = other_of(app)?;
-    Some((
-        a,
-        app.state.files.get(a)?.plot.device_pos,
-        b,
-        app.state.files.get(b)?.plot.device_pos,
-    ))
+    Some((a, app.state.files.get(a)?.plot.device_pos, b, app.state.files.get(b)?.plot.device_pos))
 }
 
 /// Computes the comparison when the pair changed.
@@ -70,12 +59,7 @@ fn ensure(app: &App) -> Option<PairKey> {
             key.1,
             &fb.snap,
             key.3,
-            CompareOptions {
-                points: CURVE_POINTS,
-                key: KeyMode::Line,
-                top: TOP_DIFFS,
-                ..CompareOptions::default()
-            },
+            CompareOptions { points: CURVE_POINTS, key: KeyMode::Line, top: TOP_DIFFS, ..CompareOptions::default() },
         );
         *cache = Some((key, c));
     }
@@ -140,12 +124,11 @@ pub fn html(app: &App, s: &mut String) {
     };
     let Some((_, c)) = cache.as_ref() else { return };
     let align = match &c.alignment {
-        Alignment::Iterations { a, b } => format!(
-            "Aligned by iteration ({a} iterations in A, {b} in B; x: iterations both have)."
-        ),
+        Alignment::Iterations { a, b } => {
+            format!("Aligned by iteration ({a} iterations in A, {b} in B; x: iterations both have).")
+        }
         Alignment::Proportion => {
-            "Aligned by position in the trace (no iterations in both; x: share of the trace)."
-                .to_string()
+            "Aligned by position in the trace (no iterations in both; x: share of the trace).".to_string()
         }
     };
     let b_name = other.map_or(String::new(), name);
@@ -159,8 +142,7 @@ pub fn html(app: &App, s: &mut String) {
     );
     for (k, p) in c.points.iter().enumerate() {
         let delta = i128::from(p.b_bytes) - i128::from(p.a_bytes);
-        let at =
-            |r: Option<u32>| r.map_or("before the trace".to_string(), |r| format!("entry {r}"));
+        let at = |r: Option<u32>| r.map_or("before the trace".to_string(), |r| format!("entry {r}"));
         let _ = write!(
             s,
             "<details class=\"cmp-point\" data-label=\"{}\" data-a-bytes=\"{}\" data-b-bytes=\"{}\" data-delta-bytes=\"{delta}\"{}><summary>At {}: A {} ({}), B {} ({}); <b>B − A = {} ({delta} bytes)</b></summary>",
@@ -189,12 +171,7 @@ pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
     };
     let Some((_, c)) = cache.as_ref() else { return };
     chart::fit(canvas, CHART_CSS_PX, dpr);
-    let max_bytes = c
-        .curve
-        .iter()
-        .map(|p| p.a_bytes.max(p.b_bytes))
-        .max()
-        .unwrap_or(0);
+    let max_bytes = c.curve.iter().map(|p| p.a_bytes.max(p.b_bytes)).max().unwrap_or(0);
     let iterations = match c.alignment {
         Alignment::Iterations { a, b } => Some(a.min(b).max(1)),
         Alignment::Proportion => None,
@@ -215,18 +192,9 @@ pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
     // Each point is the highest live bytes over a slice of x: drawn at the slice's middle.
     let half = x_max / c.curve.len().max(1) as f64 / 2.0;
     let curve = |pick: fn(&compare::CurvePoint) -> u64| -> Vec<(f64, f64)> {
-        c.curve
-            .iter()
-            .map(|p| (p.x + half, pick(p) as f64))
-            .collect()
+        c.curve.iter().map(|p| (p.x + half, pick(p) as f64)).collect()
     };
-    let axes = chart::Axes {
-        x: 0.0..x_max,
-        x_ticks: ticks,
-        x_label: &label,
-        max_bytes,
-        y_ticks: 4,
-    };
+    let axes = chart::Axes { x: 0.0..x_max, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
     chart::draw(canvas, dpr, &axes, |ch, pen| {
         pen.line(ch, curve(|p| p.a_bytes), A_COLOUR, 2.0);
         pen.line(ch, curve(|p| p.b_bytes), B_COLOUR, 2.0);

@@ -36,28 +36,15 @@ impl Kind {
 /// File name without its extension, for download names.
 fn stem(name: &str) -> String {
     let base = name.split(" (").next().unwrap_or(name);
-    let base = base
-        .strip_suffix(".pickle")
-        .or_else(|| base.strip_suffix(".json"))
-        .unwrap_or(base);
-    base.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    let base = base.strip_suffix(".pickle").or_else(|| base.strip_suffix(".json")).unwrap_or(base);
+    base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
 /// Runs an export; failures go to the error box.
 pub fn run(app: &mut App, kind: Kind) {
     let result = match kind {
         Kind::Png => {
-            let name = app
-                .file()
-                .map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
+            let name = app.file().map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
             timeline_image(&app.ui).map(|image| {
                 download_canvas(&app.ui.document, &image, format!("{name}.timeline.png"));
             })
@@ -65,10 +52,7 @@ pub fn run(app: &mut App, kind: Kind) {
         _ => text_export(app, kind),
     };
     if let Err(e) = result {
-        app.error = Some(format!(
-            "Could not export: {}",
-            e.as_string().unwrap_or_default()
-        ));
+        app.error = Some(format!("Could not export: {}", e.as_string().unwrap_or_default()));
     }
 }
 
@@ -81,16 +65,10 @@ fn text_export(app: &App, kind: Kind) -> Result<(), JsValue> {
         let Some(live) = a.live.as_ref() else {
             return Ok(());
         };
-        let when = live
-            .row
-            .map_or_else(|| "start".to_string(), |r| format!("entry{r}"));
+        let when = live.row.map_or_else(|| "start".to_string(), |r| format!("entry{r}"));
         let stem = format!("{}.live.{when}", stem(&f.name));
         match kind {
-            Kind::Csv => (
-                format!("{stem}.csv"),
-                core_export::live_set_csv(&f.snap, &a.replay, live),
-                "text/csv",
-            ),
+            Kind::Csv => (format!("{stem}.csv"), core_export::live_set_csv(&f.snap, &a.replay, live), "text/csv"),
             Kind::Json => (
                 format!("{stem}.json"),
                 core_export::live_set_json(&f.snap, &a.replay, live).to_string(),
@@ -113,10 +91,8 @@ fn text_export(app: &App, kind: Kind) -> Result<(), JsValue> {
 /// Hands a Blob to the browser as a download named `name`.
 pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(), JsValue> {
     let url = Url::create_object_url_with_blob(blob)?;
-    let a: HtmlAnchorElement = document
-        .create_element("a")?
-        .dyn_into()
-        .map_err(|_| JsValue::from_str("no anchor element"))?;
+    let a: HtmlAnchorElement =
+        document.create_element("a")?.dyn_into().map_err(|_| JsValue::from_str("no anchor element"))?;
     a.set_href(&url);
     a.set_download(name);
     a.click();
@@ -131,11 +107,8 @@ pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(),
 /// Downloads a canvas as PNG (`canvas.toBlob`).
 /// The timeline as the page shows it, on one new canvas: the base layer with the marks over it.
 fn timeline_image(ui: &crate::app::Ui) -> Result<HtmlCanvasElement, JsValue> {
-    let image: HtmlCanvasElement = ui
-        .document
-        .create_element("canvas")?
-        .dyn_into()
-        .map_err(|_| JsValue::from_str("no canvas element"))?;
+    let image: HtmlCanvasElement =
+        ui.document.create_element("canvas")?.dyn_into().map_err(|_| JsValue::from_str("no canvas element"))?;
     image.set_width(ui.plot.width());
     image.set_height(ui.plot.height());
     let ctx: web_sys::CanvasRenderingContext2d = image

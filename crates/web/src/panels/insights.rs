@@ -16,8 +16,8 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc, Analysis};
 use crate::app::{App, OpenFile, Target};
-use memviz_view::axis;
 use crate::input::Surface;
+use memviz_view::axis;
 
 /// `97.5 MiB (102228128 bytes)`.
 pub fn sz(bytes: u64) -> String {
@@ -25,6 +25,7 @@ pub fn sz(bytes: u64) -> String {
 }
 
 /// Writes the tab.
+#[allow(clippy::too_many_lines)] // the tab as one HTML string, section by section
 pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     let i = &a.insights;
     let list = &i.iterations.list;
@@ -34,10 +35,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         "<p class=\"an-verdict {}\" data-problems=\"{problems}\">{}</p>",
         if problems > 0 { "bad" } else { "good" },
         if problems > 0 {
-            format!(
-                "{problems} problem{} found",
-                if problems == 1 { "" } else { "s" }
-            )
+            format!("{problems} problem{} found", if problems == 1 { "" } else { "s" })
         } else {
             "No problem found".to_string()
         }
@@ -45,19 +43,13 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     // Iterations.
     s.push_str("<h3>Iterations</h3><p class=\"an-iterations\">");
     match &i.iterations.source {
-        None => s.push_str(
-            "None found (no repeated annotation, no periodic shape of the live-bytes curve).",
-        ),
+        None => s.push_str("None found (no repeated annotation, no periodic shape of the live-bytes curve)."),
         Some(BoundarySource::Annotation { family, edge }) => {
             let _ = write!(
                 s,
                 "{} iterations, {} of the <code>{}</code> annotations.",
                 list.len(),
-                if *edge == Edge::Start {
-                    "from the starts"
-                } else {
-                    "ending at the ends"
-                },
+                if *edge == Edge::Start { "from the starts" } else { "ending at the ends" },
                 esc(family)
             );
         }
@@ -118,9 +110,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     // Findings.
     s.push_str("<h3>Findings</h3>");
     if i.findings.is_empty() {
-        s.push_str(
-            "<p>No findings (too few iterations to judge growth; no out-of-memory entries).</p>",
-        );
+        s.push_str("<p>No findings (too few iterations to judge growth; no out-of-memory entries).</p>");
     }
     for (k, f) in i.findings.iter().enumerate() {
         let _ = write!(
@@ -260,13 +250,11 @@ fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
 /// Draws the fragmentation chart for the timeline's visible window when the window changed (a
 /// moving window at most every [`FRAG_WINDOW_REDRAW_MS`]), and its marker at the step the user
 /// points at (called by each frame while the tab is shown).
+#[allow(clippy::too_many_lines)] // one chart and its readout; moves into a paint module with the panel state
 pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
     let Some(f) = app.file() else { return };
-    let Some(canvas) = panel
-        .query_selector("canvas.an-frag")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
+    let Some(canvas) =
+        panel.query_selector("canvas.an-frag").ok().flatten().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
     else {
         return;
     };
@@ -300,16 +288,9 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
         let points = a.frag_track.window(layout, s0, s1, columns);
         let xs: Vec<f64> = points.iter().map(|p| xm.pos(p.step)).collect();
         let series = |value: &dyn Fn(&TrackValues) -> u64| -> Vec<(f64, f64)> {
-            xs.iter()
-                .zip(&points)
-                .map(|(&x, p)| (x, value(&p.values) as f64))
-                .collect()
+            xs.iter().zip(&points).map(|(&x, p)| (x, value(&p.values) as f64)).collect()
         };
-        let max_bytes = points
-            .iter()
-            .map(|p| p.values.reserved_bytes.max(p.values.allocated_bytes))
-            .max()
-            .unwrap_or(0);
+        let max_bytes = points.iter().map(|p| p.values.reserved_bytes.max(p.values.allocated_bytes)).max().unwrap_or(0);
         let (_, ticks) = axis::linear_ticks(v.x0, v.x1, 4);
         let x_step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
         let time = xm.is_time();
@@ -320,23 +301,12 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
                 axis::step_label(x)
             }
         };
-        let worst_x = a
-            .fragmentation
-            .max_unused
-            .and_then(|m| m.row)
-            .map(|r| xm.pos(step_of_row(layout, Some(r))));
-        let axes = chart::Axes {
-            x: v.x0..v.x1,
-            x_ticks: ticks,
-            x_label: &label,
-            max_bytes,
-            y_ticks: 4,
-        };
+        let worst_x = a.fragmentation.max_unused.and_then(|m| m.row).map(|r| xm.pos(step_of_row(layout, Some(r))));
+        let axes = chart::Axes { x: v.x0..v.x1, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
         let (x0, x1) = (v.x0, v.x1);
         st.area = chart::draw(&canvas, dpr, &axes, |c, pen| {
             // Each value holds until the next entry.
-            let stairs =
-                |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
+            let stairs = |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
             let reserved = stairs(&|t| t.reserved_bytes);
             let allocated = stairs(&|t| t.allocated_bytes.min(t.reserved_bytes));
             pen.band(c, &reserved, &allocated, UNUSED);
@@ -374,7 +344,10 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
                         format!(
                             "At step {}{}: reserved {}, allocated {}, reserved − allocated {}, largest free block {}",
                             axis::step_label(step),
-                            p.row.map_or_else(|| " (before the first entry)".to_string(), |r| format!(" (after entry {r})")),
+                            p.row.map_or_else(
+                                || " (before the first entry)".to_string(),
+                                |r| format!(" (after entry {r})")
+                            ),
                             size_text(t.reserved_bytes),
                             size_text(t.allocated_bytes),
                             size_text(t.unused_bytes()),
@@ -402,8 +375,7 @@ fn oom_html(snap: &Snapshot, o: &OomReport, k: usize, s: &mut String) {
         s,
         "<section class=\"oom\" data-i=\"{k}\"><h3>Out of memory at entry {}{}</h3><table class=\"an-kv\">",
         o.row,
-        o.time_us
-            .map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))))
+        o.time_us.map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))))
     );
     let mut kv = |k: &str, v: String| {
         let _ = write!(s, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
@@ -413,28 +385,15 @@ fn oom_html(snap: &Snapshot, o: &OomReport, k: usize, s: &mut String) {
         kv("device free", sz(df));
     }
     kv("reserved", sz(o.reserved_bytes));
-    kv(
-        "allocated",
-        format!(
-            "{} (blocks {})",
-            sz(o.allocated_bytes),
-            size_text(o.allocated_block_bytes)
-        ),
-    );
+    kv("allocated", format!("{} (blocks {})", sz(o.allocated_bytes), size_text(o.allocated_block_bytes)));
     kv("free in segments", sz(o.free_in_segments_bytes));
-    kv(
-        "largest free block",
-        format!("{} on the request's stream", sz(o.largest_free_bytes)),
-    );
+    kv("largest free block", format!("{} on the request's stream", sz(o.largest_free_bytes)));
     kv("requested from", site_label(snap, o.stack));
     s.push_str("</table>");
     if !o.pools.is_empty() {
         s.push_str("<h4>Free space by stream and pool</h4><table class=\"an-table\"><thead><tr><th>stream</th><th>pool</th><th>segments</th><th>reserved</th><th>free</th><th>largest free</th></tr></thead><tbody>");
         for p in &o.pools {
-            let pool = snap
-                .pools
-                .get(p.pool as usize)
-                .map_or_else(String::new, |x| format!("({}, {})", x.0, x.1));
+            let pool = snap.pools.get(p.pool as usize).map_or_else(String::new, |x| format!("({}, {})", x.0, x.1));
             let _ = write!(
                 s,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td title=\"{} bytes\">{}</td></tr>",

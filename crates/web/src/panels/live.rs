@@ -5,9 +5,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use memviz_core::analysis::live::LiveSet;
-use memviz_core::analysis::{
-    frame_key, is_unrecorded, size_text, visible_frames, FrameKey, Moment, Replay,
-};
+use memviz_core::analysis::{frame_key, is_unrecorded, size_text, visible_frames, FrameKey, Moment, Replay};
 use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
@@ -34,9 +32,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         (_, Some(r)) => format!("After entry {r}"),
         (_, None) => "Before the first entry".to_string(),
     };
-    let time = l
-        .time_us
-        .map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))));
+    let time = l.time_us.map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))));
     let _ = write!(
         s,
         "<p class=\"an-live-head\" data-row=\"{}\" data-total-bytes=\"{}\" data-count=\"{}\">{when}{time}: <b>{}</b> in {} allocations</p>",
@@ -60,11 +56,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         );
     }
     if l.by_site.len() > SITES {
-        let _ = write!(
-            s,
-            "<tr><td colspan=\"3\">… {} more sites (in the exports)</td></tr>",
-            l.by_site.len() - SITES
-        );
+        let _ = write!(s, "<tr><td colspan=\"3\">… {} more sites (in the exports)</td></tr>", l.by_site.len() - SITES);
     }
     s.push_str("</tbody></table><h3>By frame</h3>");
     tree_html(snap, l, s);
@@ -92,12 +84,7 @@ fn tree_html(snap: &Snapshot, l: &LiveSet, s: &mut String) {
             .children
             .iter()
             .copied()
-            .filter(|&c| {
-                l.tree
-                    .nodes
-                    .get(c as usize)
-                    .is_some_and(|k| k.bytes >= min_bytes)
-            })
+            .filter(|&c| l.tree.nodes.get(c as usize).is_some_and(|k| k.bytes >= min_bytes))
             .take(TREE_CHILDREN)
             .collect();
         let open = if node.depth < 2 { " open" } else { "" };
@@ -145,11 +132,7 @@ pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) 
         if x.parent.is_none() {
             break;
         }
-        path.push(
-            x.frame
-                .and_then(|f| snap.frames.get(f as usize))
-                .map(frame_key),
-        );
+        path.push(x.frame.and_then(|f| snap.frames.get(f as usize)).map(frame_key));
         cur = x.parent;
     }
     path.reverse();
@@ -169,11 +152,6 @@ pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) 
     l.elements
         .iter()
         .copied()
-        .filter(|&e| {
-            replay
-                .lives
-                .get(e as usize)
-                .is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x))))
-        })
+        .filter(|&e| replay.lives.get(e as usize).is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x)))))
         .collect()
 }

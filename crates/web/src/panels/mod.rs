@@ -162,15 +162,7 @@ pub fn analysis(app: &App) -> Option<Ref<'_, Analysis>> {
             let replay = Replay::build(&f.snap, key.1);
             let insights = growth::insights_with(&f.snap, &replay);
             let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
-            *cache = Some(Analysis {
-                key,
-                replay,
-                insights,
-                fragmentation,
-                frag_track,
-                live: None,
-                live_moment: None,
-            });
+            *cache = Some(Analysis { key, replay, insights, fragmentation, frag_track, live: None, live_moment: None });
         }
         if let Some(a) = cache.as_mut() {
             if a.live_moment != Some(moment) {
@@ -235,20 +227,14 @@ pub fn handle(app: &mut App, action: Action) {
 }
 
 /// The elements a row of the panel names.
-fn highlight_of(
-    snap: &memviz_core::snapshot::Snapshot,
-    a: &Analysis,
-    action: Action,
-) -> Option<Highlight> {
+fn highlight_of(snap: &memviz_core::snapshot::Snapshot, a: &Analysis, action: Action) -> Option<Highlight> {
     match action {
-        Action::Finding(i) => a.insights.findings.get(i).map(|f| Highlight {
-            key: format!("finding:{i}"),
-            elements: f.elements.clone(),
-        }),
-        Action::OomHolders(i) => a.insights.ooms.get(i).map(|o| Highlight {
-            key: format!("oom:{i}"),
-            elements: o.holders.elements.clone(),
-        }),
+        Action::Finding(i) => {
+            a.insights.findings.get(i).map(|f| Highlight { key: format!("finding:{i}"), elements: f.elements.clone() })
+        }
+        Action::OomHolders(i) => {
+            a.insights.ooms.get(i).map(|o| Highlight { key: format!("oom:{i}"), elements: o.holders.elements.clone() })
+        }
         Action::Site(i) => {
             let live = a.live.as_ref()?;
             let site = live.by_site.get(i)?;
@@ -257,22 +243,17 @@ fn highlight_of(
                 .iter()
                 .copied()
                 .filter(|&e| {
-                    a.replay.lives.get(e as usize).is_some_and(|l| {
-                        memviz_core::analysis::life_site_label(snap, l) == site.label
-                    })
+                    a.replay
+                        .lives
+                        .get(e as usize)
+                        .is_some_and(|l| memviz_core::analysis::life_site_label(snap, l) == site.label)
                 })
                 .collect();
-            Some(Highlight {
-                key: format!("site:{i}"),
-                elements,
-            })
+            Some(Highlight { key: format!("site:{i}"), elements })
         }
         Action::Node(n) => {
             let live = a.live.as_ref()?;
-            Some(Highlight {
-                key: format!("node:{n}"),
-                elements: live::elements_under(snap, &a.replay, live, n),
-            })
+            Some(Highlight { key: format!("node:{n}"), elements: live::elements_under(snap, &a.replay, live, n) })
         }
         _ => None,
     }
@@ -308,9 +289,7 @@ pub fn sync(app: &App) {
     let p = &app.analysis;
     if let Some(t) = by_id(ui, "analysis-toggle") {
         let _ = t.toggle_attribute_with_force("disabled", app.file().is_none());
-        let _ = t
-            .class_list()
-            .toggle_with_force("active", p.open && app.file().is_some());
+        let _ = t.class_list().toggle_with_force("active", p.open && app.file().is_some());
     }
     let open = p.open && app.file().is_some();
     let key = WrittenKey {
@@ -375,7 +354,9 @@ fn body_html(app: &App) -> String {
         s.push_str(&tab(Tab::Compare, "Compare", "tab-compare"));
     }
     s.push_str(&tab(Tab::Categories, "Categories", "tab-categories"));
-    s.push_str("<button type=\"button\" class=\"an-close\" data-act=\"toggle\" title=\"Close the panel\">×</button></div>");
+    s.push_str(
+        "<button type=\"button\" class=\"an-close\" data-act=\"toggle\" title=\"Close the panel\">×</button></div>",
+    );
     s.push_str("<div class=\"an-body\">");
     match (analysis(app), app.file()) {
         (Some(a), Some(f)) => match p.tab {
@@ -395,10 +376,7 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
     let el: Element = e.target()?.dyn_into().ok()?;
     let el = el.closest("[data-act]").ok()??;
     let act = el.get_attribute("data-act")?;
-    let i = || {
-        el.get_attribute("data-i")
-            .and_then(|v| v.parse::<usize>().ok())
-    };
+    let i = || el.get_attribute("data-i").and_then(|v| v.parse::<usize>().ok());
     Some(match act.as_str() {
         "toggle" => Action::Toggle,
         "tab-insights" => Action::Tab(Tab::Insights),
@@ -423,56 +401,28 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
 pub fn listeners(weak: &std::rc::Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
     let mut l = Vec::new();
     if let Some(panel) = by_id(ui, "analysis") {
-        l.push(crate::app::listen(
-            weak,
-            panel.as_ref(),
-            "click",
-            |e: &MouseEvent| {
-                let a = action_of(e)?;
-                // <summary> toggles its <details> itself; the row is highlighted as well.
-                Some(Input::Analysis(a))
-            },
-        ));
+        l.push(crate::app::listen(weak, panel.as_ref(), "click", |e: &MouseEvent| {
+            let a = action_of(e)?;
+            // <summary> toggles its <details> itself; the row is highlighted as well.
+            Some(Input::Analysis(a))
+        }));
     }
     if let Some(t) = by_id(ui, "analysis-toggle") {
-        l.push(crate::app::listen(
-            weak,
-            t.as_ref(),
-            "click",
-            |_: &MouseEvent| Some(Input::Analysis(Action::Toggle)),
-        ));
+        l.push(crate::app::listen(weak, t.as_ref(), "click", |_: &MouseEvent| Some(Input::Analysis(Action::Toggle))));
     }
     if let Some(c) = by_id(ui, "cat-timeline") {
-        l.push(crate::app::listen(
-            weak,
-            c.as_ref(),
-            "click",
-            |e: &MouseEvent| action_of(e).map(Input::Analysis),
-        ));
-        l.push(crate::app::listen(
-            weak,
-            c.as_ref(),
-            "mousemove",
-            |e: &MouseEvent| {
-                let on_chart = e
-                    .target()
-                    .and_then(|t| t.dyn_into::<Element>().ok())
-                    .is_some_and(|t| t.class_list().contains("cat-chart"));
-                Some(Input::Analysis(Action::CategoryHover(
-                    on_chart.then(|| f64::from(e.offset_x())),
-                )))
-            },
-        ));
+        l.push(crate::app::listen(weak, c.as_ref(), "click", |e: &MouseEvent| action_of(e).map(Input::Analysis)));
+        l.push(crate::app::listen(weak, c.as_ref(), "mousemove", |e: &MouseEvent| {
+            let on_chart = e
+                .target()
+                .and_then(|t| t.dyn_into::<Element>().ok())
+                .is_some_and(|t| t.class_list().contains("cat-chart"));
+            Some(Input::Analysis(Action::CategoryHover(on_chart.then(|| f64::from(e.offset_x())))))
+        }));
     }
-    l.push(crate::app::listen(
-        weak,
-        ui.plot.as_ref(),
-        "click",
-        |e: &MouseEvent| {
-            e.shift_key()
-                .then(|| Input::Analysis(Action::LiveAtPx(f64::from(e.offset_x()))))
-        },
-    ));
+    l.push(crate::app::listen(weak, ui.plot.as_ref(), "click", |e: &MouseEvent| {
+        e.shift_key().then(|| Input::Analysis(Action::LiveAtPx(f64::from(e.offset_x()))))
+    }));
     l
 }
 
@@ -491,20 +441,12 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     if let Some(h) = &p.highlight {
         // Everything else fades; what the row names is drawn in one strong colour.
         ctx.set_fill_style_str("rgba(255, 255, 255, 0.72)");
-        ctx.fill_rect(
-            rect.left_px * dpr,
-            rect.top_px * dpr,
-            rect.width_px * dpr,
-            rect.height_px * dpr,
-        );
+        ctx.fill_rect(rect.left_px * dpr, rect.top_px * dpr, rect.width_px * dpr, rect.height_px * dpr);
         ctx.set_fill_style_str(HIGHLIGHT_FILL);
         ctx.set_stroke_style_str("#5c0a2e");
         ctx.set_line_width(0.5 * dpr);
-        let bands: Vec<u32> = h
-            .elements
-            .iter()
-            .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
-            .collect();
+        let bands: Vec<u32> =
+            h.elements.iter().filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band)).collect();
         plot.trace_bands(ctx, &bands, |_| {
             ctx.fill();
             ctx.stroke();
@@ -512,15 +454,9 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {
-        let row = p
-            .cache
-            .borrow()
-            .as_ref()
-            .and_then(|a| a.live.as_ref().and_then(|l| l.row));
+        let row = p.cache.borrow().as_ref().and_then(|a| a.live.as_ref().and_then(|l| l.row));
         if let Some(row) = row {
-            let step = layout
-                .step_of_row(row)
-                .unwrap_or_else(|| layout.step_for_row(row));
+            let step = layout.step_of_row(row).unwrap_or_else(|| layout.step_for_row(row));
             let (x, _) = plot.to_dev(f64::from(step), 0.0);
             ctx.set_stroke_style_str("#6a3d9a");
             ctx.set_line_width(1.5 * dpr);

@@ -19,8 +19,8 @@ use web_sys::{CanvasRenderingContext2d, Document, Element, HtmlCanvasElement, Ht
 use crate::app::{listen, App};
 use crate::input::Input;
 use crate::render::PALETTE;
-use memviz_view::view::View;
 use memviz_view::history as state_history;
+use memviz_view::view::View;
 use state_history::{HistoryData, MapHit, MapLayout};
 
 /// Height of one event row, CSS px (matches `#event-rows > div` in style.css).
@@ -141,7 +141,10 @@ impl Panels {
 fn embedded_filter_freed(document: &Document) -> bool {
     let Some(text) = document.get_element_by_id("memviz-embedded").and_then(|e| e.text_content()) else { return false };
     let Ok(config) = js_sys::JSON::parse(&text) else { return false };
-    js_sys::Reflect::get(&config, &wasm_bindgen::JsValue::from_str("filter_freed")).ok().and_then(|v| v.as_bool()).unwrap_or(false)
+    js_sys::Reflect::get(&config, &wasm_bindgen::JsValue::from_str("filter_freed"))
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false)
 }
 
 /// Listeners of the panel's elements.
@@ -164,7 +167,9 @@ pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<
     l.push(listen(weak, map, "pointermove", |e: &web_sys::PointerEvent| {
         Some(Input::Panel(PanelInput::MapPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y()))))))
     }));
-    l.push(listen(weak, map, "pointerleave", |_: &web_sys::PointerEvent| Some(Input::Panel(PanelInput::MapPointer(None)))));
+    l.push(listen(weak, map, "pointerleave", |_: &web_sys::PointerEvent| {
+        Some(Input::Panel(PanelInput::MapPointer(None)))
+    }));
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(document, "hide-freed") {
         let t: &web_sys::EventTarget = cb.as_ref();
         l.push(listen(weak, t, "change", |e: &web_sys::Event| {
@@ -225,7 +230,11 @@ fn event_rows(app: &App) -> Option<(usize, usize, usize, f64)> {
 
 /// Height of one row: one line, or two when rows show their stream.
 fn row_px(data: &HistoryData) -> f64 {
-    if data.show_stream { 2.0 * EVENT_ROW_PX } else { EVENT_ROW_PX }
+    if data.show_stream {
+        2.0 * EVENT_ROW_PX
+    } else {
+        EVENT_ROW_PX
+    }
 }
 
 fn clamp_selected(app: &App, i: usize, d: usize, n: usize) -> Option<(usize, usize, usize)> {
@@ -342,7 +351,10 @@ pub fn draw(app: &App) -> bool {
     if app.loading.is_none() {
         if let Some(t) = app.ready_pending.take() {
             app.ui.mark("memviz:ready");
-            let _ = app.ui.plot.set_attribute("data-timings", &format!("{{\"total_ms\":{:.1}}}", app.ui.now_ms() - t.started_ms));
+            let _ = app
+                .ui
+                .plot
+                .set_attribute("data-timings", &format!("{{\"total_ms\":{:.1}}}", app.ui.now_ms() - t.started_ms));
         }
     }
     true
@@ -396,9 +408,16 @@ fn draw_settings(app: &App, els: &Els) {
             let _ = els.settings.append_child(&table);
         }
     }
-    set_stack(app, &format!("Allocator settings of {}: how the CUDA caching allocator was configured when the snapshot was taken.", f.name));
+    set_stack(
+        app,
+        &format!(
+            "Allocator settings of {}: how the CUDA caching allocator was configured when the snapshot was taken.",
+            f.name
+        ),
+    );
 }
 
+#[allow(clippy::too_many_lines)] // the event list and its segment map, drawn together
 fn draw_history(app: &App, els: &Els) {
     let Some(f) = app.file() else { return };
     let Some(fi) = app.state.current else { return };
@@ -615,7 +634,11 @@ fn draw_map(
             let x = g.left_px + b.offset_bytes * g.x_per_byte;
             let wd = match hit {
                 Some(MapHit::Rounding(_)) => {
-                    return Some((x + b.requested_bytes as f64 * g.x_per_byte, y, ((b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte).max(1.0)));
+                    return Some((
+                        x + b.requested_bytes as f64 * g.x_per_byte,
+                        y,
+                        ((b.size_bytes - b.requested_bytes) as f64 * g.x_per_byte).max(1.0),
+                    ));
                 }
                 _ => (b.requested_bytes as f64 * g.x_per_byte).max(one_px),
             };

@@ -76,10 +76,7 @@ mod tests {
             (Tree::Str("expandable_segments".into()), Tree::Bool(true)),
             (Tree::Str("max_split_size".into()), Tree::Int(-1)),
             (Tree::Str("PYTORCH_CUDA_ALLOC_CONF".into()), Tree::Str(String::new())),
-            (
-                Tree::Str("roundup_power2_divisions".into()),
-                Tree::Dict(vec![(Tree::Str("1".into()), Tree::Int(4))]),
-            ),
+            (Tree::Str("roundup_power2_divisions".into()), Tree::Dict(vec![(Tree::Str("1".into()), Tree::Int(4))])),
         ]));
         let r = rows(&snap);
         assert_eq!(r[0].0, "expandable_segments");
