@@ -62,6 +62,16 @@ pub fn linear_ticks(lo: f64, hi: f64, target: usize) -> (f64, Vec<f64>) {
     (step, ticks_with_step(lo, hi, step))
 }
 
+/// Ticks for an x axis of `[lo, hi]`: event steps are whole numbers, so their ticks are at least
+/// one step apart and no two get the same label; time ticks may be finer.
+pub fn x_ticks(lo: f64, hi: f64, target: usize, is_time: bool) -> (f64, Vec<f64>) {
+    if is_time {
+        return linear_ticks(lo, hi, target);
+    }
+    let step = nice_step((hi - lo) / target.max(1) as f64).max(1.0);
+    (step, ticks_with_step(lo, hi, step))
+}
+
 /// Label of a step tick: an integer with thousands separators (`12,500`).
 pub fn step_label(step: f64) -> String {
     let n = step.round() as i64;
@@ -95,6 +105,30 @@ pub fn time_label(us: f64, step_us: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_ticks_never_repeat_a_label_however_deep_the_zoom() {
+        for (lo, hi) in [(3137.6, 3141.4), (0.0, 3.0), (10.2, 10.9), (0.0, 9400.0), (12.0, 16.0)] {
+            let (step, ticks) = x_ticks(lo, hi, 14, false);
+            assert!(step >= 1.0);
+            let labels: Vec<String> = ticks.iter().map(|&t| step_label(t)).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(labels, unique, "{lo}..{hi}: {labels:?}");
+            assert!(ticks.iter().all(|t| t.fract() == 0.0));
+        }
+    }
+
+    #[test]
+    fn time_ticks_never_repeat_a_label() {
+        for (lo, hi) in [(0.0, 1.0), (0.0, 37.0), (1e6, 1.0001e6), (0.0, 3.7e7)] {
+            let (step, ticks) = x_ticks(lo, hi, 14, true);
+            let labels: Vec<String> = ticks.iter().map(|&t| time_label(t, step)).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(labels, unique, "{lo}..{hi}: {labels:?}");
+        }
+    }
 
     #[test]
     fn nice_steps() {

@@ -73,9 +73,13 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
 /// The name a file was opened under, without the ` (N)` added for repeated names.
 pub fn base_name(name: &str) -> &str {
     match name.rfind(" (") {
-        Some(i) if name.ends_with(')') && name[i + 2..name.len() - 1].bytes().all(|b| b.is_ascii_digit()) => &name[..i],
+        Some(i) if name.ends_with(')') && is_number(&name[i + 2..name.len() - 1]) => &name[..i],
         _ => name,
     }
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether the fragment `written` holds everything of `frag` but its zoom window.
@@ -87,6 +91,75 @@ pub fn same_but_window(written: &str, frag: &Fragment, decode_part: impl Fn(&str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn id(s: &str) -> String {
+        s.to_string()
+    }
+
+    #[test]
+    fn every_view_round_trips() {
+        for v in View::ALL {
+            let f = Fragment { view: Some(v), ..Fragment::default() };
+            assert_eq!(parse(&format(&f, id), id), f);
+        }
+    }
+
+    #[test]
+    fn an_empty_fragment_is_empty_both_ways() {
+        assert_eq!(format(&Fragment::default(), id), "");
+        assert_eq!(parse("", id), Fragment::default());
+        assert_eq!(parse("#", id), Fragment::default());
+    }
+
+    #[test]
+    fn file_names_go_through_the_encoder() {
+        let f = Fragment { file: Some("a b&c=d.pickle".into()), ..Fragment::default() };
+        let enc = |s: &str| s.replace('%', "%25").replace(' ', "%20").replace('&', "%26").replace('=', "%3D");
+        let dec = |s: &str| s.replace("%20", " ").replace("%26", "&").replace("%3D", "=").replace("%25", "%");
+        let text = format(&f, enc);
+        assert_eq!(text, "file=a%20b%26c%3Dd.pickle");
+        assert_eq!(parse(&text, dec), f);
+    }
+
+    #[test]
+    fn a_window_is_whole_steps_in_order() {
+        let f = Fragment { x_steps: Some((10.4, 99.6)), ..Fragment::default() };
+        assert_eq!(format(&f, id), "x=10-100");
+        assert_eq!(parse("x=5-5", id).x_steps, None);
+        assert_eq!(parse("x=9-5", id).x_steps, None);
+        assert_eq!(parse("x=inf-5", id).x_steps, None);
+        assert_eq!(parse("x=1-NaN", id).x_steps, None);
+        assert_eq!(parse("x=1", id).x_steps, None);
+    }
+
+    #[test]
+    fn pins_must_look_like_address_labels() {
+        assert_eq!(parse("pin=b7f00_0", id).pin.as_deref(), Some("b7f00_0"));
+        assert_eq!(parse("pin=s7f00_0", id).pin, None);
+        assert_eq!(parse(&std::format!("pin=b{}", "0".repeat(60)), id).pin, None);
+    }
+
+    #[test]
+    fn devices_and_events_are_numbers() {
+        assert_eq!(parse("device=3&event=12", id).device, Some(3));
+        assert_eq!(parse("device=-1", id).device, Some(-1));
+        assert_eq!(parse("device=x&event=-2", id), Fragment::default());
+    }
+
+    #[test]
+    fn the_last_of_a_repeated_key_wins_and_order_does_not_matter() {
+        let a = parse("view=allocator-settings&device=1&view=active-memory-timeline", id);
+        assert_eq!(a.view, Some(View::ActiveMemoryTimeline));
+        assert_eq!(parse("device=2&file=x", id), parse("file=x&device=2", id));
+    }
+
+    #[test]
+    fn repeated_names_share_the_base_name() {
+        assert_eq!(base_name("run.pickle (12)"), "run.pickle");
+        assert_eq!(base_name("run.pickle ()"), "run.pickle ()");
+        assert_eq!(base_name("run.pickle (x)"), "run.pickle (x)");
+        assert_eq!(base_name("(2)"), "(2)");
+    }
 
     #[test]
     fn fragments_round_trip() {

@@ -492,4 +492,114 @@ mod tests {
         assert!((first..first + count).contains(&999_999));
         assert_eq!(scroll_to_show(100, 18.0, 360.0, 0.0, 1e7, 50), 51.0 * 18.0 - 360.0);
     }
+
+    #[test]
+    fn no_rows_show_nothing_and_scroll_nowhere() {
+        assert_eq!(virtual_rows(0, 18.0, 360.0, 500.0, 1e7), (0.0, 0, 0.0, 0));
+        assert_eq!(scroll_to_show(0, 18.0, 360.0, 0.0, 1e7, 0), 0.0);
+    }
+
+    #[test]
+    fn a_list_shorter_than_the_view_never_scrolls() {
+        let (h, first, top, count) = virtual_rows(5, 18.0, 360.0, 1e6, 1e7);
+        assert_eq!((h, first, top, count), (90.0, 0, 0.0, 5));
+        assert_eq!(scroll_to_show(5, 18.0, 360.0, 0.0, 1e7, 4), 0.0);
+    }
+
+    #[test]
+    fn a_negative_or_hidden_view_breaks_nothing() {
+        let (_, first, _, count) = virtual_rows(1000, 18.0, 0.0, -50.0, 1e7);
+        assert_eq!(first, 0);
+        assert!(count >= 1);
+        let s = scroll_to_show(1_000_000, 18.0, 0.0, 0.0, 1e7, 500_000);
+        assert!(s.is_finite() && s >= 0.0);
+    }
+
+    #[test]
+    fn scrolling_to_a_row_above_brings_it_to_the_top() {
+        let s = scroll_to_show(100, 18.0, 360.0, 900.0, 1e7, 10);
+        assert_eq!(s, 180.0);
+        // A row already in view keeps the scroll.
+        assert_eq!(scroll_to_show(100, 18.0, 360.0, 180.0, 1e7, 12), 180.0);
+    }
+
+    #[test]
+    fn every_block_colour_is_in_the_palette() {
+        for addr in [0, 1, 0x7f00_0000_0000, u64::MAX, 139_724_914_106_368] {
+            assert!(block_colour(addr) < 10);
+        }
+        // The same address, the same colour.
+        assert_eq!(block_colour(0x7f00_1234_0000), block_colour(0x7f00_1234_0000));
+    }
+
+    #[test]
+    fn segment_actions_are_told_from_block_actions() {
+        use memviz_core::snapshot::Action;
+        assert!(is_segment_action(Action::SegmentAlloc));
+        assert!(is_segment_action(Action::SegmentFree));
+        assert!(!is_segment_action(Action::Alloc));
+        assert!(!is_segment_action(Action::FreeCompleted));
+    }
+
+    fn demo_history() -> (Snapshot, HistoryData) {
+        static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+        let snap = memviz_core::load(DEMO).unwrap_or_else(|e| panic!("the demo loads: {e}"));
+        let data = HistoryData::build(&snap, 0);
+        (snap, data)
+    }
+
+    #[test]
+    fn every_entry_has_a_version_and_rows_never_outnumber_entries() {
+        let (snap, data) = demo_history();
+        let t = &snap.devices[0].trace;
+        assert_eq!(data.versions.len(), t.len());
+        assert!(data.rows() <= t.len());
+        assert!(data.rows() > 0);
+    }
+
+    #[test]
+    fn a_free_request_and_its_completion_share_a_row() {
+        let (snap, data) = demo_history();
+        let t = &snap.devices[0].trace;
+        let pairs = (1..t.len()).filter(|&k| joins_previous(t, k)).count();
+        assert_eq!(data.rows(), t.len() - pairs);
+    }
+
+    #[test]
+    fn each_row_reads_like_pytorchs_event_list() {
+        let (snap, data) = demo_history();
+        let t = &snap.devices[0].trace;
+        for row in [0, data.rows() / 2, data.rows() - 1] {
+            let text = event_text(t, &data, row);
+            let action = text.split_whitespace().next().unwrap_or_default();
+            assert!(
+                [
+                    "alloc",
+                    "free",
+                    "free_requested",
+                    "free_completed",
+                    "segment_alloc",
+                    "segment_free",
+                    "segment_map",
+                    "segment_unmap",
+                    "snapshot",
+                    "OOM"
+                ]
+                .contains(&action),
+                "row {row}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_selected_row_says_what_the_allocator_held_then() {
+        let (snap, data) = demo_history();
+        let t = &snap.devices[0].trace;
+        let row = data.rows() - 1;
+        let state = data.history.state_after(&snap, Some(t.len() - 1));
+        let text = selected_text(&snap, t, &data, row, &state);
+        assert!(text.contains(&event_text(t, &data, row)), "{text}");
+        assert!(text.contains("allocated /") && text.contains("reserved"), "{text}");
+        assert!(!row_text(&snap, t, &data, row).is_empty());
+    }
 }

@@ -77,6 +77,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_key_of_the_help_has_its_command() {
+        for (k, c) in [
+            ("+", Command::ZoomIn),
+            ("=", Command::ZoomIn),
+            ("-", Command::ZoomOut),
+            ("_", Command::ZoomOut),
+            ("ArrowLeft", Command::PanLeft),
+            ("ArrowRight", Command::PanRight),
+            ("0", Command::Reset),
+            ("Home", Command::Reset),
+            ("Escape", Command::Unpin),
+        ] {
+            assert_eq!(command_for_key(k, false), Some(c), "{k}");
+            assert_eq!(command_for_key(k, true), None, "Ctrl/Alt/Meta+{k} is the browser's");
+        }
+    }
+
+    #[test]
+    fn other_keys_are_left_to_the_page() {
+        for k in ["a", "Tab", "Enter", " ", "ArrowUp", "ArrowDown", "1", "F5", ""] {
+            assert_eq!(command_for_key(k, false), None, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn wheel_zoom_is_bounded_and_monotone() {
+        assert_eq!(wheel_zoom_factor(0.0), 1.0);
+        assert_eq!(wheel_zoom_factor(600.0), wheel_zoom_factor(1e12));
+        assert_eq!(wheel_zoom_factor(-600.0), wheel_zoom_factor(-1e12));
+        let mut last = 0.0;
+        for d in [-600.0, -100.0, -1.0, 0.0, 1.0, 100.0, 600.0] {
+            let f = wheel_zoom_factor(d);
+            assert!(f > last, "{d}");
+            last = f;
+        }
+    }
+
+    #[test]
+    fn a_click_is_a_press_and_release_close_together() {
+        assert!(is_click((10.0, 10.0), (10.0, 10.0)));
+        assert!(is_click((10.0, 10.0), (12.0, 12.5)));
+        assert!(!is_click((10.0, 10.0), (10.0, 10.0 + CLICK_SLOP_PX)));
+        assert!(!is_click((10.0, 10.0), (13.0, 13.0)));
+    }
+
+    #[test]
     fn keys_map_to_commands() {
         assert_eq!(command_for_key("+", false), Some(Command::ZoomIn));
         assert_eq!(command_for_key("=", false), Some(Command::ZoomIn));

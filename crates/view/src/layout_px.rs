@@ -60,3 +60,54 @@ pub fn annotation_x_px(
     };
     (v.x_px(rect, p0), v.x_px(rect, p1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plot_area_leaves_the_margins_and_the_annotation_strip() {
+        let r = plot_rect(1000.0, 500.0, 0);
+        assert_eq!((r.left_px, r.top_px), (LEFT_PX, TOP_PX));
+        assert_eq!(r.width_px, 1000.0 - LEFT_PX - RIGHT_PX);
+        assert_eq!(r.bottom_px(), 500.0 - BOTTOM_PX);
+        let a = plot_rect(1000.0, 500.0, 2);
+        assert_eq!(a.top_px, TOP_PX + 2.0 * ANNOTATION_ROW_PX + 6.0);
+        assert_eq!(a.bottom_px(), r.bottom_px(), "the strip takes room from the top only");
+    }
+
+    #[test]
+    fn a_canvas_without_size_still_has_a_plot_area() {
+        let r = plot_rect(0.0, 0.0, 3);
+        assert!(r.width_px > 0.0 && r.height_px > 0.0);
+        let m = minimap_rect(0.0, 0.0);
+        assert!(m.width_px > 0.0 && m.height_px > 0.0);
+    }
+
+    #[test]
+    fn the_minimap_lines_up_with_the_plot() {
+        let (p, m) = (plot_rect(900.0, 400.0, 1), minimap_rect(900.0, 60.0));
+        assert_eq!((p.left_px, p.width_px), (m.left_px, m.width_px));
+    }
+
+    #[test]
+    fn annotation_rows_are_found_by_y() {
+        assert_eq!(annotation_row_at(TOP_PX + 1.0, 3), Some(0));
+        assert_eq!(annotation_row_at(TOP_PX + ANNOTATION_ROW_PX + 1.0, 3), Some(1));
+        assert_eq!(annotation_row_at(TOP_PX + 3.0 * ANNOTATION_ROW_PX + 1.0, 3), None);
+        assert_eq!(annotation_row_at(TOP_PX - 1.0, 3), None);
+        assert_eq!(annotation_row_at(TOP_PX + 1.0, 0), None);
+    }
+
+    #[test]
+    fn an_annotation_spans_its_steps_or_its_times() {
+        let a =
+            AnnotationSpan { name: "step".into(), start_step: 10.0, end_step: 30.0, start_us: 1_100, end_us: 1_400 };
+        let r = PlotRect { left_px: 0.0, top_px: 0.0, width_px: 100.0, height_px: 10.0 };
+        let v = Viewport::new(100.0, 1.0, 1.0);
+        assert_eq!(annotation_x_px(&a, None, &XMap::steps(), &v, &r), (10.0, 30.0));
+        let t = TimeMap::from_knots(vec![0.0, 100.0], vec![0.0, 1000.0], 1_000);
+        let vt = Viewport::new(1000.0, 1.0, 1.0);
+        assert_eq!(annotation_x_px(&a, Some(&t), &XMap::time(&t), &vt, &r), (10.0, 40.0));
+    }
+}

@@ -1,5 +1,5 @@
 //! What the user did, as plain values. DOM events are turned into [`Input`]s at the edge
-//! (`app.rs`); the handlers only ever see these. Keys, wheel and click mapping are
+//! (`app/listeners.rs`); the handlers only ever see these. Keys, wheel and click mapping are
 //! [`memviz_view::keys`], re-exported here.
 
 pub use memviz_view::keys::*;

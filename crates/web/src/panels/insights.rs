@@ -291,9 +291,8 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
             xs.iter().zip(&points).map(|(&x, p)| (x, value(&p.values) as f64)).collect()
         };
         let max_bytes = points.iter().map(|p| p.values.reserved_bytes.max(p.values.allocated_bytes)).max().unwrap_or(0);
-        let (_, ticks) = axis::linear_ticks(v.x0, v.x1, 4);
-        let x_step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
         let time = xm.is_time();
+        let (x_step, ticks) = axis::x_ticks(v.x0, v.x1, 4, time);
         let label = move |x: f64| {
             if time {
                 axis::time_label(x, x_step)

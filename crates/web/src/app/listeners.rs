@@ -1,0 +1,165 @@
+//! The page's DOM listeners: every DOM event becomes an [`Input`] here, through [`listen`], and
+//! the resize observer that measures the canvases again.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// Makes the input of a pointer event from its surface and position (CSS px).
+pub(crate) type PointerInput = fn(Surface, f64, f64) -> Input;
+
+/// Registers a listener that turns a DOM event into an [`Input`] and hands it to the state.
+pub fn listen<E: JsCast + 'static>(
+    weak: &Weak<RefCell<App>>,
+    target: &web_sys::EventTarget,
+    event_type: &'static str,
+    to_input: impl Fn(&E) -> Option<Input> + 'static,
+) -> EventListener {
+    let weak = weak.clone();
+    EventListener::new_with_options(target, event_type, EventListenerOptions::enable_prevent_default(), move |ev| {
+        let Some(e) = ev.dyn_ref::<E>() else { return };
+        let Some(input) = to_input(e) else { return };
+        with_app(&weak, |app| app.handle(input));
+    })
+}
+
+pub(crate) fn select_index(e: &web_sys::Event) -> Option<usize> {
+    let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+    s.value().parse().ok()
+}
+
+pub(crate) fn input_number(e: &web_sys::Event) -> Option<usize> {
+    let i: HtmlInputElement = e.target()?.dyn_into().ok()?;
+    i.value().parse().ok()
+}
+
+pub(crate) fn files_of(list: Option<web_sys::FileList>) -> Vec<Source> {
+    let Some(list) = list else { return Vec::new() };
+    (0..list.length()).filter_map(|i| list.get(i)).map(Source::File).collect()
+}
+
+pub(crate) fn pointer(surface: Surface, e: &web_sys::MouseEvent) -> (Surface, f64, f64) {
+    (surface, f64::from(e.offset_x()), f64::from(e.offset_y()))
+}
+
+/// Whether a key event comes from a control that uses the keys itself.
+pub(crate) fn typing_in_control(e: &KeyboardEvent) -> bool {
+    e.target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
+}
+
+pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
+    let mut l = Vec::new();
+    let win: &web_sys::EventTarget = ui.window.as_ref();
+    // Files.
+    l.push(listen(weak, ui.file_input.as_ref(), "change", |e: &web_sys::Event| {
+        let input: HtmlInputElement = e.target()?.dyn_into().ok()?;
+        let files = files_of(input.files());
+        // Choosing the same file again must fire "change" again.
+        input.set_value("");
+        (!files.is_empty()).then_some(Input::Open(files))
+    }));
+    l.push(listen(weak, ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
+    l.push(listen(weak, ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    l.push(listen(weak, win, "dragover", |e: &DragEvent| {
+        let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
+        if has_files {
+            e.prevent_default();
+            Some(Input::DragHover(true))
+        } else {
+            None
+        }
+    }));
+    l.push(listen(weak, win, "dragleave", |e: &DragEvent| {
+        e.related_target().is_none().then_some(Input::DragHover(false))
+    }));
+    l.push(listen(weak, win, "drop", |e: &DragEvent| {
+        e.prevent_default();
+        let files = files_of(e.data_transfer().and_then(|d| d.files()));
+        Some(if files.is_empty() { Input::DragHover(false) } else { Input::Open(files) })
+    }));
+    // Menus.
+    l.push(listen(weak, ui.file_select.as_ref(), "change", |e: &web_sys::Event| {
+        select_index(e).map(Input::SelectFile)
+    }));
+    l.push(listen(weak, ui.device_select.as_ref(), "change", |e: &web_sys::Event| {
+        select_index(e).map(Input::SelectDevice)
+    }));
+    l.push(listen(weak, ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        View::from_value(&s.value()).map(Input::SelectView)
+    }));
+    l.push(listen(weak, ui.detail.as_ref(), "input", |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail)));
+    l.push(listen(weak, ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
+    l.push(listen(weak, ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        XAxis::from_value(&s.value()).map(Input::SetXAxis)
+    }));
+    // Canvases.
+    for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
+        let target: &web_sys::EventTarget = canvas.as_ref();
+        l.push(listen(weak, target, "wheel", move |e: &WheelEvent| {
+            e.prevent_default();
+            let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
+            Some(Input::Wheel {
+                surface,
+                x_px: f64::from(e.offset_x()),
+                delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
+            })
+        }));
+        l.push(listen(weak, target, "pointerdown", move |e: &PointerEvent| {
+            if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
+                let _ = el.set_pointer_capture(e.pointer_id());
+                // Keys go to the plot after a click on it (not to a menu used before).
+                let _ = el.focus();
+            }
+            let (surface, x_px, y_px) = pointer(surface, e);
+            Some(Input::PointerDown { surface, x_px, y_px, button: e.button() })
+        }));
+        let moves: [(&'static str, PointerInput); 2] = [
+            ("pointermove", |surface, x_px, y_px| Input::PointerMove { surface, x_px, y_px }),
+            ("pointerup", |surface, x_px, y_px| Input::PointerUp { surface, x_px, y_px }),
+        ];
+        for (name, make) in moves {
+            l.push(listen(weak, target, name, move |e: &PointerEvent| {
+                let (surface, x_px, y_px) = pointer(surface, e);
+                Some(make(surface, x_px, y_px))
+            }));
+        }
+        l.push(listen(weak, target, "pointerleave", move |_: &PointerEvent| Some(Input::PointerLeave { surface })));
+    }
+    // Keys and window size.
+    l.push(listen(weak, win, "keydown", |e: &KeyboardEvent| {
+        if typing_in_control(e) && e.key() != "Escape" {
+            return None;
+        }
+        let c = input::command_for_key(&e.key(), e.ctrl_key() || e.alt_key() || e.meta_key())?;
+        e.prevent_default();
+        Some(Input::Key(c))
+    }));
+    l.push(listen(weak, win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
+    l
+}
+
+pub(crate) fn watch_size(weak: &Weak<RefCell<App>>, ui: &Ui) -> Option<ResizeWatch> {
+    let w = weak.clone();
+    let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |_entries: js_sys::Array| {
+        with_app(&w, |app| app.handle(Input::Resize));
+    });
+    let observer = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()).ok()?;
+    observer.observe(&ui.plot);
+    observer.observe(&ui.minimap);
+    Some(ResizeWatch { observer, _callback: callback })
+}
+
+/// A ResizeObserver and its callback, disconnected when dropped.
+pub(crate) struct ResizeWatch {
+    observer: web_sys::ResizeObserver,
+    _callback: Closure<dyn FnMut(js_sys::Array)>,
+}
+
+impl Drop for ResizeWatch {
+    fn drop(&mut self) {
+        self.observer.disconnect();
+    }
+}

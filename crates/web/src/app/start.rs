@@ -1,0 +1,161 @@
+//! Start-up: building the state, installing the listeners, opening the snapshots a page came
+//! with, and warming up the WebAssembly on the demo while the page is idle.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// What a page with snapshots inside it asks for.
+pub(crate) struct Embedded {
+    files: Vec<Source>,
+    view: Option<View>,
+    device: Option<i64>,
+}
+
+/// Reads `<script type="application/json" id="memviz-embedded">`, which pages written by the
+/// command line carry: `{"files": [{"name", "base64"}], "view", "device"}`.
+pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
+    let text = document.get_element_by_id("memviz-embedded")?.text_content()?;
+    let config = js_sys::JSON::parse(&text).ok()?;
+    let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).ok();
+    let mut files = Vec::new();
+    if let Some(list) = get(&config, "files").and_then(|f| f.dyn_into::<js_sys::Array>().ok()) {
+        for f in list.iter() {
+            let name = get(&f, "name").and_then(|n| n.as_string()).unwrap_or_else(|| "snapshot".into());
+            let Some(bytes) =
+                get(&f, "base64").and_then(|b| b.as_string()).and_then(|b| crate::model::base64_decode(&b))
+            else {
+                continue;
+            };
+            files.push(Source::Bytes { name, bytes: bytes.into() });
+        }
+    }
+    let view = get(&config, "view").and_then(|v| v.as_string()).and_then(|v| View::from_value(&v));
+    let device = get(&config, "device").and_then(|d| d.as_f64()).map(|d| d as i64);
+    Some(Embedded { files, view, device })
+}
+
+thread_local! {
+    pub(crate) static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
+}
+
+/// Builds the state, installs the listeners and keeps the state for the page's lifetime.
+pub fn install() -> Result<(), JsValue> {
+    let ui = Ui::find()?;
+    let rc = Rc::new(RefCell::new(App::new(ui)));
+    let weak = Rc::downgrade(&rc);
+    {
+        let mut app = rc.borrow_mut();
+        app.self_ref = weak.clone();
+        let w = weak.clone();
+        app.raf = Some(Closure::<dyn FnMut(f64)>::new(move |_t: f64| {
+            let Some(rc) = w.upgrade() else { return };
+            if let Ok(mut app) = rc.try_borrow_mut() {
+                app.frame_pending = false;
+            }
+            let drawn = rc.try_borrow().map(|app| render::draw(&app));
+            drop(drawn);
+        }));
+        app.listeners = install_listeners(&weak, &app.ui);
+        let panel_listeners = crate::panels::listeners(&weak, &app.ui);
+        app.listeners.extend(panel_listeners);
+        let view_listeners = crate::views::install_listeners(&weak, &app.ui.document);
+        app.listeners.extend(view_listeners);
+        let search_listeners = crate::search::install(&weak, &mut app);
+        app.listeners.extend(search_listeners);
+        let pool_listeners = crate::pools::install(&weak, &mut app);
+        app.listeners.extend(pool_listeners);
+        app.panels = crate::views::Panels::new(&app.ui.document);
+        app.resize = watch_size(&weak, &app.ui);
+        app.ui.demo_button.remove_attribute("disabled").ok();
+        app.handle(Input::Resize);
+    }
+    // A page written with snapshots inside it opens them right away.
+    let embedded = read_embedded(&rc.borrow().ui.document);
+    if let Some(embedded) = embedded {
+        let mut app = rc.borrow_mut();
+        if let Some(v) = embedded.view {
+            app.state.view = v;
+        }
+        app.preferred_device = embedded.device;
+        if !embedded.files.is_empty() {
+            app.handle(Input::Open(embedded.files));
+        }
+    }
+    // A reload keeps the fragment: view and device now, the rest when the same file opens.
+    crate::url::read_at_start(&mut rc.borrow_mut());
+    APP.with(|a| *a.borrow_mut() = Some(rc));
+    wasm_bindgen_futures::spawn_local(warm_up(weak));
+    Ok(())
+}
+
+/// Runs the loading and layout code once on the built-in snapshot while the page is idle.
+///
+/// Browsers compile WebAssembly lazily and optimize a function only after it has run for a
+/// while, so the first file opened would otherwise run in the baseline tier (several times
+/// slower). Skipped if a file is already being opened.
+/// Frames the warm-up draws of the demo timeline.
+pub(crate) const WARM_DRAWS: u32 = 8;
+
+pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
+    next_frame().await;
+    next_frame().await;
+    let idle = |weak: &Weak<RefCell<App>>| {
+        with_app(weak, |app| !app.loader_running && app.state.files.is_empty()).unwrap_or(false)
+    };
+    if !idle(&weak) {
+        return;
+    }
+    let Ok(snap) = crate::model::load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64) else {
+        return;
+    };
+    next_tick().await;
+    if !idle(&weak) {
+        return;
+    }
+    let plot = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
+    let mut file = OpenFile {
+        name: String::new(),
+        snap,
+        plot,
+        max_entries: DEFAULT_MAX_ENTRIES,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    };
+    file.viewport = file.full_viewport();
+    // The drawing code too, on a canvas that is never shown, over several windows: a function
+    // is optimized only once it has run enough, and a long first run stays in the baseline tier.
+    let canvas = with_app(&weak, |app| {
+        let canvas = app.ui.document.create_element("canvas").ok()?.dyn_into::<HtmlCanvasElement>().ok()?;
+        let ctx = context_2d(&canvas).ok()?;
+        Some((canvas, ctx))
+    })
+    .flatten();
+    if let Some((canvas, ctx)) = canvas {
+        let image = render::ImageBuffer::default();
+        let full = file.viewport;
+        for k in 0..WARM_DRAWS {
+            if !idle(&weak) {
+                return;
+            }
+            let mut v = full;
+            let share = 1.0 / f64::from(1 + k % 4);
+            v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
+            file.viewport = v;
+            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, (&canvas, &ctx, &image), None, None));
+            next_tick().await;
+        }
+        file.viewport = full;
+    }
+    let (snap, plot) = (&file.snap, &file.plot);
+    let l = &plot.layout;
+    let bounds: Vec<f64> = (0..=512).map(|c| f64::from(l.steps) * f64::from(c) / 512.0).collect();
+    let _ = crate::model::column_envelopes(l, &bounds);
+    for b in (0..l.band_count() as u32).step_by(97) {
+        let (s0, s1) = l.band_step_range(b);
+        let _ = l.hit_test((f64::from(s0) + f64::from(s1)) / 2.0, 0.0);
+        let _ = describe::element_text(snap, plot.device_pos, l, l.band_element[b as usize]);
+    }
+    with_app(&weak, |app| {
+        let _ = app.ui.document.body().map(|b| b.set_attribute("data-warm", "1"));
+    });
+}

@@ -1,0 +1,168 @@
+//! The toolbar and the status line brought in line with the state: menus, Detail, x axis,
+//! progress and the status text.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// "Reading x.pickle: 45.2 of 89.5 MiB · about 2 s left".
+pub(crate) fn loading_text(l: &crate::app::Loading) -> String {
+    let mut text = format!("{} {}", l.phase, l.name);
+    if l.phase == "Reading" && l.total_bytes > 0 {
+        text += &format!(": {} of {}", human_size(l.read_bytes as f64), human_size(l.total_bytes as f64));
+    } else {
+        text += " …";
+    }
+    if let Some(ms) = l.left_ms {
+        let s = (ms / 1000.0).ceil().max(1.0);
+        text += &if s < 90.0 {
+            format!(" · about {s:.0} s left")
+        } else {
+            format!(" · about {:.0} min left", (s / 60.0).ceil())
+        };
+    }
+    text
+}
+
+/// Brings the controls in line with the state.
+#[allow(clippy::too_many_lines)] // every control of the toolbar and status line in one place
+pub fn sync_dom(app: &App) {
+    let ui = &app.ui;
+    // Progress and status.
+    match &app.loading {
+        Some(l) => {
+            ui.progress.set_hidden(false);
+            // Only reading a file can be stopped (a relayout is one frame).
+            ui.cancel_button.set_hidden(l.total_bytes == 0);
+            ui.progress.set_value(l.fraction);
+            set_text(&ui.status, &loading_text(l));
+        }
+        None if app.status_note.is_some() => {
+            ui.progress.set_hidden(true);
+            ui.cancel_button.set_hidden(true);
+            set_text(&ui.status, app.status_note.as_deref().unwrap_or(""));
+        }
+        None => {
+            ui.progress.set_hidden(true);
+            ui.cancel_button.set_hidden(true);
+            let text = app.file().map_or_else(String::new, |f| {
+                let l = &f.plot.layout;
+                format!("{} · peak {} · {} allocations", f.name, human_size(l.peak_bytes as f64), l.elements.len())
+            });
+            set_text(&ui.status, &text);
+        }
+    }
+    match &app.error {
+        Some(e) => {
+            set_text(&ui.error, e);
+            ui.error.set_hidden(false);
+        }
+        None => {
+            ui.error.set_hidden(true);
+        }
+    }
+    ui.empty.set_hidden(app.file().is_some());
+    ui.drop_overlay.set_hidden(!app.drag_hover);
+    // Menus.
+    let devices = app.file().map_or(0, |f| f.snap.devices.len());
+    let key = (app.state.files.len(), app.state.current, devices);
+    if app.memo.menus.get() != Some(key) {
+        app.memo.menus.set(Some(key));
+        fill_select(
+            ui,
+            &ui.file_select,
+            app.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())),
+        );
+        if let Some(f) = app.file() {
+            fill_select(
+                ui,
+                &ui.device_select,
+                f.snap
+                    .devices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (i.to_string(), format!("cuda:{} ({} entries)", d.index, d.trace.len()))),
+            );
+        }
+        fill_select(ui, &ui.view_select, View::ALL.iter().map(|v| (v.value().to_string(), v.label().to_string())));
+    }
+    let busy = app.loading.is_some();
+    set_select(
+        &ui.file_select,
+        &app.state.current.map_or(String::new(), |i| i.to_string()),
+        app.state.files.len() < 2 || busy,
+    );
+    set_select(&ui.view_select, app.state.view.value(), app.file().is_none() || busy);
+    match app.file() {
+        Some(f) => {
+            set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
+            set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
+            let total = f.plot.element_count();
+            let value = app.detail_preview.unwrap_or(f.max_entries).min(total);
+            let max = total.to_string();
+            if ui.detail.max() != max {
+                ui.detail.set_max(&max);
+            }
+            if app.detail_preview.is_none() && ui.detail.value() != value.to_string() {
+                ui.detail.set_value(&value.to_string());
+            }
+            ui.detail.set_disabled(busy);
+            set_text(&ui.detail_label, &format!("Detail: {value} of {total} entries"));
+        }
+        None => {
+            set_select(&ui.device_select, "", true);
+            set_select(&ui.x_axis_select, "steps", true);
+            ui.detail.set_disabled(true);
+            set_text(&ui.detail_label, "Detail: –");
+        }
+    }
+    // Stack panel (panel views write their own).
+    if app.state.view.is_panel() {
+        return;
+    }
+    let target = app.state.hover.or(app.state.pinned);
+    let key = (app.state.current.unwrap_or(usize::MAX), app.generation, app.state.hover, app.state.pinned);
+    if *app.memo.stack.borrow() != Some(key) {
+        *app.memo.stack.borrow_mut() = Some(key);
+        let text = match (app.file(), target) {
+            (Some(f), Some(t)) => f.target_text(t),
+            (Some(_), None) => {
+                "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."
+                    .to_string()
+            }
+            (None, _) => String::new(),
+        };
+        set_text(&ui.stack, &text);
+        let pinned = app.state.pinned.is_some() && (app.state.hover.is_none() || app.state.hover == app.state.pinned);
+        let _ = ui.stack.class_list().toggle_with_force("pinned", pinned);
+    }
+}
+
+pub(crate) fn set_text(el: &web_sys::HtmlElement, text: &str) {
+    if el.text_content().as_deref() != Some(text) {
+        el.set_text_content(Some(text));
+    }
+}
+
+pub(crate) fn fill_select(
+    ui: &crate::app::Ui,
+    select: &web_sys::HtmlSelectElement,
+    options: impl Iterator<Item = (String, String)>,
+) {
+    select.set_text_content(None);
+    for (value, label) in options {
+        if let Ok(o) = ui.document.create_element("option") {
+            let _ = o.set_attribute("value", &value);
+            o.set_text_content(Some(&label));
+            let _ = select.append_child(&o);
+        }
+    }
+}
+
+pub(crate) fn set_select(select: &web_sys::HtmlSelectElement, value: &str, disabled: bool) {
+    if select.value() != value {
+        select.set_value(value);
+    }
+    if select.disabled() != disabled {
+        select.set_disabled(disabled);
+    }
+}

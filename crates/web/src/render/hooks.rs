@@ -1,0 +1,76 @@
+//! What the end-to-end tests and benchmarks read: the `data-*` attributes of the plot and the
+//! `memviz:ready` mark with the load's timings, written after a frame.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// The first complete timeline of a load: nothing loading, a file shown, and the canvases
+/// drawn at the size the page gives them.
+pub(crate) fn is_first_complete_frame(app: &App) -> bool {
+    let ui = &app.ui;
+    let size_of = |c: &HtmlCanvasElement| (f64::from(c.client_width()), f64::from(c.client_height()));
+    app.loading.is_none()
+        && app.file().is_some()
+        && size_of(&ui.plot) == app.state.plot_css
+        && size_of(&ui.minimap) == app.state.minimap_css
+}
+
+/// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
+pub(crate) fn report_ready(app: &App, t: &crate::app::Timings, info: &FrameInfo, frame_start_ms: f64, frame_ms: f64) {
+    app.ui.mark("memviz:ready");
+    let total = app.ui.now_ms() - t.started_ms;
+    let json = format!(
+        "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"transfer_ms\":{:.1},\"decode_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
+        t.read_ms,
+        t.parse_ms,
+        t.model_ms,
+        t.layout_ms,
+        t.wait_ms,
+        t.transfer_ms,
+        t.decode_ms,
+        frame_start_ms - t.laid_out_ms,
+        frame_ms,
+        total,
+        info.bands_drawn,
+        info.vertices_drawn
+    );
+    let _ = app.ui.plot.set_attribute("data-timings", &json);
+    web_sys::console::log_1(&JsValue::from_str(&format!(
+        "memviz: {} ready: {json}",
+        app.file().map_or("", |f| f.name.as_str())
+    )));
+}
+
+pub(crate) fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
+    let c = &app.ui.plot;
+    let set = |k: &str, v: &str| {
+        if c.get_attribute(k).as_deref() != Some(v) {
+            let _ = c.set_attribute(k, v);
+        }
+    };
+    match app.file() {
+        Some(f) => {
+            let v = &f.viewport;
+            set("data-view", &format!("{:.3},{:.3}", v.x0, v.x1));
+            set("data-y-max", &format!("{:.0}", v.y_max_bytes));
+            set("data-x-axis", f.x_axis.value());
+            set("data-steps", &f.plot.layout.steps.to_string());
+            set("data-annotation-rows", &f.plot.annotation_row_count.to_string());
+            set("data-ooms", &f.plot.ooms.len().to_string());
+        }
+        None => set("data-view", ""),
+    }
+    set("data-x-ticks", &info.x_labels.join("|"));
+    set("data-oom-x", &info.oom_x_px.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(","));
+    set("data-bands", &info.bands_drawn.to_string());
+    set("data-vertices", &info.vertices_drawn.to_string());
+    set("data-frame-ms", &format!("{frame_ms:.1}"));
+    let hover = match app.state.hover.or(app.state.pinned) {
+        None => String::new(),
+        Some(Target::Element(e)) => format!("element:{e}"),
+        Some(Target::Summarized) => "summarized".into(),
+        Some(Target::Oom(i)) => format!("oom:{i}"),
+        Some(Target::Annotation(i)) => format!("annotation:{i}"),
+    };
+    set("data-hover", &hover);
+}
