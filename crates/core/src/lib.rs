@@ -59,9 +59,21 @@ fn detect(head: &[u8]) -> Result<Kind, Error> {
     }
     match head.iter().find(|c| !c.is_ascii_whitespace()) {
         Some(b'{') | Some(b'[') => Ok(Kind::Json),
+        // Pickles that start with an opcode that runs code keep the message that says so.
+        Some(&c) if looks_like_text(head) && !b"(}]cPRiob".contains(&c) => {
+            Err(Error::NotAPickle { kind: FileKind::Text })
+        }
         Some(_) => Ok(Kind::Pickle),
         None => Err(Error::NotAPickle { kind: FileKind::Text }),
     }
+}
+
+/// Printable text throughout: a snapshot pickle starts with the protocol opcode (0x80) or, in
+/// the text protocols 0 and 1, with the mark or empty dict/list that opens its top-level value,
+/// so text starting with anything else is not a snapshot.
+fn looks_like_text(head: &[u8]) -> bool {
+    head.iter()
+        .all(|&c| c == b'\n' || c == b'\r' || c == b'\t' || (0x20..0x7f).contains(&c) || c >= 0x80 && head[0] != 0x80)
 }
 
 /// Loads a snapshot held in memory: a pickle or JSON, compressed or not, or the snapshot inside

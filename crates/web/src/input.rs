@@ -78,6 +78,8 @@ pub enum Input {
     Open(Vec<Source>),
     /// Stop the load in progress (and drop the files queued after it).
     CancelLoad,
+    /// Close the error box.
+    DismissError,
     /// Something is being dragged over the page (true) or left it (false).
     DragHover(bool),
     /// Show another loaded file.

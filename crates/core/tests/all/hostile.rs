@@ -154,6 +154,21 @@ fn hostile_files_give_the_expected_outcome() {
     assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
 }
 
+#[test]
+fn text_files_are_called_text() {
+    for text in [
+        &b"hello world\nthis is text\n"[..],
+        b"step,bytes\n1,200\n",
+        b"# notes\n\xc3\xa4\n",
+        b"Traceback (most recent call last):\n",
+    ] {
+        let e = load(text).expect_err("text is not a snapshot");
+        assert!(e.to_string().contains("text file"), "{e}");
+    }
+    // A protocol 0 pickle is text too, and still read as one.
+    assert!(load(b"(dp0\nVsegments\np1\n(lp2\nsVdevice_traces\np3\n(lp4\ns.").is_ok());
+}
+
 fn small_real_pickle() -> Vec<u8> {
     read(&fixture("shared", "oom.pickle"))
 }

@@ -61,6 +61,7 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
     }));
     l.push(listen(weak, ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
     l.push(listen(weak, ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    l.push(listen(weak, ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::DismissError)));
     l.push(listen(weak, win, "dragover", |e: &DragEvent| {
         let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
         if has_files {

@@ -263,6 +263,7 @@ impl App {
                     self.refresh_minimap();
                 }
             }
+            Input::DismissError => self.error = None,
             Input::CancelLoad => {
                 if self.loading.is_some() {
                     self.cancel_requested = true;

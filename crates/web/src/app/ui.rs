@@ -35,6 +35,10 @@ pub struct Ui {
     pub status: HtmlElement,
     /// Error box.
     pub error: HtmlElement,
+    /// The error box's text.
+    pub error_text: HtmlElement,
+    /// The error box's dismiss button.
+    pub error_close: HtmlElement,
     /// The timeline canvas: what the pointer points at and other marks, over `plot_layer`.
     pub plot: HtmlCanvasElement,
     /// Its context.
@@ -112,6 +116,8 @@ impl Ui {
             cancel_button: by_id(&document, "cancel-load")?,
             status: by_id(&document, "status")?,
             error: by_id(&document, "error")?,
+            error_text: by_id(&document, "error-text")?,
+            error_close: by_id(&document, "error-close")?,
             plot_ctx: context_2d(&plot)?,
             minimap_ctx: context_2d(&minimap)?,
             plot,

@@ -53,7 +53,7 @@ pub fn sync_dom(app: &App) {
     }
     match &app.error {
         Some(e) => {
-            set_text(&ui.error, e);
+            set_text(&ui.error_text, e);
             ui.error.set_hidden(false);
         }
         None => {
