@@ -310,6 +310,12 @@ pub fn show_panel_or_timeline(app: &App) -> bool {
     let main = app.ui.main.class_list();
     let _ = main.toggle_with_force("view-panel", panel);
     let _ = main.toggle_with_force("view-history", panel && app.state.view == View::AllocatorStateHistory);
+    // Controls are shown where they act (style.css: .needs-file, .timeline-only).
+    if let Some(body) = app.ui.document.body() {
+        let classes = body.class_list();
+        let _ = classes.toggle_with_force("view-panel", panel);
+        let _ = classes.toggle_with_force("has-file", app.file().is_some());
+    }
     if let Some(els) = &app.panels.els {
         if els.panel.hidden() == panel {
             els.panel.set_hidden(!panel);
