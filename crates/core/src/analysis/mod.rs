@@ -1,7 +1,8 @@
 //! Analyses that answer "why is my memory this high?": the live set at a moment ([`live`]),
 //! iterations, growth and memory carried across iterations ([`growth`]), out-of-memory
 //! explanations ([`oom`]), fragmentation over time ([`fragmentation`]), two snapshots side by side
-//! ([`compare`]), memory by category ([`categories`]) and exports ([`export`]).
+//! ([`compare`]), memory by category ([`categories`]), exports ([`export`]), and findings about
+//! the recording and stalled frees ([`recording`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
 //! indices as [`crate::timeline::Layout::elements`], so the page can highlight what an analysis
@@ -16,6 +17,7 @@ pub mod fragmentation;
 pub mod growth;
 pub mod live;
 pub mod oom;
+pub mod recording;
 
 use std::collections::HashMap;
 use std::fmt;
