@@ -55,13 +55,8 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
                 .sum()
         })
     };
-    let mut order: Vec<(i128, i128, usize)> = snap
-        .segments
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.host)
-        .map(|(i, s)| (i128::from(s.total_size), active_of(i), i))
-        .collect();
+    let cuda = snap.segments.iter().enumerate().filter(|(_, s)| !s.host);
+    let mut order: Vec<(i128, i128, usize)> = cuda.map(|(i, s)| (i128::from(s.total_size), active_of(i), i)).collect();
     order.sort_by_key(|x| (x.0, x.1));
     for &(total_size, _, i) in &order {
         let Some(seg) = snap.segments.get(i) else { continue };
