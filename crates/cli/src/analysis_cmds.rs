@@ -83,7 +83,7 @@ fn frames_preview(snap: &Snapshot, stack: u32, n: usize) -> Vec<String> {
 
 fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usize) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{file}: device {}, live {}", l.device, when(snap, replay, l.moment, l.row));
+    let _ = writeln!(s, "{file}: {}, live {}", device_label(snap, l.device), when(snap, replay, l.moment, l.row));
     let _ = writeln!(s, "{} in {} allocations", sz(l.total_bytes), l.count);
     let _ = writeln!(s, "\nBy source line (top {}):", top.min(l.by_site.len()));
     let _ = writeln!(s, "{:>14} {:>10} {:>7}  line", "bytes", "", "count");
@@ -101,6 +101,56 @@ fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usi
     s
 }
 
+/// `device N`, or `pinned host`.
+fn device_label(snap: &Snapshot, index: i64) -> String {
+    match snap.device(index) {
+        Some(d) if d.is_pinned_host() => d.name(),
+        _ => format!("device {index}"),
+    }
+}
+
+/// Annotations (`annotate` entries) of the live allocations, one line each.
+fn annotation_lines(snap: &Snapshot, replay: &Replay, l: &LiveSet, s: &mut String) {
+    let ann = memviz_core::analysis::annotations::annotations(snap, replay);
+    let live: Vec<u32> = l.elements.iter().copied().filter(|e| !ann.of(*e).is_empty()).collect();
+    if live.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\nAnnotations of live allocations:");
+    for e in live {
+        let Some(life) = replay.lives.get(e as usize) else { continue };
+        let _ = writeln!(s, "  0x{:x} {}", life.addr, size_text(life.size_bytes));
+        for a in ann.of(e) {
+            let when = a.time_us.map_or(String::new(), |t| format!(" ({})", utc_time(t)));
+            let _ = writeln!(s, "    entry {}{when}: {:?}  at {}", a.row, a.text, site_label(snap, a.stack));
+        }
+    }
+}
+
+/// `memviz flame`.
+pub fn flame(
+    snap: &Snapshot,
+    at: &str,
+    lifetime: Option<&str>,
+    device: Option<i64>,
+    json: bool,
+) -> Result<String, String> {
+    use memviz_core::analysis::flame;
+    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let replay = Replay::build(snap, pos);
+    let graph = match lifetime {
+        Some(w) => {
+            let (a, b) =
+                w.split_once("..").ok_or_else(|| format!("'{w}' is not a window: use A..B (entry numbers)"))?;
+            let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("'{x}' is not an entry number"));
+            flame::lifetime_flame(snap, &replay, num(a)?, num(b)?)
+        }
+        None => flame::live_flame(snap, &replay, Moment::parse(at).map_err(|e| e.to_string())?),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(if json { pretty(&graph.to_json()) } else { graph.folded() })
+}
+
 /// `memviz live`.
 pub fn live(
     file: &str,
@@ -114,7 +164,27 @@ pub fn live(
     let moment = Moment::parse(at).map_err(|e| e.to_string())?;
     let replay = Replay::build(snap, pos);
     let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
-    Ok(if json { pretty(&l.to_json(snap, top)) } else { live_text(file, snap, &replay, &l, top) })
+    if json {
+        let mut v = l.to_json(snap, top);
+        let ann = memviz_core::analysis::annotations::annotations(snap, &replay);
+        let list: Vec<serde_json::Value> = l
+            .elements
+            .iter()
+            .flat_map(|&e| ann.of(e).iter().map(move |a| (e, a)))
+            .map(|(e, a)| {
+                serde_json::json!({"element": e, "entry": a.row, "text": a.text, "time_us": a.time_us,
+                    "stack": live::stack_json(snap, a.stack)})
+            })
+            .collect();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("annotations".into(), serde_json::Value::Array(list));
+            o.insert("device_name".into(), serde_json::json!(snap.devices.get(pos).map(|d| d.name())));
+        }
+        return Ok(pretty(&v));
+    }
+    let mut text = live_text(file, snap, &replay, &l, top);
+    annotation_lines(snap, &replay, &l, &mut text);
+    Ok(text)
 }
 
 fn oom_text(snap: &Snapshot, o: &OomReport, s: &mut String) {
@@ -189,7 +259,7 @@ pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Resu
 }
 
 fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
-    let mut s = format!("{file}: device {}\n", i.device);
+    let mut s = format!("{file}: {}\n", device_label(snap, i.device));
     let list = &i.iterations.list;
     match &i.iterations.source {
         None => s.push_str("iterations: none found (no repeated annotation, no periodic shape)\n"),

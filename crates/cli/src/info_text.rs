@@ -26,7 +26,14 @@ pub fn text(file: &str, i: &Info) -> String {
         if i.has_allocator_settings { "yes" } else { "no" }
     ));
     for d in &i.devices {
-        s.push_str(&format!("device {}: {} entries\n", d.device, d.entries));
+        if d.pinned_host {
+            s.push_str(&format!("{}: {} entries\n", d.name, d.entries));
+        } else {
+            s.push_str(&format!("device {}: {} entries\n", d.device, d.entries));
+        }
+        if let Some(note) = &d.trace_note {
+            s.push_str(&format!("  trace: {note}\n"));
+        }
         if !d.actions.is_empty() {
             let a: Vec<String> = d.actions.iter().map(|(n, c)| format!("{n}={c}")).collect();
             s.push_str(&format!("  actions: {}\n", a.join(" ")));
@@ -79,6 +86,10 @@ pub fn json(i: &Info) -> String {
         .map(|d| {
             json!({
                 "device": d.device,
+                "name": d.name,
+                "pinned_host": d.pinned_host,
+                "trace_note": d.trace_note,
+                "starts_mid_run": d.starts_mid_run,
                 "entries": d.entries,
                 "actions": d.actions.iter().map(|(n, c)| (n.to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
                 "time_span_us": d.time_span_us.map(|(a, b)| json!([a, b])),

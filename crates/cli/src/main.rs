@@ -97,8 +97,9 @@ enum Command {
         /// `peak`, `start`, `end`, or an entry number (the state just after that entry).
         #[arg(long, default_value = "peak")]
         at: String,
-        /// Device index (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -111,8 +112,9 @@ enum Command {
     Insights {
         /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
-        /// Device index (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -122,8 +124,9 @@ enum Command {
     Oom {
         /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
-        /// Device index (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -133,8 +136,9 @@ enum Command {
     Fragmentation {
         /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
         file: String,
-        /// Device index (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Most points in the series.
         #[arg(long, default_value_t = 200)]
@@ -166,13 +170,33 @@ enum Command {
     Categories {
         /// Profiler `export_memory_timeline` output or a snapshot; `-` for standard input.
         file: String,
-        /// Device index for snapshots (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index for snapshots, or `host` for pinned host memory (default: the device with
+        /// the longest trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Most points in the timeline.
         #[arg(long, default_value_t = 500)]
         points: usize,
         /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A flame graph: live bytes by stack at a moment, or bytes x lifetime (byte-entries) over a
+    /// window of entries; folded-stack lines (flamegraph.pl, speedscope, inferno) or --json nodes.
+    Flame {
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
+        file: String,
+        /// `peak`, `start`, `end`, or an entry number (the state just after that entry).
+        #[arg(long, default_value = "peak")]
+        at: String,
+        /// Weigh each allocation by bytes x entries live within entries A..B (inclusive) instead.
+        #[arg(long)]
+        lifetime: Option<String>,
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
+        device: Option<i64>,
+        /// Print the nodes as JSON instead of folded lines.
         #[arg(long)]
         json: bool,
     },
@@ -186,8 +210,9 @@ enum Command {
         /// `peak`, `start`, `end`, or an entry number.
         #[arg(long, default_value = "peak")]
         at: String,
-        /// Device index (default: the device with the longest trace).
-        #[arg(long)]
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
@@ -196,6 +221,14 @@ enum Command {
 }
 
 use read::load;
+
+/// A device argument: an index, or `host` / `pinned` for pinned host memory.
+fn parse_device(s: &str) -> Result<i64, String> {
+    match s.trim() {
+        "host" | "pinned" | "pinned-host" => Ok(memviz_core::snapshot::PINNED_HOST_INDEX),
+        t => t.parse::<i64>().map_err(|_| format!("'{s}' is not a device: use an index or 'host'")),
+    }
+}
 
 fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Result<String, String> {
     let viewer = html::VIEWER.as_ref().ok_or_else(|| html::NO_VIEWER.to_string())?;
@@ -256,6 +289,9 @@ fn run(cli: Cli) -> Result<String, String> {
         }
         Command::Categories { file, device, points, json } => {
             analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)
+        }
+        Command::Flame { file, at, lifetime, device, json } => {
+            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, json)
         }
         Command::Export { file, format, at, device, output } => {
             let text = analysis_cmds::export(&file, load(&file)?, &at, device, format)?;

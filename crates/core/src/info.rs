@@ -10,6 +10,14 @@ use crate::snapshot::{Action, BlockState, Snapshot};
 pub struct DeviceInfo {
     /// Device index.
     pub device: i64,
+    /// `cuda:N`, or `pinned host`.
+    pub name: String,
+    /// Whether this is the pinned host memory.
+    pub pinned_host: bool,
+    /// Why the trace is empty or starts mid-run, with what to do ([`crate::coverage`]).
+    pub trace_note: Option<String>,
+    /// Whether the trace misses the start of the run (ring buffer wrapped, history began late).
+    pub starts_mid_run: bool,
     /// Trace entries.
     pub entries: usize,
     /// Entries per action name, in a stable order, zero counts left out.
@@ -248,8 +256,13 @@ pub fn info(snap: &Snapshot) -> Info {
                 _ => bi += 1,
             }
         }
+        let cov = crate::coverage::coverage(snap, pos);
         devices.push(DeviceInfo {
             device: d.index,
+            name: d.name(),
+            pinned_host: d.is_pinned_host(),
+            trace_note: cov.reason(),
+            starts_mid_run: cov.starts_mid_run(),
             entries: t.len(),
             actions,
             time_span_us: span,

@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod coverage;
 pub mod describe;
 pub mod error;
 mod fenwick;

@@ -1,7 +1,8 @@
 //! The text that PyTorch's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
 //! for byte, quirks included (see the reference study, section 4): `stats` counts requested bytes
 //! as allocated and draws 20 MiB pages; `trace` never recycles names, matches snapshot segments by
-//! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`.
+//! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`. Both ignore
+//! pinned host memory (`host_segments`, `host_traces`), as PyTorch's CLI does.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -54,8 +55,8 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
                 .sum()
         })
     };
-    let mut order: Vec<(i128, i128, usize)> =
-        snap.segments.iter().enumerate().map(|(i, s)| (i128::from(s.total_size), active_of(i), i)).collect();
+    let cuda = snap.segments.iter().enumerate().filter(|(_, s)| !s.host);
+    let mut order: Vec<(i128, i128, usize)> = cuda.map(|(i, s)| (i128::from(s.total_size), active_of(i), i)).collect();
     order.sort_by_key(|x| (x.0, x.1));
     for &(total_size, _, i) in &order {
         let Some(seg) = snap.segments.get(i) else { continue };
@@ -130,7 +131,7 @@ pub fn stats(snap: &Snapshot) -> Result<String, Error> {
             ));
         }
     }
-    out.push_str(&format!("segments: {}\n", snap.segments.len()));
+    out.push_str(&format!("segments: {}\n", snap.segments.iter().filter(|s| !s.host).count()));
     out.push_str(&format!("total_reserved: {}\n", py_size(total_reserved)));
     out.push_str(&format!("total_allocated: {}\n", py_size(total_allocated)));
     out.push_str(&format!("total_free: {}\n", report_free(free_external, free_internal)));
@@ -193,13 +194,13 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
     }
     // Snapshot segments in file order, matched by allocated_size (a quirk of the reference).
     let mut snapshot_segs = FirstContaining::default();
-    for s in &snap.segments {
+    for s in snap.segments.iter().filter(|s| !s.host) {
         snapshot_segs.push(s.address, u128::from(s.allocated_size));
     }
     let mut out = String::new();
     for dev in &snap.devices {
         let t = &dev.trace;
-        if t.is_empty() {
+        if t.is_empty() || dev.is_pinned_host() {
             continue;
         }
         out.push_str(&format!("Device {} ----------------\n", dev.index));

@@ -1,6 +1,7 @@
 //! Where the tests' data lives, for the unit tests of this crate and of the CLI and for the core's
 //! integration tests (which include this file by path): the read-only real snapshots beside the
-//! project (`"shared"`: `../shared/fixtures`) and the folders of the repository's `tests/data`
+//! project (`"shared"`: `../shared/fixtures`; `"external"`: the public snapshots in its
+//! `external/` folder) and the folders of the repository's `tests/data`
 //! (`"real"`, `"synth"`, `"hostile"`). Every function panics with the path when the data is
 //! missing: a test that needs its data fails without it, it never passes by skipping.
 
@@ -9,7 +10,11 @@ use std::path::{Path, PathBuf};
 /// A fixture folder (see the module doc); panics with the path when it is absent.
 pub fn fixture_dir(which: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = if which == "shared" { root.join("../shared/fixtures") } else { root.join("tests/data").join(which) };
+    let dir = match which {
+        "shared" => root.join("../shared/fixtures"),
+        "external" => root.join("../shared/fixtures/external"),
+        _ => root.join("tests/data").join(which),
+    };
     assert!(dir.is_dir(), "fixture folder {} is missing", dir.display());
     dir
 }

@@ -4,8 +4,9 @@
 //! pool and stream) gets an envelope: placed on the stack at the live total of the step where
 //! the pool's first allocation appears, with a height that is the running maximum of the pool's
 //! reserved bytes (from its segment events) and its live allocated bytes, so it never shrinks.
-//! Elements and segment events find their pool by binary search over the device's final segments
-//! sorted by address; segments already gone at snapshot time cannot be resolved.
+//! Elements and segment events take their pool from the entry's `pool_id` where the trace records
+//! it (PyTorch 2.12+, on every entry), else by binary search over the device's final segments
+//! sorted by address (segments already gone at snapshot time cannot be resolved that way).
 
 use crate::snapshot::{Action, Snapshot};
 use crate::timeline::Layout;
@@ -83,11 +84,21 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
         let s = segs.get(i.checked_sub(1)?)?;
         (addr < s.1 && s.2 != 0).then_some((s.2, s.3))
     };
+    // `pool_id` on the entries (PyTorch 2.12+ writes it on every one) names the pool outright;
+    // without it, or for lifetimes live before the trace, the final segment holding the address
+    // does.
+    let t = &dev.trace;
+    let key_of = |row: Option<u32>, addr: u64, stream: u32| -> Option<(u32, u32)> {
+        match row.filter(|_| t.pool.is_present()) {
+            Some(r) => t.pool.get(r as usize).filter(|&p| p != 0).map(|p| (p, stream)),
+            None => resolve(addr),
+        }
+    };
     // Keys: (pool, stream) -> envelope index, in order of first allocation.
     let mut keys: Vec<(u32, u32)> = Vec::new();
     let mut firsts: Vec<u32> = Vec::new();
     for (i, e) in layout.elements.iter().enumerate() {
-        let Some(k) = resolve(e.addr) else { continue };
+        let Some(k) = key_of(e.alloc_row, e.addr, e.stream) else { continue };
         let p = match keys.iter().position(|&x| x == k) {
             Some(p) => p,
             None => {
@@ -104,7 +115,6 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
         }
     }
     // Reserved bytes per pool: initial = final segments − net delta of the traced segment events.
-    let t = &dev.trace;
     let mut deltas: Vec<Vec<(u32, i128)>> = vec![Vec::new(); keys.len()];
     for row in 0..t.len() {
         let sign: i128 = match t.action.get(row) {
@@ -113,7 +123,8 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
             _ => continue,
         };
         let addr = t.addr.get(row).copied().unwrap_or(0);
-        let Some(k) = resolve(addr) else { continue };
+        let stream = t.stream.get(row).copied().unwrap_or(0);
+        let Some(k) = key_of(Some(row as u32), addr, stream) else { continue };
         let Some(p) = keys.iter().position(|&x| x == k) else { continue };
         let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
         if let Some(d) = deltas.get_mut(p) {

@@ -74,6 +74,12 @@ pub struct StackTree {
 impl StackTree {
     /// Builds the tree from per-stack totals.
     pub fn build(snap: &Snapshot, groups: &[StackGroup]) -> StackTree {
+        Self::build_with_leaves(snap, groups).0
+    }
+
+    /// [`StackTree::build`], with the node where each group's stack ends.
+    pub fn build_with_leaves(snap: &Snapshot, groups: &[StackGroup]) -> (StackTree, Vec<u32>) {
+        let mut leaves = Vec::with_capacity(groups.len());
         let mut nodes = vec![TreeNode {
             frame: None,
             before_trace: false,
@@ -130,12 +136,13 @@ impl StackTree {
                 }
                 cur = next;
             }
+            leaves.push(cur);
         }
         let sizes: Vec<u64> = nodes.iter().map(|n| n.bytes).collect();
         for n in &mut nodes {
             n.children.sort_by(|&a, &b| sizes.get(b as usize).cmp(&sizes.get(a as usize)).then(a.cmp(&b)));
         }
-        StackTree { nodes }
+        (StackTree { nodes }, leaves)
     }
 
     /// Label of a node: the frame's label, `<no frames>`, or `all` for the root.

@@ -1,21 +1,26 @@
 //! Analyses that answer "why is my memory this high?": the live set at a moment ([`live`]),
 //! iterations, growth and memory carried across iterations ([`growth`]), out-of-memory
 //! explanations ([`oom`]), fragmentation over time ([`fragmentation`]), two snapshots side by side
-//! ([`compare`]), memory by category ([`categories`]) and exports ([`export`]).
+//! ([`compare`]), memory by category ([`categories`]), exports ([`export`]), and findings about
+//! the recording and stalled frees ([`recording`]); `annotate` entries attached to allocations
+//! ([`annotations`]); flame graphs of the live set or of bytes × lifetime ([`flame`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
 //! indices as [`crate::timeline::Layout::elements`], so the page can highlight what an analysis
 //! names) and the live requested bytes after every trace entry. Sizes are requested bytes, as on
 //! the timeline and in [`crate::info`], unless a name says otherwise.
 
+pub mod annotations;
 pub mod categories;
 pub mod compare;
 pub mod export;
 mod finding;
+pub mod flame;
 pub mod fragmentation;
 pub mod growth;
 pub mod live;
 pub mod oom;
+pub mod recording;
 
 use std::collections::HashMap;
 use std::fmt;

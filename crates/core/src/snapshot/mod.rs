@@ -13,6 +13,6 @@ mod wire;
 
 pub use build::MAX_DEVICES;
 pub use model::{
-    Action, Annotation, Block, BlockState, Device, Frame, FrameExtra, Segment, Snapshot, SourceInfo, SparseColumn,
-    StackTable, Strings, Trace, Warning, WarningKind,
+    Action, Annotation, Block, BlockState, Device, DeviceKind, Frame, FrameExtra, Segment, Snapshot, SourceInfo,
+    SparseColumn, StackTable, Strings, Trace, Warning, WarningKind, PINNED_HOST_INDEX,
 };

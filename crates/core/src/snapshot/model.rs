@@ -158,6 +158,8 @@ pub struct Segment {
     pub first_block: u32,
     /// Number of blocks.
     pub block_count: u32,
+    /// Whether it came from `host_segments` (pinned host memory, which PyTorch's `stats` ignores).
+    pub host: bool,
 }
 
 /// A block of a final segment.
@@ -254,6 +256,26 @@ impl<T: Copy + PartialEq> SparseColumn<T> {
         }
     }
 
+    /// Appends the `n` rows of `other` after the first `base` rows of this column.
+    pub(super) fn append(&mut self, other: &SparseColumn<T>, base: usize, n: usize, absent: T) {
+        if !other.is_present() {
+            if self.is_present() {
+                for row in base..base + n {
+                    self.push(row, absent, absent);
+                }
+                self.finish(base + n);
+            }
+            return;
+        }
+        if !self.is_present() && base > 0 {
+            self.default = Some(absent);
+        }
+        for row in 0..n {
+            self.push(base + row, other.get(row).unwrap_or(absent), absent);
+        }
+        self.finish(base + n);
+    }
+
     /// Whether any row had a value.
     pub fn is_present(&self) -> bool {
         self.default.is_some()
@@ -332,6 +354,27 @@ impl Trace {
         self.raw.binary_search_by_key(&r, |(x, _)| *x).ok().and_then(|i| self.raw.get(i)).map(|(_, t)| t)
     }
 
+    /// Appends the rows of another trace (the lists of `host_traces`, one per device, read as
+    /// one trace).
+    pub fn append(&mut self, other: &Trace) {
+        let base = self.len();
+        let n = other.len();
+        self.action.extend_from_slice(&other.action);
+        self.addr.extend_from_slice(&other.addr);
+        self.size_bytes.extend_from_slice(&other.size_bytes);
+        self.stream.extend_from_slice(&other.stream);
+        self.stack.extend_from_slice(&other.stack);
+        self.time_us.append(&other.time_us, base, n, i64::MIN);
+        self.pool.append(&other.pool, base, n, 0);
+        self.user_metadata.append(&other.user_metadata, base, n, 0);
+        self.compile_context.append(&other.compile_context, base, n, 0);
+        self.category.append(&other.category, base, n, 0);
+        let shift = |r: u32| r.saturating_add(base as u32);
+        self.device_free.extend(other.device_free.iter().map(|&(r, v)| (shift(r), v)));
+        self.forward_stack.extend(other.forward_stack.iter().map(|&(r, v)| (shift(r), v)));
+        self.raw.extend(other.raw.iter().map(|(r, t)| (shift(*r), t.clone())));
+    }
+
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
         self.action.capacity()
@@ -349,13 +392,45 @@ impl Trace {
     }
 }
 
-/// One device: its index and trace.
+/// Index of the pinned host memory "device" (host segments carry `device: -1`).
+pub const PINNED_HOST_INDEX: i64 = -1;
+
+/// What memory a [`Device`] stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// A CUDA device: `device_traces[i]` and the segments with `device: i`.
+    #[default]
+    Cuda,
+    /// Pinned host memory (PyTorch 2.14+, `record_pinned_host_memory=True`): `host_traces` and
+    /// `host_segments`. PyTorch's `stats` and `trace` ignore it.
+    PinnedHost,
+}
+
+/// One device: its index, kind and trace.
 #[derive(Clone, Debug, Default)]
 pub struct Device {
-    /// Device index as in the file (position in `device_traces`).
+    /// Device index as in the file (position in `device_traces`; [`PINNED_HOST_INDEX`] for
+    /// pinned host memory).
     pub index: i64,
     /// The trace (possibly empty).
     pub trace: Trace,
+    /// CUDA device or pinned host memory.
+    pub kind: DeviceKind,
+}
+
+impl Device {
+    /// Whether this is the pinned host memory rather than a CUDA device.
+    pub fn is_pinned_host(&self) -> bool {
+        self.kind == DeviceKind::PinnedHost
+    }
+
+    /// The name every view shows: `cuda:N`, or `pinned host`.
+    pub fn name(&self) -> String {
+        match self.kind {
+            DeviceKind::Cuda => format!("cuda:{}", self.index),
+            DeviceKind::PinnedHost => "pinned host".to_owned(),
+        }
+    }
 }
 
 /// Interned stacks: `frames[offsets[i]..offsets[i+1]]` are the frame ids of stack `i`, innermost first.
@@ -534,21 +609,47 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The device to show first: the one with the longest trace (ties: lowest index), else the
-    /// first device with segments.
+    /// The device to show first (a position in [`Snapshot::devices`]): the CUDA device with the
+    /// longest trace; when every CUDA trace is empty (`enabled='state'`), the one holding the most
+    /// memory (reserved bytes in its segments, then allocated bytes); ties go to the lowest
+    /// position. Pinned host memory is chosen only when there is no CUDA device.
     pub fn default_device(&self) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, d) in self.devices.iter().enumerate() {
-            match best {
-                None => best = Some(i),
-                Some(b) => {
-                    if d.trace.len() > self.devices.get(b).map_or(0, |x| x.trace.len()) {
-                        best = Some(i);
-                    }
+        let cuda: Vec<usize> =
+            (0..self.devices.len()).filter(|&i| self.devices.get(i).is_some_and(|d| !d.is_pinned_host())).collect();
+        let candidates: Vec<usize> = if cuda.is_empty() { (0..self.devices.len()).collect() } else { cuda };
+        let longest = |i: &usize| self.devices.get(*i).map_or(0, |d| d.trace.len());
+        let mut best: Option<(usize, (u64, u64))> = None;
+        if candidates.iter().any(|i| longest(i) > 0) {
+            for &i in &candidates {
+                let key = (longest(&i) as u64, 0);
+                if best.is_none_or(|(_, k)| key > k) {
+                    best = Some((i, key));
+                }
+            }
+        } else {
+            for &i in &candidates {
+                let key = self.devices.get(i).map_or((0, 0), |d| self.memory_bytes(d.index));
+                if best.is_none_or(|(_, k)| key > k) {
+                    best = Some((i, key));
                 }
             }
         }
-        best
+        best.map(|(i, _)| i)
+    }
+
+    /// Memory a device holds in the final state: (reserved bytes of its segments, requested bytes
+    /// of its allocated blocks).
+    pub fn memory_bytes(&self, device_index: i64) -> (u64, u64) {
+        let (mut reserved, mut allocated) = (0u64, 0u64);
+        for s in self.segments.iter().filter(|s| s.device == device_index) {
+            reserved = reserved.saturating_add(s.total_size);
+            for b in self.segment_blocks(s) {
+                if b.state == BlockState::ActiveAllocated {
+                    allocated = allocated.saturating_add(b.requested_size);
+                }
+            }
+        }
+        (reserved, allocated)
     }
 
     /// The device with a given index.

@@ -1,8 +1,8 @@
 //! [`Wire`] for the model, so a snapshot built in a Web Worker reaches the page as bytes.
 
 use super::{
-    Action, Annotation, Block, BlockState, Device, Frame, FrameExtra, Segment, Snapshot, SourceInfo, SparseColumn,
-    StackTable, Strings, Trace, Warning, WarningKind,
+    Action, Annotation, Block, BlockState, Device, DeviceKind, Frame, FrameExtra, Segment, Snapshot, SourceInfo,
+    SparseColumn, StackTable, Strings, Trace, Warning, WarningKind,
 };
 use crate::wire::{Decoder, Encoder, Plain, Wire, WireError};
 use crate::{wire_enum, wire_struct};
@@ -68,12 +68,14 @@ wire_struct!(Segment {
     stack,
     first_block,
     block_count,
+    host,
 });
 wire_struct!(Block { address, size, requested_size, state, stack });
 wire_struct!(Annotation { name, start, device, time_us });
 wire_struct!(Warning { kind, count, example });
 wire_struct!(SourceInfo { protocol, json, bare_segment_list, legacy_history, has_device_traces, top_level_keys });
-wire_struct!(Device { index, trace });
+wire_enum!(DeviceKind, [DeviceKind::Cuda, DeviceKind::PinnedHost]);
+wire_struct!(Device { index, trace, kind });
 crate::wire_by_field!(Trace {} chunked {
     action,
     addr,

@@ -209,3 +209,36 @@ pub struct Layout {
     /// Options used.
     pub options: Options,
 }
+
+/// A stable key of one allocation lifetime, for selection: its address and the trace row of its
+/// alloc. A click keyed so never picks a later allocation at a reused address. Lifetimes live
+/// before the trace have no alloc row; the row of their free (`None`: ghost, never freed) tells
+/// them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ElementKey {
+    /// Address.
+    pub addr: u64,
+    /// Trace row of the alloc (`None`: live before the trace).
+    pub alloc_row: Option<u32>,
+    /// For lifetimes live before the trace, the row of their free; `None` otherwise.
+    pub pre_trace_free_row: Option<u32>,
+}
+
+impl ElementKey {
+    /// The key of a lifetime with these fields.
+    pub fn new(addr: u64, alloc_row: Option<u32>, free_row: Option<u32>) -> ElementKey {
+        ElementKey { addr, alloc_row, pre_trace_free_row: if alloc_row.is_none() { free_row } else { None } }
+    }
+}
+
+impl Layout {
+    /// The stable key of element `e`.
+    pub fn element_key(&self, e: u32) -> Option<ElementKey> {
+        self.elements.get(e as usize).map(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row))
+    }
+
+    /// The element with this key (its band is `elements[e].band`), if any. O(elements).
+    pub fn element_by_key(&self, key: ElementKey) -> Option<u32> {
+        self.elements.iter().position(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row) == key).map(|i| i as u32)
+    }
+}

@@ -413,3 +413,21 @@ fn step_at_time_finds_the_nearest_timed_event() {
     // A trace without times.
     assert_eq!(step_at_time(&l, &Trace::default(), 5), None);
 }
+
+/// Keys tell apart every lifetime of a reused address: each element's key finds that element, and
+/// segment_reuse.pickle reuses addresses.
+#[test]
+fn element_keys_are_unique_and_found() {
+    let bytes = std::fs::read(crate::test_fixtures::fixture("synth", "segment_reuse.pickle")).unwrap();
+    let snap = crate::load(&bytes).unwrap();
+    let layout = Layout::build(&snap, 0, Options::default());
+    let mut addrs = std::collections::HashSet::new();
+    let mut reused = false;
+    for e in 0..layout.elements.len() as u32 {
+        let key = layout.element_key(e).unwrap();
+        assert_eq!(layout.element_by_key(key), Some(e), "{key:?}");
+        reused |= !addrs.insert(key.addr);
+    }
+    assert!(reused, "no address is reused in this fixture");
+    assert_eq!(layout.element_by_key(ElementKey::new(1, Some(u32::MAX), None)), None);
+}

@@ -514,3 +514,73 @@ fn rare_but_legal_pickle_shapes() {
     assert_eq!(snap.other_keys.len(), 1);
     assert_eq!(snap.other_keys[0].0, "host_segments");
 }
+
+/// A snapshot with the given extra top-level keys after `segments` and `device_traces`.
+fn with_keys(base: Py, extra: Vec<(&str, Py)>) -> Py {
+    let Py::Dict(mut pairs) = base else { panic!("not a dict") };
+    pairs.extend(extra.into_iter().map(|(k, v)| (s(k), v)));
+    Py::Dict(pairs)
+}
+
+/// Pinned host memory (PyTorch 2.14+): `host_segments` and `host_traces`, as one list or one list
+/// per device, become a "pinned host" device that info and the analyses see, while PyTorch's
+/// `stats` and `trace` (which ignore host data) print what they print without it.
+#[test]
+fn pinned_host_memory_is_its_own_device() {
+    let fr = list(vec![frame("pin_memory", "torch/utils/data/_utils/pin_memory.py", 18)]);
+    let cuda_seg = segment(0, 1 << 40, 2 << 20, vec![block(2 << 20, 1 << 20, "active_allocated", list(vec![]))]);
+    let cuda_trace = vec![entry("alloc", 1 << 40, 1 << 20, Some(10), None)];
+    let base = snapshot(vec![cuda_seg], vec![cuda_trace]);
+    let mut host_seg = segment(-1, 1 << 33, 4096, vec![block(4096, 3000, "active_allocated", fr.clone())]);
+    if let Py::Dict(p) = &mut host_seg {
+        p.retain(|(k, _)| !matches!(k, Py::Str(x) if x == "segment_pool_id"));
+    }
+    let host_entries = || {
+        vec![
+            entry("alloc", 1 << 33, 3000, Some(11), Some(fr.clone())),
+            entry("alloc", (1 << 33) + 8192, 500, Some(12), None),
+        ]
+    };
+    let forms =
+        [("one list", list(host_entries())), ("one list per device", list(vec![list(vec![]), list(host_entries())]))];
+    let plain = load_ok(&base, 4);
+    for (form, traces) in forms {
+        let v = with_keys(base.clone(), vec![("host_segments", list(vec![host_seg.clone()])), ("host_traces", traces)]);
+        let snap = load_ok(&v, 4);
+        let names: Vec<String> = snap.devices.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["cuda:0", "pinned host"], "{form}");
+        let host = &snap.devices[1];
+        assert!(host.is_pinned_host() && host.trace.len() == 2, "{form}");
+        assert_eq!(snap.default_device(), Some(0), "{form}: a CUDA device opens first");
+        assert_eq!(reference::stats(&snap).ok(), reference::stats(&plain).ok(), "{form}: stats ignores host data");
+        assert_eq!(reference::trace(&snap).ok(), reference::trace(&plain).ok(), "{form}: trace ignores host data");
+        let inf = info(&snap);
+        let hi = inf.devices.iter().find(|d| d.pinned_host).expect("pinned host in info");
+        assert_eq!((hi.name.as_str(), hi.segments, hi.final_reserved_bytes), ("pinned host", 1, 4096), "{form}");
+        assert_eq!(hi.peak_allocated_bytes, 3500, "{form}");
+        assert!(snap.other_keys.iter().all(|(k, _)| !k.starts_with("host_")), "{form}: not kept twice");
+    }
+    // A malformed host key is dropped with a warning; the CUDA data load as before.
+    let v = with_keys(base.clone(), vec![("host_segments", i(3))]);
+    let snap = load_ok(&v, 4);
+    assert_eq!(snap.devices.len(), 1);
+    assert!(snap.warnings.iter().any(|w| w.example.contains("pinned host memory not loaded")));
+    assert_eq!(reference::stats(&snap).ok(), reference::stats(&plain).ok());
+    // Empty host keys (recording without pinned memory) add no device.
+    let v = with_keys(base, vec![("host_segments", list(vec![])), ("host_traces", list(vec![]))]);
+    assert_eq!(load_ok(&v, 4).devices.len(), 1);
+}
+
+/// Every trace empty: the device holding the most memory opens first (reserved, then allocated).
+#[test]
+fn all_empty_traces_open_the_device_with_memory() {
+    let seg = |dev: i128, total: i128, req: i128| {
+        segment(dev, (dev + 1) << 40, total, vec![block(total, req, "active_allocated", list(vec![]))])
+    };
+    let v = snapshot(vec![seg(1, 2 << 20, 100), seg(2, 2 << 20, 200)], vec![vec![], vec![], vec![]]);
+    let snap = load_ok(&v, 4);
+    assert_eq!(snap.devices[snap.default_device().expect("a device")].index, 2, "same reserved: more allocated");
+    let v = snapshot(vec![seg(1, 4 << 20, 1), seg(2, 2 << 20, 200)], vec![vec![], vec![], vec![]]);
+    let snap = load_ok(&v, 4);
+    assert_eq!(snap.devices[snap.default_device().expect("a device")].index, 1, "more reserved");
+}

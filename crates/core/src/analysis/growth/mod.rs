@@ -319,6 +319,7 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             elements: Vec::new(),
         });
     }
+    findings.extend(super::recording::findings(snap, replay));
     findings.sort_by_key(|f| !f.problem);
     Insights { device: replay.device, iterations: its, growth, carry_over: carry, ooms, findings }
 }

@@ -7,8 +7,9 @@ use crate::error::Error;
 use crate::pickle::{Document, Value, WideColumns};
 use crate::tree::{self, Tree};
 
-use super::model::{Action, Device, Frame, FrameExtra, Snapshot, Trace, Warning, WarningKind};
+use super::model::{Action, Device, Frame, FrameExtra, Snapshot, Warning, WarningKind};
 
+mod host;
 mod segments;
 mod trace_rows;
 
@@ -475,7 +476,7 @@ impl Builder<'_> {
         match root {
             Value::List(_) => {
                 b.snap.source.bare_segment_list = true;
-                b.segments(root)?;
+                b.segments(root, "segments", false)?;
             }
             Value::Dict(_) => {
                 let keys: Vec<String> = doc
@@ -539,7 +540,7 @@ impl Builder<'_> {
                         }
                         b.spend(doc.items(dt).len(), || format!("device_traces[{i}]"))?;
                         let trace = b.trace(dt, i as i64);
-                        b.snap.devices.push(Device { index: i as i64, trace });
+                        b.snap.devices.push(Device { index: i as i64, trace, ..Device::default() });
                     }
                 }
                 if let Some(sv) = segs {
@@ -549,7 +550,7 @@ impl Builder<'_> {
                             reason: format!("{}, expected a list", Document::a_type_name(sv)),
                         });
                     }
-                    b.segments(sv)?;
+                    b.segments(sv, "segments", false)?;
                 }
                 if let Some(a) = doc.get(root, "allocator_settings") {
                     b.snap.allocator_settings = Some(tree::from_value(doc, a, &mut |_| None));
@@ -557,9 +558,14 @@ impl Builder<'_> {
                 if let Some(a) = doc.get(root, "external_annotations") {
                     b.annotations(a);
                 }
+                // After the CUDA data, so its stream numbering does not depend on host data.
+                let host_loaded = b.host_memory(root);
                 for (k, v) in doc.dict_iter(root) {
                     let Some(name) = doc.as_str(k) else { continue };
-                    if !matches!(name, "segments" | "device_traces" | "allocator_settings" | "external_annotations") {
+                    let known =
+                        matches!(name, "segments" | "device_traces" | "allocator_settings" | "external_annotations")
+                            || host_loaded && matches!(name, "host_segments" | "host_traces");
+                    if !known {
                         let t = b.tree_of(v);
                         b.snap.other_keys.push((name.to_owned(), t));
                     }
@@ -575,15 +581,16 @@ impl Builder<'_> {
             }
         }
         // Devices that have segments but no trace list.
-        let mut seg_devices: Vec<i64> = b.snap.segments.iter().map(|s| s.device).collect();
+        let mut seg_devices: Vec<i64> = b.snap.segments.iter().filter(|s| !s.host).map(|s| s.device).collect();
         seg_devices.sort_unstable();
         seg_devices.dedup();
         for dv in seg_devices {
             if dv >= 0 && !b.snap.devices.iter().any(|d| d.index == dv) {
-                b.snap.devices.push(Device { index: dv, trace: Trace::default() });
+                b.snap.devices.push(Device { index: dv, ..Device::default() });
             }
         }
-        b.snap.devices.sort_by_key(|d| d.index);
+        // CUDA devices by index, then the pinned host memory.
+        b.snap.devices.sort_by_key(|d| (d.is_pinned_host(), d.index));
         Ok(Built { snap: b.snap, warnings: b.warnings, deferred_columns: b.deferred_columns })
     }
 }

@@ -4,15 +4,17 @@ use crate::error::Error;
 use crate::pickle::{Document, Value};
 
 use super::{as_i128, as_u64, Builder};
-use crate::snapshot::model::{Annotation, Block, BlockState, Segment};
+use crate::snapshot::model::{Annotation, Block, BlockState, Segment, PINNED_HOST_INDEX};
 
 impl<'d> Builder<'d> {
-    pub(super) fn segments(&mut self, list: Value) -> Result<(), Error> {
+    /// Reads `segments` (or, with `host`, `host_segments`, whose segments all belong to the
+    /// pinned host memory); `key` names the list in errors.
+    pub(super) fn segments(&mut self, list: Value, key: &str, host: bool) -> Result<(), Error> {
         let doc = self.doc;
         for (si, s) in doc.items(list).iter().enumerate() {
             if !matches!(s, Value::Dict(_)) {
                 return Err(Error::Schema {
-                    path: format!("segments[{si}]"),
+                    path: format!("{key}[{si}]"),
                     reason: format!("{}, expected a dict", Document::a_type_name(s)),
                 });
             }
@@ -20,7 +22,7 @@ impl<'d> Builder<'d> {
                 match doc.get(s, key) {
                     None => Ok(0),
                     Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
-                        path: format!("segments[{si}].{key}"),
+                        path: format!("{key}[{si}].{key}"),
                         reason: format!("{}, expected a non-negative int", Document::a_type_name(v)),
                     }),
                 }
@@ -30,7 +32,11 @@ impl<'d> Builder<'d> {
             let allocated_size = field_u64("allocated_size")?;
             let active_size = field_u64("active_size")?;
             let requested_size = field_u64("requested_size")?;
-            let device = doc.get(s, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64;
+            let device = if host {
+                PINNED_HOST_INDEX
+            } else {
+                doc.get(s, "device").and_then(|v| as_i128(doc, v)).unwrap_or(0) as i64
+            };
             let stream_raw = doc.get(s, "stream").and_then(|v| as_i128(doc, v)).unwrap_or(0);
             let stream = self.stream_index(stream_raw);
             let segment_type = doc.get(s, "segment_type").and_then(|v| self.string(v)).unwrap_or(0);
@@ -41,14 +47,14 @@ impl<'d> Builder<'d> {
             let blocks_v = doc.get(s, "blocks").unwrap_or(Value::None);
             if !matches!(blocks_v, Value::List(_) | Value::None) {
                 return Err(Error::Schema {
-                    path: format!("segments[{si}].blocks"),
+                    path: format!("{key}[{si}].blocks"),
                     reason: format!("{}, expected a list", Document::a_type_name(blocks_v)),
                 });
             }
-            self.spend(doc.items(blocks_v).len(), || format!("segments[{si}].blocks"))?;
+            self.spend(doc.items(blocks_v).len(), || format!("{key}[{si}].blocks"))?;
             let mut offset = address;
             for (bi, b) in doc.items(blocks_v).iter().enumerate() {
-                let path = || format!("segments[{si}].blocks[{bi}]");
+                let path = || format!("{key}[{si}].blocks[{bi}]");
                 if !matches!(b, Value::Dict(_)) {
                     return Err(Error::Schema {
                         path: path(),
@@ -99,6 +105,7 @@ impl<'d> Builder<'d> {
                 stack,
                 first_block,
                 block_count,
+                host,
             });
         }
         Ok(())

@@ -1,0 +1,231 @@
+//! How much of a run a device's trace covers, inferred from the file: why a trace is empty
+//! (`enabled='state'` keeps no history, only the blocks and their stacks), and whether it starts
+//! mid-run (the ring buffer of `max_entries` wrapped, as `allocator_settings.trace_alloc_overflowed`
+//! says or a full buffer suggests, or history began after allocations it later frees). The
+//! allocations the trace never saw are still known from the final segments' blocks: they are the
+//! ghost lives of [`crate::analysis::Replay`] (`Origin::Ghost`).
+
+type HashSet<K> = rustc_hash::FxHashSet<K>;
+
+use crate::snapshot::{Action, BlockState, Snapshot};
+use crate::tree::Tree;
+
+/// What to do about a trace that starts mid-run.
+pub const RAISE_MAX_ENTRIES: &str =
+    "raise max_entries in torch.cuda.memory._record_memory_history(max_entries=...), or start recording earlier";
+
+/// Why a device's trace is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmptyTrace {
+    /// `enabled='state'` (a ring buffer of one entry): allocated blocks are known, with stacks
+    /// where `blocks_have_frames`.
+    StateOnly {
+        /// Whether the allocated blocks carry stacks.
+        blocks_have_frames: bool,
+    },
+    /// No trace and no memory on this device.
+    NothingRecorded,
+}
+
+/// How the trace begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceStart {
+    /// Nothing says the trace misses the start of the run.
+    FromStart,
+    /// `allocator_settings.trace_alloc_overflowed` is true: the ring buffer wrapped.
+    Overflowed {
+        /// `allocator_settings.trace_alloc_max_entries`, when written.
+        max_entries: Option<u64>,
+    },
+    /// The trace holds exactly `trace_alloc_max_entries` entries: the buffer is full, so it has
+    /// most likely wrapped.
+    FullBuffer {
+        /// The buffer's size.
+        max_entries: u64,
+    },
+    /// The trace frees allocations it never saw allocated: it starts after they were made
+    /// (history enabled late, or an unflagged wrap).
+    StartedLate,
+}
+
+/// How much of the run a device's trace covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coverage {
+    /// Entries in the trace.
+    pub entries: usize,
+    /// Why the trace is empty (`None`: it is not), also for a state-only trace of one entry.
+    pub empty: Option<EmptyTrace>,
+    /// How the trace begins.
+    pub start: TraceStart,
+    /// Frees (`free_completed` / `free`) of allocations the trace never saw allocated.
+    pub unseen_frees: usize,
+    /// Allocated blocks of the final state the trace never saw (ghost allocations).
+    pub ghost_allocations: usize,
+    /// Their requested bytes.
+    pub ghost_bytes: u64,
+}
+
+impl Coverage {
+    /// Whether the trace misses the start of the run (what insights warn about).
+    pub fn starts_mid_run(&self) -> bool {
+        self.empty.is_none() && self.start != TraceStart::FromStart
+    }
+
+    /// Why the trace is empty or partial, in words (`None` when nothing is missing).
+    pub fn reason(&self) -> Option<String> {
+        let ghosts =
+            format!("{} allocated block{}", self.ghost_allocations, if self.ghost_allocations == 1 { "" } else { "s" });
+        match self.empty {
+            Some(EmptyTrace::NothingRecorded) => return Some("no trace and no memory on this device".into()),
+            Some(EmptyTrace::StateOnly { blocks_have_frames: true }) => {
+                return Some(format!(
+                    "trace empty but the {ghosts} have stacks: recorded with _record_memory_history(enabled='state'), which keeps the allocator state and no history; its allocations are shown from the segments' blocks (use enabled='all' for a timeline)"
+                ))
+            }
+            Some(EmptyTrace::StateOnly { blocks_have_frames: false }) => {
+                return Some(format!(
+                    "trace empty and the {ghosts} have no stacks: history was off (enabled='state' with context=None, or recording stopped or cleared before the dump); its allocations are shown from the segments' blocks"
+                ))
+            }
+            None => {}
+        }
+        let late = if self.unseen_frees > 0 || self.ghost_allocations > 0 {
+            format!(
+                " ({} free{} of allocations never seen allocated, {} allocation{} alive at its start)",
+                self.unseen_frees,
+                if self.unseen_frees == 1 { "" } else { "s" },
+                self.ghost_allocations + self.unseen_frees,
+                if self.ghost_allocations + self.unseen_frees == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        match self.start {
+            TraceStart::FromStart => None,
+            TraceStart::Overflowed { max_entries } => Some(format!(
+                "the trace ring buffer overflowed{}: the trace starts mid-run and peaks before it are not seen{late}; {RAISE_MAX_ENTRIES}",
+                max_entries.map(|m| format!(" (max_entries={m})")).unwrap_or_default()
+            )),
+            TraceStart::FullBuffer { max_entries } => Some(format!(
+                "the trace holds exactly max_entries={max_entries} entries: the ring buffer is full and has most likely wrapped, so the trace starts mid-run{late}; {RAISE_MAX_ENTRIES}"
+            )),
+            TraceStart::StartedLate => Some(format!(
+                "the trace starts mid-run{late}: history began after those allocations were made, or the ring buffer (max_entries) wrapped; {RAISE_MAX_ENTRIES}"
+            )),
+        }
+    }
+}
+
+/// `allocator_settings[key]` as an int or bool.
+fn setting(snap: &Snapshot, key: &str) -> Option<i128> {
+    match snap.allocator_settings.as_ref()?.get(key)? {
+        Tree::Bool(b) => Some(i128::from(*b)),
+        t => t.as_int(),
+    }
+}
+
+/// How much of the run the trace of device `device_pos` covers. O(n + blocks).
+pub fn coverage(snap: &Snapshot, device_pos: usize) -> Coverage {
+    let mut c = Coverage {
+        entries: 0,
+        empty: None,
+        start: TraceStart::FromStart,
+        unseen_frees: 0,
+        ghost_allocations: 0,
+        ghost_bytes: 0,
+    };
+    let Some(dev) = snap.devices.get(device_pos) else {
+        c.empty = Some(EmptyTrace::NothingRecorded);
+        return c;
+    };
+    let t = &dev.trace;
+    c.entries = t.len();
+    let mut open: HashSet<u64> = HashSet::default();
+    for row in 0..t.len() {
+        let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
+        match a {
+            Action::Alloc => {
+                open.insert(addr);
+            }
+            Action::FreeCompleted | Action::Free if !open.remove(&addr) => c.unseen_frees += 1,
+            _ => {}
+        }
+    }
+    let (mut with_frames, mut segments) = (0usize, 0usize);
+    for s in snap.segments.iter().filter(|s| s.device == dev.index) {
+        segments += 1;
+        for b in snap.segment_blocks(s) {
+            if b.state == BlockState::ActiveAllocated && !open.contains(&b.address) {
+                c.ghost_allocations += 1;
+                c.ghost_bytes = c.ghost_bytes.saturating_add(b.requested_size);
+                with_frames += usize::from(b.stack != 0);
+            }
+        }
+    }
+    // enabled='state' forces max_entries to 1: at most one entry survives.
+    if t.len() <= 1 {
+        if segments == 0 && t.is_empty() {
+            c.empty = Some(EmptyTrace::NothingRecorded);
+            return c;
+        }
+        if segments > 0 {
+            c.empty = Some(EmptyTrace::StateOnly { blocks_have_frames: with_frames > 0 });
+            return c;
+        }
+    }
+    let max_entries = setting(snap, "trace_alloc_max_entries").and_then(|m| u64::try_from(m).ok());
+    c.start = if setting(snap, "trace_alloc_overflowed").is_some_and(|v| v != 0) {
+        TraceStart::Overflowed { max_entries }
+    } else if let Some(m) = max_entries.filter(|&m| m > 1 && m == t.len() as u64) {
+        TraceStart::FullBuffer { max_entries: m }
+    } else if c.unseen_frees > 0 {
+        TraceStart::StartedLate
+    } else {
+        TraceStart::FromStart
+    };
+    c
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn load(path: &std::path::Path) -> Snapshot {
+        crate::load(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    /// A real `enabled='state'` file on four devices: only cuda:1 holds memory; its trace is empty
+    /// and its 179 allocated blocks are the ghost allocations, with the state-only reason.
+    #[test]
+    fn state_only_file_on_four_devices() {
+        let snap = load(&crate::test_fixtures::fixture("external", "maphsge4__snapshot_dec166a.pickle"));
+        assert_eq!(snap.devices.len(), 4);
+        let pos = snap.default_device().unwrap();
+        assert_eq!(snap.devices[pos].index, 1, "the device with memory, not the first empty one");
+        let c = coverage(&snap, pos);
+        assert_eq!(c.empty, Some(EmptyTrace::StateOnly { blocks_have_frames: false }));
+        assert_eq!(c.ghost_allocations, 179);
+        assert_eq!(c.ghost_bytes, 544_460_336);
+        assert!(c.reason().unwrap().contains("trace empty"), "{:?}", c.reason());
+        assert_eq!(coverage(&snap, 0).empty, Some(EmptyTrace::NothingRecorded));
+    }
+
+    /// State-only files whose blocks have stacks say so; a history that frees allocations it never
+    /// saw starts mid-run.
+    #[test]
+    fn reasons_of_the_real_files() {
+        let snap = load(&crate::test_fixtures::fixture("external", "zijiandu__memory.pickle"));
+        assert_eq!(snap.default_device(), Some(0));
+        assert_eq!(coverage(&snap, 0).empty, Some(EmptyTrace::StateOnly { blocks_have_frames: true }));
+        let snap = load(&crate::test_fixtures::fixture(
+            "external",
+            "wedsonlin__results_medium_128_training_memory_snapshot.pickle",
+        ));
+        let c = coverage(&snap, 0);
+        assert_eq!((c.empty, c.start, c.unseen_frees), (None, TraceStart::StartedLate, 438));
+        assert!(c.starts_mid_run() && c.reason().unwrap().contains("max_entries"), "{:?}", c.reason());
+        let snap = load(&crate::test_fixtures::fixture("external", "cranberrii__memory_snapshot.pickle"));
+        assert!(!coverage(&snap, 0).starts_mid_run());
+    }
+}
