@@ -76,11 +76,13 @@ pub fn sync_dom(app: &App) {
             fill_select(
                 ui,
                 &ui.device_select,
-                f.snap
-                    .devices
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| (i.to_string(), format!("cuda:{} ({} entries)", d.index, d.trace.len()))),
+                f.snap.devices.iter().enumerate().map(|(i, d)| {
+                    // Named by what it holds, so an empty device is seen before it is chosen.
+                    let (reserved, _) = f.snap.memory_bytes(d.index);
+                    let label =
+                        format!("{} · {} reserved · {} entries", d.name(), human_size(reserved as f64), d.trace.len());
+                    (i.to_string(), label)
+                }),
             );
         }
         fill_select(ui, &ui.view_select, View::ALL.iter().map(|v| (v.value().to_string(), v.label().to_string())));
