@@ -14,6 +14,8 @@ use memviz_core::{info, reference};
 mod analysis_cmds;
 mod html;
 mod info_text;
+mod parquet_export;
+mod ranks;
 // Where test data lives, shared with the core's tests: a missing file fails the test.
 mod read;
 #[cfg(test)]
@@ -176,10 +178,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack).
+    /// A training run: one row per rank's snapshot (peaks, OOMs, findings) and the ranks that stand out.
+    Ranks {
+        /// Snapshot files, or folders searched for them (.pickle, .pkl, .json, .gz, .zst, .xz).
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack), or
+    /// every rank's whole trace as Parquet tables (`--format parquet PATH... -o DIR`).
     Export {
         /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
-        file: String,
+        /// With `--format parquet`: snapshot files or folders, one file a rank.
+        #[arg(required = true)]
+        files: Vec<String>,
         /// Output format.
         #[arg(long, value_enum)]
         format: analysis_cmds::ExportFormat,
@@ -189,7 +203,7 @@ enum Command {
         /// Device index (default: the device with the longest trace).
         #[arg(long)]
         device: Option<i64>,
-        /// Write to this file instead of standard output.
+        /// Write to this file instead of standard output (`--format parquet`: the output folder).
         #[arg(short, long)]
         output: Option<String>,
     },
@@ -257,8 +271,16 @@ fn run(cli: Cli) -> Result<String, String> {
         Command::Categories { file, device, points, json } => {
             analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)
         }
-        Command::Export { file, format, at, device, output } => {
-            let text = analysis_cmds::export(&file, load(&file)?, &at, device, format)?;
+        Command::Ranks { paths, json } => ranks::ranks(&paths, json),
+        Command::Export { files, format: analysis_cmds::ExportFormat::Parquet, output, .. } => {
+            let dir = output.ok_or("--format parquet needs an output folder: -o DIR")?;
+            parquet_export::export(&files, &dir)
+        }
+        Command::Export { files, format, at, device, output } => {
+            let [file] = files.as_slice() else {
+                return Err(format!("--format {format:?} takes one snapshot, not {}", files.len()).to_lowercase());
+            };
+            let text = analysis_cmds::export(file, load(file)?, &at, device, format)?;
             match output {
                 Some(path) => {
                     std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}"))
