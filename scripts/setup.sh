@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing the page needs and is missing, on a Debian machine:
 # the wasm32 Rust target, rustfmt and clippy, Trunk, the wasm-bindgen CLI matching Cargo.lock,
-# Python's venv (the wheel's checks), Debian's Chromium and chromedriver, and the end-to-end
-# tests' npm packages. Safe to run again: each step is skipped when its tool is already there at
+# Python's venv (the wheel's checks), DuckDB's Python package (target/duckdb-venv, for the
+# Parquet export's test), Debian's Chromium and chromedriver, and the end-to-end tests' npm
+# packages. Safe to run again: each step is skipped when its tool is already there at
 # the right version. MEMVIZ_SETUP=build installs only what building and serving the page needs
 # (no rustfmt or clippy, no browser, Python venv, Node.js or npm packages).
 set -euo pipefail
@@ -65,6 +66,14 @@ elif ! python3 -c "import venv, ensurepip" 2>/dev/null; then
   echo "setup: installing python3-venv"
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
+fi
+
+# DuckDB's Python package from PyPI, in a venv of its own, for the test that queries
+# `memviz export --format parquet` (crates/cli/tests/ranks.rs finds it there).
+if ! target/duckdb-venv/bin/python -c "import duckdb" 2>/dev/null; then
+  echo "setup: installing duckdb into target/duckdb-venv"
+  python3 -m venv target/duckdb-venv
+  target/duckdb-venv/bin/pip install --quiet duckdb
 fi
 
 # Chromium and chromedriver from Debian (no browser downloads).

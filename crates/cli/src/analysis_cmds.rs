@@ -24,6 +24,8 @@ pub enum ExportFormat {
     Json,
     /// A speedscope profile (bytes by stack).
     Speedscope,
+    /// Every rank's whole trace as Parquet tables, partitioned by rank (needs `-o DIR`).
+    Parquet,
 }
 
 /// How `memviz compare` matches stacks.
@@ -557,6 +559,7 @@ pub fn export(
             s.push('\n');
             s
         }
+        ExportFormat::Parquet => return Err("--format parquet writes a folder: use -o DIR".into()),
     })
 }
 

@@ -14,6 +14,8 @@ use memviz_core::{info, reference};
 mod analysis_cmds;
 mod html;
 mod info_text;
+mod parquet_export;
+mod ranks;
 // Where test data lives, shared with the core's tests: a missing file fails the test.
 mod read;
 #[cfg(test)]
@@ -200,10 +202,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack).
+    /// A training run: one row per rank's snapshot (peaks, OOMs, findings) and the ranks that stand out.
+    Ranks {
+        /// Snapshot files, or folders searched for them (.pickle, .pkl, .json, .gz, .zst, .xz).
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exports the live set at a moment as CSV, JSON or a speedscope profile (bytes by stack), or
+    /// every rank's whole trace as Parquet tables (`--format parquet PATH... -o DIR`).
     Export {
         /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
-        file: String,
+        /// With `--format parquet`: snapshot files or folders, one file a rank.
+        #[arg(required = true)]
+        files: Vec<String>,
         /// Output format.
         #[arg(long, value_enum)]
         format: analysis_cmds::ExportFormat,
@@ -214,7 +228,7 @@ enum Command {
         /// trace, else the one with the most memory).
         #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
-        /// Write to this file instead of standard output.
+        /// Write to this file instead of standard output (`--format parquet`: the output folder).
         #[arg(short, long)]
         output: Option<String>,
     },
@@ -293,8 +307,16 @@ fn run(cli: Cli) -> Result<String, String> {
         Command::Flame { file, at, lifetime, device, json } => {
             analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, json)
         }
-        Command::Export { file, format, at, device, output } => {
-            let text = analysis_cmds::export(&file, load(&file)?, &at, device, format)?;
+        Command::Ranks { paths, json } => ranks::ranks(&paths, json),
+        Command::Export { files, format: analysis_cmds::ExportFormat::Parquet, output, .. } => {
+            let dir = output.ok_or("--format parquet needs an output folder: -o DIR")?;
+            parquet_export::export(&files, &dir)
+        }
+        Command::Export { files, format, at, device, output } => {
+            let [file] = files.as_slice() else {
+                return Err(format!("--format {format:?} takes one snapshot, not {}", files.len()).to_lowercase());
+            };
+            let text = analysis_cmds::export(file, load(file)?, &at, device, format)?;
             match output {
                 Some(path) => {
                     std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}"))

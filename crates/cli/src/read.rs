@@ -22,6 +22,11 @@ type Chunk = Result<(Vec<u8>, usize, Container), String>;
 /// The snapshot is leaked on purpose: the process ends after one command, and handing a
 /// gigabyte of columns back to the allocator page by page costs ~0.2 s that nobody waits for.
 pub fn load(path: &str) -> Result<&'static Snapshot, String> {
+    Ok(Box::leak(Box::new(load_owned(path)?)))
+}
+
+/// Reads and decodes a snapshot that the caller drops (commands that read many files).
+pub fn load_owned(path: &str) -> Result<Snapshot, String> {
     let (reader, total): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
         (Box::new(std::io::stdin()), None)
     } else {
@@ -29,7 +34,7 @@ pub fn load(path: &str) -> Result<&'static Snapshot, String> {
         let len = f.metadata().ok().map(|m| m.len());
         (Box::new(f), len)
     };
-    let snapshot = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let (full_tx, full_rx) = sync_channel::<Chunk>(CHUNKS_AHEAD);
         let (empty_tx, empty_rx) = channel::<Vec<u8>>();
         scope.spawn(move || read_ahead(reader, path, &full_tx, &empty_rx));
@@ -47,8 +52,7 @@ pub fn load(path: &str) -> Result<&'static Snapshot, String> {
             Some((l, c)) => l.finish().map_err(|e| format!("{path}: {}", input::in_container(c, e))),
             None => PlainLoader::new(total).finish().map_err(|e| format!("{path}: {e}")),
         }
-    })?;
-    Ok(Box::leak(Box::new(snapshot)))
+    })
 }
 
 /// Reads into `buf` until it is full or the input ends; returns bytes read.

@@ -29,6 +29,7 @@ pub mod input;
 pub mod json;
 pub mod pickle;
 pub mod plot;
+pub mod ranks;
 pub mod reference;
 pub mod search;
 pub mod snapshot;
