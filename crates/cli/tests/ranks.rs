@@ -273,3 +273,23 @@ fn other_export_formats_take_one_snapshot() {
         "memviz: error: --format parquet needs an output folder: -o DIR\n"
     );
 }
+
+#[test]
+fn a_file_that_does_not_load_is_skipped() {
+    let dir = write_run("ranks-skipped");
+    std::fs::write(dir.join("run/rank8_config.json"), "{\"lr\": 0.1}").unwrap();
+    let v: serde_json::Value = serde_json::from_str(&memviz(&["ranks", "--json", dir.to_str().unwrap()])).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), RANKS as usize);
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["rank"], 8);
+    assert!(errors[0]["file"].as_str().unwrap().ends_with("rank8_config.json"));
+    assert_eq!(v["outliers"].as_array().unwrap().len(), 3);
+    let text = memviz(&["ranks", dir.to_str().unwrap()]);
+    assert!(text.starts_with("9 snapshot files;"), "{text}");
+    assert!(text.contains("skipped rank 8: "), "{text}");
+    // Nothing that loads: an error.
+    let bad = dir.join("run/rank8_config.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_memviz")).args(["ranks", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
