@@ -2,7 +2,8 @@
 //!
 //! The command line of memviz: the same answers as the viewer, as text and JSON.
 //! `memviz stats FILE` and `memviz trace FILE` print exactly what PyTorch's
-//! `python -m torch.cuda._memory_viz stats|trace FILE` prints; `memviz info FILE` summarizes.
+//! `python -m torch.cuda._memory_viz stats|trace FILE` prints; `memviz info FILE` summarizes;
+//! `memviz ranks PATH...` compares a training run's per-rank snapshots.
 //! Every command reads `-` as standard input. Errors are one line on stderr and exit status 1.
 
 use std::io::Write;

@@ -227,7 +227,8 @@ pub fn export(paths: &[String], dir: &str) -> Result<String, String> {
     let found = crate::ranks::find_rank_files(paths)?;
     let out = Path::new(dir);
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {dir}: {e}"))?;
-    let written = crate::ranks::per_file(&found.files, |f| write_rank(out, f))?;
+    let written: Vec<Written> =
+        crate::ranks::per_file(&found.files, |f| write_rank(out, f)).into_iter().collect::<Result<_, _>>()?;
     let sum = |f: fn(&Written) -> usize| written.iter().map(f).sum::<usize>();
     Ok(format!(
         "wrote {dir}: {} ranks ({}), {} events, {} frames, {} stack frames, {} segments\n",

@@ -54,12 +54,18 @@ fn walk(dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `f` on every file in parallel (a worker a core), in the files' order.
+/// Runs `f` on every file in parallel (a worker a core); the results in the files' order.
 pub fn per_file<T: Send>(
     files: &[RankFile],
     f: impl Fn(&RankFile) -> Result<T, String> + Sync + Send,
-) -> Result<Vec<T>, String> {
+) -> Vec<Result<T, String>> {
     files.par_iter().map(f).collect()
+}
+
+/// A file that could not be summarized, and why.
+struct Skipped<'a> {
+    file: &'a RankFile,
+    error: String,
 }
 
 /// One rank's row: its file and summary.
@@ -89,7 +95,12 @@ fn median_peak(rows: &[Row<'_>], it: Option<u64>) -> u64 {
     peaks.get(peaks.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
-fn json_out(rows: &[Row<'_>], outliers: &[(Option<u64>, Outlier)], rule: NamingRule) -> String {
+fn json_out(
+    rows: &[Row<'_>],
+    outliers: &[(Option<u64>, Outlier)],
+    rule: NamingRule,
+    skipped: &[Skipped<'_>],
+) -> String {
     let ranks: Vec<Value> = rows
         .iter()
         .map(|r| {
@@ -111,14 +122,25 @@ fn json_out(rows: &[Row<'_>], outliers: &[(Option<u64>, Outlier)], rule: NamingR
         .collect();
     let outliers: Vec<Value> =
         outliers.iter().map(|(it, o)| json!({"rank": o.rank, "reasons": o.reasons, "iteration": it})).collect();
-    let mut s = serde_json::to_string_pretty(&json!({"ranks": ranks, "outliers": outliers, "rule": rule.name()}))
-        .unwrap_or_default();
+    let errors: Vec<Value> =
+        skipped.iter().map(|k| json!({"rank": k.file.rank, "file": k.file.path, "error": k.error})).collect();
+    let all = json!({"ranks": ranks, "outliers": outliers, "rule": rule.name(), "errors": errors});
+    let mut s = serde_json::to_string_pretty(&all).unwrap_or_default();
     s.push('\n');
     s
 }
 
-fn text_out(rows: &[Row<'_>], outliers: &[(Option<u64>, Outlier)], rule: NamingRule) -> String {
-    let mut s = format!("{} snapshot files; {}\n\n", rows.len(), rule.describe());
+fn text_out(
+    rows: &[Row<'_>],
+    outliers: &[(Option<u64>, Outlier)],
+    rule: NamingRule,
+    skipped: &[Skipped<'_>],
+) -> String {
+    let mut s = format!("{} snapshot files; {}\n", rows.len() + skipped.len(), rule.describe());
+    for k in skipped {
+        let _ = writeln!(s, "skipped rank {}: {}", k.file.rank, k.error);
+    }
+    s.push('\n');
     let with_it = rows.iter().any(|r| r.file.iteration.is_some());
     let _ = write!(s, "{:>5} ", "rank");
     if with_it {
@@ -179,17 +201,30 @@ fn text_out(rows: &[Row<'_>], outliers: &[(Option<u64>, Outlier)], rule: NamingR
     s
 }
 
-/// `memviz ranks`.
+/// `memviz ranks`. A file that does not load is listed as skipped (`errors` in the JSON) and the
+/// others are still compared; only when none loads is it an error.
 pub fn ranks(paths: &[String], json: bool) -> Result<String, String> {
     let found = find_rank_files(paths)?;
     let summaries = per_file(&found.files, |f| {
         let snap = crate::read::load_owned(&f.path)?;
         Ok(ranks::summarize(&snap))
         // The model is dropped here, before the worker takes its next file.
-    })?;
-    let mut rows: Vec<Row<'_>> =
-        found.files.iter().zip(summaries).map(|(file, summary)| Row { file, summary }).collect();
+    });
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for (file, summary) in found.files.iter().zip(summaries) {
+        match summary {
+            Ok(summary) => rows.push(Row { file, summary }),
+            Err(error) => skipped.push(Skipped { file, error }),
+        }
+    }
+    if rows.is_empty() {
+        return Err(skipped.first().map_or_else(|| "no snapshot files".to_string(), |k| k.error.clone()));
+    }
     rows.sort_by_key(|r| (r.file.iteration, r.file.rank));
     let outliers = outliers_by_iteration(&rows);
-    Ok(if json { json_out(&rows, &outliers, found.rule) } else { text_out(&rows, &outliers, found.rule) })
+    Ok(if json {
+        json_out(&rows, &outliers, found.rule, &skipped)
+    } else {
+        text_out(&rows, &outliers, found.rule, &skipped)
+    })
 }

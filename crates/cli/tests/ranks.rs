@@ -217,3 +217,79 @@ fn parquet_export_answers_the_readme_query() {
     let want: String = (0..RANKS).map(|r| format!("{r} {}\n", expected_peak_bytes(r))).collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn iteration_folders_group_the_ranks() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ranks-iterations");
+    let _ = std::fs::remove_dir_all(&dir);
+    for it in [10, 20] {
+        std::fs::create_dir_all(dir.join(format!("iteration_{it}"))).unwrap();
+        for (name, r) in [("a", 0), ("b", 3)] {
+            // No rank in the names: file order within each iteration.
+            std::fs::write(dir.join(format!("iteration_{it}/{name}.pickle")), rank_snapshot(r)).unwrap();
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&memviz(&["ranks", "--json", dir.to_str().unwrap()])).unwrap();
+    assert_eq!(v["rule"], "file-order");
+    let got: Vec<(u64, u64, u64)> = v["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (r["iteration"].as_u64().unwrap(), r["rank"].as_u64().unwrap(), r["peak_allocated_bytes"].as_u64().unwrap())
+        })
+        .collect();
+    let (normal, big) = (expected_peak_bytes(0), expected_peak_bytes(3));
+    assert_eq!(got, vec![(10, 0, normal), (10, 1, big), (20, 0, normal), (20, 1, big)]);
+    // Outliers are picked within each iteration: the lower middle of two peaks is the median.
+    let outliers: Vec<(u64, u64)> = v["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["iteration"].as_u64().unwrap(), o["rank"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(outliers, vec![(10, 1), (20, 1)]);
+}
+
+#[test]
+fn other_export_formats_take_one_snapshot() {
+    let dir = write_run("ranks-csv");
+    let a = dir.join("run/rank0_memory_snapshot.pickle");
+    let b = dir.join("run/rank1_memory_snapshot.pickle");
+    let out = Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .args(["export", "--format", "csv", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "memviz: error: --format csv takes one snapshot, not 2\n");
+    let csv = memviz(&["export", "--format", "csv", a.to_str().unwrap()]);
+    assert!(csv.lines().count() > 10, "{csv}");
+    let out = Command::new(env!("CARGO_BIN_EXE_memviz"))
+        .args(["export", "--format", "parquet", a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memviz: error: --format parquet needs an output folder: -o DIR\n"
+    );
+}
+
+#[test]
+fn a_file_that_does_not_load_is_skipped() {
+    let dir = write_run("ranks-skipped");
+    std::fs::write(dir.join("run/rank8_config.json"), "{\"lr\": 0.1}").unwrap();
+    let v: serde_json::Value = serde_json::from_str(&memviz(&["ranks", "--json", dir.to_str().unwrap()])).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), RANKS as usize);
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["rank"], 8);
+    assert!(errors[0]["file"].as_str().unwrap().ends_with("rank8_config.json"));
+    assert_eq!(v["outliers"].as_array().unwrap().len(), 3);
+    let text = memviz(&["ranks", dir.to_str().unwrap()]);
+    assert!(text.starts_with("9 snapshot files;"), "{text}");
+    assert!(text.contains("skipped rank 8: "), "{text}");
+    // Nothing that loads: an error.
+    let bad = dir.join("run/rank8_config.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_memviz")).args(["ranks", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -283,6 +283,10 @@ mod tests {
         assert!(!s.oom_events.is_empty() && s.findings.iter().any(|f| f.kind == "oom"));
         assert!(s.curve.iter().any(|&p| Some(p.0) == s.peak_allocated_entry && p.1 == s.peak_allocated_bytes));
         assert!(!s.top_stacks.is_empty() && s.top_stacks.len() <= TOP_STACKS);
+        let j = s.to_json(true);
+        assert_eq!(j["peak_allocated_bytes"], s.peak_allocated_bytes);
+        assert_eq!(j["curve"].as_array().map(Vec::len), Some(s.curve.len()));
+        assert!(s.to_json(false).get("curve").is_none());
     }
 
     fn with_peak(b: u64) -> RankSummary {

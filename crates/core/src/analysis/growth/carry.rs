@@ -198,11 +198,24 @@ fn make_carry(
         .filter(|it| last_alloc <= it.peak_row && it.peak_row < first_free)
         .map(|it| it.index)
         .collect();
-    let mut sites: HashMap<String, (u64, usize)> = HashMap::new();
+    // Bytes and count per (stack, live before the trace) first, so each label is made once (a
+    // label walks the stack's frames), then per label.
+    let mut by_stack: HashMap<(u32, bool), (u64, usize)> = HashMap::new();
     for l in &lives {
-        let s = sites.entry(crate::analysis::life_site_label(snap, l)).or_default();
+        let s = by_stack.entry((l.stack, crate::analysis::is_unrecorded(l))).or_default();
         s.0 = s.0.saturating_add(l.size_bytes);
         s.1 += 1;
+    }
+    let mut sites: HashMap<String, (u64, usize)> = HashMap::new();
+    for ((stack, unrecorded), (b, c)) in by_stack {
+        let label = if unrecorded {
+            crate::analysis::BEFORE_TRACE_LABEL.to_string()
+        } else {
+            crate::analysis::site_label(snap, stack)
+        };
+        let s = sites.entry(label).or_default();
+        s.0 = s.0.saturating_add(b);
+        s.1 += c;
     }
     let mut sites: Vec<(String, u64, usize)> = sites.into_iter().map(|(k, (b, c))| (k, b, c)).collect();
     crate::analysis::sort_groups(&mut sites);
