@@ -79,7 +79,8 @@ pub fn sync_dom(app: &App) {
                 f.snap.devices.iter().enumerate().map(|(i, d)| {
                     // Named by what it holds, so an empty device is seen before it is chosen.
                     let (reserved, _) = f.snap.memory_bytes(d.index);
-                    let label = format!("{} · {} reserved", d.name(), human_size(reserved as f64));
+                    let label =
+                        format!("{} · {} reserved ({} entries)", d.name(), human_size(reserved as f64), d.trace.len());
                     (i.to_string(), label)
                 }),
             );
