@@ -3,8 +3,8 @@
 //! [`memviz_view::keys`], re-exported here.
 
 pub use memviz_view::keys::*;
+use memviz_view::state::TimelineInput;
 use memviz_view::view::View;
-use memviz_view::xmap::XAxis;
 
 /// A source of snapshot bytes.
 #[derive(Clone, Debug)]
@@ -27,51 +27,9 @@ pub enum Source {
 pub enum Input {
     /// Something asked of the analysis panel.
     Analysis(crate::panels::Action),
-    /// Wheel over a canvas: zoom x around the pointer.
-    Wheel {
-        /// Canvas.
-        surface: Surface,
-        /// Pointer x, CSS px from the canvas' left edge.
-        x_px: f64,
-        /// Vertical scroll in CSS px (positive: away from the user, zoom out).
-        delta_y_px: f64,
-    },
-    /// A pointer button went down.
-    PointerDown {
-        /// Canvas.
-        surface: Surface,
-        /// x, CSS px.
-        x_px: f64,
-        /// y, CSS px.
-        y_px: f64,
-        /// Button (0: primary).
-        button: i16,
-    },
-    /// The pointer moved.
-    PointerMove {
-        /// Canvas.
-        surface: Surface,
-        /// x, CSS px.
-        x_px: f64,
-        /// y, CSS px.
-        y_px: f64,
-    },
-    /// A pointer button went up.
-    PointerUp {
-        /// Canvas.
-        surface: Surface,
-        /// x, CSS px.
-        x_px: f64,
-        /// y, CSS px.
-        y_px: f64,
-    },
-    /// The pointer left a canvas.
-    PointerLeave {
-        /// Canvas.
-        surface: Surface,
-    },
-    /// A keyboard command.
-    Key(Command),
+    /// The pointer, the wheel, a key or the x axis on the timeline (applied by
+    /// [`memviz_view::state::ViewState::update`]).
+    Timeline(TimelineInput),
     /// The canvases changed size (or devicePixelRatio changed).
     Resize,
     /// Open snapshots.
@@ -92,8 +50,6 @@ pub enum Input {
     PreviewDetail(usize),
     /// The Detail slider was released: lay out again.
     SetDetail(usize),
-    /// Switch the x axis.
-    SetXAxis(XAxis),
     /// Something in a panel view (`crate::views`).
     Panel(crate::views::PanelInput),
 }

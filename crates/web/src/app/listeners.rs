@@ -94,7 +94,7 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
     l.push(listen(weak, ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
     l.push(listen(weak, ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
         let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-        XAxis::from_value(&s.value()).map(Input::SetXAxis)
+        XAxis::from_value(&s.value()).map(|a| Input::Timeline(TimelineInput::SetXAxis(a)))
     }));
     // Canvases.
     for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
@@ -102,11 +102,11 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
         l.push(listen(weak, target, "wheel", move |e: &WheelEvent| {
             e.prevent_default();
             let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
-            Some(Input::Wheel {
+            Some(Input::Timeline(TimelineInput::Wheel {
                 surface,
                 x_px: f64::from(e.offset_x()),
                 delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
-            })
+            }))
         }));
         l.push(listen(weak, target, "pointerdown", move |e: &PointerEvent| {
             if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
@@ -115,11 +115,11 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
                 let _ = el.focus();
             }
             let (surface, x_px, y_px) = pointer(surface, e);
-            Some(Input::PointerDown { surface, x_px, y_px, button: e.button() })
+            Some(Input::Timeline(TimelineInput::PointerDown { surface, x_px, y_px, button: e.button() }))
         }));
         let moves: [(&'static str, PointerInput); 2] = [
-            ("pointermove", |surface, x_px, y_px| Input::PointerMove { surface, x_px, y_px }),
-            ("pointerup", |surface, x_px, y_px| Input::PointerUp { surface, x_px, y_px }),
+            ("pointermove", |surface, x_px, y_px| Input::Timeline(TimelineInput::PointerMove { surface, x_px, y_px })),
+            ("pointerup", |surface, x_px, y_px| Input::Timeline(TimelineInput::PointerUp { surface, x_px, y_px })),
         ];
         for (name, make) in moves {
             l.push(listen(weak, target, name, move |e: &PointerEvent| {
@@ -127,7 +127,9 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
                 Some(make(surface, x_px, y_px))
             }));
         }
-        l.push(listen(weak, target, "pointerleave", move |_: &PointerEvent| Some(Input::PointerLeave { surface })));
+        l.push(listen(weak, target, "pointerleave", move |_: &PointerEvent| {
+            Some(Input::Timeline(TimelineInput::PointerLeave { surface }))
+        }));
     }
     // Keys and window size.
     l.push(listen(weak, win, "keydown", |e: &KeyboardEvent| {
@@ -136,7 +138,7 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
         }
         let c = input::command_for_key(&e.key(), e.ctrl_key() || e.alt_key() || e.meta_key())?;
         e.prevent_default();
-        Some(Input::Key(c))
+        Some(Input::Timeline(TimelineInput::Key(c)))
     }));
     l.push(listen(weak, win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
     l

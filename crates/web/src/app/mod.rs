@@ -246,18 +246,7 @@ impl App {
     /// Applies one input.
     pub fn handle(&mut self, input: Input) {
         match input {
-            Input::Wheel { surface, x_px, delta_y_px } => {
-                self.timeline(TimelineInput::Wheel { surface, x_px, delta_y_px });
-            }
-            Input::PointerDown { surface, x_px, y_px, button } => {
-                self.timeline(TimelineInput::PointerDown { surface, x_px, y_px, button });
-            }
-            Input::PointerMove { surface, x_px, y_px } => {
-                self.timeline(TimelineInput::PointerMove { surface, x_px, y_px })
-            }
-            Input::PointerUp { surface, x_px, y_px } => self.timeline(TimelineInput::PointerUp { surface, x_px, y_px }),
-            Input::PointerLeave { surface } => self.timeline(TimelineInput::PointerLeave { surface }),
-            Input::Key(c) => self.timeline(TimelineInput::Key(c)),
+            Input::Timeline(t) => self.timeline(t),
             Input::Resize => {
                 if self.measure() {
                     self.refresh_minimap();
@@ -317,7 +306,6 @@ impl App {
                     self.relayout(None, Some(n));
                 }
             }
-            Input::SetXAxis(a) => self.timeline(TimelineInput::SetXAxis(a)),
             Input::Panel(p) => crate::views::handle(self, p),
             Input::Analysis(a) => crate::panels::handle(self, a),
         }
