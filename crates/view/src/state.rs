@@ -10,6 +10,8 @@ use memviz_core::plot::PlotData;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::timeline::Hit;
 
+use memviz_core::search::Query;
+
 use crate::keys::{self, Command, Surface};
 use crate::layout_px::{annotation_row_at, annotation_x_px, minimap_rect, plot_rect};
 use crate::view::View;
@@ -255,6 +257,30 @@ pub enum Effect {
     },
     /// Esc while a file loads: stop the load.
     CancelLoad,
+    /// Lay the shown file out again (an option of the layout changed).
+    Relayout,
+    /// A row of the analysis panel names elements: find them in the analyses and
+    /// [`panels::AnalysisState::toggle_highlight`] them.
+    Highlight(panels::Action),
+    /// Download something from the analysis panel.
+    Export(panels::ExportKind),
+}
+
+/// A load in progress, as the status line shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loading {
+    /// File name.
+    pub name: String,
+    /// Share read, 0 to 1.
+    pub fraction: f64,
+    /// What is happening.
+    pub phase: &'static str,
+    /// Bytes read so far.
+    pub read_bytes: u64,
+    /// Bytes of the file.
+    pub total_bytes: u64,
+    /// Estimated time left (ms), once there is enough to go by.
+    pub left_ms: Option<f64>,
 }
 
 /// The timeline's user state.
@@ -282,8 +308,28 @@ pub struct ViewState {
     pub dpr: f64,
     /// Until when (ms) the timeline is drawn from held copies (see [`Effect::HoldPreview`]).
     pub preview_until_ms: f64,
-    /// Whether a file is loading (Esc then stops it instead of unpinning).
-    pub loading: bool,
+    /// The load in progress (Esc then stops it instead of unpinning).
+    pub loading: Option<Loading>,
+    /// The last error, in words.
+    pub error: Option<String>,
+    /// A note for the status line (such as a stopped load), until the next load.
+    pub status_note: Option<String>,
+    /// Whether files are being dragged over the page.
+    pub drag_hover: bool,
+    /// Detail slider value while it is being dragged.
+    pub detail_preview: Option<usize>,
+    /// Device index to show first when a file has it (from the URL or an embedding page).
+    pub preferred_device: Option<i64>,
+    /// Counter of layouts: anything computed from a layout is keyed by it.
+    pub generation: usize,
+    /// The analysis panel.
+    pub analysis: panels::AnalysisState,
+    /// The Allocator State History.
+    pub history: panels::HistoryState,
+    /// The search boxes' query.
+    pub search: Query,
+    /// The private pool envelope under the pointer (private-pools view).
+    pub pool_hover: Option<usize>,
 }
 
 impl ViewState {
@@ -450,7 +496,7 @@ impl ViewState {
     fn on_command(&mut self, c: Command, effects: &mut Vec<Effect>) {
         if c == Command::Unpin {
             // Esc stops a load in progress, else unpins.
-            if self.loading {
+            if self.loading.is_some() {
                 effects.push(Effect::CancelLoad);
             } else {
                 self.pinned = None;
@@ -485,6 +531,8 @@ impl ViewState {
 pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
     ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
 }
+
+pub mod panels;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

@@ -256,7 +256,14 @@ fn only_the_main_button_starts_a_drag() {
 fn esc_while_loading_asks_to_cancel_and_keeps_the_pin() {
     let mut s = demo();
     s.pinned = Some(Target::Summarized);
-    s.loading = true;
+    s.loading = Some(Loading {
+        name: "x".into(),
+        fraction: 0.5,
+        phase: "Reading",
+        read_bytes: 1,
+        total_bytes: 2,
+        left_ms: None,
+    });
     assert_eq!(key(&mut s, Command::Unpin), vec![Effect::CancelLoad]);
     assert_eq!(s.pinned, Some(Target::Summarized));
 }

@@ -1,10 +1,15 @@
-//! What the user did, as plain values. DOM events are turned into [`Input`]s at the edge
-//! (`app/listeners.rs`); the handlers only ever see these. Keys, wheel and click mapping are
-//! [`memviz_view::keys`], re-exported here.
+//! What the user did, as plain values. DOM events are turned into [`Input`]s at the edge: each
+//! part of the page says which events it listens to and what they mean as [`Binding`]s, and the
+//! page's state installs them all through one listener helper (`app/listeners.rs`); the handlers
+//! only ever see these values. Keys, wheel and click mapping are [`memviz_view::keys`],
+//! re-exported here.
 
+use memviz_core::search::Query;
 pub use memviz_view::keys::*;
+use memviz_view::state::panels::{Action, HistoryInput};
 use memviz_view::state::TimelineInput;
 use memviz_view::view::View;
+use wasm_bindgen::JsCast;
 
 /// A source of snapshot bytes.
 #[derive(Clone, Debug)]
@@ -26,7 +31,7 @@ pub enum Source {
 #[derive(Clone, Debug)]
 pub enum Input {
     /// Something asked of the analysis panel.
-    Analysis(crate::panels::Action),
+    Analysis(Action),
     /// The pointer, the wheel, a key or the x axis on the timeline (applied by
     /// [`memviz_view::state::ViewState::update`]).
     Timeline(TimelineInput),
@@ -50,6 +55,36 @@ pub enum Input {
     PreviewDetail(usize),
     /// The Detail slider was released: lay out again.
     SetDetail(usize),
-    /// Something in a panel view (`crate::views`).
-    Panel(crate::views::PanelInput),
+    /// Something in the Allocator State History (`crate::views`).
+    History(HistoryInput),
+    /// The search boxes hold a new query.
+    Search(Query),
+    /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
+    PoolPointer(Option<(f64, f64)>),
+}
+
+/// What a DOM event means: an [`Input`], or none (the event is ignored).
+pub type ToInput = Box<dyn Fn(&web_sys::Event) -> Option<Input>>;
+
+/// One DOM event of one element, and the [`Input`] it means (none: the event is ignored).
+pub struct Binding {
+    /// Where the event happens.
+    pub target: web_sys::EventTarget,
+    /// The event's type (`"click"`).
+    pub event: &'static str,
+    /// What it means.
+    pub to_input: ToInput,
+}
+
+/// A [`Binding`] of events of type `E` (events of another type are ignored).
+pub fn bind<E: JsCast + 'static>(
+    target: &web_sys::EventTarget,
+    event: &'static str,
+    to_input: impl Fn(&E) -> Option<Input> + 'static,
+) -> Binding {
+    Binding {
+        target: target.clone(),
+        event,
+        to_input: Box::new(move |ev: &web_sys::Event| ev.dyn_ref::<E>().and_then(&to_input)),
+    }
 }

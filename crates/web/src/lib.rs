@@ -23,12 +23,17 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod canvas;
+pub mod derived;
+pub mod dom;
 pub mod input;
 pub mod model;
+pub mod paint;
 pub mod panels;
 pub mod pools;
 pub mod render;
 pub mod search;
+pub mod tasks;
 pub mod url;
 pub mod views;
 pub mod worker;

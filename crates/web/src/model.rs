@@ -93,6 +93,35 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
+pub static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+
+/// File name shown for the demo.
+pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
+
+/// Where the time of one load went (ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// When the file was chosen (`performance.now()`).
+    pub started_ms: f64,
+    /// Waiting for file slices.
+    pub read_ms: f64,
+    /// Decoding the pickle.
+    pub parse_ms: f64,
+    /// Building the model.
+    pub model_ms: f64,
+    /// Laying out the timeline.
+    pub layout_ms: f64,
+    /// Giving the page a chance to repaint between steps.
+    pub wait_ms: f64,
+    /// Handing the model from the loading worker to the page (encoding there, decoding here).
+    pub transfer_ms: f64,
+    /// The part of `transfer_ms` spent on the page's main thread (copying the model in).
+    pub decode_ms: f64,
+    /// When the model and layout were ready (`performance.now()`).
+    pub laid_out_ms: f64,
+}
+
 pub use memviz_core::timeline::ColumnEnvelope;
 
 /// Envelopes of the drawn stack and of the total over columns; `bounds` are the columns' step
@@ -107,8 +136,6 @@ mod tests {
     use super::*;
     use memviz_core::timeline::{self, Options};
     use wasm_bindgen_test::wasm_bindgen_test;
-
-    use crate::app::DEMO_SNAPSHOT;
 
     fn demo() -> Snapshot {
         load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64).expect("demo loads")

@@ -3,17 +3,16 @@
 //! how to read them (as PyTorch's viewer has), and the other view notes (such as a Mapped Pages
 //! view without any mapped pages).
 
-use std::cell::RefCell;
-use std::rc::{Rc, Weak};
-
-use gloo_events::EventListener;
 use memviz_core::describe::viewer_size;
 use memviz_core::snapshot::Action;
-use memviz_core::timeline_pools::{pools, Pools};
+use memviz_core::timeline_pools::Pools;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
 
-use crate::app::App;
+use crate::dom::Ui;
+use crate::input::{bind, Binding, Input};
+use crate::paint::Frame;
+use memviz_view::state::{Target, ViewState};
 use memviz_view::view::View;
 
 /// Colours of the envelopes, by pool.
@@ -28,66 +27,36 @@ pub const POOL_NOTE: &str = "Note: private pool memory (the dashed envelopes) is
 /// The note of the private-pools view when the device has no private pool.
 pub const NO_POOLS_NOTE: &str = "Note: this device has no private pools (CUDA graph or MemPool segments, a segment_pool_id other than (0, 0)), so this view equals the Active Memory Timeline. Pools whose MemPool was deleted before torch.cuda.memory._snapshot() was called cannot be found.";
 
-/// State of the view.
+/// The notes and what they show now.
 #[derive(Default)]
-pub struct PoolView {
-    /// Envelopes: (file index, layout generation, pools).
-    cache: RefCell<Option<(usize, usize, Rc<Pools>)>>,
-    /// Envelope under the pointer.
-    pub hover: Option<usize>,
+pub struct Memo {
     note: Option<HtmlElement>,
-    drawn_note: RefCell<Option<bool>>,
+    drawn_note: Option<bool>,
     pool_note: Option<HtmlElement>,
-    drawn_pool_note: RefCell<Option<&'static str>>,
+    drawn_pool_note: Option<&'static str>,
 }
 
-/// The pools of the shown layout (computed once per layout).
-pub fn current(app: &App) -> Option<Rc<Pools>> {
-    let i = app.state.current?;
-    let f = app.file()?;
-    if let Some((fi, g, p)) = app.pools.cache.borrow().as_ref() {
-        if *fi == i && *g == app.generation {
-            return Some(Rc::clone(p));
-        }
-    }
-    let p = Rc::new(pools(&f.snap, f.plot.device_pos, &f.plot.layout));
-    *app.pools.cache.borrow_mut() = Some((i, app.generation, Rc::clone(&p)));
-    Some(p)
-}
-
-/// Creates the note and the pointer listeners of the envelopes.
-pub fn install(weak: &Weak<RefCell<App>>, app: &mut App) -> Vec<EventListener> {
-    let mut l = Vec::new();
-    let doc = &app.ui.document;
+/// Creates the notes; the pointer's events over the plot and what they mean for the envelopes.
+pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
+    let doc = &ui.document;
     if let (Some(wrap), Ok(note)) = (doc.get_element_by_id("plot-wrap"), doc.create_element("div")) {
         if let Ok(note) = note.dyn_into::<HtmlElement>() {
             note.set_id("view-note");
             note.set_hidden(true);
             note.set_text_content(Some(NO_MAPPED_PAGES));
             if wrap.append_child(&note).is_ok() {
-                app.pools.note = Some(note);
+                memo.note = Some(note);
             }
         }
     }
-    if let Some(note) = pool_note(doc) {
-        app.pools.pool_note = Some(note);
-    }
-    let plot: &web_sys::EventTarget = app.ui.plot.as_ref();
-    let w = weak.clone();
-    l.push(EventListener::new(plot, "pointermove", move |e| {
-        let Some(e) = e.dyn_ref::<PointerEvent>() else { return };
-        let Some(rc) = w.upgrade() else { return };
-        let Ok(mut app) = rc.try_borrow_mut() else { return };
-        let h = envelope_at(&app, f64::from(e.offset_x()), f64::from(e.offset_y()));
-        set_hover(&mut app, h);
-    }));
-    let w = weak.clone();
-    l.push(EventListener::new(plot, "pointerleave", move |_| {
-        let Some(rc) = w.upgrade() else { return };
-        let Ok(mut app) = rc.try_borrow_mut() else { return };
-        set_hover(&mut app, None);
-    }));
-    l
+    memo.pool_note = pool_note(doc);
+    let plot: &web_sys::EventTarget = ui.plot.as_ref();
+    vec![
+        bind(plot, "pointermove", |e: &PointerEvent| {
+            Some(Input::PoolPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y())))))
+        }),
+        bind(plot, "pointerleave", |_: &PointerEvent| Some(Input::PoolPointer(None))),
+    ]
 }
 
 /// The yellow note above the plot of the private-pools view (hidden until that view shows).
@@ -115,15 +84,16 @@ fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
 }
 
 /// Shows the private-pools note in that view only (called on every redraw, whatever the view).
-pub fn sync_note(app: &App) {
-    let Some(note) = &app.pools.pool_note else { return };
-    let text = if app.state.view == View::AllocatedMemoryPools && app.file().is_some() && app.loading.is_none() {
-        Some(if current(app).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE })
+pub fn sync_note(fr: &Frame<'_>, memo: &mut Memo) {
+    let Some(note) = &memo.pool_note else { return };
+    let s = fr.state;
+    let text = if s.view == View::AllocatedMemoryPools && s.file().is_some() && s.loading.is_none() {
+        Some(if fr.derived.pools_of(s).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE })
     } else {
         None
     };
-    if *app.pools.drawn_pool_note.borrow() != text {
-        *app.pools.drawn_pool_note.borrow_mut() = text;
+    if memo.drawn_pool_note != text {
+        memo.drawn_pool_note = text;
         if let Some(t) = text {
             note.set_text_content(Some(t));
         }
@@ -144,26 +114,17 @@ pub fn envelope_text(snap: &memviz_core::snapshot::Snapshot, e: &memviz_core::ti
     )
 }
 
-fn set_hover(app: &mut App, h: Option<usize>) {
-    if app.pools.hover != h {
-        app.pools.hover = h;
-        *app.memo.stack.borrow_mut() = None;
-        *app.memo.canvas.borrow_mut() = None;
-        app.request_redraw();
-    }
-}
-
 /// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
-fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
-    if app.state.view != View::AllocatedMemoryPools || app.state.drag.is_some() {
+pub fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<usize> {
+    if state.view != View::AllocatedMemoryPools || state.drag.is_some() {
         return None;
     }
-    let f = app.file()?;
-    let rect = app.plot_rect();
+    let f = state.file()?;
+    let rect = state.plot_rect();
     if !rect.contains(x_px, y_px) {
         return None;
     }
-    let p = current(app)?;
+    let p = pools?;
     let v = &f.viewport;
     let step = f.xmap().step(v.pos_at(&rect, x_px));
     let bytes = v.bytes_at(&rect, y_px);
@@ -171,21 +132,21 @@ fn envelope_at(app: &App, x_px: f64, y_px: f64) -> Option<usize> {
         let top = e.offset_bytes as f64 + e.height_at(step) as f64;
         step >= f64::from(e.first_step) && bytes >= e.offset_bytes as f64 && bytes <= top
     })?;
-    match app.state.hover {
-        Some(crate::app::Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
+    match state.hover {
+        Some(Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
         _ => Some(hit.0),
     }
 }
 
 /// Draws the envelopes (pools view), the note (Mapped Pages view) and the envelope's text.
-pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
-    draw_note(app);
-    if app.state.view != View::AllocatedMemoryPools {
+pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
+    draw_note(fr, memo);
+    if fr.state.view != View::AllocatedMemoryPools {
         return;
     }
-    let (Some(f), Some(p)) = (app.file(), current(app)) else { return };
-    let dpr = app.state.dpr;
-    let rect = app.plot_rect();
+    let (Some(f), Some(p)) = (fr.file(), fr.derived.pools_of(fr.state)) else { return };
+    let dpr = fr.state.dpr;
+    let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
     let layout = &f.plot.layout;
@@ -230,7 +191,7 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
         ctx.fill();
         ctx.set_global_alpha(1.0);
         ctx.set_stroke_style_str(colour);
-        ctx.set_line_width(if app.pools.hover == Some(i) { 3.0 } else { 1.5 } * dpr);
+        ctx.set_line_width(if fr.state.pool_hover == Some(i) { 3.0 } else { 1.5 } * dpr);
         let dash = js_sys::Array::of2(&(5.0 * dpr).into(), &(3.0 * dpr).into());
         let _ = ctx.set_line_dash(&dash);
         ctx.stroke();
@@ -245,23 +206,23 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
     }
     ctx.restore();
     let attr = boxes.join(";");
-    if app.ui.plot.get_attribute("data-pool-boxes").as_deref() != Some(attr.as_str()) {
-        let _ = app.ui.plot.set_attribute("data-pool-boxes", &attr);
+    if fr.ui.plot.get_attribute("data-pool-boxes").as_deref() != Some(attr.as_str()) {
+        let _ = fr.ui.plot.set_attribute("data-pool-boxes", &attr);
     }
-    if let Some(e) = app.pools.hover.and_then(|i| p.envelopes.get(i)) {
+    if let Some(e) = fr.state.pool_hover.and_then(|i| p.envelopes.get(i)) {
         let text = envelope_text(&f.snap, e);
-        app.ui.stack.set_text_content(Some(&text));
+        fr.ui.stack.set_text_content(Some(&text));
     }
 }
 
-fn draw_note(app: &App) {
-    let Some(note) = &app.pools.note else { return };
-    let show = app.state.view == View::MappedPagesTimeline
-        && app.file().is_some_and(|f| {
+fn draw_note(fr: &Frame<'_>, memo: &mut Memo) {
+    let Some(note) = &memo.note else { return };
+    let show = fr.state.view == View::MappedPagesTimeline
+        && fr.file().is_some_and(|f| {
             f.snap.devices.get(f.plot.device_pos).is_some_and(|d| !d.trace.action.contains(&Action::SegmentMap))
         });
-    if *app.pools.drawn_note.borrow() != Some(show) {
+    if memo.drawn_note != Some(show) {
         note.set_hidden(!show);
-        *app.pools.drawn_note.borrow_mut() = Some(show);
+        memo.drawn_note = Some(show);
     }
 }

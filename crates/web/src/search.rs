@@ -1,28 +1,21 @@
 //! Search and filter of the timeline views: an address-label box, a frame-text box and a size
-//! range. Matches are outlined on the canvas and counted. Frame text is prepared once per file
-//! ([`StackTexts`]); a keystroke costs one substring test per element.
+//! range. Matches are outlined on the canvas and counted. The query is part of the page's state;
+//! the matches are derived ([`crate::derived::Derived::matches`]: frame text is prepared once per
+//! file, and a keystroke costs one substring test per element).
 
-use std::cell::RefCell;
-use std::rc::{Rc, Weak};
-
-use gloo_events::EventListener;
-use memviz_core::search::{Query, StackTexts};
-use memviz_core::timeline::Mode;
+use memviz_core::search::Query;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, HtmlElement, HtmlInputElement};
 
-use crate::app::App;
+use crate::input::{bind, Binding, Input};
+use crate::paint::{Frame, FrameInfo};
 
 /// Outline of a match.
 const MATCH_STROKE: &str = "#d81b60";
 /// Fill of a match.
 const MATCH_FILL: &str = "rgba(216, 27, 96, 0.35)";
 
-/// Frame text per stack: (file index, file name, texts).
-type TextCache = Option<(usize, String, Rc<StackTexts>)>;
-/// Matches: (file index, layout generation, query, elements, how many of them are drawn).
-type MatchCache = Option<(usize, usize, Query, Rc<Vec<u32>>, usize)>;
-
+#[derive(Clone)]
 struct Els {
     addr: HtmlInputElement,
     frame: HtmlInputElement,
@@ -31,18 +24,11 @@ struct Els {
     count: HtmlElement,
 }
 
-/// State of the search boxes.
+/// The search boxes and the count they show now.
 #[derive(Default)]
-pub struct Search {
+pub struct Memo {
     els: Option<Els>,
-    /// The query in the boxes.
-    pub query: Query,
-    /// Frame text per stack: (file index, file name, texts).
-    texts: RefCell<TextCache>,
-    /// Matches: (file index, layout generation, query, elements).
-    matches: RefCell<MatchCache>,
-    /// Count text written.
-    drawn_count: RefCell<Option<String>>,
+    drawn_count: Option<String>,
 }
 
 fn input(document: &Document, id: &str, placeholder: &str, title: &str, width_px: u32) -> Option<HtmlInputElement> {
@@ -82,62 +68,13 @@ fn build(document: &Document) -> Option<(HtmlElement, Els)> {
     Some((wrap, Els { addr, frame, min, max, count }))
 }
 
-/// Creates the boxes and their listeners.
-pub fn install(weak: &Weak<RefCell<App>>, app: &mut App) -> Vec<EventListener> {
-    let mut l = Vec::new();
-    let Some((wrap, els)) = build(&app.ui.document) else { return l };
-    let w = weak.clone();
-    let target: &web_sys::EventTarget = wrap.as_ref();
-    l.push(EventListener::new(target, "input", move |_| {
-        let Some(rc) = w.upgrade() else { return };
-        let Ok(mut app) = rc.try_borrow_mut() else { return };
-        on_input(&mut app);
-    }));
-    app.search.els = Some(els);
-    l
-}
-
-fn on_input(app: &mut App) {
-    let Some(e) = &app.search.els else { return };
-    let q = Query::new(&e.addr.value(), &e.frame.value(), &e.min.value(), &e.max.value());
-    if q != app.search.query {
-        app.search.query = q;
-        *app.memo.canvas.borrow_mut() = None;
-        app.request_redraw();
-    }
-}
-
-/// Elements of the shown layout that match, and how many of them are drawn (the others are in
-/// the summarized band), computed once per (file, layout, query).
-pub fn matches(app: &App) -> Option<(Rc<Vec<u32>>, usize)> {
-    let s = &app.search;
-    if s.query.is_empty() {
-        return None;
-    }
-    let i = app.state.current?;
-    let f = app.file()?;
-    if let Some((fi, g, q, m, drawn)) = s.matches.borrow().as_ref() {
-        if *fi == i && *g == app.generation && *q == s.query {
-            return Some((Rc::clone(m), *drawn));
-        }
-    }
-    let texts = {
-        let mut t = s.texts.borrow_mut();
-        match t.as_ref() {
-            Some((fi, name, texts)) if *fi == i && *name == f.name => Rc::clone(texts),
-            _ => {
-                let texts = Rc::new(StackTexts::build(&f.snap));
-                *t = Some((i, f.name.clone(), Rc::clone(&texts)));
-                texts
-            }
-        }
-    };
-    let layout = &f.plot.layout;
-    let prefix = if layout.options.mode == Mode::Allocations { 'b' } else { 's' };
-    let m = Rc::new(s.query.matching(layout, prefix, &texts));
-    let drawn = m.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
-    *s.matches.borrow_mut() = Some((i, app.generation, s.query.clone(), Rc::clone(&m), drawn));
-    Some((m, drawn))
+/// Creates the boxes; their events and what they mean.
+pub fn bindings(document: &Document, memo: &mut Memo) -> Vec<Binding> {
+    let Some((wrap, els)) = build(document) else { return Vec::new() };
+    memo.els = Some(els.clone());
+    vec![bind(wrap.as_ref(), "input", move |_: &web_sys::Event| {
+        Some(Input::Search(Query::new(&els.addr.value(), &els.frame.value(), &els.min.value(), &els.max.value())))
+    })]
 }
 
 /// The count shown beside the boxes: `N matches`, or `N matches (M drawn)` when some of them
@@ -152,19 +89,19 @@ pub fn count_text(matches: usize, drawn: usize) -> String {
 }
 
 /// Writes the count and outlines the matches on the timeline.
-pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
-    let Some(els) = &app.search.els else { return };
+pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
+    let Some(els) = &memo.els else { return };
     // Matches among the small allocations merged into the summarized band are counted too, but
     // only the drawn ones can be outlined: the count says how many of them are drawn.
-    let (found, drawn) = match if app.state.view.is_panel() { None } else { matches(app) } {
-        Some((m, d)) => (Some(m), d),
+    let (found, drawn) = match fr.derived.matches_of(fr.state) {
+        Some(m) => (Some(&m.elements), m.drawn),
         None => (None, 0),
     };
     let text = match &found {
         None => String::new(),
         Some(m) => count_text(m.len(), drawn),
     };
-    if app.search.drawn_count.borrow().as_deref() != Some(text.as_str()) {
+    if memo.drawn_count.as_deref() != Some(text.as_str()) {
         els.count.set_text_content(Some(&text));
         let title = match &found {
             Some(m) if m.len() > drawn => format!(
@@ -175,22 +112,20 @@ pub fn draw(app: &App, ctx: &CanvasRenderingContext2d) {
             _ => String::new(),
         };
         els.count.set_title(&title);
-        let _ = app
+        let _ = fr
             .ui
             .plot
             .set_attribute("data-search-matches", &found.as_ref().map_or(String::new(), |m| m.len().to_string()));
-        let _ = app
-            .ui
-            .plot
-            .set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
-        *app.search.drawn_count.borrow_mut() = Some(text);
+        let _ =
+            fr.ui.plot.set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
+        memo.drawn_count = Some(text);
     }
-    let (Some(m), Some(f)) = (found, app.file()) else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.state.dpr).reusing(&app.memo.frame);
+    let (Some(m), Some(f)) = (found, fr.file()) else { return };
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(frame);
     plot.clip(ctx);
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);
-    ctx.set_line_width(2.0 * app.state.dpr);
+    ctx.set_line_width(2.0 * fr.state.dpr);
     let layout = plot.layout;
     let bands: Vec<u32> = m
         .iter()

@@ -1,6 +1,7 @@
 //! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation and
 //! selected event, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
-//! Written with `history.replaceState` whenever it changes; read once at start and applied when
+//! Written with `history.replaceState` whenever it changes (after each input, never from a
+//! frame); read once at start and applied when
 //! the same file is opened again (a reload keeps the hash).
 //!
 //! `replaceState` costs several milliseconds, too much for every frame of a wheel zoom or a drag:
@@ -11,8 +12,8 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::app::{App, Target};
 use memviz_view::fragment::{base_name, format, parse, same_but_window, Fragment};
+use memviz_view::state::{Target, ViewState};
 use memviz_view::view::View;
 use memviz_view::xmap::XAxis;
 
@@ -44,27 +45,27 @@ fn location_hash() -> String {
 }
 
 /// At start: takes the view and device from the fragment and keeps the rest for the file.
-pub fn read_at_start(app: &mut App) {
+pub fn read_at_start(state: &mut ViewState) {
     let hash = location_hash();
     if hash.len() <= 1 {
         return;
     }
     let f = parse(&hash, decode);
     if let Some(v) = f.view {
-        app.state.view = v;
+        state.view = v;
     }
     if f.device.is_some() {
-        app.preferred_device = f.device;
+        state.preferred_device = f.device;
     }
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
     PENDING.with(|p| *p.borrow_mut() = Some(f));
 }
 
 /// After a file opened: applies the zoom window, pin and event of a fragment for that file.
-pub fn restore(app: &mut App) {
+pub fn restore(state: &mut ViewState) {
     let Some(f) = PENDING.with(|p| p.borrow_mut().take()) else { return };
-    let Some(i) = app.state.current else { return };
-    let Some(file) = app.state.files.get_mut(i) else { return };
+    let Some(i) = state.current else { return };
+    let Some(file) = state.files.get_mut(i) else { return };
     if f.file.as_deref() != Some(base_name(&file.name)) {
         return;
     }
@@ -80,36 +81,34 @@ pub fn restore(app: &mut App) {
             .iter()
             .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin);
         if let Some(e) = e {
-            app.state.pinned = Some(Target::Element(e as u32));
+            state.pinned = Some(Target::Element(e as u32));
         }
     }
     if let Some(e) = f.event {
-        app.panels.selected = Some((i, file.plot.device_pos, e));
+        state.history.selected = Some((i, file.plot.device_pos, e));
     }
 }
 
 /// The fragment of the current state.
-pub fn of_app(app: &App) -> Option<Fragment> {
-    let f = app.file()?;
-    let i = app.state.current?;
-    let pin = match app.state.pinned {
-        Some(Target::Element(e)) if !app.state.view.is_panel() => {
+pub fn of_state(state: &ViewState) -> Option<Fragment> {
+    let f = state.file()?;
+    let i = state.current?;
+    let pin = match state.pinned {
+        Some(Target::Element(e)) if !state.view.is_panel() => {
             f.plot.layout.elements.get(e as usize).map(|el| memviz_core::format::addr_label('b', el.addr, el.version))
         }
         _ => None,
     };
     let v = &f.viewport;
-    let x_steps = (!app.state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1))
+    let x_steps = (!state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1))
         .then_some((v.x0, v.x1));
-    let event = match app.panels.selected {
-        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && app.state.view == View::AllocatorStateHistory => {
-            Some(r)
-        }
+    let event = match state.history.selected {
+        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && state.view == View::AllocatorStateHistory => Some(r),
         _ => None,
     };
     Some(Fragment {
         file: Some(base_name(&f.name).to_string()),
-        view: Some(app.state.view),
+        view: Some(state.view),
         device: f.snap.devices.get(f.plot.device_pos).map(|d| d.index),
         x_steps,
         pin,
@@ -119,11 +118,11 @@ pub fn of_app(app: &App) -> Option<Fragment> {
 
 /// Writes the current state into the fragment when it changed (nothing while no file is open);
 /// a change of the zoom window alone waits for the timer (see the module's notes).
-pub fn sync(app: &App) {
-    if app.loading.is_some() || PENDING.with(|p| p.borrow().is_some()) && app.file().is_none() {
+pub fn sync(state: &ViewState) {
+    if state.loading.is_some() || PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() {
         return;
     }
-    let Some(frag) = of_app(app) else { return };
+    let Some(frag) = of_state(state) else { return };
     let text = format(&frag, encode);
     if WRITTEN.with(|w| *w.borrow() == text) {
         DEFERRED.with(|d| d.borrow_mut().take());
@@ -155,7 +154,7 @@ fn arm_timer() {
     }
     TIMER_ARMED.with(|t| t.set(true));
     wasm_bindgen_futures::spawn_local(async {
-        crate::app::sleep_ms(WINDOW_WRITE_INTERVAL_MS).await;
+        crate::tasks::sleep_ms(WINDOW_WRITE_INTERVAL_MS).await;
         TIMER_ARMED.with(|t| t.set(false));
         if let Some(text) = DEFERRED.with(|d| d.borrow_mut().take()) {
             write(text);

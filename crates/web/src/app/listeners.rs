@@ -1,5 +1,6 @@
-//! The page's DOM listeners: every DOM event becomes an [`Input`] here, through [`listen`], and
-//! the resize observer that measures the canvases again.
+//! The page's DOM listeners: every DOM event becomes an [`Input`] through one helper,
+//! [`listen_binding`], which installs the [`Binding`]s each part of the page gives (the toolbar's
+//! and the canvases' are here); and the resize observer that measures the canvases again.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -7,17 +8,13 @@ use super::*;
 /// Makes the input of a pointer event from its surface and position (CSS px).
 pub(crate) type PointerInput = fn(Surface, f64, f64) -> Input;
 
-/// Registers a listener that turns a DOM event into an [`Input`] and hands it to the state.
-pub fn listen<E: JsCast + 'static>(
-    weak: &Weak<RefCell<App>>,
-    target: &web_sys::EventTarget,
-    event_type: &'static str,
-    to_input: impl Fn(&E) -> Option<Input> + 'static,
-) -> EventListener {
+/// Installs a binding: the listener turns the DOM event into its [`Input`] and hands it to the
+/// state (the only place where the page's listeners borrow the state).
+pub fn listen_binding(weak: &Weak<RefCell<App>>, b: Binding) -> EventListener {
     let weak = weak.clone();
-    EventListener::new_with_options(target, event_type, EventListenerOptions::enable_prevent_default(), move |ev| {
-        let Some(e) = ev.dyn_ref::<E>() else { return };
-        let Some(input) = to_input(e) else { return };
+    let Binding { target, event, to_input } = b;
+    EventListener::new_with_options(&target, event, EventListenerOptions::enable_prevent_default(), move |ev| {
+        let Some(input) = to_input(ev) else { return };
         with_app(&weak, |app| app.handle(input));
     })
 }
@@ -48,21 +45,22 @@ pub(crate) fn typing_in_control(e: &KeyboardEvent) -> bool {
         .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
 }
 
-pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
+/// The toolbar's, the window's and the canvases' events and what they mean.
+pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     let mut l = Vec::new();
     let win: &web_sys::EventTarget = ui.window.as_ref();
     // Files.
-    l.push(listen(weak, ui.file_input.as_ref(), "change", |e: &web_sys::Event| {
+    l.push(bind(ui.file_input.as_ref(), "change", |e: &web_sys::Event| {
         let input: HtmlInputElement = e.target()?.dyn_into().ok()?;
         let files = files_of(input.files());
         // Choosing the same file again must fire "change" again.
         input.set_value("");
         (!files.is_empty()).then_some(Input::Open(files))
     }));
-    l.push(listen(weak, ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
-    l.push(listen(weak, ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
-    l.push(listen(weak, ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::DismissError)));
-    l.push(listen(weak, win, "dragover", |e: &DragEvent| {
+    l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
+    l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    l.push(bind(ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::DismissError)));
+    l.push(bind(win, "dragover", |e: &DragEvent| {
         let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
         if has_files {
             e.prevent_default();
@@ -71,35 +69,29 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
             None
         }
     }));
-    l.push(listen(weak, win, "dragleave", |e: &DragEvent| {
-        e.related_target().is_none().then_some(Input::DragHover(false))
-    }));
-    l.push(listen(weak, win, "drop", |e: &DragEvent| {
+    l.push(bind(win, "dragleave", |e: &DragEvent| e.related_target().is_none().then_some(Input::DragHover(false))));
+    l.push(bind(win, "drop", |e: &DragEvent| {
         e.prevent_default();
         let files = files_of(e.data_transfer().and_then(|d| d.files()));
         Some(if files.is_empty() { Input::DragHover(false) } else { Input::Open(files) })
     }));
     // Menus.
-    l.push(listen(weak, ui.file_select.as_ref(), "change", |e: &web_sys::Event| {
-        select_index(e).map(Input::SelectFile)
-    }));
-    l.push(listen(weak, ui.device_select.as_ref(), "change", |e: &web_sys::Event| {
-        select_index(e).map(Input::SelectDevice)
-    }));
-    l.push(listen(weak, ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
+    l.push(bind(ui.file_select.as_ref(), "change", |e: &web_sys::Event| select_index(e).map(Input::SelectFile)));
+    l.push(bind(ui.device_select.as_ref(), "change", |e: &web_sys::Event| select_index(e).map(Input::SelectDevice)));
+    l.push(bind(ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
         let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
         View::from_value(&s.value()).map(Input::SelectView)
     }));
-    l.push(listen(weak, ui.detail.as_ref(), "input", |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail)));
-    l.push(listen(weak, ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
-    l.push(listen(weak, ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
+    l.push(bind(ui.detail.as_ref(), "input", |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail)));
+    l.push(bind(ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
+    l.push(bind(ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
         let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
         XAxis::from_value(&s.value()).map(|a| Input::Timeline(TimelineInput::SetXAxis(a)))
     }));
     // Canvases.
     for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
         let target: &web_sys::EventTarget = canvas.as_ref();
-        l.push(listen(weak, target, "wheel", move |e: &WheelEvent| {
+        l.push(bind(target, "wheel", move |e: &WheelEvent| {
             e.prevent_default();
             let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
             Some(Input::Timeline(TimelineInput::Wheel {
@@ -108,7 +100,7 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
                 delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
             }))
         }));
-        l.push(listen(weak, target, "pointerdown", move |e: &PointerEvent| {
+        l.push(bind(target, "pointerdown", move |e: &PointerEvent| {
             if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
                 let _ = el.set_pointer_capture(e.pointer_id());
                 // Keys go to the plot after a click on it (not to a menu used before).
@@ -122,17 +114,17 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
             ("pointerup", |surface, x_px, y_px| Input::Timeline(TimelineInput::PointerUp { surface, x_px, y_px })),
         ];
         for (name, make) in moves {
-            l.push(listen(weak, target, name, move |e: &PointerEvent| {
+            l.push(bind(target, name, move |e: &PointerEvent| {
                 let (surface, x_px, y_px) = pointer(surface, e);
                 Some(make(surface, x_px, y_px))
             }));
         }
-        l.push(listen(weak, target, "pointerleave", move |_: &PointerEvent| {
+        l.push(bind(target, "pointerleave", move |_: &PointerEvent| {
             Some(Input::Timeline(TimelineInput::PointerLeave { surface }))
         }));
     }
     // Keys and window size.
-    l.push(listen(weak, win, "keydown", |e: &KeyboardEvent| {
+    l.push(bind(win, "keydown", |e: &KeyboardEvent| {
         if typing_in_control(e) && e.key() != "Escape" {
             return None;
         }
@@ -140,7 +132,7 @@ pub(crate) fn install_listeners(weak: &Weak<RefCell<App>>, ui: &Ui) -> Vec<Event
         e.prevent_default();
         Some(Input::Timeline(TimelineInput::Key(c)))
     }));
-    l.push(listen(weak, win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
+    l.push(bind(win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
     l
 }
 

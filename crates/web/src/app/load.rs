@@ -14,7 +14,7 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
     }
     with_app(&weak, |app| {
         app.loader_running = false;
-        app.loading = None;
+        app.state.loading = None;
         app.request_redraw();
     });
 }
@@ -36,10 +36,10 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Source::Bytes { bytes, .. } => bytes,
     };
     with_app(weak, |app| {
-        app.error = None;
+        app.state.error = None;
         app.cancel_requested = false;
-        app.status_note = None;
-        app.loading = Some(Loading {
+        app.state.status_note = None;
+        app.state.loading = Some(Loading {
             name: name.clone(),
             fraction: 0.0,
             phase: "Reading",
@@ -52,8 +52,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let mut timings = Timings { started_ms, ..Timings::default() };
     let fail = |msg: String| {
         with_app(weak, |app| {
-            app.error = Some(msg);
-            app.loading = None;
+            app.state.error = Some(msg);
+            app.state.loading = None;
             app.request_redraw();
         });
     };
@@ -148,7 +148,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
             .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
         let cancelled = with_app(weak, |app| {
-            if let Some(l) = &mut app.loading {
+            if let Some(l) = &mut app.state.loading {
                 l.fraction = fraction;
                 l.read_bytes = offset;
                 l.left_ms = left_ms;
@@ -159,9 +159,9 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         .unwrap_or(true);
         if cancelled {
             with_app(weak, |app| {
-                app.loading = None;
+                app.state.loading = None;
                 app.cancel_requested = false;
-                app.status_note = Some(format!("Stopped loading {name}."));
+                app.state.status_note = Some(format!("Stopped loading {name}."));
                 app.request_redraw();
             });
             return;
@@ -177,8 +177,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         match memviz_core::analysis::categories::read_profiler_timeline(&kept) {
             Ok(tl) => {
                 with_app(weak, |app| {
-                    app.analysis.categories.set_profile(name.clone(), &tl);
-                    app.loading = None;
+                    app.state.analysis.categories.set_profile(name.clone(), &tl);
+                    app.state.loading = None;
                     app.request_redraw();
                 });
                 return;
@@ -194,7 +194,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let slow = |t: f64| t - started_ms > SHOW_PHASES_AFTER_MS;
     if slow(now()) {
         with_app(weak, |app| {
-            if let Some(l) = &mut app.loading {
+            if let Some(l) = &mut app.state.loading {
                 l.phase = "Building the model";
             }
             app.request_redraw();
@@ -214,7 +214,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     timings.model_ms = now() - t0;
     if slow(now()) {
         with_app(weak, |app| {
-            if let Some(l) = &mut app.loading {
+            if let Some(l) = &mut app.state.loading {
                 l.phase = "Laying out the timeline";
             }
             app.request_redraw();
@@ -227,7 +227,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let Some(view) = with_app(weak, |app| app.state.view) else {
         return;
     };
-    let preferred = with_app(weak, |app| app.preferred_device).flatten();
+    let preferred = with_app(weak, |app| app.state.preferred_device).flatten();
     let device_pos = choose_device(&snap, preferred);
     let plot = PlotData::build(
         &snap,
@@ -235,7 +235,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Options {
             max_entries: DEFAULT_MAX_ENTRIES,
             mode: view.mode(),
-            hide_freed: with_app(weak, |app| app.panels.hide_freed).unwrap_or(false),
+            hide_freed: with_app(weak, |app| app.state.history.hide_freed).unwrap_or(false),
         },
     );
     timings.layout_ms = now() - t0;
@@ -274,7 +274,7 @@ pub(crate) async fn load_in_worker(
     timings: &mut Timings,
 ) -> WorkerEnd {
     let Some((view, hide_freed, preferred_device)) =
-        with_app(weak, |app| (app.state.view, app.panels.hide_freed, app.preferred_device))
+        with_app(weak, |app| (app.state.view, app.state.history.hide_freed, app.state.preferred_device))
     else {
         return WorkerEnd::Finished;
     };
@@ -289,7 +289,7 @@ pub(crate) async fn load_in_worker(
         let elapsed_ms = app.ui.now_ms() - started_ms;
         let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
             .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
-        if let Some(l) = &mut app.loading {
+        if let Some(l) = &mut app.state.loading {
             l.fraction = fraction;
             l.read_bytes = read_bytes as u64;
             l.left_ms = if phase == "Reading" { left_ms } else { None };
@@ -318,17 +318,17 @@ pub(crate) async fn load_in_worker(
         }
         Outcome::Failed(msg) => {
             with_app(weak, |app| {
-                app.error = Some(msg);
-                app.loading = None;
+                app.state.error = Some(msg);
+                app.state.loading = None;
                 app.request_redraw();
             });
             WorkerEnd::Finished
         }
         Outcome::Cancelled => {
             with_app(weak, |app| {
-                app.loading = None;
+                app.state.loading = None;
                 app.cancel_requested = false;
-                app.status_note = Some(format!("Stopped loading {name}."));
+                app.state.status_note = Some(format!("Stopped loading {name}."));
                 app.request_redraw();
             });
             WorkerEnd::Finished

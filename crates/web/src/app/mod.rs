@@ -6,7 +6,7 @@
 //! calls [`crate::render::draw`], which reads the state only. Listeners, the frame callback and
 //! the resize observer are owned by the state and removed when it is dropped.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
@@ -17,13 +17,18 @@ use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    CanvasRenderingContext2d, Document, DragEvent, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement,
-    HtmlProgressElement, HtmlSelectElement, KeyboardEvent, Performance, PointerEvent, WheelEvent, Window,
+    Document, DragEvent, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement, KeyboardEvent,
+    PointerEvent, WheelEvent,
 };
 
-use crate::input::{self, Input, Source, Surface};
+use crate::derived::Derived;
+use crate::dom::{context_2d, Ui};
+use crate::input::{self, bind, Binding, Input, Source, Surface};
+pub use crate::model::Timings;
 use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
-use crate::render;
+use crate::paint::Frame;
+use crate::render::{self, PaintMemo};
+use crate::tasks::{next_frame, next_tick};
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
 use memviz_view::state::{Effect, TimelineInput, ViewState};
@@ -31,11 +36,7 @@ use memviz_view::view::View;
 use memviz_view::viewport::{PlotRect, Viewport};
 use memviz_view::xmap::XAxis;
 
-/// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
-pub static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
-
-/// File name shown for the demo.
-pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
+pub use crate::model::{DEMO_NAME, DEMO_SNAPSHOT};
 
 /// Loads that took longer than this (ms) show each phase in the status line before running it
 /// (which costs a frame); quicker loads go straight through.
@@ -49,133 +50,40 @@ const FEED_BYTES: usize = 1 << 20;
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;
 
+mod handle;
 mod listeners;
 mod load;
 mod start;
 mod tasks;
-mod ui;
 
-pub use listeners::listen;
-use listeners::{install_listeners, watch_size, ResizeWatch};
+use listeners::{install_listeners, listen_binding, watch_size, ResizeWatch};
 use load::run_queue;
 pub use start::install;
 use start::APP;
 use tasks::exact_after;
 pub(crate) use tasks::with_app;
-pub use tasks::{next_frame, next_tick, redraw_after, sleep_ms};
-use ui::context_2d;
-pub use ui::Ui;
 
-pub use memviz_view::state::{Drag, OpenFile, Target};
+pub use memviz_view::state::{Drag, Loading, OpenFile, Target};
 
-/// A load in progress.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Loading {
-    /// File name.
-    pub name: String,
-    /// Share read, 0 to 1.
-    pub fraction: f64,
-    /// What is happening.
-    pub phase: &'static str,
-    /// Bytes read so far.
-    pub read_bytes: u64,
-    /// Bytes of the file.
-    pub total_bytes: u64,
-    /// Estimated time left (ms), once there is enough to go by.
-    pub left_ms: Option<f64>,
-}
-
-/// Where the time of one load went (ms).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Timings {
-    /// When the file was chosen (`performance.now()`).
-    pub started_ms: f64,
-    /// Waiting for file slices.
-    pub read_ms: f64,
-    /// Decoding the pickle.
-    pub parse_ms: f64,
-    /// Building the model.
-    pub model_ms: f64,
-    /// Laying out the timeline.
-    pub layout_ms: f64,
-    /// Giving the page a chance to repaint between steps.
-    pub wait_ms: f64,
-    /// Handing the model from the loading worker to the page (encoding there, decoding here).
-    pub transfer_ms: f64,
-    /// The part of `transfer_ms` spent on the page's main thread (copying the model in).
-    pub decode_ms: f64,
-    /// When the model and layout were ready (`performance.now()`).
-    pub laid_out_ms: f64,
-}
-
-/// What the stack panel shows: (file, layout generation, hovered, pinned).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
-
-/// Values last written to the DOM, so frames only touch what changed.
-#[derive(Default)]
-pub struct DomMemo {
-    /// (files, current file, device count) when the menus were last filled.
-    pub menus: Cell<Option<(usize, Option<usize>, usize)>>,
-    /// Text key of the stack panel.
-    pub stack: RefCell<Option<StackKey>>,
-    /// What the canvases show now.
-    pub canvas: RefCell<Option<render::CanvasKey>>,
-    /// What the base layer of the timeline holds.
-    pub frame: RefCell<render::FrameInfo>,
-    /// The plot area of the next exact frame, computed ahead of it.
-    pub prepared: RefCell<Option<(render::PixelsKey, render::PlotPixels)>>,
-}
-
-/// The page's state.
+/// The page's state: the DOM, the page's user state, what is derived from it, what the painters
+/// remember, and the plumbing (frames, loads, listeners).
 pub struct App {
     /// Elements.
     pub ui: Ui,
-    /// The timeline's user state: files, view, pointer, pins, drag, canvas sizes.
+    /// The page's user state: files, view, pointer, pins, drag, panels, loading, errors.
     pub state: ViewState,
+    /// What is computed from the state (analyses, matches, history, minimap columns).
+    pub derived: Derived,
+    /// What the painters wrote last.
+    pub memo: PaintMemo,
     /// Files waiting to load.
     pub queue: VecDeque<Source>,
-    /// Device index to show first when a file has it (set by an embedding page).
-    pub preferred_device: Option<i64>,
-    /// The load in progress.
-    pub loading: Option<Loading>,
-    /// The last error, in words.
-    pub error: Option<String>,
-    /// Whether files are being dragged over the page.
-    pub drag_hover: bool,
-    /// Detail slider value while it is being dragged.
-    pub detail_preview: Option<usize>,
-    /// Highest total per device-pixel column of the minimap, over the whole x domain.
-    pub minimap_cols: Vec<f64>,
-    /// Timings of a load whose first complete draw is still to come (then `memviz:ready`).
-    pub ready_pending: Cell<Option<Timings>>,
-    /// Counter of layouts, for the stack panel memo.
-    pub generation: usize,
-    /// DOM memo.
-    pub memo: DomMemo,
-    /// State of the panel views (Allocator State History, Allocator Settings).
-    pub panels: crate::views::Panels,
-    /// The analysis panel.
-    pub analysis: crate::panels::Panel,
-    /// The search boxes.
-    pub search: crate::search::Search,
-    /// The private pools view and view notes.
-    pub pools: crate::pools::PoolView,
-    /// The first frame of a file just opened draws the page around the timeline but not its
-    /// bands, which follow in the next frame: the browser's first layout and paint of the loaded
-    /// page and the first drawing of the bands are then two tasks, neither of them long.
-    pub bands_next_frame: bool,
-    /// The canvases of a file just opened are being allocated, one per task: frames until then
-    /// draw the page around them and leave them alone (the frame that reveals the loaded page
-    /// is then the browser's layout and paint only).
-    pub canvases_pending: bool,
     frame_pending: bool,
     loader_running: bool,
     /// The user asked to stop loading.
     cancel_requested: bool,
     /// Stops the load running in a Web Worker, while one runs.
     pub cancel_load: Option<js_sys::Function>,
-    /// A note for the status line (such as a stopped load), until the next load.
-    pub status_note: Option<String>,
     self_ref: Weak<RefCell<App>>,
     raf: Option<Closure<dyn FnMut(f64)>>,
     listeners: Vec<EventListener>,
@@ -185,35 +93,29 @@ pub struct App {
 impl App {
     fn new(ui: Ui) -> App {
         let dpr = ui.window.device_pixel_ratio();
+        let memo = PaintMemo { views: crate::views::Memo::new(&ui.document), ..PaintMemo::default() };
+        let mut state = ViewState { dpr, preview_until_ms: f64::NEG_INFINITY, ..ViewState::default() };
+        state.history.hide_freed = crate::views::embedded_filter_freed(&ui.document);
         App {
             ui,
-            state: ViewState { dpr, preview_until_ms: f64::NEG_INFINITY, ..ViewState::default() },
+            state,
+            derived: Derived::default(),
+            memo,
             queue: VecDeque::new(),
-            preferred_device: None,
-            loading: None,
-            error: None,
-            drag_hover: false,
-            detail_preview: None,
-            minimap_cols: Vec::new(),
-            ready_pending: Cell::new(None),
-            generation: 0,
-            memo: DomMemo::default(),
-            panels: crate::views::Panels::default(),
-            analysis: crate::panels::Panel::default(),
-            search: crate::search::Search::default(),
-            pools: crate::pools::PoolView::default(),
-            bands_next_frame: false,
-            canvases_pending: false,
             frame_pending: false,
             loader_running: false,
             cancel_requested: false,
             cancel_load: None,
-            status_note: None,
             self_ref: Weak::new(),
             raf: None,
             listeners: Vec::new(),
             resize: None,
         }
+    }
+
+    /// What a frame is drawn from, and the painters' memo.
+    pub fn frame(&mut self) -> (Frame<'_>, &mut PaintMemo) {
+        (Frame { ui: &self.ui, state: &self.state, derived: &self.derived }, &mut self.memo)
     }
 
     /// The file shown.
@@ -243,93 +145,6 @@ impl App {
         }
     }
 
-    /// Applies one input.
-    pub fn handle(&mut self, input: Input) {
-        match input {
-            Input::Timeline(t) => self.timeline(t),
-            Input::Resize => {
-                if self.measure() {
-                    self.refresh_minimap();
-                }
-            }
-            Input::DismissError => self.error = None,
-            Input::CancelLoad => {
-                if self.loading.is_some() {
-                    self.cancel_requested = true;
-                    self.queue.clear();
-                    if let Some(cancel) = self.cancel_load.take() {
-                        let _ = cancel.call0(&JsValue::NULL);
-                    }
-                }
-            }
-            Input::Open(sources) => {
-                self.drag_hover = false;
-                // The last file's error goes at once, not at the next frame, so that nothing
-                // reading the page sees it as the new file's.
-                self.error = None;
-                self.ui.error.set_hidden(true);
-                self.ui.mark("memviz:open");
-                self.queue.extend(sources);
-                self.start_loader();
-            }
-            Input::DragHover(on) => self.drag_hover = on,
-            Input::SelectFile(i) => {
-                if i < self.state.files.len() && self.state.current != Some(i) {
-                    self.state.current = Some(i);
-                    self.after_plot_change(false);
-                    self.ui.mark("memviz:open");
-                    self.ready_pending.set(Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() }));
-                }
-            }
-            Input::SelectDevice(d) => {
-                if self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len()) {
-                    self.relayout(Some(d), None);
-                }
-            }
-            Input::SelectView(v) => {
-                if v != self.state.view {
-                    let same_layout = v.mode() == self.state.view.mode();
-                    self.state.view = v;
-                    crate::views::on_view_shown(self);
-                    // The timeline's canvases were hidden (0 px) while a panel was shown.
-                    crate::views::show_panel_or_timeline(self);
-                    self.on_resize();
-                    if !same_layout {
-                        self.relayout(None, None);
-                    }
-                }
-            }
-            Input::PreviewDetail(n) => self.detail_preview = Some(n),
-            Input::SetDetail(n) => {
-                self.detail_preview = None;
-                if self.file().is_some_and(|f| f.max_entries != n) {
-                    self.relayout(None, Some(n));
-                }
-            }
-            Input::Panel(p) => crate::views::handle(self, p),
-            Input::Analysis(a) => crate::panels::handle(self, a),
-        }
-        self.request_redraw();
-    }
-
-    /// Applies a timeline input to the view state and carries out its effects.
-    fn timeline(&mut self, input: TimelineInput) {
-        self.state.loading = self.loading.is_some();
-        for effect in self.state.update(input, self.ui.now_ms()) {
-            match effect {
-                Effect::HoldPreview { until_ms } => exact_after((until_ms - self.ui.now_ms()).ceil() as i32 + 1),
-                Effect::RefreshMinimap => self.refresh_minimap(),
-                Effect::ClickedPlot { x_px } => {
-                    // With the live set shown, a click moves its moment there.
-                    if self.analysis.open && self.analysis.tab == crate::panels::Tab::Live {
-                        crate::panels::handle(self, crate::panels::Action::LiveAtPx(x_px));
-                    }
-                }
-                Effect::CancelLoad => self.handle(Input::CancelLoad),
-            }
-        }
-    }
-
     /// Whether the base of the timeline is shown from the held copies now.
     pub fn previewing(&self) -> bool {
         self.state.previewing(self.ui.now_ms())
@@ -353,7 +168,8 @@ impl App {
     /// Writes the controls and status line now and measures the canvases again, so the next
     /// frame draws at the size the page will have (the status line can change the layout).
     fn settle_layout(&mut self) {
-        render::sync_dom(self);
+        let (fr, memo) = self.frame();
+        render::sync_dom(&fr, memo);
         self.on_resize();
     }
 
@@ -366,7 +182,7 @@ impl App {
     /// status line shows first).
     pub(crate) fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
         let Some(i) = self.state.current else { return };
-        self.loading = Some(Loading {
+        self.state.loading = Some(Loading {
             name: self.state.files[i].name.clone(),
             fraction: 1.0,
             phase: "Laying out the timeline",
@@ -382,7 +198,7 @@ impl App {
                 return;
             };
             let view = app.state.view;
-            let hide_freed = app.panels.hide_freed;
+            let hide_freed = app.state.history.hide_freed;
             if let Some(f) = app.state.files.get_mut(i) {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
@@ -398,16 +214,16 @@ impl App {
                     f.viewport = keep;
                 }
             }
-            app.loading = None;
+            app.state.loading = None;
             app.after_plot_change(true);
             app.settle_layout();
-            app.request_redraw();
+            app.settle();
         });
     }
 
     /// After the plot of the current file changed: forget pointer targets, refresh derived state.
     fn after_plot_change(&mut self, keep_pins: bool) {
-        self.generation += 1;
+        self.state.generation += 1;
         self.state.hover = None;
         if !keep_pins {
             self.state.pinned = None;
@@ -420,17 +236,7 @@ impl App {
 
     /// Recomputes the minimap columns (whole x domain, one per device pixel).
     fn refresh_minimap(&mut self) {
-        let rect = self.minimap_rect();
-        let cols = (rect.width_px * self.state.dpr).round().max(1.0) as usize;
-        self.minimap_cols = match self.file() {
-            None => Vec::new(),
-            Some(f) => {
-                let xm = f.xmap();
-                let full = f.viewport.full_x1;
-                let bounds: Vec<f64> = (0..=cols).map(|c| xm.step(full * c as f64 / cols as f64)).collect();
-                crate::model::column_envelopes(&f.plot.layout, &bounds).iter().map(|e| e.total_max_bytes).collect()
-            }
-        };
+        self.derived.refresh_minimap(&self.state);
     }
 
     fn start_loader(&mut self) {
@@ -472,34 +278,38 @@ impl App {
         f.viewport = f.full_viewport();
         self.state.files.push(f);
         self.state.current = Some(self.state.files.len() - 1);
-        self.error = None;
-        self.loading = None;
+        self.state.error = None;
+        self.state.loading = None;
         // The minimap and stack panel appear with the first file: measure the canvases again.
         let _ = self.ui.main.class_list().add_1("has-file");
         self.settle_layout();
         self.after_plot_change(false);
-        crate::url::restore(self);
-        self.ready_pending.set(Some(timings));
-        self.bands_next_frame = true;
-        self.canvases_pending = true;
+        crate::url::restore(&mut self.state);
+        self.memo.ready_pending = Some(timings);
+        self.memo.bands_next_frame = true;
+        self.memo.canvases_pending = true;
+        self.settle();
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
             for step in 0..render::CANVAS_STEPS {
                 next_tick().await;
-                with_app(&weak, |app| render::prepare_canvas(app, step));
+                with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
             }
             with_app(&weak, |app| {
-                app.canvases_pending = false;
+                app.memo.canvases_pending = false;
                 app.request_redraw();
             });
             // After the frame that shows the page without the bands, and after its paint.
             next_frame().await;
             next_tick().await;
             // The bands are computed in a task of their own, then put on the canvas in a frame.
-            with_app(&weak, |app| render::prepare_plot(app));
+            with_app(&weak, |app| {
+                let (fr, memo) = app.frame();
+                render::prepare_plot(&fr, memo);
+            });
             next_tick().await;
             with_app(&weak, |app| {
-                app.bands_next_frame = false;
+                app.memo.bands_next_frame = false;
                 app.request_redraw();
             });
             if let Some(f) = shown {

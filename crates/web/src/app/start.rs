@@ -52,19 +52,23 @@ pub fn install() -> Result<(), JsValue> {
             if let Ok(mut app) = rc.try_borrow_mut() {
                 app.frame_pending = false;
             }
-            let drawn = rc.try_borrow().map(|app| render::draw(&app));
-            drop(drawn);
+            let Ok(mut app) = rc.try_borrow_mut() else { return };
+            let (fr, memo) = app.frame();
+            render::draw(&fr, memo);
         }));
-        app.listeners = install_listeners(&weak, &app.ui);
-        let panel_listeners = crate::panels::listeners(&weak, &app.ui);
-        app.listeners.extend(panel_listeners);
-        let view_listeners = crate::views::install_listeners(&weak, &app.ui.document);
-        app.listeners.extend(view_listeners);
-        let search_listeners = crate::search::install(&weak, &mut app);
-        app.listeners.extend(search_listeners);
-        let pool_listeners = crate::pools::install(&weak, &mut app);
-        app.listeners.extend(pool_listeners);
-        app.panels = crate::views::Panels::new(&app.ui.document);
+        // Every part of the page says what its events mean; all go through one listener helper.
+        let mut bindings = install_listeners(&app.ui);
+        bindings.extend(crate::panels::bindings(&app.ui));
+        bindings.extend(crate::views::bindings(&app.ui.document));
+        let doc = app.ui.document.clone();
+        bindings.extend(crate::search::bindings(&doc, &mut app.memo.search));
+        let App { ui, memo, .. } = &mut *app;
+        bindings.extend(crate::pools::bindings(ui, &mut memo.pools));
+        app.listeners = bindings.into_iter().map(|b| listen_binding(&weak, b)).collect();
+        let w = weak.clone();
+        crate::tasks::set_redraw_hook(Box::new(move || {
+            with_app(&w, App::request_redraw);
+        }));
         app.resize = watch_size(&weak, &app.ui);
         app.ui.demo_button.remove_attribute("disabled").ok();
         app.handle(Input::Resize);
@@ -76,13 +80,13 @@ pub fn install() -> Result<(), JsValue> {
         if let Some(v) = embedded.view {
             app.state.view = v;
         }
-        app.preferred_device = embedded.device;
+        app.state.preferred_device = embedded.device;
         if !embedded.files.is_empty() {
             app.handle(Input::Open(embedded.files));
         }
     }
     // A reload keeps the fragment: view and device now, the rest when the same file opens.
-    crate::url::read_at_start(&mut rc.borrow_mut());
+    crate::url::read_at_start(&mut rc.borrow_mut().state);
     APP.with(|a| *a.borrow_mut() = Some(rc));
     wasm_bindgen_futures::spawn_local(warm_up(weak));
     Ok(())
@@ -131,7 +135,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     })
     .flatten();
     if let Some((canvas, ctx)) = canvas {
-        let image = render::ImageBuffer::default();
+        let image = crate::canvas::ImageBuffer::default();
         let full = file.viewport;
         for k in 0..WARM_DRAWS {
             if !idle(&weak) {

@@ -2,10 +2,9 @@
 //! stacked category timeline over the plot, and, for snapshots, categories inferred from stacks,
 //! lifetimes and annotations, which can colour the timeline's allocations (the Categories tab).
 
-use std::cell::{Cell, RefCell};
 use std::fmt::Write;
 
-use memviz_core::analysis::categories::{self, Category, CategoryTimeline, SnapshotCategories};
+use memviz_core::analysis::categories::Category;
 use memviz_core::analysis::size_text;
 use memviz_core::timeline::Mode;
 use plotters::style::{Color, RGBColor};
@@ -13,10 +12,9 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc};
-use crate::app::App;
+use crate::paint::{Frame, FrameInfo};
+use memviz_view::state::panels::Profile;
 
-/// Points kept of a category timeline for drawing.
-const MAX_POINTS: usize = 1500;
 /// Size of the stacked chart when it is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
 /// Colour of the pointer's marker.
@@ -39,71 +37,14 @@ fn category_index(c: Category) -> usize {
     Category::ALL.iter().position(|&x| x == c).unwrap_or(Category::ALL.len() - 1)
 }
 
-/// A profiler memory timeline that was opened.
-pub struct Profile {
-    /// File name.
-    pub name: String,
-    /// Points to draw.
-    pub timeline: CategoryTimeline,
-    /// (index in the full timeline, total bytes) of the peak.
-    pub peak: Option<(usize, u64)>,
-    /// Time of the peak, µs.
-    pub peak_time_us: Option<i64>,
-    /// Points in the file.
-    pub points: usize,
-}
-
-/// Categories state.
+/// What the profiler timeline's element shows now.
 #[derive(Default)]
-pub struct State {
-    /// Whether the timeline's allocations are coloured by their inferred category.
-    pub colour_inferred: bool,
-    /// The profiler timeline shown over the plot.
-    pub profile: Option<Profile>,
-    /// Changes with each profile opened or closed.
-    pub profile_seq: usize,
-    /// Pointer x over the profile chart, CSS px.
-    pub hover_x_px: Option<f64>,
-    inferred: RefCell<Option<((usize, usize), SnapshotCategories)>>,
+pub struct Memo {
     /// (profile, pointer x, chart width in device px) drawn.
-    written: RefCell<Option<(usize, Option<f64>, u32)>>,
+    written: Option<(usize, Option<f64>, u32)>,
     /// The chart without its marker, and its plot area.
-    layer: RefCell<chart::Layered>,
-    area: Cell<Option<chart::Area>>,
-}
-
-impl State {
-    /// Shows a profiler memory timeline.
-    pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
-        let peak = full.peak();
-        let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
-        self.profile =
-            Some(Profile { name, timeline: full.downsample(MAX_POINTS), peak, peak_time_us, points: full.bytes.len() });
-        self.profile_seq += 1;
-        self.hover_x_px = None;
-    }
-
-    /// Closes the profiler timeline.
-    pub fn close_profile(&mut self) {
-        self.profile = None;
-        self.profile_seq += 1;
-    }
-}
-
-/// The inferred categories of the current file and device, computed on first use.
-fn ensure_inferred(app: &App) -> bool {
-    let Some(i) = app.state.current else { return false };
-    let Some(f) = app.state.files.get(i) else {
-        return false;
-    };
-    let key = (i, f.plot.device_pos);
-    let Ok(mut cache) = app.analysis.categories.inferred.try_borrow_mut() else {
-        return false;
-    };
-    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
-        *cache = Some((key, categories::infer_categories(&f.snap, key.1, MAX_POINTS)));
-    }
-    true
+    layer: chart::Layered,
+    area: Option<chart::Area>,
 }
 
 fn legend(names: &[String], inferred: bool, s: &mut String) {
@@ -118,20 +59,14 @@ fn legend(names: &[String], inferred: bool, s: &mut String) {
 }
 
 /// Writes the Categories tab (snapshots).
-pub fn html(app: &App, s: &mut String) {
-    let on = app.analysis.categories.colour_inferred;
+pub fn html(fr: &Frame<'_>, s: &mut String) {
+    let on = fr.state.analysis.categories.colour_inferred;
     let _ = write!(
         s,
         "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category (inferred)</button></p>",
         if on { " current" } else { "" }
     );
-    if !ensure_inferred(app) {
-        return;
-    }
-    let Ok(cache) = app.analysis.categories.inferred.try_borrow() else {
-        return;
-    };
-    let Some((_, c)) = cache.as_ref() else { return };
+    let Some(c) = fr.derived.categories_of(fr.state) else { return };
     let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
     legend(&names, c.timeline.inferred, s);
     s.push_str("<h4>At the peak</h4><table class=\"an-table cat-at-peak\"><thead><tr><th>category</th><th>bytes</th></tr></thead><tbody>");
@@ -154,16 +89,13 @@ pub fn html(app: &App, s: &mut String) {
 }
 
 /// Paints the visible allocations of the timeline in their inferred category's colour.
-pub fn draw_colours(app: &App, ctx: &CanvasRenderingContext2d) {
-    if !app.analysis.categories.colour_inferred || app.state.view.mode() != Mode::Allocations || !ensure_inferred(app) {
+pub fn draw_colours(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
+    if !fr.state.analysis.categories.colour_inferred || fr.state.view.mode() != Mode::Allocations {
         return;
     }
-    let Some(f) = app.file() else { return };
-    let Ok(cache) = app.analysis.categories.inferred.try_borrow() else {
-        return;
-    };
-    let Some((_, c)) = cache.as_ref() else { return };
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), app.state.dpr).reusing(&app.memo.frame);
+    let Some(f) = fr.file() else { return };
+    let Some(c) = fr.derived.categories_of(fr.state) else { return };
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(drawn);
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;
@@ -197,15 +129,15 @@ fn time_text(us: i64) -> String {
 }
 
 /// Brings the profile timeline's element in line with the state.
-pub fn sync_profile(app: &App) {
-    let st = &app.analysis.categories;
-    let Some(el) = app.ui.document.get_element_by_id("cat-timeline") else {
+pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
+    let st = &fr.state.analysis.categories;
+    let Some(el) = fr.ui.document.get_element_by_id("cat-timeline") else {
         return;
     };
     let Ok(el) = el.dyn_into::<HtmlElement>() else {
         return;
     };
-    let written = *st.written.borrow();
+    let written = memo.written;
     if written.map(|w| w.0) != Some(st.profile_seq) {
         el.set_hidden(st.profile.is_none());
         let mut s = String::new();
@@ -236,38 +168,41 @@ pub fn sync_profile(app: &App) {
         .query_selector("canvas.cat-chart")
         .ok()
         .flatten()
-        .map_or(0, |c| (f64::from(c.client_width()) * app.state.dpr).round() as u32);
+        .map_or(0, |c| (f64::from(c.client_width()) * fr.state.dpr).round() as u32);
     let want = (st.profile_seq, st.hover_x_px, width_dev);
     if written != Some(want) {
         if let Some(p) = &st.profile {
             let same_chart = written.map(|w| (w.0, w.2)) == Some((st.profile_seq, width_dev));
-            draw_profile(app, &el, p, st.hover_x_px, same_chart);
+            draw_profile(fr, memo, &el, p, st.hover_x_px, same_chart);
         }
-        *st.written.borrow_mut() = Some(want);
+        memo.written = Some(want);
     }
 }
 
 /// Draws the stacked chart (unless `same_chart` and its copy can be put back) and the pointer's
 /// marker with the bytes of each category there.
-fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64>, same_chart: bool) {
+fn draw_profile(
+    fr: &Frame<'_>,
+    memo: &mut Memo,
+    el: &HtmlElement,
+    p: &Profile,
+    hover_x_px: Option<f64>,
+    same_chart: bool,
+) {
     let Ok(Some(canvas)) = el.query_selector("canvas.cat-chart") else {
         return;
     };
     let Ok(canvas) = canvas.dyn_into::<HtmlCanvasElement>() else {
         return;
     };
-    let st = &app.analysis.categories;
-    let Ok(mut layer) = st.layer.try_borrow_mut() else {
-        return;
-    };
-    let dpr = app.state.dpr;
+    let dpr = fr.state.dpr;
     let tl = &p.timeline;
     let n = tl.bytes.len();
     let times: Vec<f64> =
         (0..n).map(|i| tl.times_us.get(i).copied().flatten().map_or(i as f64, |t| t as f64)).collect();
     let t0 = times.first().copied().unwrap_or(0.0);
     let t1 = times.last().copied().unwrap_or(1.0).max(t0 + 1.0);
-    let restored = same_chart && st.area.get().is_some() && layer.restore(&canvas);
+    let restored = same_chart && memo.area.is_some() && memo.layer.restore(&canvas);
     if !restored {
         chart::fit(&canvas, CHART_CSS_PX, dpr);
         let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0);
@@ -292,11 +227,11 @@ fn draw_profile(app: &App, el: &HtmlElement, p: &Profile, hover_x_px: Option<f64
                 below = above;
             }
         });
-        st.area.set(area);
-        layer.keep(&app.ui.document, &canvas);
+        memo.area = area;
+        memo.layer.keep(&fr.ui.document, &canvas);
     }
     // What the pointer is over.
-    let (Some(hx), Some(area)) = (hover_x_px, st.area.get()) else {
+    let (Some(hx), Some(area)) = (hover_x_px, memo.area) else {
         return;
     };
     if n == 0 || !area.contains_x(hx) {

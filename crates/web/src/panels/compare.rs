@@ -3,68 +3,21 @@
 //! iteration's peak, the end), the source lines holding more live bytes in one file than in the
 //! other, in both directions.
 
-use std::cell::RefCell;
 use std::fmt::Write;
 
-use memviz_core::analysis::compare::{self, Alignment, CompareOptions, Comparison, KeyMode, StackDiff};
+use memviz_core::analysis::compare::{self, Alignment, StackDiff};
 use memviz_core::analysis::{signed_size_text, size_text};
 use plotters::style::RGBColor;
 use web_sys::HtmlCanvasElement;
 
 use super::{chart, esc};
-use crate::app::App;
+use crate::paint::Frame;
 
 /// Chart size when the canvas is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
-/// Curve points.
-const CURVE_POINTS: usize = 400;
-/// Differences listed per direction and point.
-const TOP_DIFFS: usize = 12;
 /// Colours of A and B (the swatches `.sw.cmp-a` and `.sw.cmp-b` in style.css).
 const A_COLOUR: RGBColor = chart::rgb(0x4e79a7);
 const B_COLOUR: RGBColor = chart::rgb(0xe15759);
-
-/// (A file, A device position, B file, B device position).
-pub type PairKey = (usize, usize, usize, usize);
-
-/// The tab's state.
-#[derive(Default)]
-pub struct State {
-    /// The other file chosen by the user.
-    pub other: Option<usize>,
-    cache: RefCell<Option<(PairKey, Comparison)>>,
-}
-
-/// The file compared with the one shown: the one chosen, else the first other file.
-pub fn other_of(app: &App) -> Option<usize> {
-    let cur = app.state.current?;
-    let n = app.state.files.len();
-    app.analysis.compare.other.filter(|&o| o != cur && o < n).or_else(|| (0..n).find(|&i| i != cur))
-}
-
-fn pair_key(app: &App) -> Option<PairKey> {
-    let a = app.state.current?;
-    let b = other_of(app)?;
-    Some((a, app.state.files.get(a)?.plot.device_pos, b, app.state.files.get(b)?.plot.device_pos))
-}
-
-/// Computes the comparison when the pair changed.
-fn ensure(app: &App) -> Option<PairKey> {
-    let key = pair_key(app)?;
-    let mut cache = app.analysis.compare.cache.try_borrow_mut().ok()?;
-    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
-        let (fa, fb) = (app.state.files.get(key.0)?, app.state.files.get(key.2)?);
-        let c = compare::compare(
-            &fa.snap,
-            key.1,
-            &fb.snap,
-            key.3,
-            CompareOptions { points: CURVE_POINTS, key: KeyMode::Line, top: TOP_DIFFS, ..CompareOptions::default() },
-        );
-        *cache = Some((key, c));
-    }
-    Some(key)
-}
 
 fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
     let _ = write!(
@@ -94,20 +47,20 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
 }
 
 /// Writes the tab.
-pub fn html(app: &App, s: &mut String) {
-    let Some(cur) = app.state.current else { return };
-    if app.state.files.len() < 2 {
+pub fn html(fr: &Frame<'_>, s: &mut String) {
+    let Some(cur) = fr.state.current else { return };
+    if fr.state.files.len() < 2 {
         s.push_str("<p class=\"cmp-none\">Open a second snapshot to compare it with this one.</p>");
         return;
     }
-    let other = other_of(app);
-    let name = |i: usize| app.state.files.get(i).map_or(String::new(), |f| esc(&f.name));
+    let other = fr.state.analysis.compare_other(fr.state.current, fr.state.files.len());
+    let name = |i: usize| fr.state.files.get(i).map_or(String::new(), |f| esc(&f.name));
     let _ = write!(
         s,
         "<p class=\"cmp-files\"><span class=\"sw cmp-a\"></span>A: <b>{}</b><br>Compare with B:</p><div class=\"cmp-select\">",
         name(cur)
     );
-    for i in (0..app.state.files.len()).filter(|&i| i != cur) {
+    for i in (0..fr.state.files.len()).filter(|&i| i != cur) {
         let _ = write!(
             s,
             "<button type=\"button\" class=\"cmp-other{}\" data-act=\"compare-with\" data-i=\"{i}\">{}</button>",
@@ -116,13 +69,7 @@ pub fn html(app: &App, s: &mut String) {
         );
     }
     s.push_str("</div>");
-    if ensure(app).is_none() {
-        return;
-    }
-    let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
-        return;
-    };
-    let Some((_, c)) = cache.as_ref() else { return };
+    let Some(c) = fr.derived.comparison_of(fr.state) else { return };
     let align = match &c.alignment {
         Alignment::Iterations { a, b } => {
             format!("Aligned by iteration ({a} iterations in A, {b} in B; x: iterations both have).")
@@ -164,12 +111,9 @@ pub fn html(app: &App, s: &mut String) {
 }
 
 /// Draws both total curves on the tab's canvas.
-pub fn draw(app: &App, canvas: &HtmlCanvasElement) {
-    let dpr = app.state.dpr;
-    let Ok(cache) = app.analysis.compare.cache.try_borrow() else {
-        return;
-    };
-    let Some((_, c)) = cache.as_ref() else { return };
+pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
+    let dpr = fr.state.dpr;
+    let Some(c) = fr.derived.comparison_of(fr.state) else { return };
     chart::fit(canvas, CHART_CSS_PX, dpr);
     let max_bytes = c.curve.iter().map(|p| p.a_bytes.max(p.b_bytes)).max().unwrap_or(0);
     let iterations = match c.alignment {

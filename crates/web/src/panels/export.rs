@@ -5,33 +5,10 @@ use memviz_core::analysis::export as core_export;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, Document, HtmlAnchorElement, HtmlCanvasElement, Url};
 
-use crate::app::App;
-
-/// What to download.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The live set, one allocation a row.
-    Csv,
-    /// The live set as JSON.
-    Json,
-    /// The live set as a speedscope profile (bytes by stack).
-    Speedscope,
-    /// The timeline canvas as shown.
-    Png,
-}
-
-impl Kind {
-    /// The kind of a `data-act` value.
-    pub fn from_value(s: &str) -> Option<Kind> {
-        Some(match s {
-            "csv" => Kind::Csv,
-            "json" => Kind::Json,
-            "speedscope" => Kind::Speedscope,
-            "png" => Kind::Png,
-            _ => return None,
-        })
-    }
-}
+use crate::derived::Derived;
+use crate::dom::Ui;
+use memviz_view::state::panels::ExportKind as Kind;
+use memviz_view::state::ViewState;
 
 /// File name without its extension, for download names.
 fn stem(name: &str) -> String {
@@ -40,28 +17,26 @@ fn stem(name: &str) -> String {
     base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
-/// Runs an export; failures go to the error box.
-pub fn run(app: &mut App, kind: Kind) {
+/// Runs an export; a failure comes back as the text for the error box.
+pub fn run(ui: &Ui, state: &ViewState, derived: &Derived, kind: Kind) -> Option<String> {
     let result = match kind {
         Kind::Png => {
-            let name = app.file().map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
-            timeline_image(&app.ui).map(|image| {
-                download_canvas(&app.ui.document, &image, format!("{name}.timeline.png"));
+            let name = state.file().map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
+            timeline_image(ui).map(|image| {
+                download_canvas(&ui.document, &image, format!("{name}.timeline.png"));
             })
         }
-        _ => text_export(app, kind),
+        _ => text_export(ui, state, derived, kind),
     };
-    if let Err(e) = result {
-        app.error = Some(format!("Could not export: {}", e.as_string().unwrap_or_default()));
-    }
+    result.err().map(|e| format!("Could not export: {}", e.as_string().unwrap_or_default()))
 }
 
-fn text_export(app: &App, kind: Kind) -> Result<(), JsValue> {
+fn text_export(ui: &Ui, state: &ViewState, derived: &Derived, kind: Kind) -> Result<(), JsValue> {
     let (name, text, mime) = {
-        let Some(a) = super::analysis(app) else {
+        let Some(a) = derived.analysis_of(state) else {
             return Ok(());
         };
-        let Some(f) = app.file() else { return Ok(()) };
+        let Some(f) = state.file() else { return Ok(()) };
         let Some(live) = a.live.as_ref() else {
             return Ok(());
         };
@@ -85,7 +60,7 @@ fn text_export(app: &App, kind: Kind) -> Result<(), JsValue> {
     let bag = BlobPropertyBag::new();
     bag.set_type(mime);
     let blob = Blob::new_with_str_sequence_and_options(&parts, &bag)?;
-    download_blob(&app.ui.document, &blob, &name)
+    download_blob(&ui.document, &blob, &name)
 }
 
 /// Hands a Blob to the browser as a download named `name`.
@@ -98,7 +73,7 @@ pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(),
     a.click();
     // Let the download start before the URL goes.
     wasm_bindgen_futures::spawn_local(async move {
-        crate::app::next_frame().await;
+        crate::tasks::next_frame().await;
         let _ = Url::revoke_object_url(&url);
     });
     Ok(())
@@ -106,7 +81,7 @@ pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(),
 
 /// Downloads a canvas as PNG (`canvas.toBlob`).
 /// The timeline as the page shows it, on one new canvas: the base layer with the marks over it.
-fn timeline_image(ui: &crate::app::Ui) -> Result<HtmlCanvasElement, JsValue> {
+fn timeline_image(ui: &Ui) -> Result<HtmlCanvasElement, JsValue> {
     let image: HtmlCanvasElement =
         ui.document.create_element("canvas")?.dyn_into().map_err(|_| JsValue::from_str("no canvas element"))?;
     image.set_width(ui.plot.width());

@@ -15,9 +15,10 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc, Analysis};
-use crate::app::{App, OpenFile, Target};
 use crate::input::Surface;
+use crate::paint::Frame;
 use memviz_view::axis;
+use memviz_view::state::{OpenFile, Target, ViewState};
 
 /// `97.5 MiB (102228128 bytes)`.
 pub fn sz(bytes: u64) -> String {
@@ -219,7 +220,7 @@ impl FragChart {
             return false;
         }
         if since_ms == now_ms {
-            crate::app::redraw_after(left_ms.ceil() as i32 + 1);
+            crate::tasks::redraw_after(left_ms.ceil() as i32 + 1);
         }
         true
     }
@@ -227,15 +228,15 @@ impl FragChart {
 
 /// The step the user points at on the timeline, or the pinned allocation's alloc: (x position,
 /// step).
-fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
+fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
     let xm = f.xmap();
-    if app.state.hover.is_some() && app.state.drag.is_none() {
-        if let Some((Surface::Plot, x_px, _)) = app.state.last_pointer {
-            let pos = f.viewport.pos_at(&app.plot_rect(), x_px);
+    if state.hover.is_some() && state.drag.is_none() {
+        if let Some((Surface::Plot, x_px, _)) = state.last_pointer {
+            let pos = f.viewport.pos_at(&state.plot_rect(), x_px);
             return Some((pos, xm.step(pos)));
         }
     }
-    match app.state.pinned {
+    match state.pinned {
         Some(Target::Element(e)) => {
             // Its alloc, when the trace has it.
             let el = f.plot.layout.elements.get(e as usize)?;
@@ -251,36 +252,33 @@ fn marker_of(app: &App, f: &OpenFile) -> Option<(f64, f64)> {
 /// moving window at most every [`FRAG_WINDOW_REDRAW_MS`]), and its marker at the step the user
 /// points at (called by each frame while the tab is shown).
 #[allow(clippy::too_many_lines)] // one chart and its readout; moves into a paint module with the panel state
-pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
-    let Some(f) = app.file() else { return };
+pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElement) {
+    let Some(f) = fr.file() else { return };
     let Some(canvas) =
         panel.query_selector("canvas.an-frag").ok().flatten().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
     else {
         return;
     };
-    let Ok(mut st) = app.analysis.frag_chart.try_borrow_mut() else {
-        return;
-    };
     let xm = f.xmap();
     let v = &f.viewport;
     let key = FragKey {
-        file: (app.state.current.unwrap_or(0), f.plot.device_pos),
-        generation: app.generation,
+        file: (fr.state.current.unwrap_or(0), f.plot.device_pos),
+        generation: fr.state.generation,
         window: (v.x0, v.x1),
         time_axis: xm.is_time(),
-        dpr: app.state.dpr,
+        dpr: fr.state.dpr,
     };
-    let marker = marker_of(app, f);
+    let marker = marker_of(fr.state, f);
     let mut drawn = false;
     if st.key.as_ref() != Some(&key) {
         // A marker over the axes of the old window would be misplaced: it waits as well.
-        if st.defers(&key, app.ui.now_ms()) {
+        if st.defers(&key, fr.ui.now_ms()) {
             return;
         }
-        let Some(a) = super::analysis(app) else {
+        let Some(a) = fr.derived.analysis_of(fr.state) else {
             return;
         };
-        let dpr = app.state.dpr;
+        let dpr = fr.state.dpr;
         chart::fit(&canvas, FRAG_CSS_PX, dpr);
         let layout = &f.plot.layout;
         let (s0, s1) = (xm.step(v.x0), xm.step(v.x1));
@@ -320,7 +318,7 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
         // The window as the timeline's `data-view` gives it, and in steps.
         let _ = canvas.set_attribute("data-window", &format!("{:.3},{:.3}", v.x0, v.x1));
         let _ = canvas.set_attribute("data-window-steps", &format!("{s0:.0},{s1:.0}"));
-        st.layer.keep(&app.ui.document, &canvas);
+        st.layer.keep(&fr.ui.document, &canvas);
         st.key = Some(key);
         drawn = true;
     }
@@ -329,10 +327,10 @@ pub fn sync_fragmentation(app: &App, panel: &HtmlElement) {
             st.reset();
             return;
         }
-        let text = match (marker, super::analysis(app)) {
+        let text = match (marker, fr.derived.analysis_of(fr.state)) {
             (Some((x, step)), Some(a)) => {
                 if let Some(area) = &st.area {
-                    chart::marker(&canvas, app.state.dpr, area, x, MARKER);
+                    chart::marker(&canvas, fr.state.dpr, area, x, MARKER);
                 }
                 a.frag_track
                     .at_step(&f.plot.layout, step)

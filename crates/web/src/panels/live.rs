@@ -1,11 +1,10 @@
 //! The Live set tab: what is live at a moment (the peak unless the user picks another), by
 //! source line and as a collapsible tree of frames; exports.
 
-use std::collections::HashSet;
 use std::fmt::Write;
 
 use memviz_core::analysis::live::LiveSet;
-use memviz_core::analysis::{frame_key, is_unrecorded, size_text, visible_frames, FrameKey, Moment, Replay};
+use memviz_core::analysis::{size_text, Moment};
 use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
@@ -105,53 +104,4 @@ fn tree_html(snap: &Snapshot, l: &LiveSet, s: &mut String) {
         }
     }
     s.push_str("</div>");
-}
-
-/// Frame keys of a stack's visible frames, outermost first.
-fn path_of(snap: &Snapshot, stack: u32) -> Vec<FrameKey> {
-    let mut p: Vec<FrameKey> = visible_frames(snap, stack).map(frame_key).collect();
-    p.reverse();
-    p
-}
-
-/// The live elements whose stacks pass through a tree node.
-pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) -> Vec<u32> {
-    let Some(n) = l.tree.nodes.get(node as usize) else {
-        return Vec::new();
-    };
-    if n.parent.is_none() {
-        return l.elements.clone();
-    }
-    // The node's path from the root, as frame keys (None: a "no frames" node).
-    let mut path: Vec<Option<FrameKey>> = Vec::new();
-    let mut cur = Some(node);
-    while let Some(c) = cur {
-        let Some(x) = l.tree.nodes.get(c as usize) else {
-            break;
-        };
-        if x.parent.is_none() {
-            break;
-        }
-        path.push(x.frame.and_then(|f| snap.frames.get(f as usize)).map(frame_key));
-        cur = x.parent;
-    }
-    path.reverse();
-    let no_frames = path.first().is_some_and(Option::is_none);
-    let mut stacks_in: HashSet<(u32, bool)> = HashSet::new();
-    for g in &l.by_stack {
-        let p = path_of(snap, g.stack);
-        let inside = if no_frames {
-            p.is_empty() && g.before_trace == n.before_trace
-        } else {
-            p.len() >= path.len() && path.iter().zip(&p).all(|(a, b)| a.as_ref() == Some(b))
-        };
-        if inside {
-            stacks_in.insert((g.stack, g.before_trace));
-        }
-    }
-    l.elements
-        .iter()
-        .copied()
-        .filter(|&e| replay.lives.get(e as usize).is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x)))))
-        .collect()
 }

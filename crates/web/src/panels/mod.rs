@@ -13,123 +13,29 @@ pub mod export;
 pub mod insights;
 pub mod live;
 
-use std::cell::{Ref, RefCell};
-
-use gloo_events::EventListener;
-use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
-use memviz_core::analysis::growth::{self, Insights};
-use memviz_core::analysis::live::{self as core_live, LiveSet};
-use memviz_core::analysis::{Moment, Replay};
 use memviz_core::timeline::Mode;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Element, HtmlElement, MouseEvent};
 
-use crate::app::{App, Ui};
-use crate::input::Input;
-
-/// Points of the fragmentation chart at most.
-const FRAG_POINTS: usize = 600;
+pub use crate::derived::Analysis;
+use crate::derived::{current_key, Derived};
+use crate::dom::Ui;
+use crate::input::{bind, Binding, Input};
+use crate::paint::{Frame, FrameInfo};
+pub use memviz_view::state::panels::{Action, ExportKind, Highlight, Tab};
+use memviz_view::state::ViewState;
 
 /// Fill of highlighted allocations.
 pub const HIGHLIGHT_FILL: &str = "#c2185b";
 
-/// Which part of the panel is shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Tab {
-    /// Findings and out-of-memory explanations.
-    #[default]
-    Insights,
-    /// The live set at a moment, with exports.
-    Live,
-    /// This file against another open file.
-    Compare,
-    /// Memory by category (inferred).
-    Categories,
-}
-
-/// What the user asked of the panel.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Action {
-    /// Show or hide the panel.
-    Toggle,
-    /// Show a tab.
-    Tab(Tab),
-    /// Highlight the elements of a finding (index into [`Insights::findings`]).
-    Finding(usize),
-    /// Highlight the holders of an out-of-memory report (index into [`Insights::ooms`]).
-    OomHolders(usize),
-    /// Highlight the live allocations of a site (index into [`LiveSet::by_site`]).
-    Site(usize),
-    /// Highlight the live allocations under a tree node.
-    Node(u32),
-    /// Forget the highlight.
-    ClearHighlight,
-    /// Live set at the peak.
-    LiveAtPeak,
-    /// Live set at the centre of the visible window.
-    LiveAtCentre,
-    /// Live set at a plot x (CSS px), from a Shift+click on the timeline.
-    LiveAtPx(f64),
-    /// Download something.
-    Export(export::Kind),
-    /// Compare with another open file (index into the files).
-    CompareWith(usize),
-    /// Colour the timeline by inferred category, or stop.
-    CategoryColour,
-    /// Close the profiler memory timeline.
-    CategoryClose,
-    /// Pointer over the category chart at x (CSS px), or gone.
-    CategoryHover(Option<f64>),
-}
-
-/// Elements outlined on the timeline, and what named them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Highlight {
-    /// `data-key` of the row that named them (`finding:2`, `site:0`).
-    pub key: String,
-    /// Timeline element indices.
-    pub elements: Vec<u32>,
-}
-
-/// What the analyses found for one device of one file.
-pub struct Analysis {
-    /// (file index, device position).
-    pub key: (usize, usize),
-    /// Lifetimes and live bytes.
-    pub replay: Replay,
-    /// Findings.
-    pub insights: Insights,
-    /// Reserved, allocated and the largest free block over time, sampled.
-    pub fragmentation: FragSeries,
-    /// The same after every entry, for drawing any window of the timeline.
-    pub frag_track: FragTrack,
-    /// The live set at [`Panel::moment`].
-    pub live: Option<LiveSet>,
-    /// The moment `live` is for.
-    pub live_moment: Option<Moment>,
-}
-
-/// The panel's state.
+/// What the panel's DOM shows now, and the charts drawn in it.
 #[derive(Default)]
-pub struct Panel {
-    /// Whether it is shown.
-    pub open: bool,
-    /// The tab shown.
-    pub tab: Tab,
-    /// Moment of the live set.
-    pub moment: Option<Moment>,
-    /// What is outlined on the timeline.
-    pub highlight: Option<Highlight>,
-    /// Changes whenever something the panel draws on the timeline changes.
-    pub canvas_seq: usize,
-    /// The Compare tab.
-    pub compare: compare::State,
-    /// Categories: the profiler timeline and the inferred colouring.
-    pub categories: categories::State,
-    cache: RefCell<Option<Analysis>>,
-    frag_chart: RefCell<insights::FragChart>,
-    written: RefCell<Option<WrittenKey>>,
-    written_highlight: RefCell<Option<String>>,
+pub struct Memo {
+    written: Option<WrittenKey>,
+    written_highlight: Option<String>,
+    frag_chart: insights::FragChart,
+    /// The profiler timeline's chart.
+    pub categories: categories::Memo,
 }
 
 /// What the panel's DOM shows now.
@@ -138,125 +44,10 @@ struct WrittenKey {
     open: bool,
     tab: Tab,
     file: Option<(usize, usize)>,
-    moment: Option<Moment>,
+    moment: Option<memviz_core::analysis::Moment>,
     files: usize,
     other: Option<usize>,
     colour_inferred: bool,
-}
-
-/// The current (file, device position), when the timeline shows allocations.
-fn current_key(app: &App) -> Option<(usize, usize)> {
-    let i = app.state.current?;
-    let f = app.state.files.get(i)?;
-    Some((i, f.plot.device_pos))
-}
-
-/// The analyses of the current file and device, computed on first use.
-pub fn analysis(app: &App) -> Option<Ref<'_, Analysis>> {
-    let key = current_key(app)?;
-    let f = app.file()?;
-    let moment = app.analysis.moment.unwrap_or(Moment::Peak);
-    {
-        let mut cache = app.analysis.cache.try_borrow_mut().ok()?;
-        if cache.as_ref().is_none_or(|a| a.key != key) {
-            let replay = Replay::build(&f.snap, key.1);
-            let insights = growth::insights_with(&f.snap, &replay);
-            let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
-            *cache = Some(Analysis { key, replay, insights, fragmentation, frag_track, live: None, live_moment: None });
-        }
-        if let Some(a) = cache.as_mut() {
-            if a.live_moment != Some(moment) {
-                a.live = core_live::live_set(&f.snap, &a.replay, moment).ok();
-                a.live_moment = Some(moment);
-            }
-        }
-    }
-    let cache = app.analysis.cache.try_borrow().ok()?;
-    Ref::filter_map(cache, Option::as_ref).ok()
-}
-
-/// Applies an action.
-pub fn handle(app: &mut App, action: Action) {
-    let p = &mut app.analysis;
-    match action {
-        Action::Toggle => {
-            p.open = !p.open;
-        }
-        Action::Tab(t) => p.tab = t,
-        Action::ClearHighlight => p.highlight = None,
-        Action::LiveAtPeak => p.moment = Some(Moment::Peak),
-        Action::LiveAtCentre | Action::LiveAtPx(_) => {
-            let rect = app.plot_rect();
-            let Some(f) = app.file() else { return };
-            let v = &f.viewport;
-            let pos = match action {
-                Action::LiveAtPx(x_px) => v.pos_at(&rect, x_px),
-                _ => (v.x0 + v.x1) / 2.0,
-            };
-            let step = f.xmap().step(pos);
-            let m = Moment::at_step(&f.plot.layout, step);
-            let p = &mut app.analysis;
-            p.moment = Some(m);
-            p.open = true;
-            p.tab = Tab::Live;
-        }
-        Action::Finding(_) | Action::OomHolders(_) | Action::Site(_) | Action::Node(_) => {
-            let h = analysis(app).and_then(|a| {
-                let f = app.file()?;
-                highlight_of(&f.snap, &a, action)
-            });
-            let p = &mut app.analysis;
-            // A second click on the same row clears it.
-            p.highlight = match h {
-                Some(h) if p.highlight.as_ref().map(|o| &o.key) == Some(&h.key) => None,
-                other => other,
-            };
-        }
-        Action::Export(kind) => export::run(app, kind),
-        Action::CompareWith(i) => p.compare.other = Some(i),
-        Action::CategoryColour => {
-            p.categories.colour_inferred = !p.categories.colour_inferred;
-        }
-        Action::CategoryClose => p.categories.close_profile(),
-        Action::CategoryHover(x_px) => {
-            p.categories.hover_x_px = x_px;
-            return;
-        }
-    }
-    app.analysis.canvas_seq += 1;
-}
-
-/// The elements a row of the panel names.
-fn highlight_of(snap: &memviz_core::snapshot::Snapshot, a: &Analysis, action: Action) -> Option<Highlight> {
-    match action {
-        Action::Finding(i) => {
-            a.insights.findings.get(i).map(|f| Highlight { key: format!("finding:{i}"), elements: f.elements.clone() })
-        }
-        Action::OomHolders(i) => {
-            a.insights.ooms.get(i).map(|o| Highlight { key: format!("oom:{i}"), elements: o.holders.elements.clone() })
-        }
-        Action::Site(i) => {
-            let live = a.live.as_ref()?;
-            let site = live.by_site.get(i)?;
-            let elements = live
-                .elements
-                .iter()
-                .copied()
-                .filter(|&e| {
-                    a.replay
-                        .lives
-                        .get(e as usize)
-                        .is_some_and(|l| memviz_core::analysis::life_site_label(snap, l) == site.label)
-                })
-                .collect();
-            Some(Highlight { key: format!("site:{i}"), elements })
-        }
-        Action::Node(n) => {
-            let live = a.live.as_ref()?;
-            Some(Highlight { key: format!("node:{n}"), elements: live::elements_under(snap, &a.replay, live, n) })
-        }
-        _ => None,
-    }
 }
 
 /// Escapes text for HTML.
@@ -280,50 +71,48 @@ fn by_id(ui: &Ui, id: &str) -> Option<HtmlElement> {
 }
 
 /// Brings the panel's DOM in line with the state (called by each frame).
-pub fn sync(app: &App) {
-    let ui = &app.ui;
-    categories::sync_profile(app);
+pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
+    let ui = fr.ui;
+    categories::sync_profile(fr, &mut memo.categories);
     let Some(panel) = by_id(ui, "analysis") else {
         return;
     };
-    let p = &app.analysis;
+    let p = &fr.state.analysis;
     if let Some(t) = by_id(ui, "analysis-toggle") {
-        let _ = t.toggle_attribute_with_force("disabled", app.file().is_none());
-        let _ = t.class_list().toggle_with_force("active", p.open && app.file().is_some());
+        let _ = t.toggle_attribute_with_force("disabled", fr.file().is_none());
+        let _ = t.class_list().toggle_with_force("active", p.open && fr.file().is_some());
     }
-    let open = p.open && app.file().is_some();
+    let open = p.open && fr.file().is_some();
     let key = WrittenKey {
         open,
         tab: p.tab,
-        file: current_key(app),
+        file: current_key(fr.state),
         moment: p.moment,
-        files: app.state.files.len(),
-        other: compare::other_of(app),
+        files: fr.state.files.len(),
+        other: p.compare_other(fr.state.current, fr.state.files.len()),
         colour_inferred: p.categories.colour_inferred,
     };
-    if p.written.borrow().as_ref() != Some(&key) {
+    if memo.written.as_ref() != Some(&key) {
         panel.set_hidden(!open);
-        let html = if open { body_html(app) } else { String::new() };
+        let html = if open { body_html(fr) } else { String::new() };
         panel.set_inner_html(&html);
-        if let Ok(mut c) = p.frag_chart.try_borrow_mut() {
-            c.reset();
-        }
+        memo.frag_chart.reset();
         if open {
             if let Ok(Some(c)) = panel.query_selector("canvas.cmp-chart") {
                 if let Ok(c) = c.dyn_into::<web_sys::HtmlCanvasElement>() {
-                    compare::draw(app, &c);
+                    compare::draw(fr, &c);
                 }
             }
         }
-        *p.written.borrow_mut() = Some(key);
-        *p.written_highlight.borrow_mut() = None;
+        memo.written = Some(key);
+        memo.written_highlight = None;
     }
     if open && p.tab == Tab::Insights {
-        insights::sync_fragmentation(app, &panel);
+        insights::sync_fragmentation(fr, &mut memo.frag_chart, &panel);
     }
     // The selected row.
     let want = p.highlight.as_ref().map(|h| h.key.clone());
-    if *p.written_highlight.borrow() != want {
+    if memo.written_highlight != want {
         if let Ok(Some(old)) = panel.query_selector(".selected") {
             let _ = old.class_list().remove_1("selected");
         }
@@ -334,12 +123,12 @@ pub fn sync(app: &App) {
         }
         let n = p.highlight.as_ref().map_or(0, |h| h.elements.len());
         let _ = panel.set_attribute("data-highlight", &n.to_string());
-        *p.written_highlight.borrow_mut() = want;
+        memo.written_highlight = want;
     }
 }
 
-fn body_html(app: &App) -> String {
-    let p = &app.analysis;
+fn body_html(fr: &Frame<'_>) -> String {
+    let p = &fr.state.analysis;
     let mut s = String::new();
     let tab = |t: Tab, label: &str, act: &str| {
         format!(
@@ -350,7 +139,7 @@ fn body_html(app: &App) -> String {
     s.push_str("<div class=\"an-tabs\">");
     s.push_str(&tab(Tab::Insights, "Insights", "tab-insights"));
     s.push_str(&tab(Tab::Live, "Live set", "tab-live"));
-    if app.state.files.len() >= 2 {
+    if fr.state.files.len() >= 2 {
         s.push_str(&tab(Tab::Compare, "Compare", "tab-compare"));
     }
     s.push_str(&tab(Tab::Categories, "Categories", "tab-categories"));
@@ -358,12 +147,12 @@ fn body_html(app: &App) -> String {
         "<button type=\"button\" class=\"an-close\" data-act=\"toggle\" title=\"Close the panel\">×</button></div>",
     );
     s.push_str("<div class=\"an-body\">");
-    match (analysis(app), app.file()) {
+    match (fr.derived.analysis_of(fr.state), fr.file()) {
         (Some(a), Some(f)) => match p.tab {
-            Tab::Insights => insights::html(&f.snap, &a, &mut s),
-            Tab::Live => live::html(&f.snap, &a, &mut s),
-            Tab::Compare => compare::html(app, &mut s),
-            Tab::Categories => categories::html(app, &mut s),
+            Tab::Insights => insights::html(&f.snap, a, &mut s),
+            Tab::Live => live::html(&f.snap, a, &mut s),
+            Tab::Compare => compare::html(fr, &mut s),
+            Tab::Categories => categories::html(fr, &mut s),
         },
         _ => s.push_str("<p>No snapshot.</p>"),
     }
@@ -393,26 +182,26 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "clear" => Action::ClearHighlight,
         "peak" => Action::LiveAtPeak,
         "centre" => Action::LiveAtCentre,
-        k => Action::Export(export::Kind::from_value(k)?),
+        k => Action::Export(ExportKind::from_value(k)?),
     })
 }
 
-/// The panel's listeners: clicks in the panel, the header toggle, Shift+click on the timeline.
-pub fn listeners(weak: &std::rc::Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListener> {
+/// The panel's events: clicks in the panel, the header toggle, Shift+click on the timeline.
+pub fn bindings(ui: &Ui) -> Vec<Binding> {
     let mut l = Vec::new();
     if let Some(panel) = by_id(ui, "analysis") {
-        l.push(crate::app::listen(weak, panel.as_ref(), "click", |e: &MouseEvent| {
+        l.push(bind(panel.as_ref(), "click", |e: &MouseEvent| {
             let a = action_of(e)?;
             // <summary> toggles its <details> itself; the row is highlighted as well.
             Some(Input::Analysis(a))
         }));
     }
     if let Some(t) = by_id(ui, "analysis-toggle") {
-        l.push(crate::app::listen(weak, t.as_ref(), "click", |_: &MouseEvent| Some(Input::Analysis(Action::Toggle))));
+        l.push(bind(t.as_ref(), "click", |_: &MouseEvent| Some(Input::Analysis(Action::Toggle))));
     }
     if let Some(c) = by_id(ui, "cat-timeline") {
-        l.push(crate::app::listen(weak, c.as_ref(), "click", |e: &MouseEvent| action_of(e).map(Input::Analysis)));
-        l.push(crate::app::listen(weak, c.as_ref(), "mousemove", |e: &MouseEvent| {
+        l.push(bind(c.as_ref(), "click", |e: &MouseEvent| action_of(e).map(Input::Analysis)));
+        l.push(bind(c.as_ref(), "mousemove", |e: &MouseEvent| {
             let on_chart = e
                 .target()
                 .and_then(|t| t.dyn_into::<Element>().ok())
@@ -420,22 +209,22 @@ pub fn listeners(weak: &std::rc::Weak<RefCell<App>>, ui: &Ui) -> Vec<EventListen
             Some(Input::Analysis(Action::CategoryHover(on_chart.then(|| f64::from(e.offset_x())))))
         }));
     }
-    l.push(crate::app::listen(weak, ui.plot.as_ref(), "click", |e: &MouseEvent| {
+    l.push(bind(ui.plot.as_ref(), "click", |e: &MouseEvent| {
         e.shift_key().then(|| Input::Analysis(Action::LiveAtPx(f64::from(e.offset_x()))))
     }));
     l
 }
 
 /// Outlines the highlighted elements and marks the live set's moment on the timeline.
-pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
-    let p = &app.analysis;
-    categories::draw_colours(app, ctx);
-    let Some(f) = app.file() else { return };
-    if app.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
+pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
+    let p = &fr.state.analysis;
+    categories::draw_colours(fr, drawn, ctx);
+    let Some(f) = fr.file() else { return };
+    if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
     }
-    let dpr = app.state.dpr;
-    let plot = crate::render::PlotDev::new(f, app.plot_rect(), dpr).reusing(&app.memo.frame);
+    let dpr = fr.state.dpr;
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), dpr).reusing(drawn);
     let (rect, layout) = (plot.rect, plot.layout);
     plot.clip(ctx);
     if let Some(h) = &p.highlight {
@@ -454,7 +243,7 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
     }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {
-        let row = p.cache.borrow().as_ref().and_then(|a| a.live.as_ref().and_then(|l| l.row));
+        let row = fr.derived.analysis_of(fr.state).and_then(|a| a.live.as_ref().and_then(|l| l.row));
         if let Some(row) = row {
             let step = layout.step_of_row(row).unwrap_or_else(|| layout.step_for_row(row));
             let (x, _) = plot.to_dev(f64::from(step), 0.0);
@@ -469,4 +258,9 @@ pub fn draw_highlight(app: &App, ctx: &CanvasRenderingContext2d) {
         }
     }
     ctx.restore();
+}
+
+/// Carries out a download the panel asked for.
+pub fn export(ui: &Ui, state: &ViewState, derived: &Derived, kind: ExportKind) -> Option<String> {
+    export::run(ui, state, derived, kind)
 }

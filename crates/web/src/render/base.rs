@@ -3,6 +3,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::model::column_envelopes;
 
 /// Draws everything of the timeline that does not depend on the pointer.
 ///
@@ -225,25 +226,22 @@ pub struct PlotPixels {
 pub type PixelsKey = (HeldWhat, u64, u64);
 
 /// The key of the plot area of the file shown, in its window.
-pub(crate) fn pixels_key(app: &App) -> Option<PixelsKey> {
-    let v = &app.file()?.viewport;
-    Some((held_what(app)?, v.x0.to_bits(), v.x1.to_bits()))
+pub(crate) fn pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
+    let v = &fr.file()?.viewport;
+    Some((held_what(fr)?, v.x0.to_bits(), v.x1.to_bits()))
 }
 
 /// Computes the plot area of the next exact frame now and keeps it for that frame, when the
 /// timeline is what the page shows.
-pub fn prepare_plot(app: &App) {
-    let (Some(f), Some(key)) = (app.file(), pixels_key(app)) else { return };
-    if app.state.view.is_panel() || app.memo.prepared.try_borrow().is_ok_and(|p| p.as_ref().is_some_and(|p| p.0 == key))
-    {
+pub fn prepare_plot(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    let (Some(f), Some(key)) = (fr.file(), pixels_key(fr)) else { return };
+    if fr.state.view.is_panel() || memo.prepared.as_ref().is_some_and(|p| p.0 == key) {
         return;
     }
-    let (w, h) = app.state.plot_css;
+    let (w, h) = fr.state.plot_css;
     let rect = plot_rect(w, h, f.plot.annotation_row_count);
-    let pixels = compute_plot(f, rect, app.state.dpr);
-    if let Ok(mut p) = app.memo.prepared.try_borrow_mut() {
-        *p = Some((key, pixels));
-    }
+    let pixels = compute_plot(f, rect, fr.state.dpr);
+    memo.prepared = Some((key, pixels));
 }
 
 /// The plot area's origin and size in device px (whole pixels).
@@ -326,32 +324,6 @@ pub(crate) fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels
         bands_drawn,
         vertices_drawn,
         edges: ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges },
-    }
-}
-
-/// An `ImageData` of the plot area's size kept from frame to frame: each exact frame copies its
-/// pixels into it and puts it on the canvas. A fresh `ImageData` (a few MB) per frame meant
-/// fresh memory each time, and where touching fresh memory is slow such a frame took 50-80 ms
-/// instead of 10.
-#[derive(Default)]
-pub struct ImageBuffer(std::cell::RefCell<Option<(u32, u32, ImageData, js_sys::Uint8ClampedArray)>>);
-
-impl ImageBuffer {
-    /// Puts `bytes` (RGBA rows of `size` px) on `ctx` at device px `at`.
-    fn put(&self, ctx: &CanvasRenderingContext2d, bytes: &[u8], size: (u32, u32), at: (f64, f64)) {
-        let Ok(mut slot) = self.0.try_borrow_mut() else { return };
-        if !matches!(&*slot, Some((w, h, ..)) if (*w, *h) == size) {
-            let data = js_sys::Uint8ClampedArray::new_with_length(size.0.saturating_mul(size.1).saturating_mul(4));
-            *slot = ImageData::new_with_js_u8_clamped_array_and_sh(&data, size.0, size.1)
-                .ok()
-                .map(|img| (size.0, size.1, img, data));
-        }
-        if let Some((_, _, img, data)) = &*slot {
-            if data.length() as usize == bytes.len() {
-                data.copy_from(bytes);
-                let _ = ctx.put_image_data(img, at.0, at.1);
-            }
-        }
     }
 }
 

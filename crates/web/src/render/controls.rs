@@ -5,7 +5,7 @@
 use super::*;
 
 /// "Reading x.pickle: 45.2 of 89.5 MiB · about 2 s left".
-pub(crate) fn loading_text(l: &crate::app::Loading) -> String {
+pub(crate) fn loading_text(l: &memviz_view::state::Loading) -> String {
     let mut text = format!("{} {}", l.phase, l.name);
     if l.phase == "Reading" && l.total_bytes > 0 {
         text += &format!(": {} of {}", human_size(l.read_bytes as f64), human_size(l.total_bytes as f64));
@@ -25,10 +25,10 @@ pub(crate) fn loading_text(l: &crate::app::Loading) -> String {
 
 /// Brings the controls in line with the state.
 #[allow(clippy::too_many_lines)] // every control of the toolbar and status line in one place
-pub fn sync_dom(app: &App) {
-    let ui = &app.ui;
+pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    let ui = &fr.ui;
     // Progress and status.
-    match &app.loading {
+    match &fr.state.loading {
         Some(l) => {
             ui.progress.set_hidden(false);
             // Only reading a file can be stopped (a relayout is one frame).
@@ -36,22 +36,22 @@ pub fn sync_dom(app: &App) {
             ui.progress.set_value(l.fraction);
             set_text(&ui.status, &loading_text(l));
         }
-        None if app.status_note.is_some() => {
+        None if fr.state.status_note.is_some() => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            set_text(&ui.status, app.status_note.as_deref().unwrap_or(""));
+            set_text(&ui.status, fr.state.status_note.as_deref().unwrap_or(""));
         }
         None => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            let text = app.file().map_or_else(String::new, |f| {
+            let text = fr.file().map_or_else(String::new, |f| {
                 let l = &f.plot.layout;
                 format!("{} · peak {} · {} allocations", f.name, human_size(l.peak_bytes as f64), l.elements.len())
             });
             set_text(&ui.status, &text);
         }
     }
-    match &app.error {
+    match &fr.state.error {
         Some(e) => {
             set_text(&ui.error_text, e);
             ui.error.set_hidden(false);
@@ -60,19 +60,19 @@ pub fn sync_dom(app: &App) {
             ui.error.set_hidden(true);
         }
     }
-    ui.empty.set_hidden(app.file().is_some());
-    ui.drop_overlay.set_hidden(!app.drag_hover);
+    ui.empty.set_hidden(fr.file().is_some());
+    ui.drop_overlay.set_hidden(!fr.state.drag_hover);
     // Menus.
-    let devices = app.file().map_or(0, |f| f.snap.devices.len());
-    let key = (app.state.files.len(), app.state.current, devices);
-    if app.memo.menus.get() != Some(key) {
-        app.memo.menus.set(Some(key));
+    let devices = fr.file().map_or(0, |f| f.snap.devices.len());
+    let key = (fr.state.files.len(), fr.state.current, devices);
+    if memo.menus != Some(key) {
+        memo.menus = Some(key);
         fill_select(
             ui,
             &ui.file_select,
-            app.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())),
+            fr.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())),
         );
-        if let Some(f) = app.file() {
+        if let Some(f) = fr.file() {
             fill_select(
                 ui,
                 &ui.device_select,
@@ -87,24 +87,24 @@ pub fn sync_dom(app: &App) {
         }
         fill_select(ui, &ui.view_select, View::ALL.iter().map(|v| (v.value().to_string(), v.label().to_string())));
     }
-    let busy = app.loading.is_some();
+    let busy = fr.state.loading.is_some();
     set_select(
         &ui.file_select,
-        &app.state.current.map_or(String::new(), |i| i.to_string()),
-        app.state.files.len() < 2 || busy,
+        &fr.state.current.map_or(String::new(), |i| i.to_string()),
+        fr.state.files.len() < 2 || busy,
     );
-    set_select(&ui.view_select, app.state.view.value(), app.file().is_none() || busy);
-    match app.file() {
+    set_select(&ui.view_select, fr.state.view.value(), fr.file().is_none() || busy);
+    match fr.file() {
         Some(f) => {
             set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
             set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
             let total = f.plot.element_count();
-            let value = app.detail_preview.unwrap_or(f.max_entries).min(total);
+            let value = fr.state.detail_preview.unwrap_or(f.max_entries).min(total);
             let max = total.to_string();
             if ui.detail.max() != max {
                 ui.detail.set_max(&max);
             }
-            if app.detail_preview.is_none() && ui.detail.value() != value.to_string() {
+            if fr.state.detail_preview.is_none() && ui.detail.value() != value.to_string() {
                 ui.detail.set_value(&value.to_string());
             }
             ui.detail.set_disabled(busy);
@@ -118,14 +118,14 @@ pub fn sync_dom(app: &App) {
         }
     }
     // Stack panel (panel views write their own).
-    if app.state.view.is_panel() {
+    if fr.state.view.is_panel() {
         return;
     }
-    let target = app.state.hover.or(app.state.pinned);
-    let key = (app.state.current.unwrap_or(usize::MAX), app.generation, app.state.hover, app.state.pinned);
-    if *app.memo.stack.borrow() != Some(key) {
-        *app.memo.stack.borrow_mut() = Some(key);
-        let text = match (app.file(), target) {
+    let target = fr.state.hover.or(fr.state.pinned);
+    let key = (fr.state.current.unwrap_or(usize::MAX), fr.state.generation, fr.state.hover, fr.state.pinned);
+    if memo.stack != Some(key) {
+        memo.stack = Some(key);
+        let text = match (fr.file(), target) {
             (Some(f), Some(t)) => f.target_text(t),
             (Some(_), None) => {
                 "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."
@@ -134,7 +134,7 @@ pub fn sync_dom(app: &App) {
             (None, _) => String::new(),
         };
         set_text(&ui.stack, &text);
-        let pinned = app.state.pinned.is_some() && (app.state.hover.is_none() || app.state.hover == app.state.pinned);
+        let pinned = fr.state.pinned.is_some() && (fr.state.hover.is_none() || fr.state.hover == fr.state.pinned);
         let _ = ui.stack.class_list().toggle_with_force("pinned", pinned);
     }
 }
@@ -146,7 +146,7 @@ pub(crate) fn set_text(el: &web_sys::HtmlElement, text: &str) {
 }
 
 pub(crate) fn fill_select(
-    ui: &crate::app::Ui,
+    ui: &crate::dom::Ui,
     select: &web_sys::HtmlSelectElement,
     options: impl Iterator<Item = (String, String)>,
 ) {

@@ -6,19 +6,25 @@ use super::*;
 
 /// The first complete timeline of a load: nothing loading, a file shown, and the canvases
 /// drawn at the size the page gives them.
-pub(crate) fn is_first_complete_frame(app: &App) -> bool {
-    let ui = &app.ui;
+pub(crate) fn is_first_complete_frame(fr: &Frame<'_>) -> bool {
+    let ui = &fr.ui;
     let size_of = |c: &HtmlCanvasElement| (f64::from(c.client_width()), f64::from(c.client_height()));
-    app.loading.is_none()
-        && app.file().is_some()
-        && size_of(&ui.plot) == app.state.plot_css
-        && size_of(&ui.minimap) == app.state.minimap_css
+    fr.state.loading.is_none()
+        && fr.file().is_some()
+        && size_of(&ui.plot) == fr.state.plot_css
+        && size_of(&ui.minimap) == fr.state.minimap_css
 }
 
 /// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
-pub(crate) fn report_ready(app: &App, t: &crate::app::Timings, info: &FrameInfo, frame_start_ms: f64, frame_ms: f64) {
-    app.ui.mark("memviz:ready");
-    let total = app.ui.now_ms() - t.started_ms;
+pub(crate) fn report_ready(
+    fr: &Frame<'_>,
+    t: &crate::model::Timings,
+    info: &FrameInfo,
+    frame_start_ms: f64,
+    frame_ms: f64,
+) {
+    fr.ui.mark("memviz:ready");
+    let total = fr.ui.now_ms() - t.started_ms;
     let json = format!(
         "{{\"read_ms\":{:.1},\"parse_ms\":{:.1},\"model_ms\":{:.1},\"layout_ms\":{:.1},\"wait_ms\":{:.1},\"transfer_ms\":{:.1},\"decode_ms\":{:.1},\"to_frame_ms\":{:.1},\"first_draw_ms\":{:.1},\"total_ms\":{:.1},\"bands_drawn\":{},\"vertices_drawn\":{}}}",
         t.read_ms,
@@ -34,21 +40,21 @@ pub(crate) fn report_ready(app: &App, t: &crate::app::Timings, info: &FrameInfo,
         info.bands_drawn,
         info.vertices_drawn
     );
-    let _ = app.ui.plot.set_attribute("data-timings", &json);
+    let _ = fr.ui.plot.set_attribute("data-timings", &json);
     web_sys::console::log_1(&JsValue::from_str(&format!(
         "memviz: {} ready: {json}",
-        app.file().map_or("", |f| f.name.as_str())
+        fr.file().map_or("", |f| f.name.as_str())
     )));
 }
 
-pub(crate) fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
-    let c = &app.ui.plot;
+pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) {
+    let c = &fr.ui.plot;
     let set = |k: &str, v: &str| {
         if c.get_attribute(k).as_deref() != Some(v) {
             let _ = c.set_attribute(k, v);
         }
     };
-    match app.file() {
+    match fr.file() {
         Some(f) => {
             let v = &f.viewport;
             set("data-view", &format!("{:.3},{:.3}", v.x0, v.x1));
@@ -65,7 +71,7 @@ pub(crate) fn write_test_hooks(app: &App, info: &FrameInfo, frame_ms: f64) {
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
-    let hover = match app.state.hover.or(app.state.pinned) {
+    let hover = match fr.state.hover.or(fr.state.pinned) {
         None => String::new(),
         Some(Target::Element(e)) => format!("element:{e}"),
         Some(Target::Summarized) => "summarized".into(),

@@ -6,16 +6,16 @@ use super::*;
 
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
 /// allocations, the hovered annotation's region, the hovered OOM marker.
-pub(crate) fn draw_timeline_overlay(app: &App, ctx: &CanvasRenderingContext2d) {
-    let Some(f) = app.file() else { return };
-    let dpr = app.state.dpr;
-    let rect = app.plot_rect();
+pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
+    let Some(f) = fr.file() else { return };
+    let dpr = fr.state.dpr;
+    let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
-    let plot = PlotDev::new(f, rect, dpr).reusing(&app.memo.frame);
+    let plot = PlotDev::new(f, rect, dpr).reusing(drawn);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    for (t, width) in [(app.state.pinned, 2.0), (app.state.hover, 1.5)] {
+    for (t, width) in [(fr.state.pinned, 2.0), (fr.state.hover, 1.5)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
@@ -162,29 +162,29 @@ pub(crate) fn crisp(x_css: f64, dpr: f64) -> f64 {
     ((x_css * dpr).floor() + 0.5) / dpr
 }
 
-pub(crate) fn draw_minimap(app: &App) {
-    let ui = &app.ui;
+pub(crate) fn draw_minimap(fr: &Frame<'_>) {
+    let ui = &fr.ui;
     let ctx = &ui.minimap_ctx;
-    let dpr = app.state.dpr;
-    let (w, h) = if app.file().is_some() { app.state.minimap_css } else { (0.0, 0.0) };
+    let dpr = fr.state.dpr;
+    let (w, h) = if fr.file().is_some() { fr.state.minimap_css } else { (0.0, 0.0) };
     fit_canvas(&ui.minimap, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
-    let Some(f) = app.file() else { return };
-    let rect = app.minimap_rect();
+    let Some(f) = fr.file() else { return };
+    let rect = fr.minimap_rect();
     let v = &f.viewport;
     let xm = f.xmap();
     ctx.set_fill_style_str("#f6f6f6");
     ctx.fill_rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
     // Total memory over the whole run.
-    let peak = app.minimap_cols.iter().copied().fold(1.0f64, f64::max);
-    let n = app.minimap_cols.len().max(1) as f64;
+    let peak = fr.derived.minimap_cols.iter().copied().fold(1.0f64, f64::max);
+    let n = fr.derived.minimap_cols.len().max(1) as f64;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     let (l, b, wd, hd) = (rect.left_px * dpr, rect.bottom_px() * dpr, rect.width_px * dpr, rect.height_px * dpr);
     ctx.set_fill_style_str(PALETTE[0]);
     ctx.begin_path();
     ctx.move_to(l, b);
-    for (c, &m) in app.minimap_cols.iter().enumerate() {
+    for (c, &m) in fr.derived.minimap_cols.iter().enumerate() {
         let y = b - m / peak * hd;
         let x0 = l + c as f64 * wd / n;
         ctx.line_to(x0, y);
@@ -212,7 +212,7 @@ pub(crate) fn draw_minimap(app: &App) {
     ctx.set_stroke_style_str("#333");
     ctx.set_line_width(1.0);
     ctx.stroke_rect(x0 + 0.5, rect.top_px + 0.5, (x1 - x0 - 1.0).max(0.5), rect.height_px - 1.0);
-    if let Some(Drag::Brush { start, end, .. }) = app.state.drag {
+    if let Some(Drag::Brush { start, end, .. }) = fr.state.drag {
         let (a, b) = (px(start.min(end)), px(start.max(end)));
         ctx.set_fill_style_str("rgba(78,121,167,0.3)");
         ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);

@@ -2,26 +2,25 @@
 //! History (a virtualized event list and the segment map after the selected event) and the
 //! Allocator Settings table.
 //!
-//! The state they need lives in [`Panels`] (one field of [`App`]); their DOM events become
-//! [`PanelInput`]s through [`crate::app::listen`]; [`draw`] writes the panel from the state.
+//! Their user state is [`memviz_view::state::panels::HistoryState`] and the event list is
+//! derived ([`crate::derived::Derived::history`]); their DOM events become
+//! [`HistoryInput`]s through [`bindings`]; [`draw`] writes the panel from the state, keeping
+//! what it wrote in a [`Memo`].
 
 pub mod settings;
 
-use std::cell::RefCell;
-use std::rc::Weak;
-
-use gloo_events::EventListener;
 use memviz_core::describe::viewer_size;
-use memviz_core::state::AllocatorState;
+use memviz_view::history as state_history;
+use memviz_view::state::panels::{HistoryInput, HistoryRows};
+use memviz_view::state::ViewState;
+use memviz_view::view::View;
+use state_history::{HistoryData, MapHit, MapLayout};
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, Element, HtmlCanvasElement, HtmlElement, KeyboardEvent, MouseEvent};
 
-use crate::app::{listen, App};
-use crate::input::Input;
-use crate::render::PALETTE;
-use memviz_view::history as state_history;
-use memviz_view::view::View;
-use state_history::{HistoryData, MapHit, MapLayout};
+use crate::dom::Ui;
+use crate::input::{bind, Binding, Input};
+use crate::paint::{Frame, PALETTE};
 
 /// Height of one event row, CSS px (matches `#event-rows > div` in style.css).
 pub const EVENT_ROW_PX: f64 = 18.0;
@@ -33,25 +32,6 @@ pub const WASTE_RED: &str = "#d62728";
 const MAP_MARGIN_PX: f64 = 8.0;
 /// Tallest row pitch of the segment map, CSS px.
 const MAP_MAX_PITCH_PX: f64 = 44.0;
-
-/// A user action in a panel.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PanelInput {
-    /// Select an event row.
-    Select(usize),
-    /// Move the selection by this many rows (clamped).
-    Move(i64),
-    /// Select the first (false) or last (true) row.
-    Jump(bool),
-    /// The event list scrolled (CSS px).
-    Scroll(f64),
-    /// The pointer is over an event row (or left the list).
-    HoverRow(Option<usize>),
-    /// The pointer moved over the segment map (CSS px) or left it.
-    MapPointer(Option<(f64, f64)>),
-    /// The "hide allocations freed within the trace" checkbox.
-    HideFreed(bool),
-}
 
 /// The panel's elements.
 struct Els {
@@ -88,57 +68,41 @@ impl Els {
     }
 }
 
-/// The history of one (file, device), built on first use.
-struct Cached {
-    key: (usize, usize),
-    data: HistoryData,
-}
-
-/// The state after one event and its map.
-struct AtEvent {
-    key: (usize, usize, usize),
-    state: AllocatorState,
-    map: MapLayout,
-}
-
 /// The rows drawn: (file, device position, first row, row count, selected row).
 type RowsKey = (usize, usize, usize, usize, usize);
 /// The map drawn: (file, device position, trace entry, device-pixel size, hovered item).
 type MapKey = (usize, usize, usize, (i64, i64), Option<MapHit>);
 
-/// State of the panel views.
+/// What the panel views' DOM shows now, and their elements.
 #[derive(Default)]
-pub struct Panels {
+pub struct Memo {
     els: Option<Els>,
-    /// Selected event: (file, device position, row).
-    pub selected: Option<(usize, usize, usize)>,
-    /// Scroll position of the event list, CSS px.
-    pub scroll_px: f64,
-    /// Event row under the pointer.
-    pub hover_row: Option<usize>,
-    /// Pointer over the segment map, CSS px.
-    pub map_pointer: Option<(f64, f64)>,
-    /// Timelines leave out allocations made and freed within the trace.
-    pub hide_freed: bool,
-    history: RefCell<Option<Cached>>,
-    at_event: RefCell<Option<AtEvent>>,
-    /// What the DOM shows now: rows, map, settings, stack text.
-    drawn_rows: RefCell<Option<RowsKey>>,
-    drawn_map: RefCell<Option<MapKey>>,
-    drawn_settings: RefCell<Option<usize>>,
-    drawn_stack: RefCell<Option<String>>,
-    drawn_scroll: std::cell::Cell<f64>,
+    drawn_rows: Option<RowsKey>,
+    drawn_map: Option<MapKey>,
+    drawn_settings: Option<usize>,
+    drawn_stack: Option<String>,
+    drawn_scroll: f64,
 }
 
-impl Panels {
+impl Memo {
     /// Finds the panel's elements.
-    pub fn new(document: &Document) -> Panels {
-        Panels { els: Els::find(document), hide_freed: embedded_filter_freed(document), ..Panels::default() }
+    pub fn new(document: &Document) -> Memo {
+        Memo { els: Els::find(document), ..Memo::default() }
+    }
+
+    /// The list must be scrolled to the selected row again (the view is shown again).
+    pub fn forget_rows(&mut self) {
+        self.drawn_rows = None;
+    }
+
+    /// Visible height of the event list, CSS px.
+    pub fn list_px(&self) -> f64 {
+        self.els.as_ref().map_or(0.0, |e| f64::from(e.list.client_height()))
     }
 }
 
 /// `filter_freed` of a page written by the command line (`trace-plot --filter-freed`).
-fn embedded_filter_freed(document: &Document) -> bool {
+pub fn embedded_filter_freed(document: &Document) -> bool {
     let Some(text) = document.get_element_by_id("memviz-embedded").and_then(|e| e.text_content()) else { return false };
     let Ok(config) = js_sys::JSON::parse(&text) else { return false };
     js_sys::Reflect::get(&config, &wasm_bindgen::JsValue::from_str("filter_freed"))
@@ -147,8 +111,8 @@ fn embedded_filter_freed(document: &Document) -> bool {
         .unwrap_or(false)
 }
 
-/// Listeners of the panel's elements.
-pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<EventListener> {
+/// The events of the panel's elements and what they mean.
+pub fn bindings(document: &Document) -> Vec<Binding> {
     let mut l = Vec::new();
     let Some(els) = Els::find(document) else { return l };
     let list: &web_sys::EventTarget = els.list.as_ref();
@@ -156,32 +120,30 @@ pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<
         let el: Element = e.target()?.dyn_into().ok()?;
         el.closest("[data-row]").ok()??.get_attribute("data-row")?.parse().ok()
     };
-    l.push(listen(weak, list, "click", move |e: &MouseEvent| row_of(e).map(|r| Input::Panel(PanelInput::Select(r)))));
-    l.push(listen(weak, list, "mouseover", move |e: &MouseEvent| Some(Input::Panel(PanelInput::HoverRow(row_of(e))))));
-    l.push(listen(weak, list, "mouseleave", |_: &MouseEvent| Some(Input::Panel(PanelInput::HoverRow(None)))));
-    l.push(listen(weak, list, "scroll", |e: &web_sys::Event| {
+    l.push(bind(list, "click", move |e: &MouseEvent| row_of(e).map(|r| Input::History(HistoryInput::Select(r)))));
+    l.push(bind(list, "mouseover", move |e: &MouseEvent| Some(Input::History(HistoryInput::HoverRow(row_of(e))))));
+    l.push(bind(list, "mouseleave", |_: &MouseEvent| Some(Input::History(HistoryInput::HoverRow(None)))));
+    l.push(bind(list, "scroll", |e: &web_sys::Event| {
         let el: Element = e.target()?.dyn_into().ok()?;
-        Some(Input::Panel(PanelInput::Scroll(f64::from(el.scroll_top()))))
+        Some(Input::History(HistoryInput::Scroll(f64::from(el.scroll_top()))))
     }));
     let map: &web_sys::EventTarget = els.map.as_ref();
-    l.push(listen(weak, map, "pointermove", |e: &web_sys::PointerEvent| {
-        Some(Input::Panel(PanelInput::MapPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y()))))))
+    l.push(bind(map, "pointermove", |e: &web_sys::PointerEvent| {
+        Some(Input::History(HistoryInput::MapPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y()))))))
     }));
-    l.push(listen(weak, map, "pointerleave", |_: &web_sys::PointerEvent| {
-        Some(Input::Panel(PanelInput::MapPointer(None)))
-    }));
+    l.push(bind(map, "pointerleave", |_: &web_sys::PointerEvent| Some(Input::History(HistoryInput::MapPointer(None)))));
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(document, "hide-freed") {
         let t: &web_sys::EventTarget = cb.as_ref();
-        l.push(listen(weak, t, "change", |e: &web_sys::Event| {
+        l.push(bind(t, "change", |e: &web_sys::Event| {
             let i: web_sys::HtmlInputElement = e.target()?.dyn_into().ok()?;
-            Some(Input::Panel(PanelInput::HideFreed(i.checked())))
+            Some(Input::History(HistoryInput::HideFreed(i.checked())))
         }));
     }
     let win: web_sys::EventTarget = match web_sys::window() {
         Some(w) => w.into(),
         None => return l,
     };
-    l.push(listen(weak, &win, "keydown", |e: &KeyboardEvent| {
+    l.push(bind(&win, "keydown", |e: &KeyboardEvent| {
         let in_history = web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.get_element_by_id("main"))
@@ -194,42 +156,22 @@ pub fn install_listeners(weak: &Weak<RefCell<App>>, document: &Document) -> Vec<
             return None;
         }
         let p = match e.key().as_str() {
-            "ArrowUp" => PanelInput::Move(-1),
-            "ArrowDown" => PanelInput::Move(1),
-            "PageUp" => PanelInput::Move(-20),
-            "PageDown" => PanelInput::Move(20),
-            "Home" => PanelInput::Jump(false),
-            "End" => PanelInput::Jump(true),
+            "ArrowUp" => HistoryInput::Move(-1),
+            "ArrowDown" => HistoryInput::Move(1),
+            "PageUp" => HistoryInput::Move(-20),
+            "PageDown" => HistoryInput::Move(20),
+            "Home" => HistoryInput::Jump(false),
+            "End" => HistoryInput::Jump(true),
             _ => return None,
         };
         e.prevent_default();
-        Some(Input::Panel(p))
+        Some(Input::History(p))
     }));
     l
 }
 
-/// The history of the shown (file, device), built on first use.
-fn ensure_history(app: &App) -> Option<(usize, usize)> {
-    let i = app.state.current?;
-    let f = app.state.files.get(i)?;
-    let d = f.plot.device_pos;
-    let mut h = app.panels.history.borrow_mut();
-    if h.as_ref().map(|c| c.key) != Some((i, d)) {
-        *h = Some(Cached { key: (i, d), data: HistoryData::build(&f.snap, d) });
-    }
-    Some((i, d))
-}
-
-/// Rows of the shown device's event list and their height: (file, device position, rows, row px).
-fn event_rows(app: &App) -> Option<(usize, usize, usize, f64)> {
-    let (i, d) = ensure_history(app)?;
-    let h = app.panels.history.borrow();
-    let data = &h.as_ref()?.data;
-    Some((i, d, data.rows(), row_px(data)))
-}
-
 /// Height of one row: one line, or two when rows show their stream.
-fn row_px(data: &HistoryData) -> f64 {
+pub fn row_px(data: &HistoryData) -> f64 {
     if data.show_stream {
         2.0 * EVENT_ROW_PX
     } else {
@@ -237,86 +179,29 @@ fn row_px(data: &HistoryData) -> f64 {
     }
 }
 
-fn clamp_selected(app: &App, i: usize, d: usize, n: usize) -> Option<(usize, usize, usize)> {
-    if n == 0 {
-        return None;
-    }
-    Some(match app.panels.selected {
-        Some((fi, fd, r)) if fi == i && fd == d => (i, d, r.min(n - 1)),
-        _ => (i, d, n - 1),
-    })
-}
-
-/// The selected row of the shown device (the last row by default).
-pub fn selected_row(app: &App) -> Option<(usize, usize, usize)> {
-    let (i, d, n, _) = event_rows(app)?;
-    clamp_selected(app, i, d, n)
-}
-
-/// Applies a panel input.
-pub fn handle(app: &mut App, input: PanelInput) {
-    match input {
-        PanelInput::HideFreed(on) => {
-            if on != app.panels.hide_freed {
-                app.panels.hide_freed = on;
-                app.relayout(None, None);
-            }
-            return;
-        }
-        PanelInput::Scroll(px) => {
-            app.panels.scroll_px = px;
-            return;
-        }
-        PanelInput::HoverRow(r) => {
-            app.panels.hover_row = r;
-            return;
-        }
-        PanelInput::MapPointer(p) => {
-            app.panels.map_pointer = p;
-            return;
-        }
-        _ => {}
-    }
-    let list_px = app.panels.els.as_ref().map_or(0.0, |e| f64::from(e.list.client_height()));
-    let Some((i, d, n, rpx)) = event_rows(app) else { return };
-    let cur = clamp_selected(app, i, d, n).map(|(_, _, r)| r);
-    let select = |app: &mut App, r: usize| {
-        let r = r.min(n.saturating_sub(1));
-        app.panels.selected = Some((i, d, r));
-        app.panels.scroll_px = state_history::scroll_to_show(n, rpx, list_px, app.panels.scroll_px, MAX_LIST_PX, r);
-    };
-    match (input, cur) {
-        (PanelInput::Select(r), _) if r < n => app.panels.selected = Some((i, d, r)),
-        (PanelInput::Move(by), Some(c)) => select(app, (c as i64).saturating_add(by).max(0) as usize),
-        (PanelInput::Jump(end), _) if n > 0 => select(app, if end { n - 1 } else { 0 }),
-        _ => {}
-    }
-}
-
-/// Resets what depends on the shown file after it changed (called when a view is chosen).
-pub fn on_view_shown(app: &mut App) {
-    app.panels.hover_row = None;
-    app.panels.map_pointer = None;
-    // Scroll the selected row into view once the list is laid out.
-    *app.panels.drawn_rows.borrow_mut() = None;
+/// The event list shown, as [`HistoryState::apply`](memviz_view::state::panels::HistoryState::apply)
+/// needs it.
+pub fn history_rows(state: &ViewState, data: &HistoryData, list_px: f64) -> Option<HistoryRows> {
+    let key = crate::derived::current_key(state)?;
+    Some(HistoryRows { key, rows: data.rows(), row_px: row_px(data), list_px, max_list_px: MAX_LIST_PX })
 }
 
 /// Shows the panel or the timeline, whichever the current view is; whether it is the panel.
 ///
 /// Called before the timeline's canvases are measured after a change of view, so that a
 /// timeline coming back from a panel is measured shown, not hidden (0 px wide).
-pub fn show_panel_or_timeline(app: &App) -> bool {
-    let panel = app.state.view.is_panel() && app.file().is_some();
-    let main = app.ui.main.class_list();
+pub fn show_panel_or_timeline(ui: &Ui, state: &ViewState, memo: &Memo) -> bool {
+    let panel = state.view.is_panel() && state.file().is_some();
+    let main = ui.main.class_list();
     let _ = main.toggle_with_force("view-panel", panel);
-    let _ = main.toggle_with_force("view-history", panel && app.state.view == View::AllocatorStateHistory);
+    let _ = main.toggle_with_force("view-history", panel && state.view == View::AllocatorStateHistory);
     // Controls are shown where they act (style.css: .needs-file, .timeline-only).
-    if let Some(body) = app.ui.document.body() {
+    if let Some(body) = ui.document.body() {
         let classes = body.class_list();
         let _ = classes.toggle_with_force("view-panel", panel);
-        let _ = classes.toggle_with_force("has-file", app.file().is_some());
+        let _ = classes.toggle_with_force("has-file", state.file().is_some());
     }
-    if let Some(els) = &app.panels.els {
+    if let Some(els) = &memo.els {
         if els.panel.hidden() == panel {
             els.panel.set_hidden(!panel);
         }
@@ -326,61 +211,51 @@ pub fn show_panel_or_timeline(app: &App) -> bool {
 
 /// Writes the panel for the current view; returns false when the view is not a panel view (the
 /// caller then draws the timeline).
-pub fn draw(app: &App) -> bool {
-    crate::url::sync(app);
-    crate::pools::sync_note(app);
-    let Some(els) = &app.panels.els else { return false };
-    if let Some(cb) = by_id::<web_sys::HtmlInputElement>(&app.ui.document, "hide-freed") {
-        let disabled = app.file().is_none() || app.loading.is_some() || app.state.view.is_panel();
+pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
+    let state = fr.state;
+    if let Some(cb) = by_id::<web_sys::HtmlInputElement>(&fr.ui.document, "hide-freed") {
+        let disabled = state.file().is_none() || state.loading.is_some() || state.view.is_panel();
         if cb.disabled() != disabled {
             cb.set_disabled(disabled);
         }
-        if cb.checked() != app.panels.hide_freed {
-            cb.set_checked(app.panels.hide_freed);
+        if cb.checked() != state.history.hide_freed {
+            cb.set_checked(state.history.hide_freed);
         }
     }
-    let panel = show_panel_or_timeline(app);
-    if !panel {
-        *app.panels.drawn_stack.borrow_mut() = None;
+    if memo.els.is_none() {
         return false;
     }
-    els.history.set_hidden(app.state.view != View::AllocatorStateHistory);
-    els.settings.set_hidden(app.state.view != View::AllocatorSettings);
-    // The timeline must draw everything again when it comes back.
-    *app.memo.canvas.borrow_mut() = None;
-    *app.memo.stack.borrow_mut() = None;
-    match app.state.view {
-        View::AllocatorStateHistory => draw_history(app, els),
-        View::AllocatorSettings => draw_settings(app, els),
+    let panel = show_panel_or_timeline(fr.ui, state, memo);
+    if !panel {
+        memo.drawn_stack = None;
+        return false;
+    }
+    let Some(els) = memo.els.take() else { return false };
+    els.history.set_hidden(state.view != View::AllocatorStateHistory);
+    els.settings.set_hidden(state.view != View::AllocatorSettings);
+    match state.view {
+        View::AllocatorStateHistory => draw_history(fr, memo, &els),
+        View::AllocatorSettings => draw_settings(fr, memo, &els),
         _ => {}
     }
-    if app.loading.is_none() {
-        if let Some(t) = app.ready_pending.take() {
-            app.ui.mark("memviz:ready");
-            let _ = app
-                .ui
-                .plot
-                .set_attribute("data-timings", &format!("{{\"total_ms\":{:.1}}}", app.ui.now_ms() - t.started_ms));
-        }
-    }
+    memo.els = Some(els);
     true
 }
 
-fn set_stack(app: &App, text: &str) {
-    let mut memo = app.panels.drawn_stack.borrow_mut();
-    if memo.as_deref() != Some(text) {
-        app.ui.stack.set_text_content(Some(text));
-        let _ = app.ui.stack.class_list().remove_1("pinned");
-        *memo = Some(text.to_string());
+fn set_stack(ui: &Ui, memo: &mut Memo, text: &str) {
+    if memo.drawn_stack.as_deref() != Some(text) {
+        ui.stack.set_text_content(Some(text));
+        let _ = ui.stack.class_list().remove_1("pinned");
+        memo.drawn_stack = Some(text.to_string());
     }
 }
 
-fn draw_settings(app: &App, els: &Els) {
-    let Some(i) = app.state.current else { return };
-    let Some(f) = app.file() else { return };
-    if *app.panels.drawn_settings.borrow() != Some(i) {
-        *app.panels.drawn_settings.borrow_mut() = Some(i);
-        let doc = &app.ui.document;
+fn draw_settings(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
+    let Some(i) = fr.state.current else { return };
+    let Some(f) = fr.file() else { return };
+    if memo.drawn_settings != Some(i) {
+        memo.drawn_settings = Some(i);
+        let doc = &fr.ui.document;
         els.settings.set_text_content(None);
         let rows = settings::rows(&f.snap);
         if rows.is_empty() {
@@ -415,7 +290,8 @@ fn draw_settings(app: &App, els: &Els) {
         }
     }
     set_stack(
-        app,
+        fr.ui,
+        memo,
         &format!(
             "Allocator settings of {}: how the CUDA caching allocator was configured when the snapshot was taken.",
             f.name
@@ -424,48 +300,44 @@ fn draw_settings(app: &App, els: &Els) {
 }
 
 #[allow(clippy::too_many_lines)] // the event list and its segment map, drawn together
-fn draw_history(app: &App, els: &Els) {
-    let Some(f) = app.file() else { return };
-    let Some(fi) = app.state.current else { return };
+fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
+    let state = fr.state;
+    let Some(f) = fr.file() else { return };
+    let Some(fi) = state.current else { return };
     let d = f.plot.device_pos;
     let snap = &f.snap;
     let Some(dev) = snap.devices.get(d) else {
-        set_stack(app, "This file has no device.");
+        set_stack(fr.ui, memo, "This file has no device.");
         return;
     };
     let t = &dev.trace;
-    if ensure_history(app).is_none() {
-        return;
-    }
-    let hist = app.panels.history.borrow();
-    let Some(data) = hist.as_ref().map(|c| &c.data) else { return };
+    let Some(data) = fr.derived.history_of(state) else { return };
     let n = data.rows();
     let rpx = row_px(data);
-    let sel = clamp_selected(app, fi, d, n).map(|(_, _, r)| r);
+    let sel = state.history.selected_row((fi, d), n);
     // The list: only the rows in view exist.
     let view_px = f64::from(els.list.client_height());
-    let first_draw = app.panels.drawn_rows.borrow().is_none_or(|k| (k.0, k.1) != (fi, d));
+    let first_draw = memo.drawn_rows.is_none_or(|k| (k.0, k.1) != (fi, d));
+    let scroll_px = state.history.scroll_px;
     if first_draw {
         // A new list (or the view shown again): the selected row in view; the scroll event that
         // follows brings the state in line.
         let _ = els.spacer.style().set_property("height", &format!("{}px", (n as f64 * rpx).min(MAX_LIST_PX)));
         let target = sel.map_or(0.0, |r| state_history::scroll_to_show(n, rpx, view_px, 0.0, MAX_LIST_PX, r));
         els.list.set_scroll_top(target.round() as i32);
-    } else if app.panels.drawn_scroll.get() != app.panels.scroll_px
-        && (f64::from(els.list.scroll_top()) - app.panels.scroll_px).abs() > 1.0
-    {
-        els.list.set_scroll_top(app.panels.scroll_px.round() as i32);
+    } else if memo.drawn_scroll != scroll_px && (f64::from(els.list.scroll_top()) - scroll_px).abs() > 1.0 {
+        els.list.set_scroll_top(scroll_px.round() as i32);
     }
-    app.panels.drawn_scroll.set(app.panels.scroll_px);
+    memo.drawn_scroll = scroll_px;
     let scroll = f64::from(els.list.scroll_top());
     let (height, first, top, count) = state_history::virtual_rows(n, rpx, view_px, scroll, MAX_LIST_PX);
     let rows_key = (fi, d, first, count, sel.unwrap_or(usize::MAX));
-    if *app.panels.drawn_rows.borrow() != Some(rows_key) {
-        *app.panels.drawn_rows.borrow_mut() = Some(rows_key);
+    if memo.drawn_rows != Some(rows_key) {
+        memo.drawn_rows = Some(rows_key);
         let _ = els.spacer.style().set_property("height", &format!("{height}px"));
         let _ = els.rows.style().set_property("transform", &format!("translateY({top}px)"));
         els.rows.set_text_content(None);
-        let doc = &app.ui.document;
+        let doc = &fr.ui.document;
         let row_height = format!("{rpx}px");
         for r in first..first + count {
             let Ok(div) = doc.create_element("div") else { continue };
@@ -491,16 +363,7 @@ fn draw_history(app: &App, els: &Els) {
     }
     // The state after the selected row (after the last trace entry of a joined `free`).
     let k = sel.map_or(usize::MAX, |r| data.entries_of(r).1);
-    {
-        let mut at = app.panels.at_event.borrow_mut();
-        if at.as_ref().map(|a| a.key) != Some((fi, d, k)) {
-            let state = data.history.state_after(snap, sel.map(|_| k));
-            let map = MapLayout::build(&state);
-            *at = Some(AtEvent { key: (fi, d, k), state, map });
-        }
-    }
-    let at = app.panels.at_event.borrow();
-    let Some(at) = at.as_ref() else { return };
+    let Some(at) = fr.derived.at_event_of(state) else { return };
     let header = format!(
         "({} allocated / {} reserved) after event {}",
         viewer_size(at.state.allocated_bytes()),
@@ -513,12 +376,12 @@ fn draw_history(app: &App, els: &Els) {
     // The map.
     let css = (f64::from(els.map.client_width()), f64::from(els.map.client_height()));
     let geom = MapGeom::new(&at.map, css);
-    let hit = app.panels.map_pointer.and_then(|(x, y)| geom.hit(&at.map, x, y));
-    let size_key = ((css.0 * app.state.dpr) as i64, (css.1 * app.state.dpr) as i64);
+    let hit = state.history.map_pointer.and_then(|(x, y)| geom.hit(&at.map, x, y));
+    let size_key = ((css.0 * state.dpr) as i64, (css.1 * state.dpr) as i64);
     let map_key = (fi, d, k, size_key, hit);
-    if *app.panels.drawn_map.borrow() != Some(map_key) {
-        *app.panels.drawn_map.borrow_mut() = Some(map_key);
-        draw_map(&els.map, &els.map_ctx, &at.map, &geom, css, app.state.dpr, hit);
+    if memo.drawn_map != Some(map_key) {
+        memo.drawn_map = Some(map_key);
+        draw_map(&els.map, &els.map_ctx, &at.map, &geom, css, state.dpr, hit);
         let _ = els.map.set_attribute("data-segments", &at.map.segments.len().to_string());
         let _ = els.map.set_attribute("data-blocks", &at.map.blocks.len().to_string());
         let _ = els.map.set_attribute(
@@ -532,7 +395,7 @@ fn draw_history(app: &App, els: &Els) {
         );
     }
     // The text below.
-    let text = match (hit, app.panels.hover_row) {
+    let text = match (hit, state.history.hover_row) {
         (Some(h), _) => at.map.hit_text(snap, data, &at.state, k, h),
         (None, Some(r)) if r < n && Some(r) != sel => state_history::row_text(snap, t, data, r),
         _ => match sel {
@@ -544,7 +407,7 @@ fn draw_history(app: &App, els: &Els) {
             ),
         },
     };
-    set_stack(app, &text);
+    set_stack(fr.ui, memo, &text);
 }
 
 /// Where the map's rows are on the canvas.

@@ -1,8 +1,14 @@
 //! The band edges of the visible window in device pixels ([`PlotDev`]), sampled per pixel
 //! column, and the paths that trace them.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use memviz_core::timeline::{BandEdges, Layout};
+use memviz_view::decimate::decimate_into;
+use memviz_view::state::OpenFile;
+use memviz_view::viewport::{PlotRect, Viewport};
+use memviz_view::xmap::XMap;
+use web_sys::CanvasRenderingContext2d;
+
+use super::{FrameInfo, ViewEdges};
 
 /// Samples per device pixel of width at most, and in all, for band edges.
 pub(crate) const MAX_EDGE_SAMPLES: usize = 4096;
@@ -83,7 +89,7 @@ pub(crate) struct PlotDev<'a> {
     v: &'a Viewport,
     xm: XMap<'a>,
     /// What the base layer drew, whose band edges are reused when they are of this view.
-    frame: Option<&'a std::cell::RefCell<FrameInfo>>,
+    frame: Option<&'a FrameInfo>,
 }
 
 impl<'a> PlotDev<'a> {
@@ -104,7 +110,7 @@ impl<'a> PlotDev<'a> {
     }
 
     /// Reuses the band edges of the base layer's last frame where they are of this view.
-    pub(crate) fn reusing(self, frame: &'a std::cell::RefCell<FrameInfo>) -> Self {
+    pub(crate) fn reusing(self, frame: &'a FrameInfo) -> Self {
         PlotDev { frame: Some(frame), ..self }
     }
 
@@ -131,7 +137,7 @@ impl<'a> PlotDev<'a> {
         let to_dev = |step: f64, bytes: f64| self.to_dev(step, bytes);
         let width_dev = self.rect.width_px * self.dpr;
         let height_of = |b: u32| (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0);
-        let frame = self.frame.and_then(|f| f.try_borrow().ok());
+        let frame = self.frame;
         let key = ViewEdges::key(self.layout, self.s_left, self.s_right, width_dev);
         let drawn = frame.as_ref().and_then(|f| f.edges.as_ref()).filter(|e| (e.layout, e.window) == key);
         // Bands the base layer left out (smaller than it draws) get their edges swept here.

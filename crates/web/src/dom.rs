@@ -1,7 +1,13 @@
-//! The page's elements, found once by id ([`Ui::find`]), with the canvases' 2D contexts.
+//! The page's elements, found once by id ([`Ui::find`]), with the canvases' 2D contexts, and
+//! the clock and marks of `window.performance`.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{
+    CanvasRenderingContext2d, Document, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlProgressElement,
+    HtmlSelectElement, Performance, Window,
+};
+
+use crate::canvas::{HeldPlot, ImageBuffer};
 
 /// The page's elements.
 pub struct Ui {
@@ -49,10 +55,10 @@ pub struct Ui {
     /// Its context.
     pub plot_layer_ctx: CanvasRenderingContext2d,
     /// Copies of the last exact plot area and of the last exact one of the whole window, that
-    /// a zoom or pan stretches into its first frame ([`render::HeldPlot`]).
-    pub held: [render::HeldPlot; 2],
-    /// The pixels put on the base layer, kept from frame to frame ([`render::ImageBuffer`]).
-    pub plot_image: render::ImageBuffer,
+    /// a zoom or pan stretches into its first frame ([`HeldPlot`]).
+    pub held: [HeldPlot; 2],
+    /// The pixels put on the base layer, kept from frame to frame ([`ImageBuffer`]).
+    pub plot_image: ImageBuffer,
     /// The overview canvas.
     pub minimap: HtmlCanvasElement,
     /// Its context.
@@ -67,7 +73,8 @@ pub struct Ui {
     pub main: HtmlElement,
 }
 
-pub(crate) fn by_id<T: JsCast>(document: &Document, id: &str) -> Result<T, JsValue> {
+/// The element with this id, as a `T`; an error naming what is missing otherwise.
+pub fn by_id<T: JsCast>(document: &Document, id: &str) -> Result<T, JsValue> {
     document
         .get_element_by_id(id)
         .ok_or_else(|| JsValue::from_str(&format!("the page has no #{id}")))?
@@ -75,7 +82,8 @@ pub(crate) fn by_id<T: JsCast>(document: &Document, id: &str) -> Result<T, JsVal
         .map_err(|_| JsValue::from_str(&format!("#{id} is not the element expected")))
 }
 
-pub(crate) fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
+/// The 2D context of a canvas.
+pub fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
     canvas
         .get_context("2d")?
         .ok_or_else(|| JsValue::from_str("no 2D canvas context"))?
@@ -97,10 +105,10 @@ impl Ui {
         if let Some(parent) = plot.parent_node() {
             parent.insert_before(&plot_layer, Some(&plot))?;
         }
-        let held = [render::HeldPlot::new(&document)?, render::HeldPlot::new(&document)?];
+        let held = [HeldPlot::new(&document)?, HeldPlot::new(&document)?];
         Ok(Ui {
             held,
-            plot_image: render::ImageBuffer::default(),
+            plot_image: ImageBuffer::default(),
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
             performance: window.performance(),

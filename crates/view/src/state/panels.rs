@@ -1,0 +1,336 @@
+//! The user state of the page's panels and what their actions do: the analysis panel beside the
+//! timeline ([`AnalysisState`]: tab, moment of the live set, highlight, Compare's other file,
+//! the category colouring and a profiler timeline), the Allocator State History
+//! ([`HistoryState`]: selected event, scroll, pointer) and the private-pools view's hovered
+//! envelope. Actions change this state and return [`Effect`]s for what needs the page (a new
+//! layout, a highlight computed from the analyses, a download).
+
+use memviz_core::analysis::categories::CategoryTimeline;
+use memviz_core::analysis::Moment;
+
+use super::{Effect, OpenFile};
+use crate::history::scroll_to_show;
+use crate::viewport::PlotRect;
+
+/// Points of a profiler memory timeline kept for drawing.
+pub const PROFILE_POINTS: usize = 1500;
+
+/// Which part of the analysis panel is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Tab {
+    /// Findings and out-of-memory explanations.
+    #[default]
+    Insights,
+    /// The live set at a moment, with exports.
+    Live,
+    /// This file against another open file.
+    Compare,
+    /// Memory by category (inferred).
+    Categories,
+}
+
+/// What can be downloaded from the panel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportKind {
+    /// The live set, one allocation a row.
+    Csv,
+    /// The live set as JSON.
+    Json,
+    /// The live set as a speedscope profile (bytes by stack).
+    Speedscope,
+    /// The timeline canvas as shown.
+    Png,
+}
+
+impl ExportKind {
+    /// The kind of a `data-act` value.
+    pub fn from_value(s: &str) -> Option<ExportKind> {
+        Some(match s {
+            "csv" => ExportKind::Csv,
+            "json" => ExportKind::Json,
+            "speedscope" => ExportKind::Speedscope,
+            "png" => ExportKind::Png,
+            _ => return None,
+        })
+    }
+}
+
+/// What the user asked of the analysis panel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Show or hide the panel.
+    Toggle,
+    /// Show a tab.
+    Tab(Tab),
+    /// Highlight the elements of a finding (index into the insights' findings).
+    Finding(usize),
+    /// Highlight the holders of an out-of-memory report (index into the insights' OOMs).
+    OomHolders(usize),
+    /// Highlight the live allocations of a site (index into the live set's sites).
+    Site(usize),
+    /// Highlight the live allocations under a tree node.
+    Node(u32),
+    /// Forget the highlight.
+    ClearHighlight,
+    /// Live set at the peak.
+    LiveAtPeak,
+    /// Live set at the centre of the visible window.
+    LiveAtCentre,
+    /// Live set at a plot x (CSS px), from a Shift+click on the timeline.
+    LiveAtPx(f64),
+    /// Download something.
+    Export(ExportKind),
+    /// Compare with another open file (index into the files).
+    CompareWith(usize),
+    /// Colour the timeline by inferred category, or stop.
+    CategoryColour,
+    /// Close the profiler memory timeline.
+    CategoryClose,
+    /// Pointer over the category chart at x (CSS px), or gone.
+    CategoryHover(Option<f64>),
+}
+
+impl Action {
+    /// Whether the action names timeline elements through the analyses (see
+    /// [`Effect::Highlight`]).
+    pub fn names_elements(self) -> bool {
+        matches!(self, Action::Finding(_) | Action::OomHolders(_) | Action::Site(_) | Action::Node(_))
+    }
+}
+
+/// Elements outlined on the timeline, and what named them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Highlight {
+    /// `data-key` of the row that named them (`finding:2`, `site:0`).
+    pub key: String,
+    /// Timeline element indices.
+    pub elements: Vec<u32>,
+}
+
+/// A profiler memory timeline shown over the plot.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// File name.
+    pub name: String,
+    /// Points to draw.
+    pub timeline: CategoryTimeline,
+    /// (index in the full timeline, total bytes) of the peak.
+    pub peak: Option<(usize, u64)>,
+    /// Time of the peak, µs.
+    pub peak_time_us: Option<i64>,
+    /// Points in the file.
+    pub points: usize,
+}
+
+/// The Categories tab's state.
+#[derive(Clone, Debug, Default)]
+pub struct CategoriesState {
+    /// Whether the timeline's allocations are coloured by their inferred category.
+    pub colour_inferred: bool,
+    /// The profiler timeline shown over the plot.
+    pub profile: Option<Profile>,
+    /// Changes with each profile opened or closed.
+    pub profile_seq: usize,
+    /// Pointer x over the profile chart, CSS px.
+    pub hover_x_px: Option<f64>,
+}
+
+impl CategoriesState {
+    /// Shows a profiler memory timeline (kept at [`PROFILE_POINTS`] points).
+    pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
+        let peak = full.peak();
+        let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
+        self.profile = Some(Profile {
+            name,
+            timeline: full.downsample(PROFILE_POINTS),
+            peak,
+            peak_time_us,
+            points: full.bytes.len(),
+        });
+        self.profile_seq += 1;
+        self.hover_x_px = None;
+    }
+
+    /// Closes the profiler timeline.
+    pub fn close_profile(&mut self) {
+        self.profile = None;
+        self.profile_seq += 1;
+    }
+}
+
+/// The analysis panel's state.
+#[derive(Clone, Debug, Default)]
+pub struct AnalysisState {
+    /// Whether it is shown.
+    pub open: bool,
+    /// The tab shown.
+    pub tab: Tab,
+    /// Moment of the live set (the peak when none was chosen).
+    pub moment: Option<Moment>,
+    /// What is outlined on the timeline.
+    pub highlight: Option<Highlight>,
+    /// Changes whenever something the panel draws on the timeline changes.
+    pub canvas_seq: usize,
+    /// The other file of the Compare tab, as the user chose it.
+    pub compare_with: Option<usize>,
+    /// Categories: the profiler timeline and the inferred colouring.
+    pub categories: CategoriesState,
+}
+
+impl AnalysisState {
+    /// Applies an action; `file` is the file shown and `rect` the plot area (for the moments
+    /// that come from the timeline).
+    pub fn apply(&mut self, action: Action, file: Option<&OpenFile>, rect: &PlotRect) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match action {
+            Action::Toggle => self.open = !self.open,
+            Action::Tab(t) => self.tab = t,
+            Action::ClearHighlight => self.highlight = None,
+            Action::LiveAtPeak => self.moment = Some(Moment::Peak),
+            Action::LiveAtCentre | Action::LiveAtPx(_) => {
+                let Some(f) = file else { return effects };
+                let v = &f.viewport;
+                let pos = match action {
+                    Action::LiveAtPx(x_px) => v.pos_at(rect, x_px),
+                    _ => (v.x0 + v.x1) / 2.0,
+                };
+                let step = f.xmap().step(pos);
+                self.moment = Some(Moment::at_step(&f.plot.layout, step));
+                self.open = true;
+                self.tab = Tab::Live;
+            }
+            Action::Finding(_) | Action::OomHolders(_) | Action::Site(_) | Action::Node(_) => {
+                effects.push(Effect::Highlight(action));
+            }
+            Action::Export(kind) => effects.push(Effect::Export(kind)),
+            Action::CompareWith(i) => self.compare_with = Some(i),
+            Action::CategoryColour => self.categories.colour_inferred = !self.categories.colour_inferred,
+            Action::CategoryClose => self.categories.close_profile(),
+            Action::CategoryHover(x_px) => {
+                self.categories.hover_x_px = x_px;
+                return effects;
+            }
+        }
+        self.canvas_seq += 1;
+        effects
+    }
+
+    /// Sets the highlight a row named; a second click on the same row clears it.
+    pub fn toggle_highlight(&mut self, h: Option<Highlight>) {
+        self.highlight = match h {
+            Some(h) if self.highlight.as_ref().map(|o| &o.key) == Some(&h.key) => None,
+            other => other,
+        };
+        self.canvas_seq += 1;
+    }
+
+    /// The file compared with file `current` of `files` open: the one chosen, else the first
+    /// other file.
+    pub fn compare_other(&self, current: Option<usize>, files: usize) -> Option<usize> {
+        let cur = current?;
+        self.compare_with.filter(|&o| o != cur && o < files).or_else(|| (0..files).find(|&i| i != cur))
+    }
+}
+
+/// A user action in the Allocator State History.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HistoryInput {
+    /// Select an event row.
+    Select(usize),
+    /// Move the selection by this many rows (clamped).
+    Move(i64),
+    /// Select the first (false) or last (true) row.
+    Jump(bool),
+    /// The event list scrolled (CSS px).
+    Scroll(f64),
+    /// The pointer is over an event row (or left the list).
+    HoverRow(Option<usize>),
+    /// The pointer moved over the segment map (CSS px) or left it.
+    MapPointer(Option<(f64, f64)>),
+    /// The "hide allocations freed within the trace" checkbox.
+    HideFreed(bool),
+}
+
+/// The event list as it is now: which (file, device position) it lists, its rows, a row's
+/// height and the list's visible height (CSS px).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HistoryRows {
+    /// (file index, device position).
+    pub key: (usize, usize),
+    /// Rows of the list.
+    pub rows: usize,
+    /// Height of a row, CSS px.
+    pub row_px: f64,
+    /// Visible height of the list, CSS px.
+    pub list_px: f64,
+    /// Tallest scrollable height the list is given, CSS px.
+    pub max_list_px: f64,
+}
+
+/// The Allocator State History's state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HistoryState {
+    /// Selected event: (file, device position, row).
+    pub selected: Option<(usize, usize, usize)>,
+    /// Scroll position of the event list, CSS px.
+    pub scroll_px: f64,
+    /// Event row under the pointer.
+    pub hover_row: Option<usize>,
+    /// Pointer over the segment map, CSS px.
+    pub map_pointer: Option<(f64, f64)>,
+    /// Timelines leave out allocations made and freed within the trace.
+    pub hide_freed: bool,
+}
+
+impl HistoryState {
+    /// The selected row of the list `rows` describes (its last row when none was chosen there).
+    pub fn selected_row(&self, key: (usize, usize), rows: usize) -> Option<usize> {
+        if rows == 0 {
+            return None;
+        }
+        Some(match self.selected {
+            Some((fi, fd, r)) if (fi, fd) == key => r.min(rows - 1),
+            _ => rows - 1,
+        })
+    }
+
+    /// Applies an input; `rows` is the list shown (None while there is none).
+    pub fn apply(&mut self, input: HistoryInput, rows: Option<HistoryRows>) -> Vec<Effect> {
+        match input {
+            HistoryInput::HideFreed(on) => {
+                if on != self.hide_freed {
+                    self.hide_freed = on;
+                    return vec![Effect::Relayout];
+                }
+                return Vec::new();
+            }
+            HistoryInput::Scroll(px) => self.scroll_px = px,
+            HistoryInput::HoverRow(r) => self.hover_row = r,
+            HistoryInput::MapPointer(p) => self.map_pointer = p,
+            HistoryInput::Select(_) | HistoryInput::Move(_) | HistoryInput::Jump(_) => {
+                let Some(l) = rows else { return Vec::new() };
+                let (i, d) = l.key;
+                let n = l.rows;
+                let cur = self.selected_row(l.key, n);
+                let mut select = |r: usize| {
+                    let r = r.min(n.saturating_sub(1));
+                    self.selected = Some((i, d, r));
+                    self.scroll_px = scroll_to_show(n, l.row_px, l.list_px, self.scroll_px, l.max_list_px, r);
+                };
+                match (input, cur) {
+                    (HistoryInput::Select(r), _) if r < n => self.selected = Some((i, d, r)),
+                    (HistoryInput::Move(by), Some(c)) => select((c as i64).saturating_add(by).max(0) as usize),
+                    (HistoryInput::Jump(end), _) if n > 0 => select(if end { n - 1 } else { 0 }),
+                    _ => {}
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// Forgets what the pointer was over (when the view is shown again).
+    pub fn on_shown(&mut self) {
+        self.hover_row = None;
+        self.map_pointer = None;
+    }
+}

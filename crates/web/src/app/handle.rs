@@ -1,0 +1,163 @@
+//! Applying inputs: each [`Input`] goes to the part of the state it concerns (the timeline's,
+//! a panel's: plain functions of `memviz-view`), and the [`Effect`]s that come back are carried
+//! out here (lay out again, stop a load, highlight, download, refresh the minimap). Then what is
+//! derived is brought up to date, the URL fragment written and one frame asked for
+//! ([`App::settle`]): painting only reads.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl App {
+    /// Applies one input.
+    pub fn handle(&mut self, input: Input) {
+        let effects = match input {
+            Input::Timeline(t) => {
+                let now_ms = self.ui.now_ms();
+                self.state.update(t, now_ms)
+            }
+            Input::Resize => {
+                if self.measure() {
+                    self.refresh_minimap();
+                }
+                Vec::new()
+            }
+            Input::DismissError => {
+                self.state.error = None;
+                Vec::new()
+            }
+            Input::CancelLoad => vec![Effect::CancelLoad],
+            Input::Open(sources) => {
+                self.state.drag_hover = false;
+                // The last file's error goes at once, not at the next frame, so that nothing
+                // reading the page sees it as the new file's.
+                self.state.error = None;
+                self.ui.error.set_hidden(true);
+                self.ui.mark("memviz:open");
+                self.queue.extend(sources);
+                self.start_loader();
+                Vec::new()
+            }
+            Input::DragHover(on) => {
+                self.state.drag_hover = on;
+                Vec::new()
+            }
+            Input::SelectFile(i) => {
+                if i < self.state.files.len() && self.state.current != Some(i) {
+                    self.state.current = Some(i);
+                    self.after_plot_change(false);
+                    self.ui.mark("memviz:open");
+                    self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
+                }
+                Vec::new()
+            }
+            Input::SelectDevice(d) => {
+                if self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len()) {
+                    self.relayout(Some(d), None);
+                }
+                Vec::new()
+            }
+            Input::SelectView(v) => {
+                if v != self.state.view {
+                    let same_layout = v.mode() == self.state.view.mode();
+                    self.state.view = v;
+                    self.state.history.on_shown();
+                    // Scroll the selected row into view once the list is laid out.
+                    self.memo.views.forget_rows();
+                    // The timeline's canvases were hidden (0 px) while a panel was shown.
+                    crate::views::show_panel_or_timeline(&self.ui, &self.state, &self.memo.views);
+                    self.on_resize();
+                    if !same_layout {
+                        self.relayout(None, None);
+                    }
+                }
+                Vec::new()
+            }
+            Input::PreviewDetail(n) => {
+                self.state.detail_preview = Some(n);
+                Vec::new()
+            }
+            Input::SetDetail(n) => {
+                self.state.detail_preview = None;
+                if self.file().is_some_and(|f| f.max_entries != n) {
+                    self.relayout(None, Some(n));
+                }
+                Vec::new()
+            }
+            Input::History(h) => {
+                let list_px = self.memo.views.list_px();
+                let rows = self
+                    .derived
+                    .ensure_history(&self.state)
+                    .and_then(|d| crate::views::history_rows(&self.state, d, list_px));
+                self.state.history.apply(h, rows)
+            }
+            Input::Analysis(a) => {
+                let rect = self.state.plot_rect();
+                let file = self.state.current.and_then(|i| self.state.files.get(i));
+                self.state.analysis.apply(a, file, &rect)
+            }
+            Input::Search(q) => {
+                if q != self.state.search {
+                    self.state.search = q;
+                }
+                Vec::new()
+            }
+            Input::PoolPointer(p) => {
+                let pools = self.derived.pools_of(&self.state).map(|p| &**p);
+                let h = p.and_then(|(x, y)| crate::pools::envelope_at(&self.state, pools, x, y));
+                if self.state.pool_hover != h {
+                    self.state.pool_hover = h;
+                    // The envelope's text replaces the stack text, and back.
+                    self.memo.stack = None;
+                }
+                Vec::new()
+            }
+        };
+        self.carry_out(effects);
+        self.settle();
+    }
+
+    /// Carries out what an update asked for.
+    fn carry_out(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::HoldPreview { until_ms } => exact_after((until_ms - self.ui.now_ms()).ceil() as i32 + 1),
+                Effect::RefreshMinimap => self.refresh_minimap(),
+                Effect::ClickedPlot { x_px } => {
+                    // With the live set shown, a click moves its moment there.
+                    let a = &self.state.analysis;
+                    if a.open && a.tab == memviz_view::state::panels::Tab::Live {
+                        self.handle(Input::Analysis(memviz_view::state::panels::Action::LiveAtPx(x_px)));
+                    }
+                }
+                Effect::CancelLoad => {
+                    if self.state.loading.is_some() {
+                        self.cancel_requested = true;
+                        self.queue.clear();
+                        if let Some(cancel) = self.cancel_load.take() {
+                            let _ = cancel.call0(&JsValue::NULL);
+                        }
+                    }
+                }
+                Effect::Relayout => self.relayout(None, None),
+                Effect::Highlight(action) => {
+                    let h = self.derived.highlight_of(&self.state, action);
+                    self.state.analysis.toggle_highlight(h);
+                }
+                Effect::Export(kind) => {
+                    if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
+                        self.state.error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the state changed: computes what is derived and missing, writes the URL fragment
+    /// and asks for a frame.
+    pub(crate) fn settle(&mut self) {
+        self.derived.refresh(&self.state);
+        crate::url::sync(&self.state);
+        self.request_redraw();
+    }
+}

@@ -1,0 +1,383 @@
+//! What the page computes from its state and the open files, kept until what it depends on
+//! changes: the analyses of the shown device, the comparison of two files, inferred categories,
+//! private-pool envelopes, search matches, the Allocator State History and the minimap's
+//! columns. [`Derived::refresh`] brings it up to date after each input, outside any frame, so
+//! painting only reads it. No DOM here.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
+use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
+use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
+use memviz_core::analysis::growth::{self, Insights};
+use memviz_core::analysis::live::{self as core_live, LiveSet};
+use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
+use memviz_core::search::StackTexts;
+use memviz_core::snapshot::Snapshot;
+use memviz_core::state::AllocatorState;
+use memviz_core::timeline::Mode;
+use memviz_core::timeline_pools::{pools, Pools};
+use memviz_view::history::{HistoryData, MapLayout};
+use memviz_view::state::panels::{Action, Highlight, Tab};
+use memviz_view::state::ViewState;
+use memviz_view::view::View;
+
+/// Points of the fragmentation chart at most.
+pub const FRAG_POINTS: usize = 600;
+/// Points of the inferred category timeline.
+pub const CATEGORY_POINTS: usize = 1500;
+/// Curve points of a comparison.
+pub const COMPARE_POINTS: usize = 400;
+/// Differences listed per direction and point of a comparison.
+pub const COMPARE_TOP_DIFFS: usize = 12;
+
+/// What the analyses found for one device of one file.
+pub struct Analysis {
+    /// (file index, device position).
+    pub key: (usize, usize),
+    /// Lifetimes and live bytes.
+    pub replay: Replay,
+    /// Findings.
+    pub insights: Insights,
+    /// Reserved, allocated and the largest free block over time, sampled.
+    pub fragmentation: FragSeries,
+    /// The same after every entry, for drawing any window of the timeline.
+    pub frag_track: FragTrack,
+    /// The live set at `live_moment`.
+    pub live: Option<LiveSet>,
+    /// The moment `live` is for.
+    pub live_moment: Option<Moment>,
+}
+
+/// (A file, A device position, B file, B device position).
+pub type PairKey = (usize, usize, usize, usize);
+
+/// Search matches of the shown layout.
+pub struct Matches {
+    /// (file index, layout generation, query) they are for.
+    key: (usize, usize, memviz_core::search::Query),
+    /// Matching elements.
+    pub elements: Rc<Vec<u32>>,
+    /// How many of them are drawn one by one (the others are in the summarized band).
+    pub drawn: usize,
+}
+
+/// The state after one event of the history, and its segment map.
+pub struct AtEvent {
+    /// (file, device position, trace entry).
+    pub key: (usize, usize, usize),
+    /// The allocator's state then.
+    pub state: AllocatorState,
+    /// Its segment map.
+    pub map: MapLayout,
+}
+
+/// Everything derived.
+#[derive(Default)]
+pub struct Derived {
+    /// Highest total per device-pixel column of the minimap, over the whole x domain.
+    pub minimap_cols: Vec<f64>,
+    /// The analyses of the shown (file, device), while the panel needs them.
+    pub analysis: Option<Analysis>,
+    /// The Compare tab's comparison.
+    pub comparison: Option<(PairKey, Comparison)>,
+    /// Inferred categories of a (file, device).
+    pub categories: Option<((usize, usize), SnapshotCategories)>,
+    /// Envelopes: (file index, layout generation, pools).
+    pub pools: Option<(usize, usize, Rc<Pools>)>,
+    /// Frame text per stack: (file index, file name, texts).
+    texts: Option<(usize, String, Rc<StackTexts>)>,
+    /// Search matches.
+    pub matches: Option<Matches>,
+    /// The event list of a (file, device).
+    pub history: Option<((usize, usize), HistoryData)>,
+    /// The state after the selected event.
+    pub at_event: Option<AtEvent>,
+}
+
+/// The (file, device position) shown.
+pub fn current_key(s: &ViewState) -> Option<(usize, usize)> {
+    let i = s.current?;
+    Some((i, s.files.get(i)?.plot.device_pos))
+}
+
+/// The pair the Compare tab shows.
+pub fn pair_key(s: &ViewState) -> Option<PairKey> {
+    let a = s.current?;
+    let b = s.analysis.compare_other(s.current, s.files.len())?;
+    Some((a, s.files.get(a)?.plot.device_pos, b, s.files.get(b)?.plot.device_pos))
+}
+
+impl Derived {
+    /// Computes what the state needs and is missing (nothing that is up to date).
+    pub fn refresh(&mut self, s: &ViewState) {
+        let panel_open = s.analysis.open && s.file().is_some();
+        if panel_open || s.analysis.highlight.is_some() {
+            self.ensure_analysis(s);
+        }
+        if panel_open && s.analysis.tab == Tab::Compare {
+            self.ensure_comparison(s);
+        }
+        if (panel_open && s.analysis.tab == Tab::Categories)
+            || (s.analysis.categories.colour_inferred && s.view.mode() == Mode::Allocations)
+        {
+            self.ensure_categories(s);
+        }
+        if s.view == View::AllocatedMemoryPools {
+            self.ensure_pools(s);
+        }
+        if !s.search.is_empty() && !s.view.is_panel() {
+            self.ensure_matches(s);
+        }
+        if s.view == View::AllocatorStateHistory {
+            self.ensure_history(s);
+            self.ensure_at_event(s);
+        }
+    }
+
+    /// The analyses of the shown device, with the live set at the chosen moment.
+    pub fn ensure_analysis(&mut self, s: &ViewState) -> Option<&Analysis> {
+        let key = current_key(s)?;
+        let f = s.file()?;
+        let moment = s.analysis.moment.unwrap_or(Moment::Peak);
+        if self.analysis.as_ref().is_none_or(|a| a.key != key) {
+            let replay = Replay::build(&f.snap, key.1);
+            let insights = growth::insights_with(&f.snap, &replay);
+            let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
+            self.analysis =
+                Some(Analysis { key, replay, insights, fragmentation, frag_track, live: None, live_moment: None });
+        }
+        let a = self.analysis.as_mut()?;
+        if a.live_moment != Some(moment) {
+            a.live = core_live::live_set(&f.snap, &a.replay, moment).ok();
+            a.live_moment = Some(moment);
+        }
+        Some(a)
+    }
+
+    /// The analyses, when they are of the shown device.
+    pub fn analysis_of(&self, s: &ViewState) -> Option<&Analysis> {
+        self.analysis.as_ref().filter(|a| Some(a.key) == current_key(s))
+    }
+
+    fn ensure_comparison(&mut self, s: &ViewState) {
+        let Some(key) = pair_key(s) else { return };
+        if self.comparison.as_ref().is_some_and(|(k, _)| *k == key) {
+            return;
+        }
+        let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
+        let options =
+            CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
+        self.comparison = Some((key, compare::compare(&fa.snap, key.1, &fb.snap, key.3, options)));
+    }
+
+    /// The comparison the Compare tab shows, when it is of the pair shown.
+    pub fn comparison_of(&self, s: &ViewState) -> Option<&Comparison> {
+        let key = pair_key(s)?;
+        self.comparison.as_ref().filter(|(k, _)| *k == key).map(|(_, c)| c)
+    }
+
+    fn ensure_categories(&mut self, s: &ViewState) {
+        let Some(key) = current_key(s) else { return };
+        let Some(f) = s.file() else { return };
+        if self.categories.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.categories = Some((key, infer_categories(&f.snap, key.1, CATEGORY_POINTS)));
+        }
+    }
+
+    /// The inferred categories of the shown device.
+    pub fn categories_of(&self, s: &ViewState) -> Option<&SnapshotCategories> {
+        let key = current_key(s)?;
+        self.categories.as_ref().filter(|(k, _)| *k == key).map(|(_, c)| c)
+    }
+
+    fn ensure_pools(&mut self, s: &ViewState) {
+        let (Some(i), Some(f)) = (s.current, s.file()) else { return };
+        if self.pools.as_ref().is_some_and(|(fi, g, _)| *fi == i && *g == s.generation) {
+            return;
+        }
+        self.pools = Some((i, s.generation, Rc::new(pools(&f.snap, f.plot.device_pos, &f.plot.layout))));
+    }
+
+    /// The pools of the shown layout.
+    pub fn pools_of(&self, s: &ViewState) -> Option<&Rc<Pools>> {
+        let i = s.current?;
+        self.pools.as_ref().filter(|(fi, g, _)| *fi == i && *g == s.generation).map(|(_, _, p)| p)
+    }
+
+    fn ensure_matches(&mut self, s: &ViewState) {
+        let (Some(i), Some(f)) = (s.current, s.file()) else { return };
+        let key = (i, s.generation, s.search.clone());
+        if self.matches.as_ref().is_some_and(|m| m.key == key) {
+            return;
+        }
+        let texts = match &self.texts {
+            Some((fi, name, texts)) if *fi == i && *name == f.name => Rc::clone(texts),
+            _ => {
+                let texts = Rc::new(StackTexts::build(&f.snap));
+                self.texts = Some((i, f.name.clone(), Rc::clone(&texts)));
+                texts
+            }
+        };
+        let layout = &f.plot.layout;
+        let prefix = if layout.options.mode == Mode::Allocations { 'b' } else { 's' };
+        let elements = Rc::new(s.search.matching(layout, prefix, &texts));
+        let drawn =
+            elements.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
+        self.matches = Some(Matches { key, elements, drawn });
+    }
+
+    /// Search matches of the shown layout (none for an empty query or in a panel view).
+    pub fn matches_of(&self, s: &ViewState) -> Option<&Matches> {
+        if s.search.is_empty() || s.view.is_panel() {
+            return None;
+        }
+        let i = s.current?;
+        self.matches.as_ref().filter(|m| m.key.0 == i && m.key.1 == s.generation && m.key.2 == s.search)
+    }
+
+    /// The event list of the shown device.
+    pub fn ensure_history(&mut self, s: &ViewState) -> Option<&HistoryData> {
+        let key = current_key(s)?;
+        let f = s.file()?;
+        if self.history.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.history = Some((key, HistoryData::build(&f.snap, key.1)));
+        }
+        self.history.as_ref().map(|(_, h)| h)
+    }
+
+    /// The event list, when it is of the shown device.
+    pub fn history_of(&self, s: &ViewState) -> Option<&HistoryData> {
+        let key = current_key(s)?;
+        self.history.as_ref().filter(|(k, _)| *k == key).map(|(_, h)| h)
+    }
+
+    /// The trace entry after which the selected row's state is shown (`usize::MAX`: none).
+    pub fn selected_entry(&self, s: &ViewState) -> Option<(usize, usize, usize)> {
+        let key = current_key(s)?;
+        let data = self.history_of(s)?;
+        let sel = s.history.selected_row(key, data.rows());
+        Some((key.0, key.1, sel.map_or(usize::MAX, |r| data.entries_of(r).1)))
+    }
+
+    fn ensure_at_event(&mut self, s: &ViewState) {
+        let Some(key) = self.selected_entry(s) else { return };
+        if self.at_event.as_ref().is_some_and(|a| a.key == key) {
+            return;
+        }
+        let (Some(f), Some(data)) = (s.file(), self.history_of(s)) else { return };
+        let state = data.history.state_after(&f.snap, (key.2 != usize::MAX).then_some(key.2));
+        let map = MapLayout::build(&state);
+        self.at_event = Some(AtEvent { key, state, map });
+    }
+
+    /// The state after the selected event, when it is of the shown device.
+    pub fn at_event_of(&self, s: &ViewState) -> Option<&AtEvent> {
+        let key = self.selected_entry(s)?;
+        self.at_event.as_ref().filter(|a| a.key == key)
+    }
+
+    /// Recomputes the minimap's columns (whole x domain, one per device pixel).
+    pub fn refresh_minimap(&mut self, s: &ViewState) {
+        let rect = s.minimap_rect();
+        let cols = (rect.width_px * s.dpr).round().max(1.0) as usize;
+        self.minimap_cols = match s.file() {
+            None => Vec::new(),
+            Some(f) => {
+                let xm = f.xmap();
+                let full = f.viewport.full_x1;
+                let bounds: Vec<f64> = (0..=cols).map(|c| xm.step(full * c as f64 / cols as f64)).collect();
+                f.plot.layout.column_envelopes(&bounds).iter().map(|e| e.total_max_bytes).collect()
+            }
+        };
+    }
+
+    /// The elements a row of the analysis panel names (computing the analyses if needed).
+    pub fn highlight_of(&mut self, s: &ViewState, action: Action) -> Option<Highlight> {
+        let a = self.ensure_analysis(s)?;
+        let snap = &s.file()?.snap;
+        match action {
+            Action::Finding(i) => a
+                .insights
+                .findings
+                .get(i)
+                .map(|f| Highlight { key: format!("finding:{i}"), elements: f.elements.clone() }),
+            Action::OomHolders(i) => a
+                .insights
+                .ooms
+                .get(i)
+                .map(|o| Highlight { key: format!("oom:{i}"), elements: o.holders.elements.clone() }),
+            Action::Site(i) => {
+                let live = a.live.as_ref()?;
+                let site = live.by_site.get(i)?;
+                let elements = live
+                    .elements
+                    .iter()
+                    .copied()
+                    .filter(|&e| {
+                        a.replay
+                            .lives
+                            .get(e as usize)
+                            .is_some_and(|l| memviz_core::analysis::life_site_label(snap, l) == site.label)
+                    })
+                    .collect();
+                Some(Highlight { key: format!("site:{i}"), elements })
+            }
+            Action::Node(n) => {
+                let live = a.live.as_ref()?;
+                Some(Highlight { key: format!("node:{n}"), elements: elements_under(snap, &a.replay, live, n) })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Frame keys of a stack's visible frames, outermost first.
+pub fn path_of(snap: &Snapshot, stack: u32) -> Vec<FrameKey> {
+    let mut p: Vec<FrameKey> = visible_frames(snap, stack).map(frame_key).collect();
+    p.reverse();
+    p
+}
+
+/// The live elements whose stacks pass through a tree node.
+pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) -> Vec<u32> {
+    let Some(n) = l.tree.nodes.get(node as usize) else {
+        return Vec::new();
+    };
+    if n.parent.is_none() {
+        return l.elements.clone();
+    }
+    // The node's path from the root, as frame keys (None: a "no frames" node).
+    let mut path: Vec<Option<FrameKey>> = Vec::new();
+    let mut cur = Some(node);
+    while let Some(c) = cur {
+        let Some(x) = l.tree.nodes.get(c as usize) else {
+            break;
+        };
+        if x.parent.is_none() {
+            break;
+        }
+        path.push(x.frame.and_then(|f| snap.frames.get(f as usize)).map(frame_key));
+        cur = x.parent;
+    }
+    path.reverse();
+    let no_frames = path.first().is_some_and(Option::is_none);
+    let mut stacks_in: HashSet<(u32, bool)> = HashSet::new();
+    for g in &l.by_stack {
+        let p = path_of(snap, g.stack);
+        let inside = if no_frames {
+            p.is_empty() && g.before_trace == n.before_trace
+        } else {
+            p.len() >= path.len() && path.iter().zip(&p).all(|(a, b)| a.as_ref() == Some(b))
+        };
+        if inside {
+            stacks_in.insert((g.stack, g.before_trace));
+        }
+    }
+    l.elements
+        .iter()
+        .copied()
+        .filter(|&e| replay.lives.get(e as usize).is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x)))))
+        .collect()
+}
