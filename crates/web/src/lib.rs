@@ -5,19 +5,30 @@
 //! WebAssembly, and drawn on a canvas.
 //!
 //! Built by Trunk from the top-level `index.html`; the page's elements are found by id
-//! ([`app::Ui::find`]).
+//! ([`dom::Ui::find`]).
 //!
-//! Modules, from the DOM inwards:
-//! - [`app`]: the one [`app::App`] state, the event listeners (DOM events become
-//!   [`input::Input`]s), the handlers, the loader task and the animation-frame guard;
-//! - [`render`]: drawing the timeline, the minimap and the controls from the state;
-//! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
+//! Modules, from the top layer down (no module imports one above it; `scripts/check-cycles.py`
+//! checks that there is no import cycle):
+//! - [`app`]: the one [`app::App`] behind the one `Rc<RefCell<..>>`: it installs every part's
+//!   [`input::Binding`]s through one listener helper, applies each [`input::Input`] (to
+//!   `memviz_view`'s state, whose actions return effects), carries out the effects, brings
+//!   [`derived`] up to date, writes the URL fragment and asks for frames; the loader task;
+//! - [`render`]: a frame, `draw(&Frame, &mut PaintMemo)`: the timeline, the minimap, the
+//!   controls, and each part's painting; it reads the state and changes none of it;
+//! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
+//!   memo of what it wrote: [`panels`] (the analysis panel), [`views`] (Allocator State
+//!   History and Settings), [`search`], [`pools`]; [`url`] (the fragment, written after inputs);
+//! - [`paint`] (what painting reads: [`paint::Frame`], colours, band edges), [`derived`] (what is
+//!   computed from the state: analyses, matches, pools, the event list), [`dom`] (the page's
+//!   elements), [`canvas`] (canvases kept between frames), [`input`] (what the user did, as plain
+//!   values), [`tasks`] (frames, ticks, timeouts);
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
 //!   are read, decoded and laid out off the main thread, then handed over as bytes;
-//! - [`input`]: what the user did, as plain values.
+//!   [`model`]: loading from byte chunks (no DOM) and what a plot needs.
 //!
-//! The logic that needs no browser (window math, x maps, axes, decimation, the raster, key and
-//! wheel mapping, the URL fragment, the event list) is [`memviz_view`], tested natively.
+//! The page's state and logic that need no browser (the open files, view, pointer, pins, drag,
+//! panels' user state and their actions, window math, x maps, axes, decimation, the raster, key
+//! and wheel mapping, the URL fragment, the event list) are [`memviz_view`], tested natively.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -334,3 +334,7 @@ impl HistoryState {
         self.map_pointer = None;
     }
 }
+
+#[cfg(test)]
+#[path = "panels_tests.rs"]
+mod tests;

@@ -1,0 +1,230 @@
+//! Tests of the panels' actions: the analysis panel's tabs, moments, highlights, exports and
+//! categories; Compare's other file; the event list's selection, scrolling and filter.
+
+#![allow(clippy::expect_used)]
+
+use memviz_core::analysis::categories::CategoryTimeline;
+use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::timeline::Options;
+
+use super::*;
+use crate::state::ViewState;
+use crate::viewport::Viewport;
+use crate::xmap::XAxis;
+
+static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
+
+fn demo() -> ViewState {
+    let snap = memviz_core::load(DEMO).expect("the demo loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options::default());
+    let mut f = OpenFile {
+        name: "x.pickle".into(),
+        snap,
+        plot,
+        max_entries: 15_000,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    };
+    f.viewport = f.full_viewport();
+    ViewState { files: vec![f], current: Some(0), plot_css: (1000.0, 500.0), dpr: 1.0, ..ViewState::default() }
+}
+
+fn apply(s: &mut ViewState, a: Action) -> Vec<Effect> {
+    let rect = s.plot_rect();
+    let file = s.current.and_then(|i| s.files.get(i));
+    s.analysis.apply(a, file, &rect)
+}
+
+#[test]
+fn toggle_and_tabs_change_what_the_panel_shows() {
+    let mut s = demo();
+    assert!(!s.analysis.open);
+    assert!(apply(&mut s, Action::Toggle).is_empty());
+    assert!(s.analysis.open);
+    apply(&mut s, Action::Tab(Tab::Compare));
+    assert_eq!(s.analysis.tab, Tab::Compare);
+    apply(&mut s, Action::Toggle);
+    assert!(!s.analysis.open);
+    assert_eq!(s.analysis.tab, Tab::Compare, "closing keeps the tab");
+}
+
+#[test]
+fn every_action_but_a_chart_hover_redraws_the_timeline_marks() {
+    let mut s = demo();
+    let seq = s.analysis.canvas_seq;
+    apply(&mut s, Action::CategoryHover(Some(12.0)));
+    assert_eq!(s.analysis.canvas_seq, seq);
+    assert_eq!(s.analysis.categories.hover_x_px, Some(12.0));
+    apply(&mut s, Action::LiveAtPeak);
+    assert_eq!(s.analysis.canvas_seq, seq + 1);
+    assert_eq!(s.analysis.moment, Some(Moment::Peak));
+}
+
+#[test]
+fn rows_that_name_elements_ask_for_a_highlight_and_a_second_click_clears_it() {
+    let mut s = demo();
+    for a in [Action::Finding(2), Action::OomHolders(0), Action::Site(1), Action::Node(7)] {
+        assert!(a.names_elements());
+        assert_eq!(apply(&mut s, a), vec![Effect::Highlight(a)]);
+    }
+    assert!(!Action::LiveAtPeak.names_elements());
+    let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3] };
+    s.analysis.toggle_highlight(Some(h.clone()));
+    assert_eq!(s.analysis.highlight.as_ref(), Some(&h));
+    s.analysis.toggle_highlight(Some(h.clone()));
+    assert_eq!(s.analysis.highlight, None, "the same row again clears it");
+    s.analysis.toggle_highlight(Some(h));
+    s.analysis.toggle_highlight(Some(Highlight { key: "site:0".into(), elements: vec![9] }));
+    assert_eq!(s.analysis.highlight.as_ref().map(|h| h.key.as_str()), Some("site:0"), "another row replaces it");
+    apply(&mut s, Action::ClearHighlight);
+    assert_eq!(s.analysis.highlight, None);
+}
+
+#[test]
+fn a_moment_from_the_timeline_opens_the_live_set_there() {
+    let mut s = demo();
+    let rect = s.plot_rect();
+    apply(&mut s, Action::LiveAtPx(rect.left_px));
+    assert!(s.analysis.open);
+    assert_eq!(s.analysis.tab, Tab::Live);
+    let f = s.file().expect("file");
+    let left = Moment::at_step(&f.plot.layout, f.xmap().step(f.viewport.x0));
+    assert_eq!(s.analysis.moment, Some(left));
+    // The centre of a zoomed window.
+    let full = f.viewport.full_x1;
+    s.files[0].viewport.set_window(full * 0.5, full * 0.7);
+    apply(&mut s, Action::LiveAtCentre);
+    let f = s.file().expect("file");
+    let centre = Moment::at_step(&f.plot.layout, f.xmap().step(full * 0.6));
+    assert_eq!(s.analysis.moment, Some(centre));
+    assert_ne!(Some(left), Some(centre));
+}
+
+#[test]
+fn a_moment_without_a_file_changes_nothing() {
+    let mut s = ViewState::default();
+    let before = s.analysis.clone();
+    assert!(apply(&mut s, Action::LiveAtCentre).is_empty());
+    assert_eq!(s.analysis.moment, before.moment);
+    assert!(!s.analysis.open);
+}
+
+#[test]
+fn exports_are_effects_named_by_their_button() {
+    let mut s = demo();
+    for (v, k) in [
+        ("csv", ExportKind::Csv),
+        ("json", ExportKind::Json),
+        ("speedscope", ExportKind::Speedscope),
+        ("png", ExportKind::Png),
+    ] {
+        assert_eq!(ExportKind::from_value(v), Some(k));
+        assert_eq!(apply(&mut s, Action::Export(k)), vec![Effect::Export(k)]);
+    }
+    assert_eq!(ExportKind::from_value("pdf"), None);
+}
+
+#[test]
+fn compare_uses_the_chosen_file_else_the_first_other_one() {
+    let mut a = AnalysisState::default();
+    assert_eq!(a.compare_other(Some(0), 1), None, "one file: nothing to compare");
+    assert_eq!(a.compare_other(Some(0), 3), Some(1));
+    assert_eq!(a.compare_other(Some(1), 3), Some(0));
+    a.compare_with = Some(2);
+    assert_eq!(a.compare_other(Some(0), 3), Some(2));
+    assert_eq!(a.compare_other(Some(2), 3), Some(0), "never the file itself");
+    assert_eq!(a.compare_other(Some(0), 2), Some(1), "a file that is gone is not chosen");
+    assert_eq!(a.compare_other(None, 3), None);
+}
+
+#[test]
+fn category_colouring_toggles_and_profiles_open_and_close() {
+    let mut s = demo();
+    apply(&mut s, Action::CategoryColour);
+    assert!(s.analysis.categories.colour_inferred);
+    apply(&mut s, Action::CategoryColour);
+    assert!(!s.analysis.categories.colour_inferred);
+    let n = PROFILE_POINTS * 3;
+    let tl = CategoryTimeline {
+        categories: vec!["a".into(), "b".into()],
+        times_us: (0..n as i64).map(Some).collect(),
+        rows: vec![None; n],
+        bytes: (0..n as u64).map(|i| vec![i, 1]).collect(),
+        inferred: false,
+        source: "test".into(),
+    };
+    let c = &mut s.analysis.categories;
+    c.hover_x_px = Some(3.0);
+    c.set_profile("p.json".into(), &tl);
+    let p = c.profile.as_ref().expect("a profile");
+    assert_eq!(p.points, n);
+    assert!(p.timeline.bytes.len() <= PROFILE_POINTS);
+    assert_eq!(p.peak, Some((n - 1, n as u64)));
+    assert_eq!(p.peak_time_us, Some(n as i64 - 1));
+    assert_eq!((c.profile_seq, c.hover_x_px), (1, None));
+    apply(&mut s, Action::CategoryClose);
+    assert!(s.analysis.categories.profile.is_none());
+    assert_eq!(s.analysis.categories.profile_seq, 2);
+}
+
+fn rows(n: usize) -> Option<HistoryRows> {
+    Some(HistoryRows { key: (0, 0), rows: n, row_px: 18.0, list_px: 180.0, max_list_px: 8_000_000.0 })
+}
+
+#[test]
+fn the_last_event_is_selected_until_one_is_chosen_on_this_device() {
+    let mut h = HistoryState::default();
+    assert_eq!(h.selected_row((0, 0), 0), None);
+    assert_eq!(h.selected_row((0, 0), 50), Some(49));
+    h.apply(HistoryInput::Select(7), rows(50));
+    assert_eq!(h.selected_row((0, 0), 50), Some(7));
+    assert_eq!(h.selected_row((0, 1), 50), Some(49), "another device has its own selection");
+    assert_eq!(h.selected_row((0, 0), 5), Some(4), "clamped to a shorter list");
+    h.apply(HistoryInput::Select(50), rows(50));
+    assert_eq!(h.selected, Some((0, 0, 7)), "a row past the end is ignored");
+}
+
+#[test]
+fn keys_move_the_selection_within_the_list_and_scroll_it_into_view() {
+    let mut h = HistoryState::default();
+    h.apply(HistoryInput::Jump(false), rows(100));
+    assert_eq!(h.selected, Some((0, 0, 0)));
+    assert_eq!(h.scroll_px, 0.0);
+    h.apply(HistoryInput::Move(-1), rows(100));
+    assert_eq!(h.selected, Some((0, 0, 0)), "no row before the first");
+    h.apply(HistoryInput::Move(20), rows(100));
+    assert_eq!(h.selected, Some((0, 0, 20)));
+    // Row 20 spans 360..378 px: a 180 px list scrolled to show it ends at its bottom.
+    assert_eq!(h.scroll_px, 378.0 - 180.0);
+    h.apply(HistoryInput::Move(1_000), rows(100));
+    assert_eq!(h.selected, Some((0, 0, 99)), "no row after the last");
+    h.apply(HistoryInput::Jump(false), rows(100));
+    h.apply(HistoryInput::Jump(true), rows(100));
+    assert_eq!(h.selected, Some((0, 0, 99)));
+    let before = h;
+    assert!(h.apply(HistoryInput::Move(1), None).is_empty());
+    assert_eq!(h, before, "without a list nothing moves");
+    h.apply(HistoryInput::Jump(true), rows(0));
+    assert_eq!(h, before, "an empty list selects nothing");
+}
+
+#[test]
+fn the_pointer_and_scroll_are_kept_and_forgotten_when_the_view_is_shown_again() {
+    let mut h = HistoryState::default();
+    h.apply(HistoryInput::Scroll(240.0), None);
+    h.apply(HistoryInput::HoverRow(Some(3)), None);
+    h.apply(HistoryInput::MapPointer(Some((5.0, 6.0))), None);
+    assert_eq!((h.scroll_px, h.hover_row, h.map_pointer), (240.0, Some(3), Some((5.0, 6.0))));
+    h.on_shown();
+    assert_eq!((h.scroll_px, h.hover_row, h.map_pointer), (240.0, None, None));
+}
+
+#[test]
+fn hide_freed_asks_for_a_layout_only_when_it_changes() {
+    let mut h = HistoryState::default();
+    assert_eq!(h.apply(HistoryInput::HideFreed(true), None), vec![Effect::Relayout]);
+    assert!(h.hide_freed);
+    assert!(h.apply(HistoryInput::HideFreed(true), None).is_empty());
+    assert_eq!(h.apply(HistoryInput::HideFreed(false), None), vec![Effect::Relayout]);
+}
