@@ -13,7 +13,8 @@
 //! - [`render`]: drawing the timeline, the minimap and the controls from the state;
 //! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
-//!   are read, decoded and laid out off the main thread, then handed over as bytes;
+//!   are read, decoded and laid out off the main thread, then handed over as bytes, in the
+//!   messages of [`protocol`] (the same kinds as `www/protocol.js`);
 //! - [`input`]: what the user did, as plain values.
 //!
 //! The logic that needs no browser (window math, x maps, axes, decimation, the raster, key and
@@ -27,6 +28,7 @@ pub mod input;
 pub mod model;
 pub mod panels;
 pub mod pools;
+pub mod protocol;
 pub mod render;
 pub mod search;
 pub mod url;

@@ -3,6 +3,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::protocol::Phase;
 
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
@@ -254,16 +255,6 @@ pub(crate) enum WorkerEnd {
     LoadHere,
 }
 
-/// The phase names the worker reports, as the status line shows them.
-pub(crate) fn phase_name(phase: &str) -> &'static str {
-    match phase {
-        "Building the model" => "Building the model",
-        "Laying out the timeline" => "Laying out the timeline",
-        "Handing over the model" => "Handing over the model",
-        _ => "Reading",
-    }
-}
-
 /// Loads a file in a Web Worker: the page's main thread only shows progress and, at the end,
 /// copies the model and plot into place.
 pub(crate) async fn load_in_worker(
@@ -284,16 +275,16 @@ pub(crate) async fn load_in_worker(
         options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
     };
     let started_ms = timings.started_ms;
-    let on_progress = move |app: &mut App, read_bytes: f64, phase: &str| {
-        let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes / total_bytes as f64).min(1.0) };
+    let on_progress = move |app: &mut App, read_bytes: u64, phase: Phase| {
+        let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes as f64 / total_bytes as f64).min(1.0) };
         let elapsed_ms = app.ui.now_ms() - started_ms;
         let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
             .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
         if let Some(l) = &mut app.loading {
             l.fraction = fraction;
-            l.read_bytes = read_bytes as u64;
-            l.left_ms = if phase == "Reading" { left_ms } else { None };
-            l.phase = phase_name(phase);
+            l.read_bytes = read_bytes;
+            l.left_ms = if phase == Phase::Reading { left_ms } else { None };
+            l.phase = phase.label();
         }
         app.request_redraw();
     };
