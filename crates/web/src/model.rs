@@ -108,7 +108,8 @@ mod tests {
     use memviz_core::timeline::{self, Options};
     use wasm_bindgen_test::wasm_bindgen_test;
 
-    use crate::app::DEMO_SNAPSHOT;
+    /// The demo snapshot (`crate::app::DEMO_SNAPSHOT`), read here so this module needs nothing above it.
+    static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
 
     fn demo() -> Snapshot {
         load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64).expect("demo loads")

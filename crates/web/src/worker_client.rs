@@ -2,10 +2,8 @@
 //! `memvizLoadInWorker`, passes its progress and its cancel function on, and decodes the model
 //! and plot the worker hands over ([`crate::worker`]), reading each answer as a
 //! [`crate::protocol::Message`]. Pages without that function (offline pages written by the
-//! command line, tests) load on the main thread instead.
-
-use std::cell::RefCell;
-use std::rc::Weak;
+//! command line, tests) load on the main thread instead. Nothing here knows the page's state: the
+//! caller gives callbacks.
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
 use memviz_core::wire::{self, Parts, WireError};
@@ -14,7 +12,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::app::App;
 use crate::model::PlotData;
 use crate::protocol::{
     encode_request, from_js, LoadRequest, Message, Phase, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP,
@@ -128,23 +125,18 @@ fn now_ms() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
-/// Loads `file` in a worker. `on_progress(app, read_bytes, phase)` runs as the worker reports;
-/// the load's cancel function is kept in `App::cancel_load` while it runs.
+/// Loads `file` in a worker. `on_progress(read_bytes, phase)` runs as the worker reports;
+/// `set_cancel` gets the function that stops the load once it runs, and `None` once it is over.
 pub async fn load(
-    weak: &Weak<RefCell<App>>,
     file: &web_sys::File,
     request: &LoadRequest,
-    on_progress: impl Fn(&mut App, u64, Phase) + 'static,
+    on_progress: impl Fn(u64, Phase) + 'static,
+    set_cancel: impl Fn(Option<Function>),
 ) -> Outcome {
     let Some(f) = load_fn() else { return Outcome::Unavailable };
-    let progress_weak = weak.clone();
     let progress = Closure::<dyn FnMut(JsValue)>::new(move |m: JsValue| {
         if let Ok(Message::Progress { read_bytes, phase }) = from_js(&m) {
-            if let Some(rc) = progress_weak.upgrade() {
-                if let Ok(mut app) = rc.try_borrow_mut() {
-                    on_progress(&mut app, read_bytes, phase);
-                }
-            }
+            on_progress(read_bytes, phase);
         }
     });
     let req = Uint8Array::from(encode_request(request).as_slice());
@@ -154,13 +146,12 @@ pub async fn load(
     let function =
         |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
     let Some(next) = function("next") else { return Outcome::Unavailable };
-    let cancel = function("cancel");
-    crate::app::with_app(weak, |app| app.cancel_load = cancel);
+    set_cancel(function("cancel"));
     let mut outcome = receive(&next).await;
     if let Outcome::Loaded { shown, .. } = &mut outcome {
         *shown = function("shown");
     }
-    crate::app::with_app(weak, |app| app.cancel_load = None);
+    set_cancel(None);
     // The progress callback lives until the worker is gone.
     drop(progress);
     outcome

@@ -255,6 +255,23 @@ pub(crate) enum WorkerEnd {
     LoadHere,
 }
 
+/// Shows how far a load that started at `started_ms` is, with an estimate of the time left
+/// while it reads.
+fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u64, phase: Phase) {
+    let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes as f64 / total_bytes as f64).min(1.0) };
+    let elapsed_ms = app.ui.now_ms() - started_ms;
+    // Reading is most of the time; the rest (model, layout) takes about a third as long.
+    let left_ms = (phase == Phase::Reading && fraction > 0.02 && elapsed_ms > 250.0)
+        .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
+    if let Some(l) = &mut app.loading {
+        l.fraction = fraction;
+        l.read_bytes = read_bytes;
+        l.left_ms = left_ms;
+        l.phase = phase.label();
+    }
+    app.request_redraw();
+}
+
 /// Loads a file in a Web Worker: the page's main thread only shows progress and, at the end,
 /// copies the model and plot into place.
 pub(crate) async fn load_in_worker(
@@ -275,20 +292,14 @@ pub(crate) async fn load_in_worker(
         options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
     };
     let started_ms = timings.started_ms;
-    let on_progress = move |app: &mut App, read_bytes: u64, phase: Phase| {
-        let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes as f64 / total_bytes as f64).min(1.0) };
-        let elapsed_ms = app.ui.now_ms() - started_ms;
-        let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
-            .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
-        if let Some(l) = &mut app.loading {
-            l.fraction = fraction;
-            l.read_bytes = read_bytes;
-            l.left_ms = if phase == Phase::Reading { left_ms } else { None };
-            l.phase = phase.label();
-        }
-        app.request_redraw();
+    let progress_weak = weak.clone();
+    let on_progress = move |read_bytes: u64, phase: Phase| {
+        with_app(&progress_weak, |app| show_progress(app, started_ms, total_bytes, read_bytes, phase));
     };
-    match worker_client::load(weak, file, &request, on_progress).await {
+    let set_cancel = |cancel| {
+        with_app(weak, |app| app.cancel_load = cancel);
+    };
+    match worker_client::load(file, &request, on_progress, set_cancel).await {
         Outcome::Loaded { snap, plot, timings: w, decode_ms, shown } => {
             timings.read_ms = w.read_ms;
             timings.parse_ms = w.parse_ms;
