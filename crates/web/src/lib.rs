@@ -12,6 +12,8 @@
 //!   [`input::Input`]s), the handlers, the loader task and the animation-frame guard;
 //! - [`render`]: drawing the timeline, the minimap and the controls from the state;
 //! - [`model`]: loading from byte chunks (no DOM) and what a plot needs;
+//! - [`feed`]: the one loop that reads a file in slices and decodes it, in the worker and on the
+//!   page;
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
 //!   are read, decoded and laid out off the main thread, then handed over as bytes, in the
 //!   messages of [`protocol`] (the same kinds as `www/protocol.js`);
@@ -24,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod feed;
 pub mod input;
 pub mod model;
 pub mod panels;

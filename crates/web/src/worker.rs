@@ -1,5 +1,5 @@
 //! The loading Web Worker's side: reads a `File` in slices (the next one while this one is
-//! decoded), decodes it, builds the model and the first plot, and hands both to
+//! decoded, [`crate::feed`]), decodes it, builds the model and the first plot, and hands both to
 //! the page as bytes ([`memviz_core::wire`]), so none of that work runs on the page's main thread.
 //!
 //! Its messages to the page are [`Message`]s (`www/worker.js` starts this; `www/boot.js` listens):
@@ -23,7 +23,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::DedicatedWorkerGlobalScope;
 
-use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::feed::{open_error, Fed, Feed, Host, OnProfile, Slices};
+use crate::model::{choose_device, PlotData};
 use crate::protocol::{
     decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP,
     TRACE_GROUP,
@@ -72,9 +73,6 @@ pub async fn worker_load(file: web_sys::File, request: Vec<u8>, next_slice: js_s
     }
 }
 
-/// Bytes decoded between chances to take events.
-const FEED_BYTES: usize = 1 << 20;
-
 /// Most time decoding goes on without taking events (ms).
 const YIELD_EVERY_MS: f64 = 4.0;
 
@@ -91,11 +89,57 @@ pub(crate) async fn yield_to_events() {
     let _ = JsFuture::from(p).await;
 }
 
-/// The slice of the file at `offset`, as the page sends it (`next_slice(offset)` resolves to an
-/// `ArrayBuffer` of [`CHUNK_BYTES`], or fewer at the end).
-fn read_slice(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
-    let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
-    Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+/// The file's slices as the page sends them: `next_slice(offset)` resolves to an `ArrayBuffer`
+/// of the slice at `offset`. The next one is asked for once this one has been copied: asking
+/// tells the page that this slice's buffer can be read into again.
+struct PageSlices<'a> {
+    next_slice: &'a js_sys::Function,
+    total_bytes: u64,
+    pending: Option<JsFuture>,
+    slice: Vec<u8>,
+}
+
+impl PageSlices<'_> {
+    fn read(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
+        let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
+        Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+    }
+}
+
+impl Slices for PageSlices<'_> {
+    async fn slice(&mut self, offset: u64, end: u64) -> Result<&[u8], String> {
+        let reading = self.pending.take().ok_or("the browser refused to read it")?;
+        let slice = reading.await.map_err(|e| js_text(&e))?;
+        let arr = Uint8Array::new(&slice);
+        if u64::from(arr.length()) != end - offset {
+            return Err("a slice came back with the wrong length".into());
+        }
+        self.slice.resize(arr.length() as usize, 0);
+        arr.copy_to(&mut self.slice);
+        if end < self.total_bytes {
+            self.pending = Self::read(self.next_slice, end);
+        }
+        Ok(&self.slice)
+    }
+}
+
+/// The worker's thread: progress goes to the page as messages; nothing stops the load (the page
+/// ends the worker instead).
+struct WorkerHost<'a>(&'a DedicatedWorkerGlobalScope);
+
+impl Host for WorkerHost<'_> {
+    fn now_ms(&self) -> f64 {
+        now_ms(self.0)
+    }
+
+    async fn take_events(&mut self) {
+        yield_to_events().await;
+    }
+
+    fn progress(&mut self, read_bytes: u64) -> bool {
+        progress(self.0, read_bytes, Phase::Reading);
+        true
+    }
 }
 
 async fn load(
@@ -105,63 +149,35 @@ async fn load(
     next_slice: &js_sys::Function,
 ) -> Result<(), String> {
     let name = &request.name;
-    let read_error =
-        |e: &JsValue| format!("Could not read {name}: {}. Is the file still there and readable?", js_text(e));
     let total_bytes = file.size() as u64;
-    let mut timings = WorkerTimings::default();
-    let mut loader = ModelLoader::new(total_bytes);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut offset = 0u64;
+    let feed = Feed::new(name, total_bytes, YIELD_EVERY_MS, OnProfile::Stop);
     // The page reads slices ahead while this one is decoded.
-    let mut pending = read_slice(next_slice, 0);
-    while offset < total_bytes {
-        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
-        let t0 = now_ms(scope);
-        let slice = match pending.take() {
-            Some(reading) => reading.await.map_err(|e| read_error(&e))?,
-            None => return Err(read_error(&JsValue::from_str("the browser refused to read it"))),
-        };
-        let arr = Uint8Array::new(&slice);
-        if arr.length() as u64 != end - offset {
-            return Err(read_error(&JsValue::from_str("a slice came back with the wrong length")));
-        }
-        buf.resize(arr.length() as usize, 0);
-        arr.copy_to(&mut buf);
-        // Asked for only now: asking tells that this slice's buffer has been copied and can be
-        // read into again.
-        if end < total_bytes {
-            pending = read_slice(next_slice, end);
-        }
-        let t1 = now_ms(scope);
-        timings.read_ms += t1 - t0;
-        if offset == 0 && crate::panels::categories::maybe_profile(&buf) {
+    let mut slices =
+        PageSlices { next_slice, total_bytes, pending: PageSlices::read(next_slice, 0), slice: Vec::new() };
+    let (fed, fed_timings) = feed.run(&mut slices, &mut WorkerHost(scope)).await?;
+    drop(slices);
+    let loader = match fed {
+        Fed::Decoded(loader) => loader,
+        // Profiler timelines are the page's to read.
+        Fed::Profile { .. } => {
             post(scope, Message::Profile);
             return Ok(());
         }
-        // Decoded in parts, with a turn of the event loop between them, so the page's slices
-        // and a cancel get through.
-        let mut waited_ms = 0.0;
-        let mut last_yield_ms = t1;
-        for part in buf.chunks(FEED_BYTES) {
-            loader.feed(part).map_err(|e| format!("Could not open {name}: {e}"))?;
-            let t = now_ms(scope);
-            if t - last_yield_ms > YIELD_EVERY_MS {
-                yield_to_events().await;
-                last_yield_ms = now_ms(scope);
-                waited_ms += last_yield_ms - t;
-            }
-        }
-        timings.parse_ms += now_ms(scope) - t1 - waited_ms;
-        timings.read_ms += waited_ms;
-        offset = end;
-        progress(scope, offset, Phase::Reading);
-    }
-    progress(scope, offset, Phase::BuildingModel);
+        // Never: the page stops a load by ending the worker.
+        Fed::Stopped => return Ok(()),
+    };
+    // Waiting for slices includes the turns of the event loop that let them in.
+    let mut timings = WorkerTimings {
+        read_ms: fed_timings.read_ms + fed_timings.wait_ms,
+        parse_ms: fed_timings.parse_ms,
+        ..WorkerTimings::default()
+    };
+    progress(scope, total_bytes, Phase::BuildingModel);
     let t0 = now_ms(scope);
-    let snap = loader.finish().map_err(|e| format!("Could not open {name}: {e}"))?;
+    let snap = loader.finish().map_err(|e| open_error(name, &e))?;
     let t1 = now_ms(scope);
     timings.model_ms = t1 - t0;
-    progress(scope, offset, Phase::HandingOver);
+    progress(scope, total_bytes, Phase::HandingOver);
     // The model goes to the page first, so the page copies it in while the layout is built here:
     // the snapshot without its traces (group 0), then each device's trace field by field
     // (group 1 + device position), so the page can copy it in over many short tasks.
@@ -177,7 +193,7 @@ async fn load(
     }
     let t2 = now_ms(scope);
     timings.encode_ms = t2 - t1;
-    progress(scope, offset, Phase::LayingOut);
+    progress(scope, total_bytes, Phase::LayingOut);
     let device_pos = choose_device(&snap, request.preferred_device);
     let mut plot = PlotData::build(&snap, device_pos, request.options);
     drop(snap);

@@ -22,7 +22,7 @@ use web_sys::{
 };
 
 use crate::input::{self, Input, Source, Surface};
-use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::model::{choose_device, PlotData, CHUNK_BYTES};
 use crate::render;
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
@@ -43,8 +43,6 @@ const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file, give the page a chance to repaint at least this often (ms).
 const YIELD_EVERY_MS: f64 = 40.0;
-/// Bytes decoded between two chances to repaint (a few tens of ms of work).
-const FEED_BYTES: usize = 1 << 20;
 /// Time the phases after reading (model, layout, first frame) take, as a share of the reading
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;
