@@ -29,13 +29,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p memviz-core -p memviz-view -p memviz-web --target wasm32-unknown-unknown -- -D warnings
 
 step "no import cycle between modules"
-python3 scripts/check-cycles.py crates/core crates/view crates/cli
+python3 scripts/check-cycles.py crates/core crates/view crates/cli crates/web
 
 step "build the page"
 trunk build --release --offline
 
 step "core, view and CLI tests"
-cargo test -p memviz-core -p memviz-view -p memviz
+cargo test -p memviz-core -p memviz-view -p memviz -p memviz-web
 
 step "core and view build for wasm32 without browser crates"
 cargo build -p memviz-core -p memviz-view --target wasm32-unknown-unknown

@@ -1,6 +1,7 @@
 // Loads the page's WebAssembly and starts it. A file of its own (not an inline script) so the
 // Content-Security-Policy can forbid inline scripts.
 import init, { start } from './memviz-web.js';
+import { KIND } from './protocol.js';
 import { readSlices } from './slices.js';
 
 /** From here on the page may not open any connection: the second policy is enforced on top of
@@ -33,7 +34,7 @@ function spawnLoader(module) {
       e.preventDefault();
       worker.broken = true;
     };
-    worker.postMessage({ module });
+    worker.postMessage({ kind: KIND.MODULE, module });
     return worker;
   } catch {
     return null;
@@ -91,19 +92,20 @@ function endWhenIdle(end) {
   setTimeout(check, END_MIN_MS);
 }
 
-const unavailable = (why) => Object.assign(new Error(why), { workerUnavailable: true });
+const unavailable = (why) => ({ kind: KIND.UNAVAILABLE, message: why });
+const failed = (message) => ({ kind: KIND.ERROR, message });
 
 /**
- * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends). Returns
- * `{ next, cancel, shown }`: `next()` resolves to the next of the worker's answers as it comes, so the
- * page copies the model in while the worker still works: `{ kind: 'head', bytes, group, field,
- * parts }` (one message of a value, with the parts it needs), `{ kind: 'model-end' }` (the
- * model is complete; the plot follows), `{ kind: 'done' }` (the last), or `{ kind: 'profile' }`;
- * it rejects with an Error whose message is for the user, or with `workerUnavailable` set when
- * no worker could run (the page then loads on its main thread). `onProgress(readBytes, phase)`
- * is called as the worker goes. `shown()` says that the page has shown what it loaded: the worker
- * is then ended once the page is idle (END_IDLE_MS). Each worker loads one file; the next one is
- * started when it ends.
+ * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends; www/protocol.js
+ * lists the kinds). Returns `{ next, cancel, shown }`: `next()` resolves to the next of the
+ * worker's messages as it comes, so the page copies the model in while the worker still works:
+ * KIND.HEAD (one message of a value, with the parts it needs added as `parts`), KIND.MODEL_END
+ * (the model is complete; the plot follows), KIND.DONE (the last), or KIND.PROFILE; it rejects
+ * with how the load ended otherwise: KIND.ERROR (its message is for the user), KIND.CANCELLED,
+ * or KIND.UNAVAILABLE when no worker could run (the page then loads on its main thread).
+ * `onProgress(message)` is called with each KIND.PROGRESS message as the worker goes. `shown()`
+ * says that the page has shown what it loaded: the worker is then ended once the page is idle
+ * (END_IDLE_MS). Each worker loads one file; the next one is started when it ends.
  */
 function loadInWorker(module, file, request, onProgress) {
   let worker = spare && !spare.broken ? spare : spawnLoader(module);
@@ -158,7 +160,7 @@ function loadInWorker(module, file, request, onProgress) {
       w.reject(err);
     }
   };
-  const cancel = () => fail(new Error('cancelled'));
+  const cancel = () => fail({ kind: KIND.CANCELLED });
   let parts = [];
   let started = false;
   // The file is read a few slices ahead of the worker, by a reading worker of its own that sends
@@ -170,7 +172,7 @@ function loadInWorker(module, file, request, onProgress) {
   const readHere = () => readSlices(file, (m, transfer) => worker.postMessage(m, transfer ?? []));
   if (reader) {
     const channel = new MessageChannel();
-    reader.postMessage({ file, port: channel.port1 }, [channel.port1]);
+    reader.postMessage({ kind: KIND.READ, file, port: channel.port1 }, [channel.port1]);
     port = channel.port2;
     reading = { stop: () => reader.terminate(), giveBack() {} };
     // A reading worker that stopped before it read anything (its script did not load, say):
@@ -180,7 +182,7 @@ function loadInWorker(module, file, request, onProgress) {
       reader.terminate();
       if (ended) return;
       if (readBytes === 0) reading = readHere();
-      else fail(new Error(`Could not read the file: the reading worker stopped (${e.message || 'no reason given'}).`));
+      else fail(failed(`Could not read the file: the reading worker stopped (${e.message || 'no reason given'}).`));
     };
   } else {
     reading = readHere();
@@ -189,33 +191,48 @@ function loadInWorker(module, file, request, onProgress) {
     const m = e.data;
     started = true;
     if (failure) return;
-    if (m.kind === 'slice-back') {
-      reading.giveBack(m.slice);
-    } else if (m.kind === 'progress') {
-      readBytes = m.readBytes;
-      onProgress(m.readBytes, m.phase);
-    } else if (m.kind === 'part') parts.push(m.bytes);
-    else if (m.kind === 'head') {
-      push({ kind: 'head', bytes: m.bytes, group: m.group, field: m.field, parts });
-      parts = [];
-    } else if (m.kind === 'model-end') push({ kind: 'model-end' });
-    else if (m.kind === 'done') {
-      // Ended once the page has shown what it loaded (shown()); this is in case it never says.
-      setTimeout(() => finish(false), END_UNSHOWN_MS);
-      push({ kind: m.kind });
-    } else if (m.kind === 'profile') {
-      finish(false);
-      push({ kind: m.kind });
-    } else if (m.kind === 'error') fail(new Error(m.message));
-    else if (m.kind === 'failed') fail(unavailable(m.message));
+    switch (m.kind) {
+      case KIND.SLICE_BACK:
+        reading.giveBack(m.slice);
+        break;
+      case KIND.PROGRESS:
+        readBytes = m.readBytes;
+        onProgress(m);
+        break;
+      case KIND.PART:
+        parts.push(m.bytes);
+        break;
+      case KIND.HEAD:
+        push({ ...m, parts });
+        parts = [];
+        break;
+      case KIND.MODEL_END:
+        push(m);
+        break;
+      case KIND.DONE:
+        // Ended once the page has shown what it loaded (shown()); this is in case it never says.
+        setTimeout(() => finish(false), END_UNSHOWN_MS);
+        push(m);
+        break;
+      case KIND.PROFILE:
+        finish(false);
+        push(m);
+        break;
+      case KIND.ERROR:
+      case KIND.UNAVAILABLE:
+        fail(m);
+        break;
+      default:
+        fail(failed(`The loader sent a message of unknown kind ${JSON.stringify(m.kind)}.`));
+    }
   };
   worker.onerror = (e) => {
     e.preventDefault();
     const why = e.message || 'it stopped';
-    fail(started ? new Error(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
+    fail(started ? failed(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
   };
-  if (port) worker.postMessage({ file, request, port }, [port]);
-  else worker.postMessage({ file, request });
+  if (port) worker.postMessage({ kind: KIND.LOAD, file, request, port }, [port]);
+  else worker.postMessage({ kind: KIND.LOAD, file, request });
   return { next, cancel, shown: () => finish(false) };
 }
 

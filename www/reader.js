@@ -3,12 +3,14 @@
 // which sends each slice's buffer back the same way. Reading a Blob costs the reading thread a
 // task per chunk of the browser's pipe (0.6 s a gigabyte), and every task on the page's thread
 // can be held up by the loading worker's memory work; here neither touches the page.
+import { KIND } from './protocol.js';
 import { readSlices } from './slices.js';
 
 self.onmessage = (e) => {
+  if (e.data.kind !== KIND.READ) return;
   const { file, port } = e.data;
   const reading = readSlices(file, (m, transfer) => port.postMessage(m, transfer ?? []));
   port.onmessage = (m) => {
-    if (m.data.kind === 'slice-back') reading.giveBack(m.data.slice);
+    if (m.data.kind === KIND.SLICE_BACK) reading.giveBack(m.data.slice);
   };
 };

@@ -1,5 +1,6 @@
 // Reading a File front to back in slices, for the loading worker (www/worker.js): used by the
 // reading worker (www/reader.js) and, where that cannot start, by the page itself (www/boot.js).
+import { KIND } from './protocol.js';
 
 /** Bytes of one slice of a file sent to the loading worker (crates/web/src/model.rs, CHUNK_BYTES). */
 export const SLICE_BYTES = 8 << 20;
@@ -50,10 +51,10 @@ function sliceReader(file) {
 
 /**
  * Reads `file` into SLICES_AHEAD buffers and hands each over as it is filled:
- * `send({ slice, offset }, [slice])`, or `send({ sliceError })` if reading fails. The loading
- * worker gives each buffer back once it has copied it (`giveBack(buffer)`), to be read into
- * again, so reading a gigabyte allocates no fresh buffers. `stop()` stops reading and lets the
- * buffers go.
+ * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
+ * message })` if reading fails. The loading worker gives each buffer back once it has copied it
+ * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
+ * `stop()` stops reading and lets the buffers go.
  */
 export function readSlices(file, send) {
   const slices = sliceReader(file);
@@ -76,10 +77,10 @@ export function readSlices(file, send) {
         const slice = await slices.read(buf, offset);
         readTo = offset + want;
         if (readTo >= file.size) free.length = 0;
-        if (!stopped) send({ slice, offset }, [slice]);
+        if (!stopped) send({ kind: KIND.SLICE, slice, offset }, [slice]);
       }
     } catch (err) {
-      if (!stopped) send({ sliceError: `${err.message || err}` });
+      if (!stopped) send({ kind: KIND.SLICE_ERROR, message: `${err.message || err}` });
     }
     reading = false;
   };

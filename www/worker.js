@@ -1,12 +1,13 @@
 // The loading Web Worker. The page starts it ahead of time and sends the compiled WebAssembly
-// module first ({ module }), so that instantiating it costs nothing when a file comes; then one
-// { file, request } to load, answered by memviz-web's worker_load (see crates/web/src/worker.rs).
-// The file comes in slices ({ slice, offset } or { sliceError }) from a reading worker
+// module first (KIND.MODULE), so that instantiating it costs nothing when a file comes; then one
+// file to load (KIND.LOAD), answered by memviz-web's worker_load (see crates/web/src/worker.rs).
+// The file comes in slices (KIND.SLICE, or KIND.SLICE_ERROR) from a reading worker
 // (www/reader.js) over the MessagePort that comes with the file, or from the page: reading a
 // Blob goes on only while the reading thread takes events, and this one is busy decoding. Each
-// slice's buffer goes back the way it came ({ kind: 'slice-back', slice }) once it has been
-// copied, to be read into again.
+// slice's buffer goes back the way it came (KIND.SLICE_BACK) once it has been copied, to be read
+// into again. www/protocol.js has every message.
 import init, { worker_load } from './memviz-web.js';
+import { KIND } from './protocol.js';
 
 let ready = null;
 let failure = null;
@@ -22,7 +23,7 @@ let lent = null;
 
 /** The slice at `offset`, once it has come. The one before goes back, to be read into again. */
 function nextSlice(offset) {
-  if (lent) lent.from.postMessage({ kind: 'slice-back', slice: lent.slice }, [lent.slice]);
+  if (lent) lent.from.postMessage({ kind: KIND.SLICE_BACK, slice: lent.slice }, [lent.slice]);
   lent = null;
   return new Promise((resolve, reject) => {
     if (early.has(offset)) {
@@ -40,7 +41,7 @@ function nextSlice(offset) {
 /** Takes a slice (or the news that reading failed) from whoever reads the file (`from`: the
  * page, or the reading worker's port), to whom its buffer goes back. */
 function takeSlice(m, from) {
-  if (m.slice) {
+  if (m.kind === KIND.SLICE) {
     const slice = { slice: m.slice, from };
     if (waiting && waiting.offset === m.offset) {
       const w = waiting;
@@ -52,8 +53,8 @@ function takeSlice(m, from) {
     }
     return true;
   }
-  if (m.sliceError) {
-    readError = m.sliceError;
+  if (m.kind === KIND.SLICE_ERROR) {
+    readError = m.message;
     if (waiting) waiting.reject(new Error(readError));
     waiting = null;
     return true;
@@ -63,17 +64,17 @@ function takeSlice(m, from) {
 
 self.onmessage = async (e) => {
   const m = e.data;
-  if (m.module) {
+  if (m.kind === KIND.MODULE) {
     ready = init({ module_or_path: m.module }).catch((err) => {
       failure = `${err}`;
     });
     return;
   }
-  if (takeSlice(m, self)) return;
+  if (takeSlice(m, self) || m.kind !== KIND.LOAD) return;
   if (m.port) m.port.onmessage = (p) => takeSlice(p.data, m.port);
   await ready;
   if (failure !== null || ready === null) {
-    self.postMessage({ kind: 'failed', message: failure ?? 'no WebAssembly module' });
+    self.postMessage({ kind: KIND.UNAVAILABLE, message: failure ?? 'no WebAssembly module' });
     return;
   }
   await worker_load(m.file, m.request, nextSlice);

@@ -23,8 +23,10 @@
 //!   elements), [`canvas`] (canvases kept between frames), [`input`] (what the user did, as plain
 //!   values), [`tasks`] (frames, ticks, timeouts);
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
-//!   are read, decoded and laid out off the main thread, then handed over as bytes;
-//!   [`model`]: loading from byte chunks (no DOM) and what a plot needs.
+//!   are read, decoded and laid out off the main thread, then handed over as bytes, in the
+//!   messages of [`protocol`] (the same kinds as `www/protocol.js`); [`feed`]: the one loop that
+//!   reads a file in slices and decodes it, in the worker and on the page; [`model`]: loading
+//!   from byte chunks (no DOM) and what a plot needs.
 //!
 //! The page's state and logic that need no browser (the open files, view, pointer, pins, drag,
 //! panels' user state and their actions, window math, x maps, axes, decimation, the raster, key
@@ -37,11 +39,13 @@ pub mod app;
 pub mod canvas;
 pub mod derived;
 pub mod dom;
+pub mod feed;
 pub mod input;
 pub mod model;
 pub mod paint;
 pub mod panels;
 pub mod pools;
+pub mod protocol;
 pub mod render;
 pub mod search;
 pub mod tasks;

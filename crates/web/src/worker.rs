@@ -1,104 +1,59 @@
 //! The loading Web Worker's side: reads a `File` in slices (the next one while this one is
-//! decoded), decodes it, builds the model and the first plot, and hands both to the page as bytes
-//! ([`memviz_core::wire`]), so none of that work runs on the page's main thread.
+//! decoded, [`crate::feed`]), decodes it, builds the model and the first plot, and hands both to
+//! the page as bytes ([`memviz_core::wire`]), so none of that work runs on the page's main thread.
 //!
-//! Messages to the page (`www/worker.js` starts this; `www/boot.js` listens):
-//! - `{kind: "progress", readBytes, phase}` after each slice and at each phase;
-//! - `{kind: "part", bytes}` for each large column, in order (the buffer is transferred);
-//! - `{kind: "head", bytes, group, field}` after the parts of each value: the snapshot without
-//!   its traces (group 0), each device's trace field by field (group 1 + device position, see
-//!   [`ByField`]), then `{kind: "model-end"}` (all sent before the layout is built, so the page
-//!   copies them in meanwhile); the plot without its layout and time map (group 0), the layout
-//!   field by field (group 1), the time map field by field (group 3, if there is one), the
-//!   [`WorkerTimings`] (group 2);
-//! - `{kind: "done"}`, or `{kind: "error", message}` with a message for the user, or
-//!   `{kind: "profile"}` when the file is a profiler memory timeline (the page reads those itself).
+//! Its messages to the page are [`Message`]s (`www/worker.js` starts this; `www/boot.js` listens):
+//! - [`Message::Progress`] after each slice and at each [`Phase`];
+//! - [`Message::Part`] for each large column, in order (the buffer is transferred);
+//! - [`Message::Head`] after the parts of each value: the snapshot without its traces
+//!   ([`SNAPSHOT_GROUP`]), each device's trace field by field ([`TRACE_GROUP`] + device position,
+//!   see [`ByField`]), then [`Message::ModelEnd`] (all sent before the layout is built, so the
+//!   page copies them in meanwhile); the plot without its layout and time map ([`PLOT_GROUP`]),
+//!   the layout field by field ([`LAYOUT_GROUP`]), the time map field by field
+//!   ([`TIME_MAP_GROUP`], if there is one), the [`WorkerTimings`] ([`TIMINGS_GROUP`]);
+//! - [`Message::Done`], or [`Message::Error`] with a message for the user, or
+//!   [`Message::Profile`] when the file is a profiler memory timeline (the page reads those
+//!   itself).
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, ArrayBuffer, Reflect, Uint8Array};
 use memviz_core::snapshot::Trace;
-use memviz_core::timeline::Options;
-use memviz_core::wire::{self, ByField, Encoder, Wire};
+use memviz_core::wire::{ByField, Encoder, Wire};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::DedicatedWorkerGlobalScope;
 
-use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::feed::{open_error, Fed, Feed, Host, OnProfile, Slices};
+use crate::model::{choose_device, PlotData};
+use crate::protocol::{
+    decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP,
+    TRACE_GROUP,
+};
+pub use crate::protocol::{encode_request, LoadRequest, WorkerTimings};
 
-/// What the page asks for besides the file.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LoadRequest {
-    /// File name, for messages.
-    pub name: String,
-    /// Device index to lay out when the file has it.
-    pub preferred_device: Option<i64>,
-    /// Options of the first layout.
-    pub options: Options,
-}
-
-memviz_core::wire_struct!(LoadRequest { name, preferred_device, options });
-
-/// Where the worker's time went (ms).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct WorkerTimings {
-    /// Reading slices of the file.
-    pub read_ms: f64,
-    /// Decoding the pickle.
-    pub parse_ms: f64,
-    /// Building the model.
-    pub model_ms: f64,
-    /// Laying out the timeline.
-    pub layout_ms: f64,
-    /// Encoding and posting the model and plot.
-    pub encode_ms: f64,
-}
-
-memviz_core::wire_struct!(WorkerTimings { read_ms, parse_ms, model_ms, layout_ms, encode_ms });
-
-/// The request as bytes, for `postMessage`.
-pub fn encode_request(r: &LoadRequest) -> Vec<u8> {
-    wire::encode(r).0
-}
-
-/// Sends one message; `transfer` is handed over, not copied.
-fn post(scope: &DedicatedWorkerGlobalScope, fields: &[(&str, JsValue)], transfer: Option<&JsValue>) {
-    let msg = Object::new();
-    for (k, v) in fields {
-        let _ = Reflect::set(&msg, &JsValue::from_str(k), v);
-    }
+/// Sends one message; its bytes, if any, are handed over, not copied.
+fn post(scope: &DedicatedWorkerGlobalScope, message: Message<ArrayBuffer>) {
+    let transfer = message.transfer().cloned();
+    let object = to_js(message);
     let _ = match transfer {
-        Some(t) => scope.post_message_with_transfer(&msg, &Array::of1(t)),
-        None => scope.post_message(&msg),
+        Some(t) => scope.post_message_with_transfer(&object, &Array::of1(&t)),
+        None => scope.post_message(&object),
     };
 }
 
-/// Sends `bytes` as a transferred buffer in a message of `kind` with the other `fields`.
-fn post_bytes(scope: &DedicatedWorkerGlobalScope, kind: &str, bytes: &[u8], fields: &[(&str, JsValue)]) {
+/// `bytes` in a buffer of their own, to transfer.
+fn buffer(bytes: &[u8]) -> ArrayBuffer {
     let arr = Uint8Array::new_with_length(bytes.len() as u32);
     arr.copy_from(bytes);
-    let buf = arr.buffer();
-    let mut all = vec![("kind", kind.into()), ("bytes", buf.clone().into())];
-    all.extend_from_slice(fields);
-    post(scope, &all, Some(&buf.into()));
+    arr.buffer()
 }
 
-/// Groups of the messages that carry the model (see the module docs): the snapshot without its
-/// traces, then device `k`'s trace as group `TRACE_GROUP + k`.
-pub(crate) const SNAPSHOT_GROUP: u32 = 0;
-pub(crate) const TRACE_GROUP: u32 = 1;
-/// Groups of the messages that carry the plot: the plot without its layout and time map, the
-/// layout, the [`WorkerTimings`], the time map.
-pub(crate) const PLOT_GROUP: u32 = 0;
-pub(crate) const LAYOUT_GROUP: u32 = 1;
-pub(crate) const TIMINGS_GROUP: u32 = 2;
-pub(crate) const TIME_MAP_GROUP: u32 = 3;
-
-fn progress(scope: &DedicatedWorkerGlobalScope, read_bytes: f64, phase: &str) {
-    post(scope, &[("kind", "progress".into()), ("readBytes", read_bytes.into()), ("phase", phase.into())], None);
+fn progress(scope: &DedicatedWorkerGlobalScope, read_bytes: u64, phase: Phase) {
+    post(scope, Message::Progress { read_bytes, phase });
 }
 
 fn fail(scope: &DedicatedWorkerGlobalScope, message: String) {
-    post(scope, &[("kind", "error".into()), ("message", message.into())], None);
+    post(scope, Message::Error { message });
 }
 
 fn now_ms(scope: &DedicatedWorkerGlobalScope) -> f64 {
@@ -109,7 +64,7 @@ fn now_ms(scope: &DedicatedWorkerGlobalScope) -> f64 {
 #[wasm_bindgen]
 pub async fn worker_load(file: web_sys::File, request: Vec<u8>, next_slice: js_sys::Function) {
     let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() else { return };
-    let request: LoadRequest = match wire::decode(&request, &mut wire::PartList::new(Vec::new())) {
+    let request = match decode_request(&request) {
         Ok(r) => r,
         Err(e) => return fail(&scope, format!("Could not open the file: {e}")),
     };
@@ -117,9 +72,6 @@ pub async fn worker_load(file: web_sys::File, request: Vec<u8>, next_slice: js_s
         fail(&scope, message);
     }
 }
-
-/// Bytes decoded between chances to take events.
-const FEED_BYTES: usize = 1 << 20;
 
 /// Most time decoding goes on without taking events (ms).
 const YIELD_EVERY_MS: f64 = 4.0;
@@ -137,11 +89,57 @@ pub(crate) async fn yield_to_events() {
     let _ = JsFuture::from(p).await;
 }
 
-/// The slice of the file at `offset`, as the page sends it (`next_slice(offset)` resolves to an
-/// `ArrayBuffer` of [`CHUNK_BYTES`], or fewer at the end).
-fn read_slice(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
-    let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
-    Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+/// The file's slices as the page sends them: `next_slice(offset)` resolves to an `ArrayBuffer`
+/// of the slice at `offset`. The next one is asked for once this one has been copied: asking
+/// tells the page that this slice's buffer can be read into again.
+struct PageSlices<'a> {
+    next_slice: &'a js_sys::Function,
+    total_bytes: u64,
+    pending: Option<JsFuture>,
+    slice: Vec<u8>,
+}
+
+impl PageSlices<'_> {
+    fn read(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
+        let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
+        Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+    }
+}
+
+impl Slices for PageSlices<'_> {
+    async fn slice(&mut self, offset: u64, end: u64) -> Result<&[u8], String> {
+        let reading = self.pending.take().ok_or("the browser refused to read it")?;
+        let slice = reading.await.map_err(|e| js_text(&e))?;
+        let arr = Uint8Array::new(&slice);
+        if u64::from(arr.length()) != end - offset {
+            return Err("a slice came back with the wrong length".into());
+        }
+        self.slice.resize(arr.length() as usize, 0);
+        arr.copy_to(&mut self.slice);
+        if end < self.total_bytes {
+            self.pending = Self::read(self.next_slice, end);
+        }
+        Ok(&self.slice)
+    }
+}
+
+/// The worker's thread: progress goes to the page as messages; nothing stops the load (the page
+/// ends the worker instead).
+struct WorkerHost<'a>(&'a DedicatedWorkerGlobalScope);
+
+impl Host for WorkerHost<'_> {
+    fn now_ms(&self) -> f64 {
+        now_ms(self.0)
+    }
+
+    async fn take_events(&mut self) {
+        yield_to_events().await;
+    }
+
+    fn progress(&mut self, read_bytes: u64) -> bool {
+        progress(self.0, read_bytes, Phase::Reading);
+        true
+    }
 }
 
 async fn load(
@@ -151,63 +149,35 @@ async fn load(
     next_slice: &js_sys::Function,
 ) -> Result<(), String> {
     let name = &request.name;
-    let read_error =
-        |e: &JsValue| format!("Could not read {name}: {}. Is the file still there and readable?", js_text(e));
     let total_bytes = file.size() as u64;
-    let mut timings = WorkerTimings::default();
-    let mut loader = ModelLoader::new(total_bytes);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut offset = 0u64;
+    let feed = Feed::new(name, total_bytes, YIELD_EVERY_MS, OnProfile::Stop);
     // The page reads slices ahead while this one is decoded.
-    let mut pending = read_slice(next_slice, 0);
-    while offset < total_bytes {
-        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
-        let t0 = now_ms(scope);
-        let slice = match pending.take() {
-            Some(reading) => reading.await.map_err(|e| read_error(&e))?,
-            None => return Err(read_error(&JsValue::from_str("the browser refused to read it"))),
-        };
-        let arr = Uint8Array::new(&slice);
-        if arr.length() as u64 != end - offset {
-            return Err(read_error(&JsValue::from_str("a slice came back with the wrong length")));
-        }
-        buf.resize(arr.length() as usize, 0);
-        arr.copy_to(&mut buf);
-        // Asked for only now: asking tells that this slice's buffer has been copied and can be
-        // read into again.
-        if end < total_bytes {
-            pending = read_slice(next_slice, end);
-        }
-        let t1 = now_ms(scope);
-        timings.read_ms += t1 - t0;
-        if offset == 0 && crate::panels::categories::maybe_profile(&buf) {
-            post(scope, &[("kind", "profile".into())], None);
+    let mut slices =
+        PageSlices { next_slice, total_bytes, pending: PageSlices::read(next_slice, 0), slice: Vec::new() };
+    let (fed, fed_timings) = feed.run(&mut slices, &mut WorkerHost(scope)).await?;
+    drop(slices);
+    let loader = match fed {
+        Fed::Decoded(loader) => loader,
+        // Profiler timelines are the page's to read.
+        Fed::Profile { .. } => {
+            post(scope, Message::Profile);
             return Ok(());
         }
-        // Decoded in parts, with a turn of the event loop between them, so the page's slices
-        // and a cancel get through.
-        let mut waited_ms = 0.0;
-        let mut last_yield_ms = t1;
-        for part in buf.chunks(FEED_BYTES) {
-            loader.feed(part).map_err(|e| format!("Could not open {name}: {e}"))?;
-            let t = now_ms(scope);
-            if t - last_yield_ms > YIELD_EVERY_MS {
-                yield_to_events().await;
-                last_yield_ms = now_ms(scope);
-                waited_ms += last_yield_ms - t;
-            }
-        }
-        timings.parse_ms += now_ms(scope) - t1 - waited_ms;
-        timings.read_ms += waited_ms;
-        offset = end;
-        progress(scope, offset as f64, "Reading");
-    }
-    progress(scope, offset as f64, "Building the model");
+        // Never: the page stops a load by ending the worker.
+        Fed::Stopped => return Ok(()),
+    };
+    // Waiting for slices includes the turns of the event loop that let them in.
+    let mut timings = WorkerTimings {
+        read_ms: fed_timings.read_ms + fed_timings.wait_ms,
+        parse_ms: fed_timings.parse_ms,
+        ..WorkerTimings::default()
+    };
+    progress(scope, total_bytes, Phase::BuildingModel);
     let t0 = now_ms(scope);
-    let snap = loader.finish().map_err(|e| format!("Could not open {name}: {e}"))?;
+    let snap = loader.finish().map_err(|e| open_error(name, &e))?;
     let t1 = now_ms(scope);
     timings.model_ms = t1 - t0;
-    progress(scope, offset as f64, "Handing over the model");
+    progress(scope, total_bytes, Phase::HandingOver);
     // The model goes to the page first, so the page copies it in while the layout is built here:
     // the snapshot without its traces (group 0), then each device's trace field by field
     // (group 1 + device position), so the page can copy it in over many short tasks.
@@ -217,13 +187,13 @@ async fn load(
     for (k, t) in traces.iter().enumerate() {
         post_by_field(scope, t, TRACE_GROUP + k as u32);
     }
-    post(scope, &[("kind", "model-end".into())], None);
+    post(scope, Message::ModelEnd);
     for (d, t) in snap.devices.iter_mut().zip(traces) {
         d.trace = t;
     }
     let t2 = now_ms(scope);
     timings.encode_ms = t2 - t1;
-    progress(scope, offset as f64, "Laying out the timeline");
+    progress(scope, total_bytes, Phase::LayingOut);
     let device_pos = choose_device(&snap, request.preferred_device);
     let mut plot = PlotData::build(&snap, device_pos, request.options);
     drop(snap);
@@ -243,7 +213,7 @@ async fn load(
     drop(time);
     timings.encode_ms += now_ms(scope) - t3;
     post_value(scope, &timings, TIMINGS_GROUP);
-    post(scope, &[("kind", "done".into())], None);
+    post(scope, Message::Done);
     Ok(())
 }
 
@@ -254,11 +224,11 @@ const MESSAGE_BYTES: usize = 1 << 20;
 
 /// Sends one message: the parts `put` writes, then its head tagged with `group` and `field`.
 fn post_message(scope: &DedicatedWorkerGlobalScope, group: u32, field: u32, put: &dyn Fn(&mut Encoder<'_>)) {
-    let mut sink = |part: &[u8]| post_bytes(scope, "part", part, &[]);
+    let mut sink = |part: &[u8]| post(scope, Message::Part { bytes: buffer(part) });
     let mut e = Encoder::new(&mut sink);
     put(&mut e);
     let head = e.finish();
-    post_bytes(scope, "head", &head, &[("group", group.into()), ("field", field.into())]);
+    post(scope, Message::Head { bytes: buffer(&head), group, field });
 }
 
 /// Sends a whole value as one message.
@@ -278,24 +248,4 @@ pub fn js_text(e: &JsValue) -> String {
         .and_then(|m| m.as_string())
         .or_else(|| e.as_string())
         .unwrap_or_else(|| format!("{e:?}"))
-}
-
-#[cfg(test)]
-#[allow(clippy::expect_used)]
-mod tests {
-    use super::*;
-    use memviz_core::timeline::Mode;
-    use wasm_bindgen_test::wasm_bindgen_test;
-
-    #[wasm_bindgen_test(unsupported = test)]
-    fn requests_survive_the_trip_to_the_worker() {
-        let r = LoadRequest {
-            name: "x.pickle".into(),
-            preferred_device: Some(-3),
-            options: Options { max_entries: 77, mode: Mode::Segments, hide_freed: true },
-        };
-        let back: LoadRequest =
-            wire::decode(&encode_request(&r), &mut wire::PartList::new(Vec::new())).expect("request");
-        assert_eq!(back, r);
-    }
 }

@@ -1,10 +1,9 @@
 //! The page's side of loading in a Web Worker: starts the load through `www/boot.js`'s
-//! `memvizLoadInWorker`, shows its progress, cancels it, and decodes the model and plot the
-//! worker hands over ([`crate::worker`]). Pages without that function (offline pages written by
-//! the command line, tests) load on the main thread instead.
-
-use std::cell::RefCell;
-use std::rc::Weak;
+//! `memvizLoadInWorker`, passes its progress and its cancel function on, and decodes the model
+//! and plot the worker hands over ([`crate::worker`]), reading each answer as a
+//! [`crate::protocol::Message`]. Pages without that function (offline pages written by the
+//! command line, tests) load on the main thread instead. Nothing here knows the page's state: the
+//! caller gives callbacks.
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
 use memviz_core::wire::{self, Parts, WireError};
@@ -13,12 +12,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::app::App;
 use crate::model::PlotData;
-use crate::worker::{
-    encode_request, js_text, LoadRequest, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP,
-    TIMINGS_GROUP, TRACE_GROUP,
+use crate::protocol::{
+    encode_request, from_js, LoadRequest, Message, Phase, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP,
+    TIME_MAP_GROUP, TIMINGS_GROUP, TRACE_GROUP,
 };
+use crate::worker::js_text;
 use memviz_view::xmap::TimeMap;
 
 /// How a load in a worker ended.
@@ -121,21 +120,23 @@ pub fn available() -> bool {
     load_fn().is_some()
 }
 
-/// Loads `file` in a worker. `on_progress(app, read_bytes, phase)` runs as the worker reports;
-/// the load's cancel function is kept in `App::cancel_load` while it runs.
+/// Now (ms, `performance.now()`).
+fn now_ms() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+}
+
+/// Loads `file` in a worker. `on_progress(read_bytes, phase)` runs as the worker reports;
+/// `set_cancel` gets the function that stops the load once it runs, and `None` once it is over.
 pub async fn load(
-    weak: &Weak<RefCell<App>>,
     file: &web_sys::File,
     request: &LoadRequest,
-    on_progress: impl Fn(&mut App, f64, &str) + 'static,
+    on_progress: impl Fn(u64, Phase) + 'static,
+    set_cancel: impl Fn(Option<Function>),
 ) -> Outcome {
     let Some(f) = load_fn() else { return Outcome::Unavailable };
-    let progress_weak = weak.clone();
-    let progress = Closure::<dyn FnMut(f64, String)>::new(move |read_bytes: f64, phase: String| {
-        if let Some(rc) = progress_weak.upgrade() {
-            if let Ok(mut app) = rc.try_borrow_mut() {
-                on_progress(&mut app, read_bytes, &phase);
-            }
+    let progress = Closure::<dyn FnMut(JsValue)>::new(move |m: JsValue| {
+        if let Ok(Message::Progress { read_bytes, phase }) = from_js(&m) {
+            on_progress(read_bytes, phase);
         }
     });
     let req = Uint8Array::from(encode_request(request).as_slice());
@@ -145,13 +146,12 @@ pub async fn load(
     let function =
         |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
     let Some(next) = function("next") else { return Outcome::Unavailable };
-    let cancel = function("cancel");
-    crate::app::with_app(weak, |app| app.cancel_load = cancel);
-    let mut outcome = receive(weak, &next).await;
+    set_cancel(function("cancel"));
+    let mut outcome = receive(&next).await;
     if let Outcome::Loaded { shown, .. } = &mut outcome {
         *shown = function("shown");
     }
-    crate::app::with_app(weak, |app| app.cancel_load = None);
+    set_cancel(None);
     // The progress callback lives until the worker is gone.
     drop(progress);
     outcome
@@ -176,44 +176,48 @@ struct Head {
     field: u32,
 }
 
-/// The next answer, or how the load ended.
+/// The text of an answer that is not one.
+const INCOMPLETE: &str = "The loader sent an incomplete answer.";
+
+/// The next answer, or how the load ended. `next()` resolves to the worker's messages (a head
+/// with the parts before it) and rejects with how the load ended: an error, cancelled, or no
+/// worker here.
 async fn next_answer(next: &Function) -> Result<Answer, Outcome> {
-    let incomplete = || Outcome::Failed("The loader sent an incomplete answer.".into());
     let Some(p) = next.call0(&JsValue::NULL).ok().and_then(|p| p.dyn_into::<Promise>().ok()) else {
         return Err(Outcome::Unavailable);
     };
-    let flag = |v: &JsValue, k: &str| Reflect::get(v, &JsValue::from_str(k)).ok().is_some_and(|x| x.is_truthy());
-    let v = match JsFuture::from(p).await {
-        Ok(v) => v,
-        Err(e) if flag(&e, "workerUnavailable") => return Err(Outcome::Unavailable),
+    let (v, resolved) = match JsFuture::from(p).await {
+        Ok(v) => (v, true),
+        Err(e) => (e, false),
+    };
+    let message = match from_js(&v) {
+        Ok(m) => m,
+        Err(_) if !resolved => return Err(Outcome::Failed(js_text(&v))),
         Err(e) => {
-            let msg = js_text(&e);
-            return Err(if msg == "cancelled" { Outcome::Cancelled } else { Outcome::Failed(msg) });
+            web_sys::console::error_1(&JsValue::from_str(&format!("memviz: the loader sent {e}")));
+            return Err(Outcome::Failed(INCOMPLETE.into()));
         }
     };
-    let get = |k: &str| Reflect::get(&v, &JsValue::from_str(k)).ok();
-    match get("kind").and_then(|k| k.as_string()).as_deref() {
-        Some("head") => {
-            let num = |k: &str| get(k).and_then(|n| n.as_f64()).map(|n| n as u32);
-            let bytes = get("bytes").as_ref().and_then(buffer_bytes);
-            let parts = get("parts").and_then(|a| a.dyn_into::<Array>().ok());
-            match (bytes, num("group"), num("field"), parts) {
-                (Some(bytes), Some(group), Some(field), Some(parts)) => {
-                    Ok(Answer::Head(Head { bytes, group, field }, parts))
-                }
-                _ => Err(incomplete()),
+    match message {
+        Message::Head { bytes, group, field } if resolved => {
+            let parts = Reflect::get(&v, &JsValue::from_str("parts")).ok().and_then(|a| a.dyn_into::<Array>().ok());
+            match parts {
+                Some(parts) => Ok(Answer::Head(Head { bytes: buffer_bytes(&bytes), group, field }, parts)),
+                None => Err(Outcome::Failed(INCOMPLETE.into())),
             }
         }
-        Some("model-end") => Ok(Answer::ModelEnd),
-        Some("done") => Ok(Answer::Done),
-        Some("profile") => Ok(Answer::Profile),
-        _ => Err(incomplete()),
+        Message::ModelEnd if resolved => Ok(Answer::ModelEnd),
+        Message::Done if resolved => Ok(Answer::Done),
+        Message::Profile if resolved => Ok(Answer::Profile),
+        Message::Error { message } => Err(Outcome::Failed(message)),
+        Message::Unavailable { .. } => Err(Outcome::Unavailable),
+        Message::Cancelled => Err(Outcome::Cancelled),
+        _ => Err(Outcome::Failed(INCOMPLETE.into())),
     }
 }
 
-fn buffer_bytes(v: &JsValue) -> Option<Vec<u8>> {
-    let b = v.dyn_ref::<ArrayBuffer>()?;
-    Some(Uint8Array::new(b).to_vec())
+fn buffer_bytes(b: &ArrayBuffer) -> Vec<u8> {
+    Uint8Array::new(b).to_vec()
 }
 
 /// Main-thread time spent copying in before taking events again (ms).
@@ -277,9 +281,8 @@ impl PlotIn {
 
 /// Copies the model and the plot in as their messages come (the worker lays out while the model
 /// is copied in), taking events whenever copying has gone on for [`COPY_SLICE_MS`].
-async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
+async fn receive(next: &Function) -> Outcome {
     let failed = |e: WireError| Outcome::Failed(format!("Could not open the file: {e}"));
-    let now = || crate::app::with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
     let (mut model, mut plot) = (SnapshotIn::default(), PlotIn::default());
     let mut model_done = false;
     let (mut decode_ms, mut since_yield_ms) = (0.0, 0.0);
@@ -296,14 +299,14 @@ async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
             Ok(Answer::Profile) => return Outcome::Profile,
             Err(o) => return o,
         };
-        let t0 = now();
+        let t0 = now_ms();
         let mut src = JsParts { parts, next: 0, scratch: std::mem::take(&mut scratch) };
         let taken = if model_done { plot.take(&h, &mut src) } else { model.take(&h, &mut src) };
         scratch = src.scratch;
         if let Err(e) = taken {
             return failed(e);
         }
-        let spent = now() - t0;
+        let spent = now_ms() - t0;
         decode_ms += spent;
         since_yield_ms += spent;
         if since_yield_ms > COPY_SLICE_MS {
@@ -312,7 +315,7 @@ async fn receive(weak: &Weak<RefCell<App>>, next: &Function) -> Outcome {
         }
     }
     if !model_done {
-        return Outcome::Failed("The loader sent an incomplete answer.".into());
+        return Outcome::Failed(INCOMPLETE.into());
     }
     let snap = match model.finish() {
         Ok(s) => s,

@@ -3,6 +3,8 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::feed::{open_error, BlobSlices, Fed, Feed, Host, MemorySlices, OnProfile};
+use crate::protocol::Phase;
 
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
@@ -19,7 +21,7 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
     });
 }
 
-#[allow(clippy::too_many_lines)] // one load from the first slice to the first frame; splits into the shared feed loop
+#[allow(clippy::too_many_lines)] // one load from the first slice to the first frame
 pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let Some(started_ms) = with_app(weak, |app| app.ui.now_ms()) else {
         return;
@@ -30,11 +32,6 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Source::Demo => (DEMO_NAME.to_string(), DEMO_SNAPSHOT.len() as u64),
         Source::Bytes { name, bytes } => (name.clone(), bytes.len() as u64),
     };
-    let in_memory: &[u8] = match &source {
-        Source::File(_) => &[],
-        Source::Demo => DEMO_SNAPSHOT,
-        Source::Bytes { bytes, .. } => bytes,
-    };
     with_app(weak, |app| {
         app.state.error = None;
         app.cancel_requested = false;
@@ -42,7 +39,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         app.state.loading = Some(Loading {
             name: name.clone(),
             fraction: 0.0,
-            phase: "Reading",
+            phase: Phase::Reading.label(),
             read_bytes: 0,
             total_bytes,
             left_ms: None,
@@ -66,98 +63,23 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             }
         }
     }
-    let mut loader = ModelLoader::new(total_bytes);
-    let blob = match &source {
-        Source::File(f) => Some(gloo_file::Blob::from(web_sys::Blob::from(f.clone()))),
-        Source::Demo | Source::Bytes { .. } => None,
+    let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
+    let mut host = PageHost { weak, started_ms, total_bytes };
+    let fed = match &source {
+        Source::File(f) => feed.run(&mut BlobSlices::new(f, &feed), &mut host).await,
+        Source::Demo => feed.run(&mut MemorySlices(DEMO_SNAPSHOT), &mut host).await,
+        Source::Bytes { bytes, .. } => feed.run(&mut MemorySlices(bytes), &mut host).await,
     };
-    // Slices of the file; the next one is read while this one is decoded.
-    let read = |offset: u64| {
-        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
-        blob.as_ref().map(|b| gloo_file::futures::read_as_bytes(&b.slice(offset, end)))
+    let (fed, fed_timings) = match fed {
+        Ok(f) => f,
+        Err(msg) => return fail(msg),
     };
-    let mut pending = read(0);
-    let mut offset = 0u64;
-    let mut last_yield_ms = started_ms;
-    let mut profile_bytes: Option<Vec<u8>> = None;
-    while offset < total_bytes {
-        let end = (offset + CHUNK_BYTES as u64).min(total_bytes);
-        let t0 = now();
-        let owned;
-        let chunk: &[u8] = match pending.take() {
-            Some(reading) => match reading.await {
-                Ok(bytes) => {
-                    owned = bytes;
-                    &owned
-                }
-                Err(e) => {
-                    fail(format!(
-                        "Could not read {name}: {}. Is the file still there and readable?",
-                        e.to_string().trim_end_matches('.')
-                    ));
-                    return;
-                }
-            },
-            None => in_memory.get(offset as usize..end as usize).unwrap_or(&[]),
-        };
-        if end < total_bytes {
-            pending = read(end);
-        }
-        let t1 = now();
-        timings.read_ms += t1 - t0;
-        if t1 - t0 > 1.0 {
-            // Waiting for the slice let the page repaint.
-            last_yield_ms = t1;
-        }
-        // A profiler memory timeline (JSON list, maybe gzipped) is kept whole and read at the end.
-        if offset == 0 && crate::panels::categories::maybe_profile(chunk) {
-            profile_bytes = Some(Vec::new());
-        }
-        // Decoded in parts, letting the page repaint between them, so that the page never stops
-        // responding for long.
-        let mut fed = Ok(());
-        let mut waited_ms = 0.0;
-        match &mut profile_bytes {
-            Some(kept) => kept.extend_from_slice(chunk),
-            None => {
-                for part in chunk.chunks(FEED_BYTES) {
-                    fed = loader.feed(part);
-                    if fed.is_err() {
-                        break;
-                    }
-                    let t = now();
-                    if t - last_yield_ms > YIELD_EVERY_MS {
-                        next_tick().await;
-                        last_yield_ms = now();
-                        waited_ms += last_yield_ms - t;
-                    }
-                }
-            }
-        }
-        let t2 = now();
-        timings.parse_ms += t2 - t1 - waited_ms;
-        timings.wait_ms += waited_ms;
-        if let Err(e) = fed {
-            fail(format!("Could not open {name}: {e}"));
-            return;
-        }
-        offset = end;
-        let fraction = loader.fraction();
-        let elapsed_ms = t2 - started_ms;
-        // Reading is most of the time; the rest (model, layout) takes about a third as long.
-        let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
-            .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
-        let cancelled = with_app(weak, |app| {
-            if let Some(l) = &mut app.state.loading {
-                l.fraction = fraction;
-                l.read_bytes = offset;
-                l.left_ms = left_ms;
-            }
-            app.request_redraw();
-            app.cancel_requested
-        })
-        .unwrap_or(true);
-        if cancelled {
+    timings.read_ms += fed_timings.read_ms;
+    timings.parse_ms += fed_timings.parse_ms;
+    timings.wait_ms += fed_timings.wait_ms;
+    let loader = match fed {
+        Fed::Decoded(loader) => loader,
+        Fed::Stopped => {
             with_app(weak, |app| {
                 app.state.loading = None;
                 app.cancel_requested = false;
@@ -166,15 +88,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             });
             return;
         }
-        if offset < total_bytes && t2 - last_yield_ms > YIELD_EVERY_MS {
-            // Let the page repaint the progress bar.
-            next_tick().await;
-            last_yield_ms = now();
-            timings.wait_ms += last_yield_ms - t2;
-        }
-    }
-    if let Some(kept) = profile_bytes.take() {
-        match memviz_core::analysis::categories::read_profiler_timeline(&kept) {
+        // A profiler memory timeline (JSON list, maybe gzipped) is kept whole and read at the end.
+        Fed::Profile { bytes, mut loader } => match memviz_core::analysis::categories::read_profiler_timeline(&bytes) {
             Ok(tl) => {
                 with_app(weak, |app| {
                     app.state.analysis.categories.set_profile(name.clone(), &tl);
@@ -184,18 +99,18 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
                 return;
             }
             Err(_) => {
-                if let Err(e) = loader.feed(&kept) {
-                    fail(format!("Could not open {name}: {e}"));
-                    return;
+                if let Err(e) = loader.feed(&bytes) {
+                    return fail(open_error(&name, &e));
                 }
+                loader
             }
-        }
-    }
+        },
+    };
     let slow = |t: f64| t - started_ms > SHOW_PHASES_AFTER_MS;
     if slow(now()) {
         with_app(weak, |app| {
             if let Some(l) = &mut app.state.loading {
-                l.phase = "Building the model";
+                l.phase = Phase::BuildingModel.label();
             }
             app.request_redraw();
         });
@@ -206,16 +121,13 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let t0 = now();
     let snap = match loader.finish() {
         Ok(s) => s,
-        Err(e) => {
-            fail(format!("Could not open {name}: {e}"));
-            return;
-        }
+        Err(e) => return fail(open_error(&name, &e)),
     };
     timings.model_ms = now() - t0;
     if slow(now()) {
         with_app(weak, |app| {
             if let Some(l) = &mut app.state.loading {
-                l.phase = "Laying out the timeline";
+                l.phase = Phase::LayingOut.label();
             }
             app.request_redraw();
         });
@@ -254,14 +166,48 @@ pub(crate) enum WorkerEnd {
     LoadHere,
 }
 
-/// The phase names the worker reports, as the status line shows them.
-pub(crate) fn phase_name(phase: &str) -> &'static str {
-    match phase {
-        "Building the model" => "Building the model",
-        "Laying out the timeline" => "Laying out the timeline",
-        "Handing over the model" => "Handing over the model",
-        _ => "Reading",
+/// The page's thread, for the feed loop: progress and cancel go through the state, and taking
+/// events lets the page repaint.
+struct PageHost<'a> {
+    weak: &'a Weak<RefCell<App>>,
+    started_ms: f64,
+    total_bytes: u64,
+}
+
+impl Host for PageHost<'_> {
+    fn now_ms(&self) -> f64 {
+        with_app(self.weak, |app| app.ui.now_ms()).unwrap_or(0.0)
     }
+
+    async fn take_events(&mut self) {
+        next_tick().await;
+    }
+
+    fn progress(&mut self, read_bytes: u64) -> bool {
+        let (started_ms, total_bytes) = (self.started_ms, self.total_bytes);
+        let cancelled = with_app(self.weak, |app| {
+            show_progress(app, started_ms, total_bytes, read_bytes, Phase::Reading);
+            app.cancel_requested
+        });
+        !cancelled.unwrap_or(true)
+    }
+}
+
+/// Shows how far a load that started at `started_ms` is, with an estimate of the time left
+/// while it reads.
+fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u64, phase: Phase) {
+    let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes as f64 / total_bytes as f64).min(1.0) };
+    let elapsed_ms = app.ui.now_ms() - started_ms;
+    // Reading is most of the time; the rest (model, layout) takes about a third as long.
+    let left_ms = (phase == Phase::Reading && fraction > 0.02 && elapsed_ms > 250.0)
+        .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
+    if let Some(l) = &mut app.state.loading {
+        l.fraction = fraction;
+        l.read_bytes = read_bytes;
+        l.left_ms = left_ms;
+        l.phase = phase.label();
+    }
+    app.request_redraw();
 }
 
 /// Loads a file in a Web Worker: the page's main thread only shows progress and, at the end,
@@ -284,20 +230,14 @@ pub(crate) async fn load_in_worker(
         options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
     };
     let started_ms = timings.started_ms;
-    let on_progress = move |app: &mut App, read_bytes: f64, phase: &str| {
-        let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes / total_bytes as f64).min(1.0) };
-        let elapsed_ms = app.ui.now_ms() - started_ms;
-        let left_ms = (fraction > 0.02 && elapsed_ms > 250.0)
-            .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
-        if let Some(l) = &mut app.state.loading {
-            l.fraction = fraction;
-            l.read_bytes = read_bytes as u64;
-            l.left_ms = if phase == "Reading" { left_ms } else { None };
-            l.phase = phase_name(phase);
-        }
-        app.request_redraw();
+    let progress_weak = weak.clone();
+    let on_progress = move |read_bytes: u64, phase: Phase| {
+        with_app(&progress_weak, |app| show_progress(app, started_ms, total_bytes, read_bytes, phase));
     };
-    match worker_client::load(weak, file, &request, on_progress).await {
+    let set_cancel = |cancel| {
+        with_app(weak, |app| app.cancel_load = cancel);
+    };
+    match worker_client::load(file, &request, on_progress, set_cancel).await {
         Outcome::Loaded { snap, plot, timings: w, decode_ms, shown } => {
             timings.read_ms = w.read_ms;
             timings.parse_ms = w.parse_ms;

@@ -25,7 +25,7 @@ use crate::derived::Derived;
 use crate::dom::{context_2d, Ui};
 use crate::input::{self, bind, Binding, Input, Source, Surface};
 pub use crate::model::Timings;
-use crate::model::{choose_device, ModelLoader, PlotData, CHUNK_BYTES};
+use crate::model::{choose_device, PlotData, CHUNK_BYTES};
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
 use crate::tasks::{next_frame, next_tick};
@@ -44,8 +44,6 @@ const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file, give the page a chance to repaint at least this often (ms).
 const YIELD_EVERY_MS: f64 = 40.0;
-/// Bytes decoded between two chances to repaint (a few tens of ms of work).
-const FEED_BYTES: usize = 1 << 20;
 /// Time the phases after reading (model, layout, first frame) take, as a share of the reading
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;

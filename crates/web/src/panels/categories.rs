@@ -253,13 +253,3 @@ fn draw_profile(
         let _ = r.set_attribute("data-total-bytes", &total.to_string());
     }
 }
-
-/// Whether a file starting with `head` may be a profiler memory timeline: JSON whose first value
-/// is a list (snapshots are pickles or JSON objects), maybe gzipped (a gzipped snapshot is not).
-pub fn maybe_profile(head: &[u8]) -> bool {
-    let list = |b: &[u8]| b.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return list(&memviz_core::input::peek_inside(head, 64));
-    }
-    list(head)
-}

@@ -1,0 +1,147 @@
+#![allow(clippy::expect_used)]
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::*;
+
+static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+
+/// Runs a future that never waits on anything outside it (the test slices and host do not).
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// A clock that moves `step_ms` each time it is read; records progress and turns of the event
+/// loop, and stops after `stop_after` slices.
+struct TestHost {
+    clock_ms: std::cell::Cell<f64>,
+    step_ms: f64,
+    progress: Vec<u64>,
+    turns: usize,
+    stop_after: Option<usize>,
+}
+
+impl TestHost {
+    fn new(step_ms: f64) -> TestHost {
+        TestHost { clock_ms: std::cell::Cell::new(0.0), step_ms, progress: Vec::new(), turns: 0, stop_after: None }
+    }
+}
+
+impl Host for TestHost {
+    fn now_ms(&self) -> f64 {
+        let t = self.clock_ms.get();
+        self.clock_ms.set(t + self.step_ms);
+        t
+    }
+
+    async fn take_events(&mut self) {
+        self.turns += 1;
+    }
+
+    fn progress(&mut self, read_bytes: u64) -> bool {
+        self.progress.push(read_bytes);
+        self.stop_after.is_none_or(|n| self.progress.len() < n)
+    }
+}
+
+fn feed(name: &str, total_bytes: u64, slice_bytes: u64, on_profile: OnProfile) -> Feed<'_> {
+    Feed { name, total_bytes, slice_bytes, yield_every_ms: 4.0, on_profile }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_file_fed_in_slices_gives_the_same_model() {
+    let whole = memviz_core::load(DEMO).expect("load");
+    let total = DEMO.len() as u64;
+    let slice_bytes = total / 5 + 1;
+    let mut host = TestHost::new(0.5);
+    let (fed, timings) =
+        block_on(feed("demo", total, slice_bytes, OnProfile::Keep).run(&mut MemorySlices(DEMO), &mut host))
+            .expect("fed");
+    let Fed::Decoded(loader) = fed else { panic!("not decoded") };
+    assert_eq!(loader.fraction(), 1.0);
+    let snap = loader.finish().expect("model");
+    assert_eq!(snap.devices.len(), whole.devices.len());
+    assert_eq!(snap.devices[0].trace.len(), whole.devices[0].trace.len());
+    // Progress after each slice, ending at the size.
+    assert_eq!(host.progress.len(), 5);
+    assert!(host.progress.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(host.progress.last(), Some(&total));
+    // The clock moved: decoding took events in between, and the time is all accounted for.
+    assert!(host.turns > 0);
+    assert!(timings.parse_ms > 0.0 && timings.read_ms > 0.0 && timings.wait_ms > 0.0, "{timings:?}");
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_quick_host_is_not_asked_to_take_events() {
+    let mut host = TestHost::new(0.0);
+    let total = DEMO.len() as u64;
+    let (fed, timings) =
+        block_on(feed("demo", total, total / 3 + 1, OnProfile::Stop).run(&mut MemorySlices(DEMO), &mut host))
+            .expect("fed");
+    assert!(matches!(fed, Fed::Decoded(_)));
+    assert_eq!(host.turns, 0);
+    assert_eq!(timings, FeedTimings::default());
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn the_host_can_stop_the_load() {
+    let mut host = TestHost { stop_after: Some(2), ..TestHost::new(0.1) };
+    let total = DEMO.len() as u64;
+    let (fed, _) =
+        block_on(feed("demo", total, total / 4 + 1, OnProfile::Keep).run(&mut MemorySlices(DEMO), &mut host))
+            .expect("stopped");
+    assert!(matches!(fed, Fed::Stopped));
+    assert_eq!(host.progress.len(), 2);
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn errors_name_the_file_and_say_what_to_do() {
+    struct Broken;
+    impl Slices for Broken {
+        async fn slice(&mut self, _: u64, _: u64) -> Result<&[u8], String> {
+            Err("the browser refused to read it".into())
+        }
+    }
+    let mut host = TestHost::new(0.0);
+    let e = block_on(feed("x.pickle", 10, 4, OnProfile::Keep).run(&mut Broken, &mut host)).err().expect("unread");
+    assert_eq!(e, "Could not read x.pickle: the browser refused to read it. Is the file still there and readable?");
+    // A file shorter than it said.
+    let e = block_on(feed("y.pickle", 10, 4, OnProfile::Keep).run(&mut MemorySlices(b"abc"), &mut host))
+        .err()
+        .expect("short");
+    assert!(e.starts_with("Could not read y.pickle: "), "{e}");
+    // Bytes that are no snapshot: found out while they are fed or when the model is built.
+    let zip = b"PK\x03\x04rest of a checkpoint";
+    let e = match block_on(feed("z.pt", zip.len() as u64, 8, OnProfile::Keep).run(&mut MemorySlices(zip), &mut host)) {
+        Err(e) => e,
+        Ok((Fed::Decoded(loader), _)) => open_error("z.pt", &loader.finish().expect_err("not a snapshot")),
+        Ok(_) => panic!("neither decoded nor an error"),
+    };
+    assert!(e.starts_with("Could not open z.pt: ") && e.contains("torch.save"), "{e}");
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn profiler_timelines_are_kept_whole_or_left_at_once() {
+    let json = b"  [[0.0, 1.0], [[1, 2]]]";
+    let total = json.len() as u64;
+    let mut host = TestHost::new(0.0);
+    let (fed, _) =
+        block_on(feed("t.json", total, 5, OnProfile::Keep).run(&mut MemorySlices(json), &mut host)).expect("kept");
+    let Fed::Profile { bytes, .. } = fed else { panic!("not a profile") };
+    assert_eq!(bytes, json);
+    let mut host = TestHost::new(0.0);
+    let (fed, _) =
+        block_on(feed("t.json", total, 5, OnProfile::Stop).run(&mut MemorySlices(json), &mut host)).expect("left");
+    assert!(matches!(fed, Fed::Profile { ref bytes, .. } if bytes.is_empty()));
+    assert!(host.progress.is_empty());
+    assert!(maybe_profile(b"\n [1]") && !maybe_profile(b"{\"segments\": []}") && !maybe_profile(DEMO));
+}
