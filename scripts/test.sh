@@ -34,7 +34,7 @@ python3 scripts/check-cycles.py crates/core crates/view crates/cli crates/web
 step "build the page"
 trunk build --release --offline
 
-step "core, view and CLI tests"
+step "core, view, CLI and the page's native tests"
 cargo test -p memviz-core -p memviz-view -p memviz -p memviz-web
 
 step "core and view build for wasm32 without browser crates"

@@ -1,8 +1,12 @@
-//! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation and
-//! selected event, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
+//! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
+//! selected event, and the settings of the view (x axis, hide freed, Detail, the search boxes, the
+//! analysis panel's tab), e.g.
+//! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
 
+use crate::state::panels::{SearchBoxes, Tab};
 use crate::view::View;
+use crate::xmap::XAxis;
 
 /// What a fragment holds.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,7 +23,30 @@ pub struct Fragment {
     pub pin: Option<String>,
     /// Selected event of the Allocator State History.
     pub event: Option<usize>,
+    /// The x axis, when it is not steps.
+    pub axis: Option<XAxis>,
+    /// Allocations made and freed within the trace are left out.
+    pub hide_freed: bool,
+    /// Allocations drawn one by one (the Detail slider), when not the default.
+    pub detail: Option<usize>,
+    /// The search boxes' text.
+    pub search: SearchBoxes,
+    /// The analysis panel's tab, when the panel is open.
+    pub panel: Option<Tab>,
 }
+
+/// The fragment's name of a tab.
+fn tab_value(t: Tab) -> &'static str {
+    match t {
+        Tab::Insights => "insights",
+        Tab::Live => "live",
+        Tab::Compare => "compare",
+        Tab::Categories => "categories",
+    }
+}
+
+/// Longest text kept of a search box.
+const MAX_SEARCH_CHARS: usize = 200;
 
 /// Reads a fragment (with or without the leading `#`); unknown or malformed parts are skipped.
 pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
@@ -40,6 +67,23 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
             }
             "pin" => f.pin = Some(v.to_string()).filter(|s| s.len() <= 40 && s.starts_with('b')),
             "event" => f.event = v.parse().ok(),
+            "axis" => f.axis = XAxis::from_value(v).filter(|a| *a != XAxis::Steps),
+            "hide-freed" => f.hide_freed = v == "1",
+            "detail" => f.detail = v.parse().ok().filter(|&n| n > 0),
+            "find-addr" | "find-frame" | "find-min" | "find-max" => {
+                let text: String = decode_part(v).chars().take(MAX_SEARCH_CHARS).collect();
+                let b = &mut f.search;
+                match k {
+                    "find-addr" => b.addr = text,
+                    "find-frame" => b.frame = text,
+                    "find-min" => b.min = text,
+                    _ => b.max = text,
+                }
+            }
+            "panel" => {
+                f.panel =
+                    [Tab::Insights, Tab::Live, Tab::Compare, Tab::Categories].into_iter().find(|&t| tab_value(t) == v)
+            }
             _ => {}
         }
     }
@@ -66,6 +110,24 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if let Some(e) = f.event {
         parts.push(format!("event={e}"));
+    }
+    if let Some(a) = f.axis.filter(|a| *a != XAxis::Steps) {
+        parts.push(format!("axis={}", a.value()));
+    }
+    if f.hide_freed {
+        parts.push("hide-freed=1".to_string());
+    }
+    if let Some(n) = f.detail {
+        parts.push(format!("detail={n}"));
+    }
+    let b = &f.search;
+    for (k, v) in [("find-addr", &b.addr), ("find-frame", &b.frame), ("find-min", &b.min), ("find-max", &b.max)] {
+        if !v.is_empty() {
+            parts.push(format!("{k}={}", encode_part(v)));
+        }
+    }
+    if let Some(t) = f.panel {
+        parts.push(format!("panel={}", tab_value(t)));
     }
     parts.join("&")
 }
@@ -94,6 +156,45 @@ mod tests {
 
     fn id(s: &str) -> String {
         s.to_string()
+    }
+
+    #[test]
+    fn the_view_settings_round_trip() {
+        let f = Fragment {
+            file: Some("run.pickle".into()),
+            axis: Some(XAxis::Time),
+            hide_freed: true,
+            detail: Some(500),
+            search: SearchBoxes {
+                addr: "7f00".into(),
+                frame: "forward".into(),
+                min: "1MiB".into(),
+                max: "2 GiB".into(),
+            },
+            panel: Some(Tab::Live),
+            ..Fragment::default()
+        };
+        let enc = |s: &str| s.replace(' ', "%20");
+        let dec = |s: &str| s.replace("%20", " ");
+        let text = format(&f, enc);
+        assert_eq!(
+            text,
+            "file=run.pickle&axis=time&hide-freed=1&detail=500&find-addr=7f00&find-frame=forward&find-min=1MiB&find-max=2%20GiB&panel=live"
+        );
+        assert_eq!(parse(&text, dec), f);
+        for t in [Tab::Insights, Tab::Live, Tab::Compare, Tab::Categories] {
+            let f = Fragment { panel: Some(t), ..Fragment::default() };
+            assert_eq!(parse(&format(&f, id), id), f);
+        }
+    }
+
+    #[test]
+    fn default_settings_are_left_out_and_bad_ones_ignored() {
+        assert_eq!(format(&Fragment { axis: Some(XAxis::Steps), ..Fragment::default() }, id), "");
+        let f = parse("axis=steps&hide-freed=0&detail=0&panel=nope&axis=bogus", id);
+        assert_eq!(f, Fragment::default());
+        let long = "x".repeat(5000);
+        assert_eq!(parse(&std::format!("find-frame={long}"), id).search.frame.len(), MAX_SEARCH_CHARS);
     }
 
     #[test]
@@ -170,6 +271,7 @@ mod tests {
             x_steps: Some((120.0, 4500.0)),
             pin: Some("b7f0a2c000000_3".into()),
             event: Some(77),
+            ..Fragment::default()
         };
         let id = |s: &str| s.to_string();
         let text = format(&f, id);
@@ -195,6 +297,7 @@ mod tests {
             x_steps: Some((120.0, 4500.0)),
             pin: None,
             event: None,
+            ..Fragment::default()
         };
         let written = format(&f, id);
         let zoomed = Fragment { x_steps: Some((130.0, 4000.0)), ..f.clone() };

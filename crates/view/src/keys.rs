@@ -25,6 +25,10 @@ pub enum Command {
     Reset,
     /// Forget the pinned allocation.
     Unpin,
+    /// Pin the next search match and bring it into view.
+    NextMatch,
+    /// Pin the previous search match and bring it into view.
+    PrevMatch,
 }
 
 /// The command for a `KeyboardEvent.key`, ignoring keys pressed with Ctrl, Alt or Meta (browser
@@ -40,6 +44,8 @@ pub fn command_for_key(key: &str, ctrl_alt_meta: bool) -> Option<Command> {
         "ArrowRight" => Command::PanRight,
         "0" | "Home" => Command::Reset,
         "Escape" => Command::Unpin,
+        "n" => Command::NextMatch,
+        "N" => Command::PrevMatch,
         _ => return None,
     })
 }

@@ -264,6 +264,9 @@ pub enum Effect {
     Highlight(panels::Action),
     /// Download something from the analysis panel.
     Export(panels::ExportKind),
+    /// Pin the search match this many matches after (or before) the current one and bring it
+    /// into view ([`ViewState::focus_element`]).
+    StepMatch(i32),
 }
 
 /// A load in progress, as the status line shows it.
@@ -326,8 +329,14 @@ pub struct ViewState {
     pub analysis: panels::AnalysisState,
     /// The Allocator State History.
     pub history: panels::HistoryState,
-    /// The search boxes' query.
+    /// The search boxes' text.
+    pub search_boxes: panels::SearchBoxes,
+    /// Their query ([`panels::SearchBoxes::query`]).
     pub search: Query,
+    /// Which match of the search was stepped to last (`n` / `N`).
+    pub search_cursor: Option<usize>,
+    /// The file the URL fragment names, until it is opened (its view is restored then).
+    pub restore_file: Option<String>,
     /// The private pool envelope under the pointer (private-pools view).
     pub pool_hover: Option<usize>,
 }
@@ -503,6 +512,10 @@ impl ViewState {
             }
             return;
         }
+        if matches!(c, Command::NextMatch | Command::PrevMatch) {
+            effects.push(Effect::StepMatch(if c == Command::NextMatch { 1 } else { -1 }));
+            return;
+        }
         let Some(f) = self.file_mut() else { return };
         let v = &mut f.viewport;
         let mid = (v.x0 + v.x1) / 2.0;
@@ -512,8 +525,26 @@ impl ViewState {
             Command::PanLeft => v.pan(-v.width() * keys::KEY_PAN_SHARE),
             Command::PanRight => v.pan(v.width() * keys::KEY_PAN_SHARE),
             Command::Reset => v.reset(),
-            Command::Unpin => {}
+            Command::Unpin | Command::NextMatch | Command::PrevMatch => {}
         }
+        self.update_hover_from_pointer();
+    }
+
+    /// Pins element `e` of the shown layout and, when its band is outside the window, moves the
+    /// window (same width) to centre on it.
+    pub fn focus_element(&mut self, e: u32) {
+        let Some(f) = self.file_mut() else { return };
+        let Some(band) = f.plot.layout.elements.get(e as usize).and_then(|el| el.band) else { return };
+        let (a, z) = f.plot.layout.band_step_range(band);
+        let xm = f.xmap();
+        let (p0, p1) = (xm.pos(f64::from(a)), xm.pos(f64::from(z)));
+        let v = &mut f.viewport;
+        if p1 < v.x0 || p0 > v.x1 {
+            let half = v.width() / 2.0;
+            let centre = ((p0 + p1) / 2.0).clamp(half, (v.full_x1 - half).max(half));
+            v.set_window(centre - half, centre + half);
+        }
+        self.pinned = Some(Target::Element(e));
         self.update_hover_from_pointer();
     }
 

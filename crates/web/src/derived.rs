@@ -61,6 +61,8 @@ pub struct Matches {
     pub elements: Rc<Vec<u32>>,
     /// How many of them are drawn one by one (the others are in the summarized band).
     pub drawn: usize,
+    /// Their bytes.
+    pub total_bytes: u64,
 }
 
 /// The state after one event of the history, and its segment map.
@@ -225,7 +227,11 @@ impl Derived {
         let elements = Rc::new(s.search.matching(layout, prefix, &texts));
         let drawn =
             elements.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
-        self.matches = Some(Matches { key, elements, drawn });
+        let total_bytes = elements
+            .iter()
+            .filter_map(|&e| layout.elements.get(e as usize))
+            .fold(0u64, |a, el| a.saturating_add(el.size_bytes));
+        self.matches = Some(Matches { key, elements, drawn, total_bytes });
     }
 
     /// Search matches of the shown layout (none for an empty query or in a panel view).

@@ -4,9 +4,8 @@
 //! only ever see these values. Keys, wheel and click mapping are [`memviz_view::keys`],
 //! re-exported here.
 
-use memviz_core::search::Query;
 pub use memviz_view::keys::*;
-use memviz_view::state::panels::{Action, HistoryInput};
+use memviz_view::state::panels::{Action, HistoryInput, SearchBoxes};
 use memviz_view::state::TimelineInput;
 use memviz_view::view::View;
 use wasm_bindgen::JsCast;
@@ -57,8 +56,8 @@ pub enum Input {
     SetDetail(usize),
     /// Something in the Allocator State History (`crate::views`).
     History(HistoryInput),
-    /// The search boxes hold a new query.
-    Search(Query),
+    /// The search boxes hold new text.
+    Search(SearchBoxes),
     /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
     PoolPointer(Option<(f64, f64)>),
 }

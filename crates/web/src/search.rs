@@ -1,9 +1,14 @@
 //! Search and filter of the timeline views: an address-label box, a frame-text box and a size
-//! range. Matches are outlined on the canvas and counted. The query is part of the page's state;
+//! range. Matches are outlined on the canvas (the rest of the plot dimmed), counted with their
+//! bytes, and stepped through with `n` / `N` or Enter / Shift+Enter in a box; a size that does not
+//! parse is said so beside the boxes. The boxes' text is part of the page's state (and its URL);
 //! the matches are derived ([`crate::derived::Derived::matches`]: frame text is prepared once per
 //! file, and a keystroke costs one substring test per element).
 
-use memviz_core::search::Query;
+use memviz_core::format::human_size;
+use memviz_view::keys::Command;
+use memviz_view::state::panels::SearchBoxes;
+use memviz_view::state::TimelineInput;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, HtmlElement, HtmlInputElement};
 
@@ -22,6 +27,16 @@ struct Els {
     min: HtmlInputElement,
     max: HtmlInputElement,
     count: HtmlElement,
+    /// Bytes of the matches, and which one was stepped to.
+    detail: HtmlElement,
+    /// What is wrong with a box.
+    problem: HtmlElement,
+}
+
+impl Els {
+    fn boxes(&self) -> SearchBoxes {
+        SearchBoxes { addr: self.addr.value(), frame: self.frame.value(), min: self.min.value(), max: self.max.value() }
+    }
 }
 
 /// The search boxes and the count they show now.
@@ -29,6 +44,8 @@ struct Els {
 pub struct Memo {
     els: Option<Els>,
     drawn_count: Option<String>,
+    drawn_detail: Option<String>,
+    drawn_problem: Option<Option<String>>,
 }
 
 fn input(document: &Document, id: &str, placeholder: &str, title: &str, width_px: u32) -> Option<HtmlInputElement> {
@@ -57,24 +74,62 @@ fn build(document: &Document) -> Option<(HtmlElement, Els)> {
         input(document, "search-frame", "frame text", "Part of a frame of the allocation's stack (any case)", 14)?;
     let min = input(document, "search-min", "min size", "Smallest size, e.g. 4096, 512KiB, 1MiB", 7)?;
     let max = input(document, "search-max", "max size", "Largest size, e.g. 4096, 512KiB, 1MiB", 7)?;
-    let count: HtmlElement = document.create_element("span").ok()?.dyn_into().ok()?;
-    count.set_id("search-count");
-    for el in [addr.as_ref(), frame.as_ref(), min.as_ref(), max.as_ref(), count.as_ref()] {
+    let span = |id: &str| -> Option<HtmlElement> {
+        let e: HtmlElement = document.create_element("span").ok()?.dyn_into().ok()?;
+        e.set_id(id);
+        Some(e)
+    };
+    let (count, detail, problem) = (span("search-count")?, span("search-detail")?, span("search-problem")?);
+    problem.set_hidden(true);
+    let _ = problem.set_attribute("role", "alert");
+    for el in
+        [addr.as_ref(), frame.as_ref(), min.as_ref(), max.as_ref(), count.as_ref(), detail.as_ref(), problem.as_ref()]
+    {
         let el: &web_sys::Node = el;
         wrap.append_child(el).ok()?;
     }
     let before = document.get_element_by_id("progress");
     bar.insert_before(&wrap, before.as_ref().map(|e| e.as_ref())).ok()?;
-    Some((wrap, Els { addr, frame, min, max, count }))
+    Some((wrap, Els { addr, frame, min, max, count, detail, problem }))
 }
 
 /// Creates the boxes; their events and what they mean.
 pub fn bindings(document: &Document, memo: &mut Memo) -> Vec<Binding> {
     let Some((wrap, els)) = build(document) else { return Vec::new() };
     memo.els = Some(els.clone());
-    vec![bind(wrap.as_ref(), "input", move |_: &web_sys::Event| {
-        Some(Input::Search(Query::new(&els.addr.value(), &els.frame.value(), &els.min.value(), &els.max.value())))
-    })]
+    vec![
+        bind(wrap.as_ref(), "input", move |_: &web_sys::Event| Some(Input::Search(els.boxes()))),
+        // Enter steps to the next match, Shift+Enter to the one before.
+        bind(wrap.as_ref(), "keydown", |e: &web_sys::KeyboardEvent| {
+            if e.key() != "Enter" {
+                return None;
+            }
+            e.prevent_default();
+            let c = if e.shift_key() { Command::PrevMatch } else { Command::NextMatch };
+            Some(Input::Timeline(TimelineInput::Key(c)))
+        }),
+    ]
+}
+
+/// Writes the boxes from the state where they differ (a fragment restored them) and says what is
+/// wrong with a size.
+fn sync_boxes(fr: &Frame<'_>, memo: &mut Memo) {
+    let Some(els) = &memo.els else { return };
+    let b = &fr.state.search_boxes;
+    for (el, text) in [(&els.addr, &b.addr), (&els.frame, &b.frame), (&els.min, &b.min), (&els.max, &b.max)] {
+        if el.value() != *text {
+            el.set_value(text);
+        }
+    }
+    let problem = b.problem();
+    if memo.drawn_problem.as_ref() != Some(&problem) {
+        els.problem.set_text_content(problem.as_deref());
+        els.problem.set_hidden(problem.is_none());
+        for el in [&els.min, &els.max] {
+            let _ = el.set_attribute("aria-invalid", if problem.is_some() { "true" } else { "false" });
+        }
+        memo.drawn_problem = Some(problem);
+    }
 }
 
 /// The count shown beside the boxes: `N matches`, or `N matches (M drawn)` when some of them
@@ -88,8 +143,10 @@ pub fn count_text(matches: usize, drawn: usize) -> String {
     }
 }
 
-/// Writes the count and outlines the matches on the timeline.
-pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
+/// Writes the boxes (where a restored address changed them), the count and the matches' bytes
+/// (called by each frame).
+pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
+    sync_boxes(fr, memo);
     let Some(els) = &memo.els else { return };
     // Matches among the small allocations merged into the summarized band are counted too, but
     // only the drawn ones can be outlined: the count says how many of them are drawn.
@@ -120,9 +177,29 @@ pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, memo: &mut Memo, ctx: &CanvasRend
             fr.ui.plot.set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
         memo.drawn_count = Some(text);
     }
-    let (Some(m), Some(f)) = (found, fr.file()) else { return };
+    let detail = match (fr.derived.matches_of(fr.state), fr.state.search_cursor) {
+        (Some(m), Some(i)) if !m.elements.is_empty() => {
+            format!("· {} · match {} of {} (n / N)", human_size(m.total_bytes as f64), i + 1, m.elements.len())
+        }
+        (Some(m), _) if !m.elements.is_empty() => format!("· {} · n / N to step", human_size(m.total_bytes as f64)),
+        _ => String::new(),
+    };
+    if memo.drawn_detail.as_deref() != Some(detail.as_str()) {
+        els.detail.set_text_content(Some(&detail));
+        memo.drawn_detail = Some(detail);
+    }
+}
+
+/// Outlines the matches on the timeline, the rest of the plot dimmed.
+pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, ctx: &CanvasRenderingContext2d) {
+    let (Some(m), Some(f)) = (fr.derived.matches_of(fr.state).map(|m| &m.elements), fr.file()) else { return };
     let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(frame);
     plot.clip(ctx);
+    // Everything else fades, as a highlight does.
+    let r = plot.rect;
+    let dpr = fr.state.dpr;
+    ctx.set_fill_style_str("rgba(255, 255, 255, 0.6)");
+    ctx.fill_rect(r.left_px * dpr, r.top_px * dpr, r.width_px * dpr, r.height_px * dpr);
     ctx.set_fill_style_str(MATCH_FILL);
     ctx.set_stroke_style_str(MATCH_STROKE);
     ctx.set_line_width(2.0 * fr.state.dpr);

@@ -57,17 +57,39 @@ pub fn read_at_start(state: &mut ViewState) {
     if f.device.is_some() {
         state.preferred_device = f.device;
     }
+    // What does not depend on the file applies now (the first layout is made with it).
+    state.history.hide_freed |= f.hide_freed;
+    if !f.search.is_empty() {
+        state.search = f.search.query();
+        state.search_boxes = f.search.clone();
+    }
+    if let Some(t) = f.panel {
+        state.analysis.open = true;
+        state.analysis.tab = t;
+    }
+    state.restore_file.clone_from(&f.file);
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
     PENDING.with(|p| *p.borrow_mut() = Some(f));
 }
 
-/// After a file opened: applies the zoom window, pin and event of a fragment for that file.
-pub fn restore(state: &mut ViewState) {
-    let Some(f) = PENDING.with(|p| p.borrow_mut().take()) else { return };
-    let Some(i) = state.current else { return };
-    let Some(file) = state.files.get_mut(i) else { return };
+/// The file the fragment read at start names, while it waits for that file.
+pub fn pending_file() -> Option<String> {
+    PENDING.with(|p| p.borrow().as_ref().and_then(|f| f.file.clone()))
+}
+
+/// After a file opened: applies the x axis, zoom window, pin and event of a fragment for that
+/// file; the Detail it asks for, when that needs another layout.
+pub fn restore(state: &mut ViewState) -> Option<usize> {
+    let f = PENDING.with(|p| p.borrow_mut().take())?;
+    state.restore_file = None;
+    let i = state.current?;
+    let file = state.files.get_mut(i)?;
     if f.file.as_deref() != Some(base_name(&file.name)) {
-        return;
+        return None;
+    }
+    if f.axis == Some(XAxis::Time) && file.has_time() {
+        file.x_axis = XAxis::Time;
+        file.viewport = file.full_viewport();
     }
     if let Some((a, b)) = f.x_steps {
         if file.x_axis == XAxis::Steps {
@@ -87,6 +109,7 @@ pub fn restore(state: &mut ViewState) {
     if let Some(e) = f.event {
         state.history.selected = Some((i, file.plot.device_pos, e));
     }
+    f.detail.filter(|&n| n != file.max_entries)
 }
 
 /// The fragment of the current state.
@@ -94,14 +117,13 @@ pub fn of_state(state: &ViewState) -> Option<Fragment> {
     let f = state.file()?;
     let i = state.current?;
     let pin = match state.pinned {
-        Some(Target::Element(e)) if !state.view.is_panel() => {
+        Some(Target::Element(e)) => {
             f.plot.layout.elements.get(e as usize).map(|el| memviz_core::format::addr_label('b', el.addr, el.version))
         }
         _ => None,
     };
     let v = &f.viewport;
-    let x_steps = (!state.view.is_panel() && f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1))
-        .then_some((v.x0, v.x1));
+    let x_steps = (f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
     let event = match state.history.selected {
         Some((fi, d, r)) if fi == i && d == f.plot.device_pos && state.view == View::AllocatorStateHistory => Some(r),
         _ => None,
@@ -113,6 +135,11 @@ pub fn of_state(state: &ViewState) -> Option<Fragment> {
         x_steps,
         pin,
         event,
+        axis: Some(f.x_axis).filter(|a| *a != XAxis::Steps),
+        hide_freed: state.history.hide_freed,
+        detail: Some(f.max_entries).filter(|&n| n != memviz_core::timeline::DEFAULT_MAX_ENTRIES),
+        search: state.search_boxes.clone(),
+        panel: state.analysis.open.then_some(state.analysis.tab),
     })
 }
 

@@ -7,6 +7,7 @@
 
 use memviz_core::analysis::categories::CategoryTimeline;
 use memviz_core::analysis::Moment;
+use memviz_core::search::{parse_size_bytes, Query};
 
 use super::{Effect, OpenFile};
 use crate::history::scroll_to_show;
@@ -229,6 +230,42 @@ impl AnalysisState {
     pub fn compare_other(&self, current: Option<usize>, files: usize) -> Option<usize> {
         let cur = current?;
         self.compare_with.filter(|&o| o != cur && o < files).or_else(|| (0..files).find(|&i| i != cur))
+    }
+}
+
+/// The text of the search boxes, as typed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchBoxes {
+    /// Address label or part of one.
+    pub addr: String,
+    /// Part of a frame's text.
+    pub frame: String,
+    /// Smallest size (`4096`, `512KiB`, `1.5 GiB`).
+    pub min: String,
+    /// Largest size.
+    pub max: String,
+}
+
+impl SearchBoxes {
+    /// The query the boxes ask (a size that does not parse asks nothing: see [`Self::problem`]).
+    pub fn query(&self) -> Query {
+        Query::new(&self.addr, &self.frame, &self.min, &self.max)
+    }
+
+    /// What is wrong with the boxes, in words, when a size does not parse.
+    pub fn problem(&self) -> Option<String> {
+        let bad = |s: &str| !s.trim().is_empty() && parse_size_bytes(s).is_none();
+        let which = match (bad(&self.min), bad(&self.max)) {
+            (true, _) => &self.min,
+            (false, true) => &self.max,
+            (false, false) => return None,
+        };
+        Some(format!("\u{201c}{}\u{201d} is not a size: try 4096, 512KiB or 1.5GiB", which.trim()))
+    }
+
+    /// Whether every box is empty.
+    pub fn is_empty(&self) -> bool {
+        [&self.addr, &self.frame, &self.min, &self.max].iter().all(|s| s.trim().is_empty())
     }
 }
 

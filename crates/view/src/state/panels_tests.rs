@@ -8,7 +8,7 @@ use memviz_core::plot::{choose_device, PlotData};
 use memviz_core::timeline::Options;
 
 use super::*;
-use crate::state::ViewState;
+use crate::state::{Target, ViewState};
 use crate::viewport::Viewport;
 use crate::xmap::XAxis;
 
@@ -227,4 +227,62 @@ fn hide_freed_asks_for_a_layout_only_when_it_changes() {
     assert!(h.hide_freed);
     assert!(h.apply(HistoryInput::HideFreed(true), None).is_empty());
     assert_eq!(h.apply(HistoryInput::HideFreed(false), None), vec![Effect::Relayout]);
+}
+
+#[test]
+fn search_boxes_say_which_size_does_not_parse() {
+    let mut b = SearchBoxes { frame: "forward".into(), ..SearchBoxes::default() };
+    assert_eq!(b.problem(), None);
+    assert_eq!(b.query().frame, "forward");
+    b.min = "10 megs".into();
+    assert_eq!(b.problem().as_deref(), Some("\u{201c}10 megs\u{201d} is not a size: try 4096, 512KiB or 1.5GiB"));
+    assert_eq!(b.query().min_bytes, None, "a size that does not parse asks nothing");
+    b.min = "1MiB".into();
+    b.max = "lots".into();
+    assert!(b.problem().is_some_and(|p| p.contains("lots")));
+    b.max = " 2 GiB ".into();
+    assert_eq!(b.problem(), None);
+    assert_eq!((b.query().min_bytes, b.query().max_bytes), (Some(1 << 20), Some(2 << 30)));
+    assert!(!b.is_empty());
+    assert!(SearchBoxes { addr: "  ".into(), ..SearchBoxes::default() }.is_empty());
+}
+
+#[test]
+fn n_and_shift_n_step_through_matches() {
+    let mut s = demo();
+    assert_eq!(
+        s.update(crate::state::TimelineInput::Key(crate::keys::Command::NextMatch), 0.0),
+        vec![Effect::StepMatch(1)]
+    );
+    assert_eq!(
+        s.update(crate::state::TimelineInput::Key(crate::keys::Command::PrevMatch), 0.0),
+        vec![Effect::StepMatch(-1)]
+    );
+    assert_eq!(crate::keys::command_for_key("n", false), Some(crate::keys::Command::NextMatch));
+    assert_eq!(crate::keys::command_for_key("N", false), Some(crate::keys::Command::PrevMatch));
+    assert_eq!(crate::keys::command_for_key("n", true), None);
+}
+
+#[test]
+fn focusing_an_element_pins_it_and_brings_it_into_view() {
+    let mut s = demo();
+    let layout = &s.files[0].plot.layout;
+    // An allocation drawn early in the trace.
+    let e = (0..layout.elements.len() as u32)
+        .find(|&e| layout.elements[e as usize].band.is_some_and(|b| layout.band_step_range(b).1 < layout.steps / 4))
+        .expect("an early allocation");
+    let (a, z) = layout.band_step_range(layout.elements[e as usize].band.expect("drawn"));
+    let full = s.files[0].viewport.full_x1;
+    s.files[0].viewport.set_window(full * 0.8, full * 0.9);
+    let width = s.files[0].viewport.width();
+    s.focus_element(e);
+    assert_eq!(s.pinned, Some(Target::Element(e)));
+    let v = s.files[0].viewport;
+    assert!((v.width() - width).abs() < 1e-6, "the zoom stays");
+    let xm = s.files[0].xmap();
+    assert!(v.x0 <= xm.pos(f64::from(z)) && v.x1 >= xm.pos(f64::from(a)), "its band is in view: {v:?}, steps {a}..{z}");
+    // One in view: the window stays.
+    let before = s.files[0].viewport;
+    s.focus_element(e);
+    assert_eq!(s.files[0].viewport, before);
 }

@@ -83,6 +83,18 @@ impl App {
                 }
                 Vec::new()
             }
+            Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) => {
+                self.panel_input(input)
+            }
+        };
+        self.carry_out(effects);
+        self.settle();
+    }
+
+    /// Applies an input of one of the panels (the history, the analysis panel, the search boxes,
+    /// the private pools' envelopes).
+    fn panel_input(&mut self, input: Input) -> Vec<Effect> {
+        match input {
             Input::History(h) => {
                 let list_px = self.memo.views.list_px();
                 let rows = self
@@ -96,9 +108,11 @@ impl App {
                 let file = self.state.current.and_then(|i| self.state.files.get(i));
                 self.state.analysis.apply(a, file, &rect)
             }
-            Input::Search(q) => {
-                if q != self.state.search {
-                    self.state.search = q;
+            Input::Search(boxes) => {
+                if boxes != self.state.search_boxes {
+                    self.state.search = boxes.query();
+                    self.state.search_boxes = boxes;
+                    self.state.search_cursor = None;
                 }
                 Vec::new()
             }
@@ -112,9 +126,8 @@ impl App {
                 }
                 Vec::new()
             }
-        };
-        self.carry_out(effects);
-        self.settle();
+            _ => Vec::new(),
+        }
     }
 
     /// Carries out what an update asked for.
@@ -144,6 +157,7 @@ impl App {
                     let h = self.derived.highlight_of(&self.state, action);
                     self.state.analysis.toggle_highlight(h);
                 }
+                Effect::StepMatch(by) => self.step_match(by),
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);
@@ -151,6 +165,40 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Pins the search match `by` matches after the current one (the pinned match, else the one
+    /// stepped to last) and brings it into view.
+    fn step_match(&mut self, by: i32) {
+        let Some(m) = self.derived.matches_of(&self.state) else { return };
+        // Only matches drawn one by one can be shown; summarized ones are counted, not pinned.
+        let layout = match self.state.file() {
+            Some(f) => &f.plot.layout,
+            None => return,
+        };
+        let drawn: Vec<u32> = m
+            .elements
+            .iter()
+            .copied()
+            .filter(|&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some()))
+            .collect();
+        if drawn.is_empty() {
+            return;
+        }
+        let n = drawn.len() as i64;
+        let current = match self.state.pinned {
+            Some(Target::Element(e)) => drawn.iter().position(|&d| d == e),
+            _ => None,
+        }
+        .or(self.state.search_cursor.filter(|&c| c < drawn.len()));
+        let next = match current {
+            Some(c) => (c as i64 + i64::from(by)).rem_euclid(n),
+            None if by >= 0 => 0,
+            None => n - 1,
+        } as usize;
+        let e = drawn[next];
+        self.state.search_cursor = m.elements.iter().position(|&x| x == e);
+        self.state.focus_element(e);
     }
 
     /// After the state changed: computes what is derived and missing, writes the URL fragment

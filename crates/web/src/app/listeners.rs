@@ -59,6 +59,9 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     }));
     l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
     l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    if let Some(b) = ui.document.get_element_by_id("load-card-cancel") {
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    }
     l.push(bind(ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::DismissError)));
     l.push(bind(win, "dragover", |e: &DragEvent| {
         let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));

@@ -282,11 +282,16 @@ impl App {
         let _ = self.ui.main.class_list().add_1("has-file");
         self.settle_layout();
         self.after_plot_change(false);
-        crate::url::restore(&mut self.state);
+        let detail = crate::url::restore(&mut self.state);
+        // The fragment may have chosen the time axis.
+        self.refresh_minimap();
         self.memo.ready_pending = Some(timings);
         self.memo.bands_next_frame = true;
         self.memo.canvases_pending = true;
         self.settle();
+        if detail.is_some() {
+            self.relayout(None, detail);
+        }
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
             for step in 0..render::CANVAS_STEPS {

@@ -87,6 +87,12 @@ pub fn install() -> Result<(), JsValue> {
     }
     // A reload keeps the fragment: view and device now, the rest when the same file opens.
     crate::url::read_at_start(&mut rc.borrow_mut().state);
+    // A reload of the demo opens the demo again; another file waits to be opened (the page says
+    // which, see `restore_file`).
+    let demo_again = crate::url::pending_file().is_some_and(|f| f == DEMO_NAME);
+    if demo_again && rc.borrow().state.files.is_empty() && !rc.borrow().loader_running {
+        rc.borrow_mut().handle(Input::Open(vec![Source::Demo]));
+    }
     APP.with(|a| *a.borrow_mut() = Some(rc));
     wasm_bindgen_futures::spawn_local(warm_up(weak));
     Ok(())

@@ -26,11 +26,13 @@ use wasm_bindgen::JsValue;
 mod base;
 mod controls;
 mod hooks;
+mod landing;
 mod overlay;
 
 pub use base::*;
 pub use controls::*;
 use hooks::*;
+use landing::sync_landing;
 use overlay::*;
 
 /// What the stack panel shows: (file, layout generation, hovered, pinned).
@@ -141,6 +143,8 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_dom(fr, memo);
+    sync_landing(fr);
+    crate::search::sync(fr, &mut memo.search);
     crate::panels::sync(fr, &mut memo.panels);
     crate::pools::sync_note(fr, &mut memo.pools);
     if memo.canvases_pending {
@@ -196,9 +200,10 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
         // Outlines and highlights need the exact band edges; they come back with the exact frame.
         return;
     }
+    // Matches first: their dimming must not hide what the pointer points at.
+    crate::search::draw(fr, &memo.frame, ctx);
     draw_timeline_overlay(fr, &memo.frame, ctx);
     crate::panels::draw_highlight(fr, &memo.frame, ctx);
-    crate::search::draw(fr, &memo.frame, &mut memo.search, ctx);
     crate::pools::draw(fr, &mut memo.pools, ctx);
     let frame_ms = fr.ui.now_ms() - t0;
     write_test_hooks(fr, &memo.frame, frame_ms);

@@ -1,0 +1,42 @@
+//! What the page shows around a load: the card in the middle of the plot area with the file,
+//! its progress and Cancel (over the drop zone before any file is open), and on the landing page
+//! the note that names the file a reloaded address waits for.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// Brings the load card and the restore note in line with the state.
+pub(crate) fn sync_landing(fr: &Frame<'_>) {
+    let doc = &fr.ui.document;
+    let by_id = |id: &str| {
+        doc.get_element_by_id(id).and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
+    };
+    if let Some(card) = by_id("load-card") {
+        // A relayout (no bytes to read) is one frame: only reading a file gets the card.
+        let reading = fr.state.loading.as_ref().filter(|l| l.total_bytes > 0);
+        card.set_hidden(reading.is_none());
+        if let Some(empty) = doc.get_element_by_id("empty") {
+            let _ = empty.class_list().toggle_with_force("loading", reading.is_some());
+        }
+        if let Some(l) = reading {
+            if let Some(t) = by_id("load-card-text") {
+                set_text(&t, &loading_text(l));
+            }
+            if let Some(p) = doc.get_element_by_id("load-card-progress") {
+                if let Ok(p) = wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlProgressElement>(p) {
+                    p.set_value(l.fraction);
+                }
+            }
+        }
+    }
+    if let Some(note) = by_id("restore-note") {
+        let text = match (&fr.state.restore_file, fr.file()) {
+            (Some(name), None) => {
+                format!("Open {name} again to get back to the view this address keeps (zoom, pin, event, search).")
+            }
+            _ => String::new(),
+        };
+        note.set_hidden(text.is_empty());
+        set_text(&note, &text);
+    }
+}
