@@ -20,7 +20,11 @@ is replayed until ``--entries`` trace entries exist:
 * each replay copies each distinct frame list of the source with probability
   ``--unique-stack-fraction`` (new list objects holding the same frame dicts),
   otherwise it references the original list: some stacks are shared, some
-  are not, as in real snapshots.
+  are not, as in real snapshots;
+* with ``--inline-frame-dicts``, every entry instead gets its own
+  ``copy.deepcopy`` of its frame list: new list and frame dict objects
+  (strings stay shared), so the pickle writes every frame dict inline, as
+  ``pickle.dump`` does for snapshots whose frame dicts are not shared.
 
 The pickle (protocol 4) is written as it is generated, one entry at a time,
 with the same opcodes, memo and framing as CPython's pickler; nothing close to
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import copy
 import io
 import os
 import pickle
@@ -54,6 +59,15 @@ BATCH = 1000
 REPLAY_GAP_US = 50_000
 
 
+class InlineFrames:
+    """Stands for `copy.deepcopy(src)` in an entry: written as a new object, never built."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src):
+        self.src = src
+
+
 class StreamPickler:
     """Protocol-4 pickler that can be fed a structure piece by piece.
 
@@ -69,6 +83,8 @@ class StreamPickler:
         self.frame = bytearray()
         self.memo: dict[int, bytes] = {}  # id(obj) -> BINGET/LONG_BINGET opcode
         self.n = 0
+        # id(source frame list) -> how its deep copy pickles (`copy_template`)
+        self.templates: dict[int, tuple] = {}
 
     # -- framing ------------------------------------------------------------
     def boundary(self):
@@ -112,6 +128,9 @@ class StreamPickler:
             fr += got
             return
         t = type(obj)
+        if t is InlineFrames:
+            self.save_deepcopy(obj.src)
+            return
         if t is int:
             if 0 <= obj <= 0xFF:
                 fr += b"K" + bytes((obj,))
@@ -201,6 +220,171 @@ class StreamPickler:
                 save(v)
             self.frame += b"u"
 
+    # -- deep copies written without building them -------------------------------
+    def atom_bytes(self, obj):
+        """The bytes `save` writes for an int, None, bool, float or memoized str; else None."""
+        t = type(obj)
+        if t is str:
+            return self.memo.get(id(obj))
+        if t is int or obj is None or t is bool or t is float:
+            fr = self.frame
+            self.frame = bytearray()
+            self.save(obj)
+            out = bytes(self.frame)
+            self.frame = fr
+            return out
+        return None
+
+    def copy_template(self, seq):
+        """How `copy.deepcopy(seq)` of a list of flat dicts pickles once its strings are memoized.
+
+        Returns (bytes, boundaries, patches, memo slots) or None when `seq` holds anything else or
+        a string not yet memoized. `boundaries` are the offsets where `save` would check the
+        frame size; `patches` are (offset, slot) of LONG_BINGETs of a dict copied earlier in the
+        same copy (deepcopy keeps repeats of one dict as one object), slot counted from the
+        list's own memo slot.
+        """
+        if type(seq) is not list:
+            return None
+        rec = bytearray()
+        bounds = []
+        patches = []
+        seen = {}
+        slots = 0
+        atoms = {}
+
+        def atom(x):
+            b = atoms.get(id(x)) if type(x) is str else None
+            if b is None:
+                b = self.atom_bytes(x)
+                if b is None:
+                    return False
+                if type(x) is str:
+                    atoms[id(x)] = b
+            bounds.append(len(rec))
+            rec.extend(b)
+            return True
+
+        def item(d):
+            nonlocal slots
+            if type(d) is not dict:
+                return False
+            bounds.append(len(rec))
+            got = seen.get(id(d))
+            if got is not None:
+                patches.append((len(rec), got))
+                rec.extend(b"j\0\0\0\0")
+                return True
+            rec.extend(b"}\x94")
+            seen[id(d)] = slots
+            slots += 1
+            kv = list(d.items())
+            if len(kv) == 1:
+                if not (atom(kv[0][0]) and atom(kv[0][1])):
+                    return False
+                rec.extend(b"s")
+                return True
+            for i in range(0, len(kv), BATCH):
+                rec.extend(b"(")
+                for k, v in kv[i:i + BATCH]:
+                    if not (atom(k) and atom(v)):
+                        return False
+                rec.extend(b"u")
+            return True
+
+        bounds.append(0)
+        rec.extend(b"]\x94")
+        slots += 1
+        if len(seq) == 1:
+            if not item(seq[0]):
+                return None
+            rec.extend(b"a")
+        else:
+            for i in range(0, len(seq), BATCH):
+                rec.extend(b"(")
+                for d in seq[i:i + BATCH]:
+                    if not item(d):
+                        return None
+                rec.extend(b"e")
+        return bytes(rec), bounds, patches, slots
+
+    def save_deepcopy(self, seq):
+        """Writes `copy.deepcopy(seq)` as `save` would write that new object."""
+        key = id(seq)
+        tpl = self.templates.get(key)
+        if tpl is None and self.n >= 256:
+            tpl = self.copy_template(seq)
+            if tpl is not None:
+                self.templates[key] = tpl
+        if tpl is None or self.n < 256:
+            self.save_copy(seq, {})
+            return
+        rec, bounds, patches, slots = tpl
+        base = self.n
+        if patches:
+            blob = bytearray(rec)
+            for off, slot in patches:
+                blob[off + 1:off + 5] = struct.pack("<I", base + slot)
+        else:
+            blob = rec
+        self.n += slots
+        # Commit frames where `save` would have: at the first boundary the frame reaches the target.
+        start = 0
+        while True:
+            need = FRAME_TARGET - len(self.frame) + start
+            i = bisect.bisect_left(bounds, need)
+            if i == len(bounds):
+                self.frame += blob[start:] if start else blob
+                return
+            cut = bounds[i]
+            self.frame += blob[start:cut]
+            self.commit()
+            start = cut
+
+    def save_copy(self, obj, copied):
+        """Writes `copy.deepcopy(obj)` object by object (lists, dicts and tuples of atoms)."""
+        t = type(obj)
+        if t is not list and t is not dict:
+            if t is tuple:
+                raise TypeError("--inline-frame-dicts: tuples in frame lists are not supported")
+            self.save(obj)
+            return
+        if len(self.frame) >= FRAME_TARGET:
+            self.commit()
+        got = copied.get(id(obj))
+        if got is not None:
+            self.frame += b"h" + bytes((got,)) if got < 256 else b"j" + struct.pack("<I", got)
+            return
+        copied[id(obj)] = self.n
+        if t is list:
+            self.frame += b"]"
+            self.memoize(None)
+            seq = obj
+            if len(seq) == 1:
+                self.save_copy(seq[0], copied)
+                self.frame += b"a"
+                return
+            for i in range(0, len(seq), BATCH):
+                self.frame += b"("
+                for x in seq[i:i + BATCH]:
+                    self.save_copy(x, copied)
+                self.frame += b"e"
+        else:
+            self.frame += b"}"
+            self.memoize(None)
+            kv = list(obj.items())
+            if len(kv) == 1:
+                self.save(kv[0][0])
+                self.save_copy(kv[0][1], copied)
+                self.frame += b"s"
+                return
+            for i in range(0, len(kv), BATCH):
+                self.frame += b"("
+                for k, v in kv[i:i + BATCH]:
+                    self.save(k)
+                    self.save_copy(v, copied)
+                self.frame += b"u"
+
     def save_transient_dict(self, kv):
         """A dict that is not kept: memo slot used (as CPython does) but not registered."""
         if len(self.frame) >= FRAME_TARGET:
@@ -216,8 +400,9 @@ class StreamPickler:
 class Plan:
     """Everything about the replays that does not depend on the output."""
 
-    def __init__(self, src: dict, entries: int, seed: int, unique_fraction: float):
+    def __init__(self, src: dict, entries: int, seed: int, unique_fraction: float, inline_frames: bool = False):
         self.src = src
+        self.inline_frames = inline_frames
         traces = src["device_traces"]
         self.dev = max(range(len(traces)), key=lambda i: len(traces[i]))
         T = traces[self.dev]
@@ -341,6 +526,8 @@ class Plan:
             tshift = r * self.period
 
             def frames_of(fr):
+                if self.inline_frames and isinstance(fr, list):
+                    return InlineFrames(fr)
                 if id(fr) in fresh:
                     c = copies.get(id(fr))
                     if c is None:
@@ -519,7 +706,8 @@ def build_object(plan: Plan):
                         if kv is None:
                             keep.append(copies)
                         else:
-                            entries.append(dict(kv))
+                            entries.append({k: copy.deepcopy(v.src) if type(v) is InlineFrames else v
+                                            for k, v in kv})
                     traces.append(entries)
                 else:
                     traces.append(t)
@@ -573,6 +761,9 @@ def main(argv=None) -> int:
                     help="deepen every distinct frame list of the source by about this many C++ frames "
                          "(between half and 1.5 times it), drawn from the source's own C++ frames; "
                          "deep C++ stacks as `stacks='all'` records them in large models (default 0)")
+    ap.add_argument("--inline-frame-dicts", action="store_true",
+                    help="give every entry its own copy.deepcopy of its frame list, so every frame dict is "
+                         "written inline (no frame dict or list is shared; strings still are)")
     ap.add_argument("--self-check", action="store_true",
                     help="also build the whole object and compare with pickle.dumps (small runs only)")
     args = ap.parse_args(argv)
@@ -590,7 +781,7 @@ def main(argv=None) -> int:
         ap.error("--extra-cpp-frames must not be negative")
     if args.extra_cpp_frames:
         deepen_stacks(src, args.extra_cpp_frames, args.seed)
-    plan = Plan(src, args.entries, args.seed, args.unique_stack_fraction)
+    plan = Plan(src, args.entries, args.seed, args.unique_stack_fraction, args.inline_frame_dicts)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
     with open(tmp, "wb", buffering=1 << 20) as f:

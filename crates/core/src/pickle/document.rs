@@ -281,6 +281,20 @@ impl Document {
         }
     }
 
+    /// The span of a list whose items are a shared span.
+    pub(super) fn shared_span(&self, list: u32) -> Option<(u32, u32)> {
+        match self.lists.get(list as usize) {
+            Some(&ListStore::Shared { start, len }) => Some((start, len)),
+            _ => None,
+        }
+    }
+
+    /// Adds a new list holding the shared span `list_items[start..start + len]`; its id.
+    pub(super) fn push_span(&mut self, start: u32, len: u32) -> u32 {
+        self.lists.push(ListStore::Shared { start, len });
+        (self.lists.len() - 1) as u32
+    }
+
     /// Adds the items at `list_items[start..]` as a new shared list, reusing an earlier span
     /// with the same items; the list's id.
     pub(super) fn push_shared_list(&mut self, start: usize) -> u32 {

@@ -17,7 +17,9 @@
 //! Speed: the opcodes that make up most of a snapshot are decoded by fast paths; flat dicts are
 //! read in one go; trace entries become rows of typed columns (`records`) that the model reads
 //! without decoding values again; and once one entry has been read, the next ones are matched
-//! against its key bytes (`entry_template`), so only their values are decoded. Every fast path
+//! against its key bytes (`entry_template`), so only their values are decoded. Frame lists whose
+//! frame dicts are written inline (each entry holding its own copies) are read whole, each dict
+//! found by its bytes among the equal dicts already read (`inline_frames`). Every fast path
 //! has the same effects as the general one and hands over to it on anything unexpected.
 
 use crate::error::Error;

@@ -584,3 +584,63 @@ fn all_empty_traces_open_the_device_with_memory() {
     let snap = load_ok(&v, 4);
     assert_eq!(snap.devices[snap.default_device().expect("a device")].index, 1, "more reserved");
 }
+
+/// A trace whose frame dicts are shared by every entry that uses them (as PyTorch writes a
+/// snapshot), or with every entry holding its own deep copy of its frame list (as `pickle.dump`
+/// writes a snapshot whose frame lists were copied: every frame dict written inline, a dict that
+/// appears twice in one list fetched from the memo the second time). Strings are shared either way.
+fn frames_trace(inline: bool, entries: usize) -> Py {
+    let k_file = shared(s("filename"));
+    let k_line = shared(s("line"));
+    let k_name = shared(s("name"));
+    let files: Vec<Py> = ["model.py", "torch/nn/modules/module.py", "??"].iter().map(|f| shared(s(f))).collect();
+    let names: Vec<Py> = (0..7).map(|n| shared(s(&format!("fn_{n}")))).collect();
+    let frame = |n: usize| {
+        Py::Dict(vec![
+            (k_file.clone(), files[n % files.len()].clone()),
+            (k_line.clone(), i(10 * n as i128 + 1)),
+            (k_name.clone(), names[n].clone()),
+        ])
+    };
+    let frames: Vec<Py> = (0..names.len()).map(|n| shared(frame(n))).collect();
+    // Stacks of frames by index; 3 and 5 appear twice in theirs.
+    let stacks: [&[usize]; 5] = [&[0, 1, 2], &[0, 1, 3, 3, 4], &[6], &[0, 1, 2, 5, 6, 5], &[2, 1, 0]];
+    let mut trace = Vec::new();
+    for e in 0..entries {
+        let stack = stacks[e % stacks.len()];
+        let items: Vec<Py> = if inline {
+            let mut copies: Vec<Option<Py>> = vec![None; names.len()];
+            stack.iter().map(|&n| copies[n].get_or_insert_with(|| shared(frame(n))).clone()).collect()
+        } else {
+            stack.iter().map(|&n| frames[n].clone()).collect()
+        };
+        let addr = (1 << 30) + 512 * (e as i128 / 2);
+        let action = if e % 2 == 0 { "alloc" } else { "free_completed" };
+        trace.push(entry(action, addr, 512, Some(e as i128), Some(shared(list(items)))));
+    }
+    one_trace(trace)
+}
+
+#[test]
+fn inline_frame_dicts_give_the_model_of_shared_ones() {
+    for entries in [1, 2, 7, 60] {
+        let shared_bytes = dumps(&frames_trace(false, entries), 4);
+        let inline_bytes = dumps(&frames_trace(true, entries), 4);
+        assert_eq!(shared_bytes == inline_bytes, entries == 1);
+        let from_shared = load(&shared_bytes).expect("shared frames");
+        let want = fingerprint(&from_shared);
+        let got = load(&inline_bytes).expect("inline frames");
+        if let Some(d) = common::first_diff(&want, &fingerprint(&got)) {
+            panic!("{entries} entries: {d}");
+        }
+        assert_eq!(got.frames, from_shared.frames);
+        assert_eq!(got.stacks.len(), from_shared.stacks.len());
+        assert_eq!(got.devices[0].trace.stack, from_shared.devices[0].trace.stack);
+        for chunk in [1, 3, 16, 100, 4096] {
+            let mut l = Loader::new(Some(inline_bytes.len() as u64));
+            inline_bytes.chunks(chunk).try_for_each(|c| l.feed(c)).expect("feeds");
+            let chunked = l.finish().expect("finishes");
+            assert_eq!(fingerprint(&chunked), want, "{entries} entries in chunks of {chunk}");
+        }
+    }
+}

@@ -187,6 +187,7 @@ impl Parser {
                 g
             }
             Some(DictRec::Compact { .. } | DictRec::Record(_)) => {
+                self.dict_moves += 1;
                 let items = self.doc.dict_pairs(Value::Dict(id));
                 let g = self.doc.generic_dicts.len();
                 self.doc.generic_dicts.push(GenericDict { items, index: None });

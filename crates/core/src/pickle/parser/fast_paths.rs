@@ -247,6 +247,11 @@ impl Parser {
                 1
             }
             b']' => {
+                if rest.get(2) == Some(&b'}') || rest.get(3) == Some(&b'}') {
+                    if let Some(n) = self.inline_frame_list(rest) {
+                        return Ok(Some(n));
+                    }
+                }
                 let v = self.new_list(Vec::new());
                 self.stack.push(v);
                 1

@@ -13,9 +13,11 @@ use super::value::{Value, MEMO_DICT, MEMO_OTHER};
 mod dicts;
 mod entry_template;
 mod fast_paths;
+mod inline_frames;
 mod opcodes;
 
 use entry_template::EntryTemplate;
+use inline_frames::LeafCache;
 
 /// Opcodes that would import or call code, or that need objects this reader never builds.
 fn forbidden_name(op: u8) -> Option<&'static str> {
@@ -91,6 +93,17 @@ pub struct Parser {
     memo_rebinds: u64,
     /// The string last read inline by a fast path, to skip hashing repeats of it.
     last_inline_str: Option<u32>,
+    /// Memo writes over a slot already written (or into a sparse one).
+    memo_overwrites: u64,
+    /// Dicts given more items after they were read (moved to generic storage).
+    dict_moves: u64,
+    /// Leaf dicts by the bytes of their body, for frame lists of inline dicts.
+    leaf_cache: LeafCache,
+    /// Reused buffer of the memo slots of a frame list read inline.
+    inline_slots: Vec<u32>,
+    /// Reused buffers of a frame list's cache key.
+    list_key_buf: Vec<u8>,
+    list_gets: Vec<inline_frames::RelGet>,
 }
 
 impl Default for Parser {
@@ -125,6 +138,12 @@ impl Parser {
             memo_rebinds: 0,
             last_inline_str: None,
             fresh: None,
+            memo_overwrites: 0,
+            dict_moves: 0,
+            leaf_cache: LeafCache::default(),
+            inline_slots: Vec::new(),
+            list_key_buf: Vec::new(),
+            list_gets: Vec::new(),
         }
     }
 
@@ -338,6 +357,7 @@ impl Parser {
         let dense = self.memo_tags.len() as u64;
         if idx != dense || !self.memo_sparse.is_empty() {
             self.memo_rebinds += 1;
+            self.memo_overwrites += 1;
         }
         if idx < dense {
             let i = idx as usize;
