@@ -291,6 +291,10 @@ pub struct Loading {
 pub struct ViewState {
     /// Open files.
     pub files: Vec<OpenFile>,
+    /// What each open file was opened from (name, size and time of a picked file), to tell a
+    /// file opened again from a new one; same length as `files` once they are pushed with
+    /// [`ViewState::push_file`].
+    pub sources: Vec<Option<String>>,
     /// Index of the file shown.
     pub current: Option<usize>,
     /// The view shown.
@@ -345,6 +349,50 @@ impl ViewState {
     /// The file shown.
     pub fn file(&self) -> Option<&OpenFile> {
         self.current.and_then(|i| self.files.get(i))
+    }
+
+    /// Adds an opened file (opened from `source`) and shows it when `show`.
+    pub fn push_file(&mut self, f: OpenFile, source: Option<String>, show: bool) {
+        self.sources.resize(self.files.len(), None);
+        self.files.push(f);
+        self.sources.push(source);
+        if show || self.current.is_none() {
+            self.current = Some(self.files.len() - 1);
+        }
+    }
+
+    /// The open file opened from `source`, if one was.
+    pub fn file_from(&self, source: &str) -> Option<usize> {
+        self.sources.iter().position(|s| s.as_deref() == Some(source)).filter(|&i| i < self.files.len())
+    }
+
+    /// Closes file `i`: the one after it is shown (else the one before); what pointed into the
+    /// files (pins, the Compare tab's choice, the selected event) is forgotten or moved along.
+    /// Whether a file was closed.
+    pub fn close_file(&mut self, i: usize) -> bool {
+        if i >= self.files.len() {
+            return false;
+        }
+        self.files.remove(i);
+        if i < self.sources.len() {
+            self.sources.remove(i);
+        }
+        let n = self.files.len();
+        self.current = match self.current {
+            _ if n == 0 => None,
+            Some(c) if c > i => Some(c - 1),
+            Some(c) if c == i => Some(i.min(n - 1)),
+            other => other,
+        };
+        self.hover = None;
+        self.pinned = None;
+        self.drag = None;
+        self.generation += 1;
+        let shift = |j: usize| (j != i).then(|| if j > i { j - 1 } else { j });
+        self.analysis.compare_with = self.analysis.compare_with.and_then(shift);
+        self.analysis.highlight = None;
+        self.history.selected = self.history.selected.and_then(|(f, d, r)| shift(f).map(|f| (f, d, r)));
+        true
     }
 
     /// The file shown, to change it.

@@ -407,3 +407,37 @@ fn full_pos_at_is_clamped_to_the_domain() {
     assert_eq!(full_pos_at(&v, &m, -50.0), 0.0);
     assert_eq!(full_pos_at(&v, &m, 5000.0), 1000.0);
 }
+
+#[test]
+fn closing_a_file_shows_the_next_and_moves_what_pointed_at_the_others() {
+    let mut s = demo();
+    let second = demo().files.pop().expect("a file");
+    let third = demo().files.pop().expect("a file");
+    s.sources = vec![Some("a|1|0".into())];
+    s.push_file(second, Some("b|2|0".into()), false);
+    assert_eq!(s.current, Some(0), "opened without being shown");
+    s.push_file(third, Some("c|3|0".into()), true);
+    assert_eq!(s.current, Some(2));
+    assert_eq!(s.file_from("b|2|0"), Some(1));
+    assert_eq!(s.file_from("x"), None);
+    s.analysis.compare_with = Some(2);
+    s.history.selected = Some((2, 0, 5));
+    s.pinned = Some(Target::Summarized);
+    let g = s.generation;
+    assert!(s.close_file(1));
+    assert_eq!((s.files.len(), s.sources.len()), (2, 2));
+    assert_eq!(s.current, Some(1), "the shown file moved down");
+    assert_eq!(s.analysis.compare_with, Some(1));
+    assert_eq!(s.history.selected, Some((1, 0, 5)));
+    assert_eq!(s.pinned, None);
+    assert!(s.generation > g);
+    assert_eq!(s.file_from("c|3|0"), Some(1));
+    // Closing the shown file shows the one after it, else the one before.
+    assert!(s.close_file(1));
+    assert_eq!(s.current, Some(0));
+    assert_eq!(s.history.selected, None, "its selection went with it");
+    assert!(!s.close_file(5));
+    assert!(s.close_file(0));
+    assert_eq!(s.current, None);
+    assert!(s.files.is_empty() && s.sources.is_empty());
+}

@@ -140,3 +140,33 @@ test('a long load shows its progress and Cancel in the middle of the drop zone',
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('a file opened again is read into its place, not added again; files can be closed', { skip: needFixtures }, async () => {
+  const OOM = fixture('oom.pickle');
+  const page = await env.newPage();
+  await page.setInputFiles('#file-input', [RESNET, OOM]);
+  await page.waitForFunction(() => document.querySelectorAll('#file-select option').length === 2 && document.getElementById('progress').hidden, null, { timeout: 60000 });
+  const names = () => page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  assert.deepEqual(await names(), ['oom.pickle', 'resnet50_fixed.pickle'], 'name order');
+  assert.equal(await page.inputValue('#file-select'), '0');
+  // The same file again: read again and shown, not a third entry.
+  await openFiles(page, RESNET);
+  await frames(page);
+  assert.equal(await page.inputValue('#file-select'), '1');
+  assert.deepEqual(await names(), ['oom.pickle', 'resnet50_fixed.pickle']);
+  assert.match(await page.textContent('#status'), /^resnet50_fixed\.pickle/);
+  // Close it: the other one is shown; close that: the landing page.
+  await page.click('#close-file');
+  await frames(page);
+  assert.deepEqual(await names(), ['oom.pickle']);
+  assert.match(await page.textContent('#status'), /^oom\.pickle/);
+  await page.click('#close-file');
+  await frames(page);
+  assert.equal(await page.isVisible('#empty'), true);
+  assert.equal(await page.isVisible('#close-file'), false);
+  // And a file opens again afterwards.
+  await openFiles(page, OOM);
+  assert.match(await page.textContent('#status'), /^oom\.pickle/);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

@@ -27,14 +27,13 @@ impl App {
             }
             Input::CancelLoad => vec![Effect::CancelLoad],
             Input::Open(sources) => {
-                self.state.drag_hover = false;
-                // The last file's error goes at once, not at the next frame, so that nothing
-                // reading the page sees it as the new file's.
-                self.state.error = None;
-                self.ui.error.set_hidden(true);
-                self.ui.mark("memviz:open");
-                self.queue.extend(sources);
-                self.start_loader();
+                self.open(sources);
+                Vec::new()
+            }
+            Input::CloseFile => {
+                if let Some(i) = self.state.current {
+                    self.close_file(i);
+                }
                 Vec::new()
             }
             Input::DragHover(on) => {
@@ -128,6 +127,39 @@ impl App {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Opens files in name order (`rank2` before `rank10`), the first of them shown; a file open
+    /// already (same name, size and time) is read again into its place in the file menu.
+    fn open(&mut self, mut sources: Vec<Source>) {
+        self.state.drag_hover = false;
+        // The last file's error goes at once, not at the next frame, so that nothing reading the
+        // page sees it as the new file's.
+        self.state.error = None;
+        self.ui.error.set_hidden(true);
+        self.ui.mark("memviz:open");
+        sources.sort_by_cached_key(|s| input::natural_key(&input::source_name(s)));
+        if !self.loader_running || self.batch_first.is_none() {
+            self.batch_first = Some(self.state.files.len());
+        }
+        self.queue.extend(sources);
+        self.start_loader();
+    }
+
+    /// Closes file `i`; with none left the page is as it was before any file.
+    fn close_file(&mut self, i: usize) {
+        if !self.state.close_file(i) {
+            return;
+        }
+        // What was derived or written was keyed by file index.
+        self.derived = Derived::default();
+        self.memo.forget_files(&self.ui.document);
+        if self.state.files.is_empty() {
+            let _ = self.ui.main.class_list().remove_1("has-file");
+        }
+        crate::views::show_panel_or_timeline(&self.ui, &self.state, &self.memo.views);
+        self.after_plot_change(false);
+        self.settle_layout();
     }
 
     /// Carries out what an update asked for.

@@ -59,6 +59,9 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     }));
     l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
     l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    if let Some(b) = ui.document.get_element_by_id("close-file") {
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CloseFile)));
+    }
     if let Some(b) = ui.document.get_element_by_id("load-card-cancel") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
     }

@@ -9,13 +9,18 @@ use crate::protocol::Phase;
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
     loop {
-        let Some(Some(source)) = with_app(&weak, |app| app.queue.pop_front()) else {
+        let Some(Some(source)) = with_app(&weak, |app| {
+            let source = app.queue.pop_front()?;
+            app.loading_source = input::source_key(&source);
+            Some(source)
+        }) else {
             break;
         };
         load_one(&weak, source).await;
     }
     with_app(&weak, |app| {
         app.loader_running = false;
+        app.batch_first = None;
         app.state.loading = None;
         app.request_redraw();
     });

@@ -78,6 +78,11 @@ pub struct App {
     pub queue: VecDeque<Source>,
     frame_pending: bool,
     loader_running: bool,
+    /// Index the first file of the files opened together gets: it is shown, the others open
+    /// behind it (until the queue is empty).
+    batch_first: Option<usize>,
+    /// What the file being loaded was opened from ([`input::source_key`]).
+    loading_source: Option<String>,
     /// The user asked to stop loading.
     cancel_requested: bool,
     /// Stops the load running in a Web Worker, while one runs.
@@ -102,6 +107,8 @@ impl App {
             queue: VecDeque::new(),
             frame_pending: false,
             loader_running: false,
+            batch_first: None,
+            loading_source: None,
             cancel_requested: false,
             cancel_load: None,
             self_ref: Weak::new(),
@@ -263,21 +270,43 @@ impl App {
             x_axis: XAxis::Steps,
             viewport: Viewport::new(1.0, 1.0, 1.0),
         };
-        // Names repeat: "x.pickle (2)".
-        let same = self
-            .state
-            .files
-            .iter()
-            .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
-            .count();
-        if same > 0 {
-            f.name = format!("{} ({})", f.name, same + 1);
+        let source = self.loading_source.take();
+        let again = source.as_deref().and_then(|k| self.state.file_from(k));
+        let show = again.is_some() || self.batch_first.is_none_or(|b| self.state.files.len() <= b);
+        match again {
+            // Opened again: read again into its place, under the same name.
+            Some(i) => {
+                f.name.clone_from(&self.state.files[i].name);
+                f.viewport = f.full_viewport();
+                self.state.files[i] = f;
+                self.state.current = Some(i);
+                // What was derived from or written of the old model goes.
+                self.derived = Derived::default();
+                self.memo.forget_files(&self.ui.document);
+            }
+            None => {
+                // Names repeat: "x.pickle (2)".
+                let same = self
+                    .state
+                    .files
+                    .iter()
+                    .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
+                    .count();
+                if same > 0 {
+                    f.name = format!("{} ({})", f.name, same + 1);
+                }
+                f.viewport = f.full_viewport();
+                self.state.push_file(f, source, show);
+            }
         }
-        f.viewport = f.full_viewport();
-        self.state.files.push(f);
-        self.state.current = Some(self.state.files.len() - 1);
         self.state.error = None;
         self.state.loading = None;
+        if !show {
+            // Opened behind the first file of its batch: the file menu gets it, the view stays.
+            self.ui.mark("memviz:ready");
+            self.settle();
+            return;
+        }
         // The minimap and stack panel appear with the first file: measure the canvases again.
         let _ = self.ui.main.class_list().add_1("has-file");
         self.settle_layout();

@@ -72,6 +72,18 @@ pub struct PaintMemo {
     pub pools: crate::pools::Memo,
 }
 
+impl PaintMemo {
+    /// Forgets what was written of the open files (a file was closed: indices moved).
+    pub fn forget_files(&mut self, document: &web_sys::Document) {
+        self.menus = None;
+        self.stack = None;
+        self.canvas = None;
+        self.prepared = None;
+        self.panels = crate::panels::Memo::default();
+        self.views = crate::views::Memo::new(document);
+    }
+}
+
 /// How many steps [`prepare_canvas`] takes: the timeline's two canvases, the minimap and the
 /// two held copies.
 pub const CANVAS_STEPS: usize = 5;
