@@ -264,6 +264,16 @@ pub enum Effect {
     Highlight(panels::Action),
     /// Download something from the analysis panel.
     Export(panels::ExportKind),
+    /// Show this window of the shown file's x axis, the y axis fitted to `y_max_bytes` (a row of
+    /// the analysis panel zooms the timeline to what it names).
+    ShowWindow {
+        /// Left edge, on the file's x axis.
+        x0: f64,
+        /// Right edge.
+        x1: f64,
+        /// Highest live bytes in the window.
+        y_max_bytes: f64,
+    },
 }
 
 /// A load in progress, as the status line shows it.
