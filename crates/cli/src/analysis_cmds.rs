@@ -419,6 +419,12 @@ pub fn compare(
             Alignment::Proportion => "position in the trace (no iterations in both)".into(),
         }
     );
+    if !c.recording_differences.is_empty() {
+        let _ = writeln!(s, "recorded with different settings: {}", c.recording_differences.join("; "));
+    }
+    if c.python_frames_only {
+        let _ = writeln!(s, "stacks matched on their Python frames only (one file has C++ frames, the other none)");
+    }
     let _ = writeln!(
         s,
         "peak: A {} at entry {}, B {} at entry {} ({})",

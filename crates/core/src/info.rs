@@ -316,6 +316,11 @@ fn is_cpp_frame(snap: &Snapshot, frame: u32) -> bool {
         || file.is_empty() && !name.is_empty() && f.line == 0 && name.starts_with('_')
 }
 
+/// The recording settings inferred from the data (see [`Recording`]). O(entries + frames).
+pub fn recording(snap: &Snapshot) -> Recording {
+    infer_recording(snap)
+}
+
 fn infer_recording(snap: &Snapshot) -> Recording {
     let trace_entries: usize = snap.devices.iter().map(|d| d.trace.len()).sum();
     let trace_frames = snap.devices.iter().any(|d| d.trace.stack.iter().any(|&s| s != 0));

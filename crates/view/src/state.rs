@@ -267,6 +267,16 @@ pub enum Effect {
     /// Pin the search match this many matches after (or before) the current one and bring it
     /// into view ([`ViewState::focus_element`]).
     StepMatch(i32),
+    /// Show this window of the shown file's x axis, the y axis fitted to `y_max_bytes` (a row of
+    /// the analysis panel zooms the timeline to what it names).
+    ShowWindow {
+        /// Left edge, on the file's x axis.
+        x0: f64,
+        /// Right edge.
+        x1: f64,
+        /// Highest live bytes in the window.
+        y_max_bytes: f64,
+    },
 }
 
 /// A load in progress, as the status line shows it.

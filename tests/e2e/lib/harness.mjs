@@ -128,3 +128,21 @@ export const frames = (page) => page.evaluate(() => new Promise((r) => requestAn
 
 /** Saves a screenshot to tests/e2e/out/NAME.png. */
 export const shot = (page, name) => page.screenshot({ path: join(OUT, `${name}.png`) });
+
+/**
+ * The visible cells matching `selector` that take more than one line, or (numbers) whose text
+ * is cut; and how many were looked at.
+ */
+export const brokenCells = (page, selector) =>
+  page.$$eval(selector, (cells) => {
+    const shown = cells.filter((td) => td.offsetParent !== null && td.textContent.trim() !== '');
+    const broken = shown
+      .filter((td) => {
+        const r = document.createRange();
+        r.selectNodeContents(td);
+        const tops = new Set([...r.getClientRects()].map((x) => Math.round(x.top)));
+        return tops.size > 1 || (td.classList.contains('num') && td.scrollWidth > td.clientWidth);
+      })
+      .map((td) => td.textContent);
+    return { looked: shown.length, broken };
+  });

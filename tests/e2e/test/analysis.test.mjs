@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, fixture, openFiles, plotArea, plotData, shot, start } from '../lib/harness.mjs';
+import { ROOT, brokenCells, fixture, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -245,6 +245,119 @@ test('live set: the peak by default, rows highlight, a click on the timeline pic
   await page.click('#analysis [data-act=peak]');
   await page.waitForFunction(() => document.querySelector('#analysis .an-live-head')?.dataset.row === '2302');
   await shot(page, 'analysis_live_moment');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('live set at 900x700: numbers and names on one line, the tree totals never cut', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 900, height: 700 });
+  await openFiles(page, BUGGY);
+  await openPanel(page);
+  await page.click('#analysis [data-act=tab-live]');
+  await page.locator('#analysis .an-live-head').waitFor();
+  const nums = await brokenCells(page, '#analysis .an-sites td.num');
+  assert.ok(nums.looked >= 16, `cells ${nums.looked}`);
+  assert.deepEqual(nums.broken, []);
+  const sites = await brokenCells(page, '#analysis .an-sites td.site');
+  assert.ok(sites.looked >= 8, `cells ${sites.looked}`);
+  assert.deepEqual(sites.broken, []);
+  // Names cut with an ellipsis keep the whole name in their title.
+  const titles = await page.$$eval('#analysis .an-sites td.site', (t) => t.every((td) => td.title === td.textContent));
+  assert.equal(titles, true);
+  const aligned = await page.$eval('#analysis .an-sites td.num', (td) => getComputedStyle(td).textAlign);
+  assert.equal(aligned, 'right');
+  // Every shown tree node's totals lie inside its row, whole.
+  const cut = await page.$$eval('#analysis .an-tree summary', (ss) =>
+    ss
+      .filter((s) => s.offsetParent !== null)
+      .map((s) => {
+        const b = s.querySelector('.t-bytes');
+        const r = b.getBoundingClientRect();
+        return r.right <= s.getBoundingClientRect().right + 0.5 && b.scrollWidth <= b.clientWidth + 0.5 ? null : b.textContent;
+      })
+      .filter(Boolean),
+  );
+  assert.deepEqual(cut, []);
+  assert.ok((await page.locator('#analysis .an-tree summary .t-bytes').count()) > 5);
+  await shot(page, 'analysis_live_900');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('insights: an out-of-memory card says each thing once; code spans are <code> and wrap', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 900, height: 700 });
+  await openFiles(page, OOM);
+  await openPanel(page);
+  const body = page.locator('#analysis .an-body');
+  const card = page.locator('#analysis .finding[data-kind=oom]');
+  assert.equal(await card.count(), 1);
+  assert.equal(await card.locator('li, .try').count(), 0);
+  // Each line of "What happened" and "What to try" is in the panel once.
+  const lines = await page.$$eval('#analysis section.oom > ul li', (l) => l.map((x) => x.textContent));
+  assert.ok(lines.length >= 3, `${lines.length} lines`);
+  const text = await body.textContent();
+  for (const l of lines) assert.equal(text.split(l).length - 1, 1, `said more than once: ${l}`);
+  // No raw backticks; code spans are escaped text in <code>.
+  assert.equal(text.includes('`'), false);
+  const codes = await page.$$eval('#analysis code', (c) => c.map((x) => [x.textContent, x.children.length]));
+  assert.ok(codes.length >= 2, JSON.stringify(codes));
+  assert.ok(codes.every(([, kids]) => kids === 0));
+  assert.ok(codes.some(([t]) => t.startsWith('PYTORCH_CUDA_ALLOC_CONF=') || t.startsWith('torch.')), JSON.stringify(codes));
+  // Long code wraps inside the panel: nothing runs past its edge.
+  const over = await page.evaluate(() => {
+    const b = document.querySelector('#analysis .an-body');
+    const right = b.getBoundingClientRect().right;
+    return [b.scrollWidth - b.clientWidth, [...b.querySelectorAll('code')].filter((c) => c.getBoundingClientRect().right > right + 0.5).length];
+  });
+  assert.deepEqual(over, [0, 0]);
+  await page.locator('#analysis section.oom h4', { hasText: 'What to try' }).scrollIntoViewIfNeeded();
+  await shot(page, 'analysis_oom_900');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('insights: an iteration row zooms the timeline to that iteration', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, BUGGY);
+  await openPanel(page);
+  const rows = page.locator('#analysis tr.an-it');
+  assert.equal(await rows.count(), 5);
+  const view = async () => (await plotData(page)).view.split(',').map(Number);
+  const [f0, f1] = await view();
+  const windows = [];
+  for (const k of [1, 2]) {
+    const before = (await plotData(page)).view;
+    await rows.nth(k).click();
+    await waitPlotChange(page, 'view', before);
+    windows.push(await view());
+  }
+  const [[a0, a1], [b0, b1]] = windows;
+  // Each window is one of five iterations, and the third starts where the second ends.
+  for (const [x0, x1] of windows) {
+    assert.ok(x0 > f0 && x1 < f1 && x1 - x0 < (f1 - f0) / 3, `window ${x0}..${x1} of ${f0}..${f1}`);
+  }
+  assert.ok(a1 - a0 > (f1 - f0) / 12, `window ${a0}..${a1}`);
+  assert.equal(a1, b0);
+  assert.ok(b1 > b0);
+  // The URL keeps the window (written once the window has rested).
+  await page.waitForFunction(() => /x=\d+-\d+/.test(location.hash));
+  await shot(page, 'analysis_iteration_zoom');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('insights: the demo notes its unused allocator cache', async () => {
+  const page = await env.newPage();
+  const before = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, before);
+  await openPanel(page);
+  const note = page.locator('#analysis .finding.note[data-kind=unused_cache]');
+  assert.equal(await note.count(), 1);
+  assert.match(await note.textContent(), /The allocator's cache holds 3\.0 GiB it does not use \(69% of the 4\.4 GiB reserved, after entry \d+\)/);
+  assert.match(await page.textContent('#analysis .an-verdict'), /No problem found · \d+ notes?/);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

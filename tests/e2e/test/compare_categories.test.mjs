@@ -3,7 +3,7 @@
 // The figures are those of the tests in crates/core/src/analysis/{compare,categories}.rs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, frames, openFiles, shot, start } from '../lib/harness.mjs';
+import { brokenCells, findPoint, fixture, frames, openFiles, shot, start } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -53,10 +53,31 @@ test('compare: the buggy ResNet against the fixed one', { skip: needSnapshots },
   // Both directions are listed.
   const moreB = peak.locator('.cmp-more-b tr.cmp-diff');
   const moreA = peak.locator('.cmp-more-a tr.cmp-diff');
-  assert.ok((await moreB.count()) >= 3);
-  assert.ok((await moreA.count()) >= 2);
-  assert.match(await moreB.nth(1).textContent(), /torch\/nn\/modules\/conv\.py:548 \(_conv_forward\)/);
-  assert.equal(await moreA.first().getAttribute('data-delta-bytes'), '-91820032');
+  // Matched on Python frames, B's extra 25.3 MiB at the peak is three sites, and nothing is
+  // larger in A.
+  const sites = (rows) => rows.locator('td.site').allTextContents();
+  assert.deepEqual(await sites(moreB), ['<no Python frames>', 'torch/nn/modules/conv.py:548 (_conv_forward)', 'torch/nn/functional.py:2846 (batch_norm)']);
+  const deltas = await moreB.evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.deltaBytes)));
+  assert.deepEqual(deltas, [11116800, 7827456, 7555072]);
+  assert.equal(deltas.reduce((x, y) => x + y, 0), 26499328);
+  assert.equal(await moreA.count(), 0);
+  assert.equal(await peak.locator('.cmp-more-a td').textContent(), 'none');
+  // fixed was recorded with stacks="all", buggy with "python": the page says so above the
+  // results and matches on Python frames only, so the gradients made in backward (C++ frames in
+  // fixed, none in buggy) are one row, not a C++ name against "<no frames>".
+  const warn = page.locator('#analysis .cmp-warn');
+  assert.equal(await warn.count(), 1);
+  assert.equal(await warn.getAttribute('data-python-only'), 'true');
+  assert.match(await warn.textContent(), /recorded with different settings.*stacks: A all, B python/s);
+  assert.ok(await warn.evaluate((w) => w.compareDocumentPosition(document.querySelector('#analysis .cmp-point')) & Node.DOCUMENT_POSITION_FOLLOWING));
+  // At every matched point: no C++ name, no "<no frames>", and frameless allocations in one row.
+  const points = await page.$$eval('#analysis .cmp-point', (ps) => ps.map((p) => [...p.querySelectorAll('tr.cmp-diff td.site')].map((td) => td.textContent)));
+  assert.equal(points.length, 7);
+  for (const all of points) {
+    assert.deepEqual(all.filter((t) => t === '<no frames>' || t.includes('::')), [], all.join(' | '));
+    assert.ok(all.filter((t) => t === '<no Python frames>').length <= 1, all.join(' | '));
+  }
+  assert.ok(points.flat().includes('<no Python frames>'));
   // Per-iteration points and the end.
   assert.equal(await page.locator('#analysis .cmp-point').count(), 7);
   // The chart has both colours.
@@ -73,6 +94,32 @@ test('compare: the buggy ResNet against the fixed one', { skip: needSnapshots },
   });
   assert.ok(colours.a > 50 && colours.b > 50, JSON.stringify(colours));
   await shot(page, 'compare_fixed_buggy');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('compare at 900x700: no number or name is split over lines', { skip: needSnapshots }, async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 900, height: 700 });
+  await openFiles(page, [FIXED, BUGGY]);
+  await openPanel(page);
+  await page.click('#analysis [data-act="tab-compare"]');
+  await page.waitForSelector('#analysis .cmp-point');
+  // Every matched point open, so every table is laid out.
+  await page.$$eval('#analysis details.cmp-point', (d) => d.forEach((x) => (x.open = true)));
+  await frames(page);
+  const nums = await brokenCells(page, '#analysis .cmp-diff td.num');
+  assert.ok(nums.looked >= 40, `cells ${nums.looked}`);
+  assert.deepEqual(nums.broken, []);
+  const names = await brokenCells(page, '#analysis .cmp-diff td.site');
+  assert.ok(names.looked >= 12, `cells ${names.looked}`);
+  assert.deepEqual(names.broken, []);
+  const right = await page.$$eval('#analysis .cmp-diff td.num', (t) => t.every((td) => getComputedStyle(td).textAlign === 'right'));
+  assert.equal(right, true);
+  // Each site's full key is in its title.
+  assert.ok(await page.$$eval('#analysis .cmp-diff td.site', (t) => t.every((td) => td.title.length >= td.textContent.length)));
+  await page.locator('#analysis .cmp-warn').scrollIntoViewIfNeeded();
+  await shot(page, 'compare_900');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
@@ -131,6 +178,35 @@ test('categories: colour a snapshot by inferred category', { skip: needSnapshots
   assert.match(await page.textContent('#analysis .cat-legend'), /parameter/);
   assert.ok((await page.locator('#analysis .cat-at-peak tr').count()) > 1);
   assert.notEqual(await plotPixels(), before, 'the timeline changes colour');
+  // The table at the peak: no empty category, largest first, one unit for the column.
+  const rows = await page.$$eval('#analysis .cat-at-peak tbody tr', (trs) =>
+    trs.map((tr) => [tr.dataset.category, Number(tr.dataset.bytes), tr.cells[1].textContent]),
+  );
+  assert.ok(rows.length >= 3, JSON.stringify(rows));
+  assert.ok(rows.every(([, b]) => b > 0), JSON.stringify(rows));
+  assert.ok(rows.every(([, b], i) => i === 0 || rows[i - 1][1] >= b), JSON.stringify(rows));
+  assert.equal(new Set(rows.map(([, , t]) => t.split(' ').pop())).size, 1, JSON.stringify(rows));
+  // A palette of its own (not the Tableau colours of the plain timeline), the legend's swatches
+  // are its colours, and the largest category's colour is on the timeline.
+  const swatches = await page.$$eval('#analysis .cat-legend .sw', (s) => s.map((x) => getComputedStyle(x).backgroundColor));
+  const tableau = ['rgb(78, 121, 167)', 'rgb(242, 142, 43)', 'rgb(89, 161, 79)', 'rgb(225, 87, 89)'];
+  assert.ok(swatches.length >= 8 && swatches.every((c) => !tableau.includes(c)), swatches.join(' '));
+  const topSwatch = await page.$eval('#analysis .cat-at-peak tbody tr .sw', (x) => getComputedStyle(x).backgroundColor);
+  const legendSwatch = await page.$eval(`#analysis .cat-legend .sw.${await page.$eval('#analysis .cat-at-peak tbody tr .sw', (x) => x.classList[1])}`, (x) => getComputedStyle(x).backgroundColor);
+  assert.equal(topSwatch, legendSwatch);
+  const [r, g, b] = topSwatch.match(/\d+/g).map(Number);
+  const onPlot = await page.evaluate(([r, g, b]) => {
+    const c = document.getElementById('plot');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) < 4 && Math.abs(d[i + 1] - g) < 4 && Math.abs(d[i + 2] - b) < 4) n++;
+    return n;
+  }, [r, g, b]);
+  assert.ok(onPlot > 500, `pixels of the largest category: ${onPlot}`);
+  // The stack text names the category of the band under the pointer.
+  const hit = await findPoint(page, (f) => (f.hover ?? '').startsWith('element:'));
+  assert.ok(hit, 'a band to point at');
+  assert.match(hit.stack, /^Category \(inferred\): (parameter|optimizer state|input|temporary|activation|gradient|autograd detail|unknown)\n/);
   await shot(page, 'categories_inferred');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();

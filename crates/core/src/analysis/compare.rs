@@ -6,6 +6,13 @@
 //! Stacks from different files are matched by content: the visible source frames
 //! (`file:line (function)`, innermost first), or the visible C++ frames for stacks without source
 //! frames, or by source line only ([`KeyMode::Line`]).
+//!
+//! Files recorded with different settings ([`recording_differences`]: `stacks`, `context`,
+//! `enabled`, `time_us`, a trace that starts mid-run) are said to differ in
+//! [`Comparison::recording_differences`]. When one has C++ frames and the other none
+//! (`stacks="all"` against `"python"`), stacks are matched on their Python frames only
+//! ([`Frames::Auto`]): an allocation made in backward has C++ frames only under `"all"` and none
+//! under `"python"`, so both sides list it as [`NO_PYTHON_FRAMES_LABEL`] instead of under two names.
 
 use std::collections::HashMap;
 
@@ -16,6 +23,8 @@ use super::{
     frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
     NO_FRAMES_LABEL,
 };
+use crate::coverage::coverage;
+use crate::info::recording;
 use crate::snapshot::Snapshot;
 
 /// How stacks of the two files are matched.
@@ -28,6 +37,21 @@ pub enum KeyMode {
     Line,
 }
 
+/// Which frames stacks are matched on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Frames {
+    /// Python frames only when one file has C++ frames and the other none, else [`Frames::All`].
+    #[default]
+    Auto,
+    /// The visible source frames, or the visible C++ frames of stacks without source frames.
+    All,
+    /// The visible source frames only: stacks without them share [`NO_PYTHON_FRAMES_LABEL`].
+    Python,
+}
+
+/// Key and site of stacks without Python frames when matching on Python frames only.
+pub const NO_PYTHON_FRAMES_LABEL: &str = "<no Python frames>";
+
 /// Options of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompareOptions {
@@ -39,11 +63,13 @@ pub struct CompareOptions {
     pub top: usize,
     /// Most per-iteration points compared.
     pub max_iterations: usize,
+    /// Which frames stacks are matched on.
+    pub frames: Frames,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { points: 500, key: KeyMode::Stack, top: 10, max_iterations: 20 }
+        CompareOptions { points: 500, key: KeyMode::Stack, top: 10, max_iterations: 20, frames: Frames::Auto }
     }
 }
 
@@ -132,12 +158,57 @@ pub struct Comparison {
     pub curve: Vec<CurvePoint>,
     /// Matched moments.
     pub points: Vec<MatchedPoint>,
+    /// How the two recordings' settings differ, one line each (empty: they seem the same).
+    pub recording_differences: Vec<String>,
+    /// Whether stacks were matched on their Python frames only.
+    pub python_frames_only: bool,
+}
+
+/// How the recording settings of device `a_pos` of `a` and `b_pos` of `b` differ, as inferred
+/// from the data ([`crate::info::Recording`], [`crate::coverage`]), one line each.
+pub fn recording_differences(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize) -> Vec<String> {
+    let (ra, rb) = (recording(a), recording(b));
+    let mut out = Vec::new();
+    let mut differ = |what: &str, x: &str, y: &str| {
+        if x != y {
+            out.push(format!("{what}: A {x}, B {y}"));
+        }
+    };
+    differ("stacks", ra.stacks, rb.stacks);
+    differ("context", ra.context, rb.context);
+    differ("enabled", ra.enabled, rb.enabled);
+    let time = |r: &crate::info::Recording| if r.has_time { "with time_us" } else { "without time_us" };
+    differ("times", time(&ra), time(&rb));
+    let (ca, cb) = (coverage(a, a_pos), coverage(b, b_pos));
+    let start = |c: &crate::coverage::Coverage| if c.starts_mid_run() { "starts mid-run" } else { "from the start" };
+    differ("trace (max_entries)", start(&ca), start(&cb));
+    out
 }
 
 /// The key of a stack for matching across files.
 pub fn stack_key(snap: &Snapshot, stack: u32, mode: KeyMode) -> String {
-    if mode == KeyMode::Line {
-        return site_label(snap, stack);
+    stack_key_with(snap, stack, mode, false)
+}
+
+/// Whether a stack has a visible source (Python) frame.
+fn has_python_frame(snap: &Snapshot, stack: u32) -> bool {
+    visible_frames(snap, stack).any(is_source_frame)
+}
+
+/// The site of a stack: [`site_label`], or with `python_only` [`NO_PYTHON_FRAMES_LABEL`] for
+/// stacks without Python frames.
+pub fn site_key(snap: &Snapshot, stack: u32, python_only: bool) -> String {
+    if python_only && !has_python_frame(snap, stack) {
+        NO_PYTHON_FRAMES_LABEL.to_string()
+    } else {
+        site_label(snap, stack)
+    }
+}
+
+/// [`stack_key`], on Python frames only when `python_only`.
+pub fn stack_key_with(snap: &Snapshot, stack: u32, mode: KeyMode, python_only: bool) -> String {
+    if mode == KeyMode::Line || python_only && !has_python_frame(snap, stack) {
+        return site_key(snap, stack, python_only);
     }
     let src: Vec<String> =
         visible_frames(snap, stack).filter(|f| is_source_frame(f)).map(|f| frame_label(snap, f)).collect();
@@ -157,6 +228,7 @@ fn by_key(
     replay: &Replay,
     row: Option<u32>,
     mode: KeyMode,
+    python_only: bool,
     cache: &mut HashMap<u32, (String, String)>,
 ) -> HashMap<String, (String, u64, usize)> {
     let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
@@ -164,7 +236,12 @@ fn by_key(
         let (k, s) = if is_unrecorded(l) {
             (BEFORE_TRACE_LABEL.to_string(), BEFORE_TRACE_LABEL.to_string())
         } else {
-            cache.entry(l.stack).or_insert_with(|| (stack_key(snap, l.stack, mode), site_label(snap, l.stack))).clone()
+            cache
+                .entry(l.stack)
+                .or_insert_with(|| {
+                    (stack_key_with(snap, l.stack, mode, python_only), site_key(snap, l.stack, python_only))
+                })
+                .clone()
         };
         let e = out.entry(k).or_insert((s, 0, 0));
         e.1 = e.1.saturating_add(l.size_bytes);
@@ -205,6 +282,15 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
     };
     let mut sa = mk(a, a_pos);
     let mut sb = mk(b, b_pos);
+    let recording_differences = recording_differences(a, a_pos, b, b_pos);
+    let python_frames_only = match opts.frames {
+        Frames::All => false,
+        Frames::Python => true,
+        Frames::Auto => {
+            let stacks = [recording(a).stacks, recording(b).stacks];
+            stacks.contains(&"all") && stacks.contains(&"python")
+        }
+    };
     let used = sa.its.list.len().min(sb.its.list.len());
     let alignment = if used >= 2 {
         Alignment::Iterations { a: sa.its.list.len(), b: sb.its.list.len() }
@@ -248,8 +334,8 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
     ));
     let mut points = Vec::new();
     for (label, ra, rb) in pairs {
-        let ka = by_key(sa.snap, &sa.replay, ra, opts.key, &mut sa.cache);
-        let kb = by_key(sb.snap, &sb.replay, rb, opts.key, &mut sb.cache);
+        let ka = by_key(sa.snap, &sa.replay, ra, opts.key, python_frames_only, &mut sa.cache);
+        let kb = by_key(sb.snap, &sb.replay, rb, opts.key, python_frames_only, &mut sb.cache);
         let mut diffs: Vec<StackDiff> = Vec::new();
         for (k, (site, bytes, count)) in &ka {
             let (bb, bc) = kb.get(k).map_or((0, 0), |x| (x.1, x.2));
@@ -300,6 +386,8 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
         b_iterations: sb.its,
         curve,
         points,
+        recording_differences,
+        python_frames_only,
     }
 }
 
@@ -316,6 +404,8 @@ impl Comparison {
         };
         json!({
             "alignment": alignment,
+            "recording_differences": self.recording_differences,
+            "python_frames_only": self.python_frames_only,
             "a": {"peak_bytes": self.a_peak.0, "peak_entry": self.a_peak.1, "iterations": self.a_iterations.to_json()},
             "b": {"peak_bytes": self.b_peak.0, "peak_entry": self.b_peak.1, "iterations": self.b_iterations.to_json()},
             "curve": {
@@ -346,7 +436,14 @@ mod tests {
     #[test]
     fn buggy_against_fixed() {
         let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
-        let c = compare(&a, 0, &b, 0, CompareOptions { key: KeyMode::Line, top: 0, ..CompareOptions::default() });
+        let c = compare(
+            &a,
+            0,
+            &b,
+            0,
+            CompareOptions { key: KeyMode::Line, top: 0, frames: Frames::All, ..CompareOptions::default() },
+        );
+        assert!(!c.python_frames_only);
         assert_eq!(c.alignment, Alignment::Iterations { a: 5, b: 5 });
         assert_eq!(c.a_peak, (443_710_928, Some(3133)));
         assert_eq!(c.b_peak, (470_210_256, Some(2302)));
@@ -377,6 +474,44 @@ mod tests {
         // Curves reach each trace's peak.
         assert_eq!(c.curve.iter().map(|p| p.a_bytes).max(), Some(443_710_928));
         assert_eq!(c.curve.iter().map(|p| p.b_bytes).max(), Some(470_210_256));
+    }
+
+    /// fixed was recorded with stacks="all", buggy with "python": the comparison says so and
+    /// matches on Python frames, so backward's gradients (C++ frames only in fixed, none in buggy)
+    /// are one row, not a C++ name in one direction and `<no frames>` in the other.
+    #[test]
+    fn different_stacks_settings_match_on_python_frames() {
+        let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
+        for key in [KeyMode::Line, KeyMode::Stack] {
+            let c = compare(&a, 0, &b, 0, CompareOptions { key, top: 0, ..CompareOptions::default() });
+            assert!(c.python_frames_only);
+            assert!(
+                c.recording_differences.iter().any(|d| d == "stacks: A all, B python"),
+                "{:?}",
+                c.recording_differences
+            );
+            let p = &c.points[0];
+            let all: Vec<&StackDiff> = p.more_in_b.iter().chain(&p.more_in_a).collect();
+            // No C++ names, no frameless rows apart from the one key of both.
+            assert!(
+                all.iter().all(|d| !d.site.contains("::")),
+                "{:?}",
+                all.iter().map(|d| &d.site).collect::<Vec<_>>()
+            );
+            assert!(all.iter().all(|d| d.site != NO_FRAMES_LABEL));
+            let none: Vec<&&StackDiff> = all.iter().filter(|d| d.key == NO_PYTHON_FRAMES_LABEL).collect();
+            assert_eq!(none.len(), 1);
+            // Both sides have it: the gradients of buggy are kept, those of fixed freed.
+            assert!(none[0].a_bytes > 0 && none[0].b_bytes > 0, "{:?}", none[0]);
+            // The totals still add up to B − A.
+            let total: i128 = all.iter().map(|d| d.delta()).sum();
+            assert_eq!(total, 26_499_328);
+        }
+        // Forced either way.
+        let all = compare(&a, 0, &b, 0, CompareOptions { frames: Frames::All, ..CompareOptions::default() });
+        assert!(!all.python_frames_only && !all.recording_differences.is_empty());
+        let same = compare(&a, 0, &a, 0, CompareOptions::default());
+        assert!(!same.python_frames_only && same.recording_differences.is_empty());
     }
 
     #[test]

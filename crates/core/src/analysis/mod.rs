@@ -2,7 +2,8 @@
 //! iterations, growth and memory carried across iterations ([`growth`]), out-of-memory
 //! explanations ([`oom`]), fragmentation over time ([`fragmentation`]), two snapshots side by side
 //! ([`compare`]), memory by category ([`categories`]), exports ([`export`]), and findings about
-//! the recording and stalled frees ([`recording`]); `annotate` entries attached to allocations
+//! the recording and stalled frees ([`recording`]), the allocator's unused cache
+//! ([`cache`]); `annotate` entries attached to allocations
 //! ([`annotations`]); flame graphs of the live set or of bytes × lifetime ([`flame`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
@@ -11,6 +12,7 @@
 //! the timeline and in [`crate::info`], unless a name says otherwise.
 
 pub mod annotations;
+pub mod cache;
 pub mod categories;
 pub mod compare;
 pub mod export;

@@ -3,7 +3,7 @@
 //! the category colouring and a profiler timeline), the Allocator State History
 //! ([`HistoryState`]: selected event, scroll, pointer) and the private-pools view's hovered
 //! envelope. Actions change this state and return [`Effect`]s for what needs the page (a new
-//! layout, a highlight computed from the analyses, a download).
+//! layout, a highlight computed from the analyses, a download, a new window of the timeline).
 
 use memviz_core::analysis::categories::CategoryTimeline;
 use memviz_core::analysis::Moment;
@@ -89,6 +89,13 @@ pub enum Action {
     CategoryClose,
     /// Pointer over the category chart at x (CSS px), or gone.
     CategoryHover(Option<f64>),
+    /// Zoom the timeline to trace rows `[start_row, end_row)` (an iteration's rows).
+    ZoomRows {
+        /// First row.
+        start_row: u32,
+        /// One past the last row.
+        end_row: u32,
+    },
 }
 
 impl Action {
@@ -211,6 +218,12 @@ impl AnalysisState {
                 self.categories.hover_x_px = x_px;
                 return effects;
             }
+            Action::ZoomRows { start_row, end_row } => {
+                if let Some(e) = file.and_then(|f| window_of_rows(f, start_row, end_row)) {
+                    effects.push(e);
+                }
+                return effects;
+            }
         }
         self.canvas_seq += 1;
         effects
@@ -267,6 +280,21 @@ impl SearchBoxes {
     pub fn is_empty(&self) -> bool {
         [&self.addr, &self.frame, &self.min, &self.max].iter().all(|s| s.trim().is_empty())
     }
+}
+
+/// The window that shows trace rows `[start_row, end_row)` of `f` on its x axis, with the y axis
+/// fitted to their highest live bytes ([`Effect::ShowWindow`]); `None` for an empty range.
+pub fn window_of_rows(f: &OpenFile, start_row: u32, end_row: u32) -> Option<Effect> {
+    if end_row <= start_row {
+        return None;
+    }
+    let layout = &f.plot.layout;
+    let s0 = f64::from(layout.step_for_row(start_row));
+    // The first event at or after the range's end: where the next range begins.
+    let s1 = f64::from(layout.step_for_row(end_row)).max(s0 + 1.0);
+    let xm = f.xmap();
+    let peak_bytes = layout.max_live_between(s0, s1);
+    Some(Effect::ShowWindow { x0: xm.pos(s0), x1: xm.pos(s1), y_max_bytes: peak_bytes as f64 })
 }
 
 /// A user action in the Allocator State History.

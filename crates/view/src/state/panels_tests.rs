@@ -286,3 +286,40 @@ fn focusing_an_element_pins_it_and_brings_it_into_view() {
     s.focus_element(e);
     assert_eq!(s.files[0].viewport, before);
 }
+
+#[test]
+fn an_iteration_row_zooms_the_timeline_to_its_rows() {
+    let mut s = demo();
+    let seq = s.analysis.canvas_seq;
+    let f = s.file().expect("a file");
+    let layout = &f.plot.layout;
+    // The rows of an event in the middle of the trace and of a later one.
+    let (r0, r1) = (layout.event_row[10], layout.event_row[200]);
+    let (s0, s1) = (f64::from(layout.event_step[10]), f64::from(layout.event_step[200]));
+    let want_peak = layout.max_live_between(s0, s1) as f64;
+    let effects = apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 });
+    let [Effect::ShowWindow { x0, x1, y_max_bytes }] = effects.as_slice() else { panic!("one window: {effects:?}") };
+    assert_eq!((*x0, *x1), (s0, s1), "on the steps axis a window is in steps");
+    assert_eq!(*y_max_bytes, want_peak);
+    assert!(want_peak > 0.0);
+    assert_eq!(s.analysis.canvas_seq, seq, "nothing of the panel's drawing changes");
+    // An empty range, or no file: nothing.
+    assert!(apply(&mut s, Action::ZoomRows { start_row: r1, end_row: r1 }).is_empty());
+    s.current = None;
+    assert!(apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 }).is_empty());
+}
+
+#[test]
+fn on_the_time_axis_an_iteration_window_is_in_microseconds() {
+    let mut s = demo();
+    let f = s.file_mut().expect("a file");
+    assert!(f.set_x_axis(XAxis::Time));
+    let layout = &f.plot.layout;
+    let (r0, r1) = (layout.event_row[10], layout.event_row[200]);
+    let xm = f.xmap();
+    let (p0, p1) = (xm.pos(f64::from(layout.event_step[10])), xm.pos(f64::from(layout.event_step[200])));
+    let effects = apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 });
+    let [Effect::ShowWindow { x0, x1, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!((*x0, *x1), (p0, p1));
+    assert!(p1 > p0);
+}

@@ -1,6 +1,7 @@
 //! Applying inputs: each [`Input`] goes to the part of the state it concerns (the timeline's,
 //! a panel's: plain functions of `memviz-view`), and the [`Effect`]s that come back are carried
-//! out here (lay out again, stop a load, highlight, download, refresh the minimap). Then what is
+//! out here (lay out again, stop a load, highlight, download, refresh the minimap, show a
+//! window of the timeline). Then what is
 //! derived is brought up to date, the URL fragment written and one frame asked for
 //! ([`App::settle`]): painting only reads.
 
@@ -190,6 +191,12 @@ impl App {
                     self.state.analysis.toggle_highlight(h);
                 }
                 Effect::StepMatch(by) => self.step_match(by),
+                Effect::ShowWindow { x0, x1, y_max_bytes } => {
+                    if let Some(f) = self.state.file_mut() {
+                        f.viewport.set_window(x0, x1);
+                        f.viewport.fit_y(y_max_bytes);
+                    }
+                }
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

@@ -20,8 +20,11 @@ const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
 /// Colour of the pointer's marker.
 const MARKER: RGBColor = chart::rgb(0x222222);
 
-/// Colours of the categories, in order (the swatches `.sw.cat-N` in style.css).
-const COLOURS: [u32; 9] = [0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xedc948, 0xb07aa1, 0x9c755f, 0xbab0ac];
+/// Colours of the categories, in order (the swatches `.sw.cat-N` in style.css): ColorBrewer's
+/// Dark2, unlike the Tableau colours of the timeline's ordinary bands, so a coloured timeline is
+/// told from a plain one at a glance; the eighth (`unknown`) is grey.
+pub const COLOURS: [u32; 9] =
+    [0x1b9e77, 0xd95f02, 0x7570b3, 0xe7298a, 0x66a61e, 0xe6ab02, 0xa6761d, 0x666666, 0x1f78b4];
 
 /// Colour of category `k` (index into the timeline's categories), as CSS.
 fn colour(k: usize) -> String {
@@ -69,14 +72,25 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
     let Some(c) = fr.derived.categories_of(fr.state) else { return };
     let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
     legend(&names, c.timeline.inferred, s);
-    s.push_str("<h4>At the peak</h4><table class=\"an-table cat-at-peak\"><thead><tr><th>category</th><th>bytes</th></tr></thead><tbody>");
-    for (cat, b) in &c.at_peak {
+    // Categories with bytes at the peak, largest first, all in the unit of the largest.
+    let mut rows: Vec<(Category, u64)> = c.at_peak.iter().copied().filter(|&(_, b)| b > 0).collect();
+    rows.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    let unit = SizeUnit::of(rows.first().map_or(0, |r| r.1));
+    s.push_str("<h4>At the peak</h4><table class=\"an-table an-nums cat-at-peak\"><thead><tr><th class=\"site\">category</th><th class=\"num\">bytes</th><th class=\"num\">share</th></tr></thead><tbody>");
+    for (cat, b) in &rows {
         let _ = write!(
             s,
-            "<tr><td>{}</td><td title=\"{b} bytes\">{}</td></tr>",
+            "<tr data-category=\"{}\" data-bytes=\"{b}\"><td class=\"site\"><span class=\"sw cat-{}\"></span>{}</td><td class=\"num\" title=\"{b} bytes\">{}</td><td class=\"num\">{:.1}%</td></tr>",
+            cat.name(),
+            category_index(*cat) % COLOURS.len(),
             esc(&cat.name().replace('_', " ")),
-            size_text(*b)
+            unit.text(*b),
+            *b as f64 * 100.0 / total.max(1) as f64
         );
+    }
+    if rows.is_empty() {
+        s.push_str("<tr><td colspan=\"3\">nothing live at the peak</td></tr>");
     }
     s.push_str("</tbody></table>");
     if !c.notes.is_empty() {
@@ -86,6 +100,45 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
         }
         s.push_str("</ul>");
     }
+}
+
+/// One binary unit for a column of sizes: that of the largest, so the column reads alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SizeUnit(u32);
+
+impl SizeUnit {
+    const NAMES: [&'static str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+    fn of(max_bytes: u64) -> SizeUnit {
+        let mut k = 0u32;
+        while (k as usize) + 1 < Self::NAMES.len() && max_bytes >= 1u64 << (10 * (k + 1)) {
+            k += 1;
+        }
+        SizeUnit(k)
+    }
+
+    fn text(self, bytes: u64) -> String {
+        let name = Self::NAMES.get(self.0 as usize).copied().unwrap_or("B");
+        if self.0 == 0 {
+            return format!("{bytes} B");
+        }
+        let x = bytes as f64 / (1u64 << (10 * self.0)) as f64;
+        if bytes > 0 && x < 0.005 {
+            return format!("< 0.01 {name}");
+        }
+        format!("{x:.2} {name}")
+    }
+}
+
+/// The line the stack text starts with while the timeline is coloured by category: the
+/// category of allocation element `e` and its colour's name in the legend.
+pub fn category_line(fr: &Frame<'_>, e: u32) -> Option<String> {
+    if !fr.state.analysis.categories.colour_inferred || fr.state.view.mode() != Mode::Allocations {
+        return None;
+    }
+    let c = fr.derived.categories_of(fr.state)?;
+    let cat = c.per_element.get(e as usize)?;
+    Some(format!("Category (inferred): {}", cat.name().replace('_', " ")))
 }
 
 /// Paints the visible allocations of the timeline in their inferred category's colour.

@@ -1,7 +1,8 @@
 //! The Compare tab: the file shown (A) against another open file (B). Both total curves on one x
 //! axis (aligned by iteration when both have iterations) and, at matched points (both peaks, each
 //! iteration's peak, the end), the source lines holding more live bytes in one file than in the
-//! other, in both directions.
+//! other, in both directions. When the files were recorded with different settings, a warning
+//! above the results says how (and whether stacks were matched on their Python frames only).
 
 use std::fmt::Write;
 
@@ -22,7 +23,7 @@ const B_COLOUR: RGBColor = chart::rgb(0xe15759);
 fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
     let _ = write!(
         s,
-        "<h4>{title}</h4><table class=\"an-table {class}\"><thead><tr><th>B − A</th><th>A</th><th>B</th><th>site</th></tr></thead><tbody>"
+        "<h4>{title}</h4><table class=\"an-table an-nums {class}\"><thead><tr><th class=\"num\">B − A</th><th class=\"num\">A</th><th class=\"num\">B</th><th class=\"site\">site</th></tr></thead><tbody>"
     );
     if diffs.is_empty() {
         s.push_str("<tr><td colspan=\"4\">none</td></tr>");
@@ -30,7 +31,7 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
     for d in diffs {
         let _ = write!(
             s,
-            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"><td title=\"{} bytes\">{}</td><td title=\"{} bytes, {} allocations\">{}</td><td title=\"{} bytes, {} allocations\">{}</td><td>{}</td></tr>",
+            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"site\" title=\"{}\">{}</td></tr>",
             d.delta(),
             d.delta(),
             signed_size_text(d.delta()),
@@ -40,6 +41,7 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
             d.b_bytes,
             d.b_count,
             size_text(d.b_bytes),
+            esc(&d.key),
             esc(&d.site)
         );
     }
@@ -79,6 +81,19 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
         }
     };
     let b_name = other.map_or(String::new(), name);
+    if !c.recording_differences.is_empty() {
+        let _ = write!(
+            s,
+            "<div class=\"cmp-warn\" role=\"note\" data-python-only=\"{}\"><b>The two files were recorded with different settings</b>, so some differences below may come from the recording, not the run:<ul>{}</ul>{}</div>",
+            c.python_frames_only,
+            c.recording_differences.iter().map(|d| format!("<li>{}</li>", esc(d))).collect::<String>(),
+            if c.python_frames_only {
+                "<p>Stacks are matched on their Python frames only: what has C++ frames alone in one file and no frames in the other is listed as <code>&lt;no Python frames&gt;</code> in both.</p>"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = write!(
         s,
         "<p class=\"cmp-align\">{}</p><canvas class=\"cmp-chart\" data-points=\"{}\" aria-label=\"Total live bytes of A and B on one x axis\"></canvas><p class=\"an-legend cmp-legend\"><span class=\"sw cmp-a\"></span>A: {} <span class=\"sw cmp-b\"></span>B: {} (total live bytes, the highest per slice of x)</p>",

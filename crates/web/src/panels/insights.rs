@@ -14,7 +14,7 @@ use plotters::style::{RGBAColor, RGBColor};
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
-use super::{chart, esc, Analysis};
+use super::{chart, esc, rich, Analysis};
 use crate::input::Surface;
 use crate::paint::Frame;
 use memviz_view::axis;
@@ -31,15 +31,14 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     let i = &a.insights;
     let list = &i.iterations.list;
     let problems = i.findings.iter().filter(|f| f.problem).count();
+    let notes = i.findings.len() - problems;
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let _ = write!(
         s,
-        "<p class=\"an-verdict {}\" data-problems=\"{problems}\">{}</p>",
+        "<p class=\"an-verdict {}\" data-problems=\"{problems}\" data-notes=\"{notes}\">{}{}</p>",
         if problems > 0 { "bad" } else { "good" },
-        if problems > 0 {
-            format!("{problems} problem{} found", if problems == 1 { "" } else { "s" })
-        } else {
-            "No problem found".to_string()
-        }
+        if problems > 0 { format!("{} found", plural(problems, "problem")) } else { "No problem found".to_string() },
+        if notes > 0 { format!(" · {}", plural(notes, "note")) } else { String::new() }
     );
     // Iterations.
     s.push_str("<h3>Iterations</h3><p class=\"an-iterations\">");
@@ -64,12 +63,16 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     }
     s.push_str("</p>");
     if !list.is_empty() {
-        s.push_str("<table class=\"an-table\"><thead><tr><th>#</th><th>label</th><th>entries</th><th>peak</th><th>end</th></tr></thead><tbody>");
+        s.push_str("<table class=\"an-table an-iters\"><thead><tr><th class=\"num\">#</th><th>label</th><th class=\"num\">entries</th><th class=\"num\">peak</th><th class=\"num\">end</th></tr></thead><tbody>");
         for it in list.iter().take(30) {
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}..{}</td><td title=\"{} bytes\">{}</td><td title=\"{} bytes\">{}</td></tr>",
+                "<tr class=\"an-it\" data-act=\"iteration\" data-rows=\"{},{}\" data-key=\"iteration:{}\" title=\"Click to zoom the timeline to this iteration\"><td class=\"num\">{}</td><td class=\"site\" title=\"{}\">{}</td><td class=\"num\">{}..{}</td><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes\">{}</td></tr>",
+                it.start_row,
+                it.end_row,
+                it.index,
                 it.index + 1,
+                esc(&it.label),
                 esc(&it.label),
                 it.start_row,
                 it.end_row,
@@ -122,17 +125,23 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
             f.elements.len(),
             f.elements.len(),
             if f.problem { "problem" } else { "note" },
-            esc(&f.title)
+            rich(&f.title)
         );
-        if !f.details.is_empty() {
-            s.push_str("<ul>");
-            for d in &f.details {
-                let _ = write!(s, "<li>{}</li>", esc(d));
+        // An out-of-memory card's evidence and suggestions are its explanation's, written once
+        // there (below the findings).
+        if f.kind == "oom" {
+            s.push_str("<p class=\"f-see\">What happened and what to try: in its explanation below.</p>");
+        } else {
+            if !f.details.is_empty() {
+                s.push_str("<ul>");
+                for d in &f.details {
+                    let _ = write!(s, "<li>{}</li>", rich(d));
+                }
+                s.push_str("</ul>");
             }
-            s.push_str("</ul>");
-        }
-        for t in &f.suggestions {
-            let _ = write!(s, "<p class=\"try\">Try: {}</p>", esc(t));
+            for t in &f.suggestions {
+                let _ = write!(s, "<p class=\"try\">Try: {}</p>", rich(t));
+            }
         }
         s.push_str("</div>");
     }
@@ -407,7 +416,7 @@ fn oom_html(snap: &Snapshot, o: &OomReport, k: usize, s: &mut String) {
     }
     s.push_str("<h4>What happened</h4><ul>");
     for d in &o.diagnosis {
-        let _ = write!(s, "<li>{}</li>", esc(d));
+        let _ = write!(s, "<li>{}</li>", rich(d));
     }
     let _ = write!(
         s,
@@ -426,7 +435,7 @@ fn oom_html(snap: &Snapshot, o: &OomReport, k: usize, s: &mut String) {
     }
     s.push_str("</tbody></table><h4>What to try</h4><ul class=\"try\">");
     for t in &o.suggestions {
-        let _ = write!(s, "<li>{}</li>", esc(t));
+        let _ = write!(s, "<li>{}</li>", rich(t));
     }
     s.push_str("</ul></section>");
 }

@@ -42,12 +42,13 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         l.count
     );
     s.push_str("<div class=\"an-actions\">Export: <button type=\"button\" data-act=\"csv\">CSV</button><button type=\"button\" data-act=\"json\">JSON</button><button type=\"button\" data-act=\"speedscope\">speedscope</button><button type=\"button\" data-act=\"png\" title=\"The timeline as shown\">PNG</button></div>");
-    s.push_str("<h3>By source line</h3><table class=\"an-table an-sites\"><thead><tr><th>site</th><th>bytes</th><th>count</th></tr></thead><tbody>");
+    s.push_str("<h3>By source line</h3><table class=\"an-table an-nums an-sites\"><thead><tr><th class=\"site\">site</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>");
     for (i, g) in l.by_site.iter().enumerate().take(SITES) {
         let _ = write!(
             s,
-            "<tr data-act=\"site\" data-i=\"{i}\" data-key=\"site:{i}\" data-bytes=\"{}\" title=\"Click to highlight these allocations\"><td>{}</td><td title=\"{} bytes\">{}</td><td>{}</td></tr>",
+            "<tr data-act=\"site\" data-i=\"{i}\" data-key=\"site:{i}\" data-bytes=\"{}\" title=\"Click to highlight these allocations\"><td class=\"site\" title=\"{}\">{}</td><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\">{}</td></tr>",
             g.bytes,
+            esc(&g.label),
             esc(&g.label),
             g.bytes,
             size_text(g.bytes),
@@ -87,11 +88,11 @@ fn tree_html(snap: &Snapshot, l: &LiveSet, s: &mut String) {
             .take(TREE_CHILDREN)
             .collect();
         let open = if node.depth < 2 { " open" } else { "" };
+        let label = esc(&l.tree.label(snap, n));
         let _ = write!(
             s,
-            "<details{open}><summary data-act=\"node\" data-i=\"{n}\" data-key=\"node:{n}\"><progress class=\"bar\" max=\"100\" value=\"{:.1}\"></progress>{} <span class=\"muted\">{} · {} · {:.1}%</span></summary>",
+            "<details{open}><summary data-act=\"node\" data-i=\"{n}\" data-key=\"node:{n}\"><span class=\"t-row\"><progress class=\"bar\" max=\"100\" value=\"{:.1}\"></progress><span class=\"t-label\" title=\"{label}\">{label}</span> <span class=\"muted t-bytes\">{} · {} · {:.1}%</span></span></summary>",
             pct.clamp(0.0, 100.0),
-            esc(&l.tree.label(snap, n)),
             size_text(node.bytes),
             node.count,
             pct

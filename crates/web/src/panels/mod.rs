@@ -4,7 +4,8 @@
 //! The panel's DOM is written from the state by [`sync`] (called by each frame) and only when
 //! what it shows changed. Clicks inside it are read from `data-act` attributes by one delegated
 //! listener and arrive as [`Action`]s through [`crate::input::Input::Analysis`]. What a finding
-//! or a row names is outlined on the timeline by [`draw_highlight`].
+//! or a row names is outlined on the timeline by [`draw_highlight`]; an iteration's row zooms the
+//! timeline to it. Findings' texts are escaped, with their `backtick` spans as `<code>` ([`rich`]).
 
 pub mod categories;
 pub mod chart;
@@ -63,6 +64,23 @@ pub fn esc(s: &str) -> String {
             c => o.push(c),
         }
     }
+    o
+}
+
+/// Escapes text for HTML and writes its `backtick` spans as `<code>` (a lone backtick stays).
+pub fn rich(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('`').filter(|&c| c > 0) else { break };
+        o.push_str(&esc(&rest[..open]));
+        o.push_str("<code>");
+        o.push_str(&esc(&after[..close]));
+        o.push_str("</code>");
+        rest = &after[close + 1..];
+    }
+    o.push_str(&esc(rest));
     o
 }
 
@@ -182,6 +200,11 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "clear" => Action::ClearHighlight,
         "peak" => Action::LiveAtPeak,
         "centre" => Action::LiveAtCentre,
+        "iteration" => {
+            let rows = el.get_attribute("data-rows")?;
+            let (a, b) = rows.split_once(',')?;
+            Action::ZoomRows { start_row: a.parse().ok()?, end_row: b.parse().ok()? }
+        }
         k => Action::Export(ExportKind::from_value(k)?),
     })
 }

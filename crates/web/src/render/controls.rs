@@ -122,10 +122,15 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         return;
     }
     let target = fr.state.hover.or(fr.state.pinned);
-    let key = (fr.state.current.unwrap_or(usize::MAX), fr.state.generation, fr.state.hover, fr.state.pinned);
+    let colour = fr.state.analysis.categories.colour_inferred;
+    let key = (fr.state.current.unwrap_or(usize::MAX), fr.state.generation, fr.state.hover, fr.state.pinned, colour);
     if memo.stack != Some(key) {
         memo.stack = Some(key);
         let text = match (fr.file(), target) {
+            (Some(f), Some(Target::Element(e))) => match crate::panels::categories::category_line(fr, e) {
+                Some(line) => format!("{line}\n{}", f.target_text(Target::Element(e))),
+                None => f.target_text(Target::Element(e)),
+            },
             (Some(f), Some(t)) => f.target_text(t),
             (Some(_), None) => {
                 "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."

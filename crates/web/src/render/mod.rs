@@ -35,8 +35,8 @@ use hooks::*;
 use landing::sync_landing;
 use overlay::*;
 
-/// What the stack panel shows: (file, layout generation, hovered, pinned).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
+/// What the stack panel shows: (file, layout generation, hovered, pinned, coloured by category).
+pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool);
 
 /// What the painters remember of what they wrote, so frames only touch what changed; and the
 /// first frames of a file just opened.

@@ -320,6 +320,7 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
         });
     }
     findings.extend(super::recording::findings(snap, replay));
+    findings.extend(super::cache::unused_cache_finding(snap, replay));
     findings.sort_by_key(|f| !f.problem);
     Insights { device: replay.device, iterations: its, growth, carry_over: carry, ooms, findings }
 }

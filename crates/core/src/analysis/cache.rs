@@ -1,0 +1,125 @@
+//! The caching allocator's unused cache: a note when, at some moment, much of what is reserved is
+//! not allocated ([`UNUSED_NOTE_MIN_BYTES`] and [`UNUSED_NOTE_MIN_SHARE`] of what is reserved then:
+//! the fragmentation series' most reserved-but-unallocated moment, found over every entry). That
+//! memory is no leak (the allocator keeps freed blocks for reuse), but other processes cannot use
+//! it, and it often shows fragmentation or a phase that needed more than the rest of the run.
+//! The note also gives the cache at the peak of live bytes.
+
+use super::finding::Finding;
+use super::fragmentation::{fragmentation_series, unused_at_peak};
+use super::{size_text, Replay};
+use crate::snapshot::Snapshot;
+
+/// Reserved minus allocated must reach this many bytes for a note (256 MiB: less is the ordinary
+/// slack of the allocator's rounding and of its 2 MiB and 20 MiB segments).
+pub const UNUSED_NOTE_MIN_BYTES: u64 = 256 << 20;
+
+/// ... and more than this share of what is reserved at that moment (half: most of the cache).
+pub const UNUSED_NOTE_MIN_SHARE: f64 = 0.5;
+
+/// Whether `unused_bytes` of `reserved_bytes` deserve a note.
+pub fn is_large(unused_bytes: u64, reserved_bytes: u64) -> bool {
+    unused_bytes >= UNUSED_NOTE_MIN_BYTES && unused_bytes as f64 > UNUSED_NOTE_MIN_SHARE * reserved_bytes as f64
+}
+
+fn after(row: Option<u32>) -> String {
+    row.map_or_else(|| "before the first entry".to_string(), |r| format!("after entry {r}"))
+}
+
+/// The note about the unused cache of the replayed device, when it is large.
+pub fn unused_cache_finding(snap: &Snapshot, replay: &Replay) -> Option<Finding> {
+    if replay.rows == 0 {
+        return None;
+    }
+    let worst = fragmentation_series(snap, replay.device_pos, 2).max_unused?;
+    let unused = worst.unused_bytes();
+    if !is_large(unused, worst.reserved_bytes) {
+        return None;
+    }
+    let share = unused as f64 * 100.0 / worst.reserved_bytes.max(1) as f64;
+    let mut details = vec![format!(
+        "most reserved but unallocated {}: reserved {}, allocated {} (free inside segments {}, largest free block {})",
+        after(worst.row),
+        size_text(worst.reserved_bytes),
+        size_text(worst.allocated_bytes),
+        size_text(worst.free_bytes),
+        size_text(worst.largest_free_bytes)
+    )];
+    if let Some(p) = unused_at_peak(snap, replay) {
+        details.push(format!(
+            "at the peak of live bytes ({}): reserved {}, allocated {}, unused {}",
+            after(p.row),
+            size_text(p.reserved_bytes),
+            size_text(p.allocated_bytes),
+            size_text(p.unused_bytes())
+        ));
+    }
+    details.push(
+        "the caching allocator keeps freed blocks for reuse: this memory is not leaked, but no other process can use it"
+            .into(),
+    );
+    Some(Finding {
+        problem: false,
+        kind: "unused_cache",
+        title: format!(
+            "The allocator's cache holds {} it does not use ({share:.0}% of the {} reserved, {})",
+            size_text(unused),
+            size_text(worst.reserved_bytes),
+            after(worst.row)
+        ),
+        details,
+        suggestions: vec![
+            "if the process shares the GPU, or a later phase runs out of memory, `torch.cuda.empty_cache()` returns unused segments to the device".into(),
+            "when the free space is split into many blocks, `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets segments grow instead".into(),
+        ],
+        bytes: unused,
+        elements: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::analysis::test_util::fixture;
+
+    #[test]
+    fn threshold() {
+        let mib = 1u64 << 20;
+        assert!(is_large(300 * mib, 400 * mib));
+        // Large, but not most of the cache.
+        assert!(!is_large(300 * mib, 700 * mib));
+        // Most of the cache, but small.
+        assert!(!is_large(200 * mib, 210 * mib));
+        assert!(is_large(UNUSED_NOTE_MIN_BYTES, UNUSED_NOTE_MIN_BYTES + 1));
+        assert!(!is_large(0, 0));
+    }
+
+    #[test]
+    fn demo_notes_its_unused_cache() {
+        let snap = fixture("gpt_amp_annotated.pickle");
+        let replay = Replay::build(&snap, 0);
+        let f = unused_cache_finding(&snap, &replay).expect("a note");
+        assert!(!f.problem);
+        assert_eq!(f.kind, "unused_cache");
+        let worst = fragmentation_series(&snap, 0, 2).max_unused.expect("a worst moment");
+        assert_eq!(f.bytes, worst.unused_bytes());
+        assert!(is_large(f.bytes, worst.reserved_bytes));
+        assert!(
+            f.title.starts_with("The allocator's cache holds 3.0 GiB it does not use (69% of the 4.4 GiB reserved"),
+            "{}",
+            f.title
+        );
+        assert!(f.details.iter().any(|d| d.starts_with("at the peak of live bytes")), "{:?}", f.details);
+    }
+
+    #[test]
+    fn small_caches_get_no_note() {
+        // 195 MiB at most unused (below 256 MiB); 837 MiB, but 32% of what is reserved.
+        for name in ["resnet50_fixed.pickle", "oom.pickle"] {
+            let snap = fixture(name);
+            let replay = Replay::build(&snap, 0);
+            assert!(unused_cache_finding(&snap, &replay).is_none(), "{name}");
+        }
+    }
+}
