@@ -29,6 +29,8 @@ pub enum Command {
     NextMatch,
     /// Pin the previous search match and bring it into view.
     PrevMatch,
+    /// Show or hide the keyboard help.
+    Help,
 }
 
 /// The command for a `KeyboardEvent.key`, ignoring keys pressed with Ctrl, Alt or Meta (browser
@@ -46,6 +48,7 @@ pub fn command_for_key(key: &str, ctrl_alt_meta: bool) -> Option<Command> {
         "Escape" => Command::Unpin,
         "n" => Command::NextMatch,
         "N" => Command::PrevMatch,
+        "?" => Command::Help,
         _ => return None,
     })
 }

@@ -351,6 +351,8 @@ pub struct ViewState {
     pub search_cursor: Option<usize>,
     /// The file the URL fragment names, until it is opened (its view is restored then).
     pub restore_file: Option<String>,
+    /// The keyboard help is shown.
+    pub help_open: bool,
     /// The private pool envelope under the pointer (private-pools view).
     pub pool_hover: Option<usize>,
 }
@@ -561,9 +563,15 @@ impl ViewState {
     }
 
     fn on_command(&mut self, c: Command, effects: &mut Vec<Effect>) {
+        if c == Command::Help {
+            self.help_open = !self.help_open;
+            return;
+        }
         if c == Command::Unpin {
-            // Esc stops a load in progress, else unpins.
-            if self.loading.is_some() {
+            // Esc closes the help, else stops a load in progress, else unpins.
+            if self.help_open {
+                self.help_open = false;
+            } else if self.loading.is_some() {
                 effects.push(Effect::CancelLoad);
             } else {
                 self.pinned = None;
@@ -583,7 +591,7 @@ impl ViewState {
             Command::PanLeft => v.pan(-v.width() * keys::KEY_PAN_SHARE),
             Command::PanRight => v.pan(v.width() * keys::KEY_PAN_SHARE),
             Command::Reset => v.reset(),
-            Command::Unpin | Command::NextMatch | Command::PrevMatch => {}
+            Command::Unpin | Command::NextMatch | Command::PrevMatch | Command::Help => {}
         }
         self.update_hover_from_pointer();
     }

@@ -441,3 +441,27 @@ fn closing_a_file_shows_the_next_and_moves_what_pointed_at_the_others() {
     assert_eq!(s.current, None);
     assert!(s.files.is_empty() && s.sources.is_empty());
 }
+
+#[test]
+fn question_mark_shows_the_help_and_esc_closes_it_before_anything_else() {
+    let mut s = demo();
+    s.pinned = Some(Target::Summarized);
+    assert!(s.update(TimelineInput::Key(Command::Help), 0.0).is_empty());
+    assert!(s.help_open);
+    s.loading = Some(Loading {
+        name: "x".into(),
+        fraction: 0.1,
+        phase: "Reading",
+        read_bytes: 1,
+        total_bytes: 9,
+        left_ms: None,
+    });
+    assert!(s.update(TimelineInput::Key(Command::Unpin), 0.0).is_empty(), "Esc closes the help, not the load");
+    assert!(!s.help_open);
+    assert_eq!(s.pinned, Some(Target::Summarized));
+    assert_eq!(s.update(TimelineInput::Key(Command::Unpin), 0.0), vec![Effect::CancelLoad]);
+    s.loading = None;
+    s.update(TimelineInput::Key(Command::Unpin), 0.0);
+    assert_eq!(s.pinned, None);
+    assert_eq!(keys::command_for_key("?", false), Some(Command::Help));
+}

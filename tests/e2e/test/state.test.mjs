@@ -170,3 +170,36 @@ test('a file opened again is read into its place, not added again; files can be 
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('? shows the keys, Esc or a click beside them closes them; keyboard focus can be seen', async () => {
+  const page = await env.newPage();
+  const before = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, before);
+  await page.locator('#plot').focus();
+  await page.keyboard.press('Shift+?');
+  await frames(page);
+  assert.equal(await page.isVisible('#help'), true);
+  assert.match(await page.textContent('#help'), /next and previous search match/);
+  await page.keyboard.press('Escape');
+  await frames(page);
+  assert.equal(await page.isVisible('#help'), false);
+  await page.keyboard.press('Shift+?');
+  await frames(page);
+  await page.mouse.click(5, 5);
+  await frames(page);
+  assert.equal(await page.isVisible('#help'), false, 'a click on the backdrop closes it');
+  // Tab to the file input: its ring is on its label (Open snapshots…), not on "Try a demo".
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press('Tab');
+  const ring = await page.evaluate(() => ({
+    focused: document.activeElement?.id,
+    label: getComputedStyle(document.querySelector('label[for=file-input]')).outlineStyle,
+    demo: getComputedStyle(document.getElementById('demo')).outlineStyle,
+  }));
+  assert.equal(ring.focused, 'file-input');
+  assert.equal(ring.label, 'solid');
+  assert.equal(ring.demo, 'none');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

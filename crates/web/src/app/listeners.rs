@@ -59,6 +59,13 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     }));
     l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
     l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    if let Some(h) = ui.document.get_element_by_id("help") {
+        // A click outside the help's box closes it.
+        l.push(bind(h.as_ref(), "click", |e: &web_sys::MouseEvent| {
+            let on_backdrop = e.target().and_then(|t| t.dyn_into::<Element>().ok()).is_some_and(|t| t.id() == "help");
+            on_backdrop.then_some(Input::Timeline(TimelineInput::Key(input::Command::Help)))
+        }));
+    }
     if let Some(b) = ui.document.get_element_by_id("close-file") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CloseFile)));
     }

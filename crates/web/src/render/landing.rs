@@ -1,6 +1,6 @@
 //! What the page shows around a load: the card in the middle of the plot area with the file,
 //! its progress and Cancel (over the drop zone before any file is open), and on the landing page
-//! the note that names the file a reloaded address waits for.
+//! the note that names the file a reloaded address waits for; the keyboard help.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -27,6 +27,11 @@ pub(crate) fn sync_landing(fr: &Frame<'_>) {
                     p.set_value(l.fraction);
                 }
             }
+        }
+    }
+    if let Some(help) = by_id("help") {
+        if help.hidden() == fr.state.help_open {
+            help.set_hidden(!fr.state.help_open);
         }
     }
     if let Some(note) = by_id("restore-note") {
