@@ -3,9 +3,9 @@
 // those of the tests in crates/core/src/analysis (checked by tests/gen/verify_*.py).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, brokenCells, fixture, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
+import { OUT, ROOT, brokenCells, fixture, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -227,6 +227,11 @@ test('live set: the peak by default, rows highlight, a click on the timeline pic
   const png = await download('png');
   assert.equal(png.name, 'resnet50_buggy.timeline.png');
   assert.deepEqual([...png.body.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  // At twice the page's density, with a title above the plot and a legend below it.
+  const css = await page.evaluate(() => [document.getElementById('plot').clientWidth, document.getElementById('plot').clientHeight]);
+  assert.equal(png.body.readUInt32BE(16), Math.round(css[0] * 2));
+  assert.equal(png.body.readUInt32BE(20), Math.round((css[1] + 66) * 2));
+  writeFileSync(join(OUT, 'export.png'), png.body);
   // With the live set shown, a click near the left edge picks an early moment (and pins what is
   // under the pointer); Shift+click does the same from any tab.
   const a = await plotArea(page);

@@ -197,6 +197,15 @@ impl App {
                         f.viewport.fit_y(y_max_bytes);
                     }
                 }
+                Effect::Export(memviz_view::state::panels::ExportKind::Png) => {
+                    match render::export_png(&self.frame().0) {
+                        Ok(image) => crate::panels::export::download_png(&self.ui, &self.state, &image),
+                        Err(e) => {
+                            let why = e.as_string().unwrap_or_default();
+                            self.state.error = Some(format!("Could not export the timeline: {why}"));
+                        }
+                    }
+                }
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

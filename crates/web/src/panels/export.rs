@@ -17,18 +17,20 @@ fn stem(name: &str) -> String {
     base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
-/// Runs an export; a failure comes back as the text for the error box.
+/// Runs an export; a failure comes back as the text for the error box. A PNG is drawn by the
+/// page's renderer (`render::export_png`) and handed to [`download_png`].
 pub fn run(ui: &Ui, state: &ViewState, derived: &Derived, kind: Kind) -> Option<String> {
     let result = match kind {
-        Kind::Png => {
-            let name = state.file().map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
-            timeline_image(ui).map(|image| {
-                download_canvas(&ui.document, &image, format!("{name}.timeline.png"));
-            })
-        }
+        Kind::Png => Ok(()),
         _ => text_export(ui, state, derived, kind),
     };
     result.err().map(|e| format!("Could not export: {}", e.as_string().unwrap_or_default()))
+}
+
+/// Downloads a drawn timeline as `<file>.timeline.png`.
+pub fn download_png(ui: &Ui, state: &ViewState, image: &HtmlCanvasElement) {
+    let name = state.file().map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
+    download_canvas(&ui.document, image, format!("{name}.timeline.png"));
 }
 
 fn text_export(ui: &Ui, state: &ViewState, derived: &Derived, kind: Kind) -> Result<(), JsValue> {
@@ -80,22 +82,6 @@ pub fn download_blob(document: &Document, blob: &Blob, name: &str) -> Result<(),
 }
 
 /// Downloads a canvas as PNG (`canvas.toBlob`).
-/// The timeline as the page shows it, on one new canvas: the base layer with the marks over it.
-fn timeline_image(ui: &Ui) -> Result<HtmlCanvasElement, JsValue> {
-    let image: HtmlCanvasElement =
-        ui.document.create_element("canvas")?.dyn_into().map_err(|_| JsValue::from_str("no canvas element"))?;
-    image.set_width(ui.plot.width());
-    image.set_height(ui.plot.height());
-    let ctx: web_sys::CanvasRenderingContext2d = image
-        .get_context("2d")?
-        .ok_or_else(|| JsValue::from_str("no 2d context"))?
-        .dyn_into()
-        .map_err(|_| JsValue::from_str("no 2d context"))?;
-    ctx.draw_image_with_html_canvas_element(&ui.plot_layer, 0.0, 0.0)?;
-    ctx.draw_image_with_html_canvas_element(&ui.plot, 0.0, 0.0)?;
-    Ok(image)
-}
-
 fn download_canvas(document: &Document, canvas: &HtmlCanvasElement, name: String) {
     let canvas = canvas.clone();
     let document = document.clone();

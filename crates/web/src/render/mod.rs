@@ -25,12 +25,14 @@ use wasm_bindgen::JsValue;
 
 mod base;
 mod controls;
+mod export;
 mod hooks;
 mod landing;
 mod overlay;
 
 pub use base::*;
 pub use controls::*;
+pub use export::export_png;
 use hooks::*;
 use landing::sync_landing;
 use overlay::*;
