@@ -535,9 +535,13 @@ impl ViewState {
         let mrect = self.minimap_rect();
         match drag {
             Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
-                // A click pins what is under the pointer (or unpins on empty space).
+                // A click pins what is under the pointer (or unpins on empty space); a click on an
+                // annotation also zooms to its span.
                 self.pinned = self.target_at(x_px, y_px);
                 self.hover = self.pinned;
+                if let Some(Target::Annotation(i)) = self.pinned {
+                    self.zoom_to_annotation(i);
+                }
                 effects.push(Effect::ClickedPlot { x_px });
             }
             Some(Drag::Brush { start, down_px, .. }) => {
@@ -594,6 +598,22 @@ impl ViewState {
             Command::Unpin | Command::NextMatch | Command::PrevMatch | Command::Help => {}
         }
         self.update_hover_from_pointer();
+    }
+
+    /// Shows annotation `i`'s span (with a margin of a twentieth of it each side), the y axis
+    /// fitted to what is live in it.
+    pub fn zoom_to_annotation(&mut self, i: usize) {
+        let Some(f) = self.file_mut() else { return };
+        let Some(a) = f.plot.annotations.get(i) else { return };
+        let (p0, p1) = match (f.x_axis, &f.plot.time) {
+            (XAxis::Time, Some(t)) => ((a.start_us - t.t0_us) as f64, (a.end_us - t.t0_us) as f64),
+            _ => (a.start_step, a.end_step),
+        };
+        let margin = ((p1 - p0) / 20.0).max(0.5);
+        f.viewport.set_window(p0 - margin, p1 + margin);
+        let xm = f.xmap();
+        let peak = f.plot.layout.max_live_between(xm.step(f.viewport.x0), xm.step(f.viewport.x1));
+        f.viewport.fit_y(peak as f64);
     }
 
     /// Pins element `e` of the shown layout and, when its band is outside the window, moves the

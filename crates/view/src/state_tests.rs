@@ -465,3 +465,26 @@ fn question_mark_shows_the_help_and_esc_closes_it_before_anything_else() {
     assert_eq!(s.pinned, None);
     assert_eq!(keys::command_for_key("?", false), Some(Command::Help));
 }
+
+#[test]
+fn a_click_on_an_annotation_pins_it_and_zooms_to_its_span() {
+    let mut s = demo();
+    let r = s.plot_rect();
+    let y = TOP_PX + ANNOTATION_ROW_PX / 2.0;
+    let x = (0..400)
+        .map(|i| r.left_px + r.width_px * f64::from(i) / 400.0)
+        .find(|&x| matches!(s.target_at(x, y), Some(Target::Annotation(_))))
+        .expect("a point over an annotation");
+    let Some(Target::Annotation(i)) = s.target_at(x, y) else { panic!("an annotation") };
+    let full = s.file().expect("file").viewport;
+    down(&mut s, Surface::Plot, x, y);
+    up(&mut s, Surface::Plot, x, y);
+    assert_eq!(s.pinned, Some(Target::Annotation(i)));
+    let f = s.file().expect("file");
+    let a = &f.plot.annotations[i];
+    let v = f.viewport;
+    assert!(v.x0 <= a.start_step && v.x1 > a.end_step, "{v:?} shows {}..{}", a.start_step, a.end_step);
+    assert!(v.width() < full.width(), "zoomed in");
+    let margin = v.width() - (a.end_step - a.start_step);
+    assert!(margin <= (a.end_step - a.start_step) / 10.0 + 1.0 + 1e-9, "a small margin: {margin}");
+}

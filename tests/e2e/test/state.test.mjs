@@ -203,3 +203,23 @@ test('? shows the keys, Esc or a click beside them closes them; keyboard focus c
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('a click on an annotation zooms the timeline to its span', async () => {
+  const page = await env.newPage();
+  const n = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, n);
+  const full = (await plotData(page)).view.split(',').map(Number);
+  const box = await page.locator('#plot').boundingBox();
+  const { plotArea } = await import('../lib/harness.mjs');
+  const area = await plotArea(page);
+  await page.mouse.move(area.x + area.width / 3, box.y + 10 + 8);
+  await page.waitForFunction(() => document.getElementById('plot').dataset.hover.startsWith('annotation:'));
+  await page.mouse.click(area.x + area.width / 3, box.y + 10 + 8);
+  await page.waitForFunction((v) => document.getElementById('plot').dataset.view !== v, full.join(','), { polling: 50 });
+  const [x0, x1] = (await plotData(page)).view.split(',').map(Number);
+  assert.ok(x1 - x0 < (full[1] - full[0]) / 2, `zoomed from ${full} to ${x0},${x1}`);
+  assert.match(await page.textContent('#stack'), /^Annotation /);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

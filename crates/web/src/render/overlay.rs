@@ -60,6 +60,9 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     ctx.restore();
 }
 
+/// Letters of a name an annotation's label shows at least (else it shows none).
+const MIN_LABEL_CHARS: usize = 6;
+
 pub(crate) fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRect, xm: &XMap<'_>) {
     let v = &f.viewport;
     ctx.set_font(SMALL_FONT);
@@ -122,8 +125,12 @@ pub(crate) fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rec
         ctx.rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX);
         ctx.clip();
         ctx.set_fill_style_str(TEXT);
+        // A label cut to a few letters ("O…", "Opti…") says nothing: such a box stays unlabelled
+        // (hovering it names it, a click zooms to it).
         let label = fit_text(ctx, &a.name, room);
-        let _ = ctx.fill_text(&label, cx0 + 3.0, y + (ANNOTATION_ROW_PX - 2.0) / 2.0 + 0.5);
+        if label == a.name || label.chars().count() > MIN_LABEL_CHARS {
+            let _ = ctx.fill_text(&label, cx0 + 3.0, y + (ANNOTATION_ROW_PX - 2.0) / 2.0 + 0.5);
+        }
         ctx.restore();
     }
     for (row, run) in runs.into_iter().enumerate() {
