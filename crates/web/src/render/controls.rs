@@ -49,6 +49,10 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
                 format!("{} · peak {} · {} allocations", f.name, human_size(l.peak_bytes as f64), l.elements.len())
             });
             set_text(&ui.status, &text);
+            // The bar may cut a long name: the whole line is its title.
+            if ui.status.title() != text {
+                ui.status.set_title(&text);
+            }
         }
     }
     match &fr.state.error {
