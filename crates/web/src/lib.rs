@@ -44,6 +44,7 @@ pub mod panels;
 pub mod pools;
 pub mod render;
 pub mod search;
+pub mod stack;
 pub mod tasks;
 pub mod url;
 pub mod views;

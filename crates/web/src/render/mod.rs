@@ -33,17 +33,14 @@ pub use controls::*;
 use hooks::*;
 use overlay::*;
 
-/// What the stack panel shows: (file, layout generation, hovered, pinned).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
-
 /// What the painters remember of what they wrote, so frames only touch what changed; and the
 /// first frames of a file just opened.
 #[derive(Default)]
 pub struct PaintMemo {
     /// (files, current file, device count) when the menus were last filled.
     pub menus: Option<(usize, Option<usize>, usize)>,
-    /// Text key of the stack panel.
-    pub stack: Option<StackKey>,
+    /// The stack panel and the tooltip.
+    pub stack: crate::stack::Memo,
     /// What the canvases show now.
     pub canvas: Option<CanvasKey>,
     /// What the base layer of the timeline holds.
@@ -141,6 +138,7 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_dom(fr, memo);
+    crate::stack::sync(fr, &mut memo.stack);
     crate::panels::sync(fr, &mut memo.panels);
     crate::pools::sync_note(fr, &mut memo.pools);
     if memo.canvases_pending {
@@ -149,7 +147,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if crate::views::draw(fr, &mut memo.views) {
         // The timeline must draw everything again when it comes back.
         memo.canvas = None;
-        memo.stack = None;
+        memo.stack.forget();
         if fr.state.loading.is_none() {
             if let Some(t) = memo.ready_pending.take() {
                 fr.ui.mark("memviz:ready");
