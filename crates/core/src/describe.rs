@@ -69,10 +69,37 @@ fn push_stack(snap: &Snapshot, stack: u32, out: &mut String) {
     }
 }
 
+/// A text about something with a stack, in three parts: what comes before the frames, the stack
+/// (an index into [`Snapshot::stacks`]), and what comes after them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Described {
+    /// Lines before the frames, each ending in `\n`.
+    pub head: String,
+    /// The stack whose frames follow.
+    pub stack: u32,
+    /// Lines after the frames (the forward pass's stack), each ending in `\n`.
+    pub tail: String,
+}
+
+impl Described {
+    /// The whole text, frames written by [`stack_lines`] (or [`NO_FRAMES`]).
+    pub fn text(&self, snap: &Snapshot) -> String {
+        let mut out = self.head.clone();
+        push_stack(snap, self.stack, &mut out);
+        out.push_str(&self.tail);
+        out
+    }
+}
+
 /// Text for a timeline element: label, size, totals, stream, pool, time, metadata, then frames.
 pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element: u32) -> String {
-    let Some(e) = layout.elements.get(element as usize) else { return String::new() };
-    let Some(dev) = snap.devices.get(device_pos) else { return String::new() };
+    element_parts(snap, device_pos, layout, element).map_or_else(String::new, |d| d.text(snap))
+}
+
+/// [`element_text`] in its parts.
+pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, element: u32) -> Option<Described> {
+    let e = layout.elements.get(element as usize)?;
+    let dev = snap.devices.get(device_pos)?;
     let t = &dev.trace;
     let prefix = if matches!(layout.options.mode, crate::timeline::Mode::Allocations) { 'b' } else { 's' };
     let mut out = String::new();
@@ -115,19 +142,19 @@ pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element
             out.push_str(&format!("Category: {}\n", snap.strings.get(c)));
         }
     }
-    push_stack(snap, e.stack, &mut out);
+    let mut tail = String::new();
     if let Some(r) = e.alloc_row {
         if let Ok(i) = t.forward_stack.binary_search_by_key(&r, |&(x, _)| x) {
             if let Some(&(_, fs)) = t.forward_stack.get(i) {
-                out.push_str("=== Forward Pass Stack Trace (where this tensor was created) ===\n");
+                tail.push_str("=== Forward Pass Stack Trace (where this tensor was created) ===\n");
                 for f in snap.stack_frames(fs) {
-                    out.push_str(snap.strings.get(f.name));
-                    out.push('\n');
+                    tail.push_str(snap.strings.get(f.name));
+                    tail.push('\n');
                 }
             }
         }
     }
-    out
+    Some(Described { head: out, stack: e.stack, tail })
 }
 
 fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
@@ -145,17 +172,20 @@ fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
 
 /// Text for an `oom` entry.
 pub fn oom_text(snap: &Snapshot, device_pos: usize, row: usize) -> String {
-    let Some(dev) = snap.devices.get(device_pos) else { return String::new() };
-    let t = &dev.trace;
+    oom_parts(snap, device_pos, row).map_or_else(String::new, |d| d.text(snap))
+}
+
+/// [`oom_text`] in its parts.
+pub fn oom_parts(snap: &Snapshot, device_pos: usize, row: usize) -> Option<Described> {
+    let t = &snap.devices.get(device_pos)?.trace;
     if t.action.get(row) != Some(&Action::Oom) {
-        return String::new();
+        return None;
     }
     let size = t.size_bytes.get(row).copied().unwrap_or(0);
     let free = t.device_free_at(row).unwrap_or(0);
-    let mut out =
+    let head =
         format!("OOM at entry {row}: requested {}, device had {} free\n", size_with_bytes(size), size_with_bytes(free));
-    push_stack(snap, t.stack.get(row).copied().unwrap_or(0), &mut out);
-    out
+    Some(Described { head, stack: t.stack.get(row).copied().unwrap_or(0), tail: String::new() })
 }
 
 #[cfg(test)]

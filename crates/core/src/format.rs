@@ -25,28 +25,36 @@ pub fn py_size_f64(num: f64) -> String {
     format!("{x:.1}YiB")
 }
 
-/// A short binary size for axes and labels: `1.5 GiB`, `512 B`.
+/// The page's size text, also used in summaries: a binary unit after a space, one decimal with a
+/// trailing `.0` left out (`1.5 GiB`, `400 MiB`, `512 B`, `0 B`).
 pub fn human_size(bytes: f64) -> String {
     let mut x = bytes;
     for unit in UNITS {
         if x.abs() < 1024.0 {
-            return if unit.is_empty() { format!("{x:.0} B") } else { format!("{x:.1} {unit}B") };
+            return if unit.is_empty() { format!("{x:.0} B") } else { format!("{} {unit}B", one_decimal(x)) };
         }
         x /= 1024.0;
     }
-    format!("{x:.1} YiB")
+    format!("{} YiB", one_decimal(x))
 }
 
-/// The viewer's size text: `1.5GiB (1610612736 bytes)`.
-pub fn size_with_bytes(bytes: u64) -> String {
-    let mut x = bytes as f64;
-    for unit in UNITS {
-        if x.abs() < 1024.0 {
-            return format!("{x:.1}{unit}B ({bytes} bytes)");
-        }
-        x /= 1024.0;
+/// `x` with one decimal, without a trailing `.0` (`1.5`, `400`).
+pub fn one_decimal(x: f64) -> String {
+    let s = format!("{x:.1}");
+    match s.strip_suffix(".0") {
+        Some(whole) if whole != "-0" => whole.to_string(),
+        Some(_) => "0".to_string(),
+        None => s,
     }
-    format!("{x:.1}YiB ({bytes} bytes)")
+}
+
+/// The page's size text with the exact count: `1.5 GiB (1610612736 bytes)`; under 1 KiB just
+/// `512 B`.
+pub fn size_with_bytes(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    format!("{} ({bytes} bytes)", human_size(bytes as f64))
 }
 
 /// PyTorch's per-lifetime address label: `b7f064c000000_3` (`prefix` is `b` for blocks, `s` for segments).
@@ -381,6 +389,21 @@ pub fn big_decimal(le: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_sizes_have_one_rule() {
+        assert_eq!(human_size(0.0), "0 B");
+        assert_eq!(human_size(512.0), "512 B");
+        assert_eq!(human_size(400.0 * 1048576.0), "400 MiB");
+        assert_eq!(human_size(3.6 * 1073741824.0), "3.6 GiB");
+        assert_eq!(human_size(1023.97 * 1024.0), "1024 KiB");
+        assert_eq!(human_size(-0.01 * 1024.0 * 1024.0), "-10.2 KiB");
+        assert_eq!(one_decimal(-0.04), "0");
+        assert_eq!(size_with_bytes(0), "0 B");
+        assert_eq!(size_with_bytes(1023), "1023 B");
+        assert_eq!(size_with_bytes(524_288_000), "500 MiB (524288000 bytes)");
+        assert_eq!(size_with_bytes(1_610_612_736), "1.5 GiB (1610612736 bytes)");
+    }
 
     #[test]
     fn sizes_like_python() {

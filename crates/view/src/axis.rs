@@ -47,13 +47,48 @@ pub fn byte_ticks(max_bytes: f64, target: usize) -> (f64, Vec<f64>) {
     (step, ticks_with_step(0.0, max_bytes, step))
 }
 
-/// Label of a byte tick.
+/// Label of a byte tick on its own (each in its own unit); an axis labels all of its ticks in
+/// one unit with [`byte_axis_labels`].
 pub fn byte_label(bytes: f64) -> String {
     if bytes == 0.0 {
         "0".to_string()
     } else {
         human_size(bytes)
     }
+}
+
+/// The binary unit (1, 1024, 1024², ... bytes) that all labels of an axis share: that of its
+/// highest tick, or the one below where the ticks are closer than a tenth of it.
+pub fn byte_axis_unit(step_bytes: f64, max_tick_bytes: f64) -> f64 {
+    let mut unit = 1.0f64;
+    while max_tick_bytes.is_finite() && max_tick_bytes / unit >= 1024.0 && unit < 1e30 {
+        unit *= 1024.0;
+    }
+    while unit > 1.0 && step_bytes / unit < 0.1 {
+        unit /= 1024.0;
+    }
+    unit
+}
+
+/// Label of a byte tick in `unit` (from [`byte_axis_unit`]), with at most two decimals and no
+/// trailing zeros: `0`, `0.5 GiB`, `1 GiB`, `0.25 GiB`.
+pub fn byte_label_in(bytes: f64, unit: f64) -> String {
+    if bytes == 0.0 {
+        return "0".to_string();
+    }
+    const NAMES: [&str; 9] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
+    let power = (unit.max(1.0).log2() / 10.0).round() as usize;
+    let name = NAMES.get(power).copied().unwrap_or("YiB");
+    let text = format!("{:.2}", bytes / unit.max(1.0));
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {name}")
+}
+
+/// Labels of byte ticks `step_bytes` apart, all in one unit (no `512 MiB` between `1 GiB` and
+/// `1.5 GiB`: `0.5 GiB`).
+pub fn byte_axis_labels(step_bytes: f64, ticks: &[f64]) -> Vec<String> {
+    let unit = byte_axis_unit(step_bytes, ticks.iter().copied().fold(0.0, f64::max));
+    ticks.iter().map(|&t| byte_label_in(t, unit)).collect()
 }
 
 /// Ticks for `[lo, hi]`, about `target` of them.
@@ -147,15 +182,30 @@ mod tests {
             assert!(ticks.len() >= 2 || max < 2.0, "{max}: {ticks:?}");
             assert!(ticks.len() <= 13, "{max}: {} ticks", ticks.len());
             assert!(step > 0.0);
-            let labels: Vec<String> = ticks.iter().map(|&t| byte_label(t)).collect();
+            let labels = byte_axis_labels(step, &ticks);
             let mut dedup = labels.clone();
             dedup.dedup();
             assert_eq!(labels, dedup, "{max}");
+            // One unit on the whole axis.
+            let units: Vec<&str> = labels.iter().filter_map(|l| l.split(' ').nth(1)).collect();
+            assert!(units.windows(2).all(|w| w[0] == w[1]), "{max}: {labels:?}");
         }
-        let (_, t) = byte_ticks(3.6 * 1073741824.0, 6);
-        assert_eq!(t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(), ["0", "1.0 GiB", "2.0 GiB", "3.0 GiB"]);
-        let (_, t) = byte_ticks(1.8 * 1073741824.0, 6);
-        assert_eq!(t.iter().map(|&x| byte_label(x)).collect::<Vec<_>>(), ["0", "512.0 MiB", "1.0 GiB", "1.5 GiB"]);
+        let labels = |max: f64| {
+            let (step, t) = byte_ticks(max, 6);
+            byte_axis_labels(step, &t)
+        };
+        assert_eq!(labels(3.6 * 1073741824.0), ["0", "1 GiB", "2 GiB", "3 GiB"]);
+        assert_eq!(labels(1.8 * 1073741824.0), ["0", "0.5 GiB", "1 GiB", "1.5 GiB"]);
+        assert_eq!(labels(423.2 * 1048576.0), ["0", "100 MiB", "200 MiB", "300 MiB", "400 MiB"]);
+        assert_eq!(labels(900.0), ["0", "200 B", "400 B", "600 B", "800 B"]);
+        // Binary steps keep two decimals.
+        const MIB: f64 = 1048576.0;
+        assert_eq!(
+            byte_axis_labels(256.0 * MIB, &[0.0, 256.0 * MIB, 512.0 * MIB, 768.0 * MIB, 1024.0 * MIB]),
+            ["0", "0.25 GiB", "0.5 GiB", "0.75 GiB", "1 GiB"]
+        );
+        // Ticks finer than a tenth of the top's unit are labelled in the unit below.
+        assert_eq!(byte_axis_labels(50.0 * MIB, &[1000.0 * MIB, 1050.0 * MIB]), ["1000 MiB", "1050 MiB"]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod history;
 pub mod keys;
 pub mod layout_px;
 pub mod raster;
+pub mod stack;
 pub mod state;
 pub mod view;
 pub mod viewport;

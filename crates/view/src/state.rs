@@ -237,6 +237,10 @@ pub enum TimelineInput {
     Key(Command),
     /// The x axis was chosen.
     SetXAxis(XAxis),
+    /// Unpin (the stack panel's × button; unlike Esc it never stops a load).
+    Unpin,
+    /// Show or fold the C++ frames in the stack panel.
+    ToggleNativeFrames,
 }
 
 /// What the page must do after an update.
@@ -355,6 +359,8 @@ pub struct ViewState {
     pub help_open: bool,
     /// The private pool envelope under the pointer (private-pools view).
     pub pool_hover: Option<usize>,
+    /// Whether the stack panel lists C++ frames (else it counts them on one line).
+    pub native_frames_open: bool,
 }
 
 impl ViewState {
@@ -458,6 +464,8 @@ impl ViewState {
                     effects.push(Effect::RefreshMinimap);
                 }
             }
+            TimelineInput::Unpin => self.pinned = None,
+            TimelineInput::ToggleNativeFrames => self.native_frames_open = !self.native_frames_open,
         }
         effects
     }

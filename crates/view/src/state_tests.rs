@@ -269,6 +269,27 @@ fn esc_while_loading_asks_to_cancel_and_keeps_the_pin() {
 }
 
 #[test]
+fn the_unpin_button_unpins_even_while_loading_and_the_fold_toggles() {
+    let mut s = demo();
+    s.pinned = Some(Target::Summarized);
+    s.loading = Some(Loading {
+        name: "x".into(),
+        fraction: 0.5,
+        phase: "Reading",
+        read_bytes: 1,
+        total_bytes: 2,
+        left_ms: None,
+    });
+    assert!(s.update(TimelineInput::Unpin, 0.0).is_empty(), "the load goes on");
+    assert_eq!(s.pinned, None);
+    assert!(!s.native_frames_open);
+    s.update(TimelineInput::ToggleNativeFrames, 0.0);
+    assert!(s.native_frames_open);
+    s.update(TimelineInput::ToggleNativeFrames, 0.0);
+    assert!(!s.native_frames_open);
+}
+
+#[test]
 fn keys_zoom_pan_and_reset() {
     let mut s = demo();
     let full = window(&s);

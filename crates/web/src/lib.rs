@@ -48,6 +48,7 @@ pub mod pools;
 pub mod protocol;
 pub mod render;
 pub mod search;
+pub mod stack;
 pub mod tasks;
 pub mod url;
 pub mod views;

@@ -135,7 +135,7 @@ test('insights: growth_leak grows by 8398852 bytes per iteration', async () => {
   await openPanel(page);
   assert.match(await page.textContent('#analysis .an-iterations'), /^8 iterations/);
   assert.match(await page.textContent('#analysis .an-iterations'), /ProfilerStep#N/);
-  assert.match(await page.textContent('#analysis .an-growth'), /Growth: 8398852 bytes per iteration \(\+8\.0 MiB\)/);
+  assert.match(await page.textContent('#analysis .an-growth'), /Growth: 8398852 bytes per iteration \(\+8 MiB\)/);
   const first = await page.locator('#analysis tr.an-growing').first().textContent();
   assert.match(first, /^8388608torch\/nn\/functional\.py:1723 \(relu\)$/);
   const growth = page.locator('#analysis .finding.problem[data-kind=growth]');

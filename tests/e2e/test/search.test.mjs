@@ -42,10 +42,10 @@ test('search: a frame name and an address label find and highlight allocations; 
   await openFiles(page, RESNET);
   assert.equal(await count(page), '');
   // Hover an allocation and take its label and a frame from #stack.
-  const p = await findPoint(page, (f) => f.hover.startsWith('element:') && /^b[0-9a-f]+_\d+ /.test(f.stack) && /\.py:\d+:\w+/.test(f.stack));
+  const p = await findPoint(page, (f) => f.hover.startsWith('element:') && /^b[0-9a-f]+_\d+ /.test(f.stack) && /^\w+  \S+\.py:\d+/m.test(f.stack));
   assert.ok(p, 'an allocation with frames');
   const label = p.stack.match(/^(b[0-9a-f]+_\d+) /)[1];
-  const fn = p.stack.match(/\.py:\d+:(\w+)/)[1];
+  const fn = p.stack.match(/^(\w+)  \S+\.py:\d+/m)[1];
   await page.mouse.move(1, 1);
   const before = await matchPixels(page);
   await page.fill('#search-frame', fn.toUpperCase());

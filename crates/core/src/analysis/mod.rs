@@ -478,7 +478,7 @@ pub fn size_text(bytes: u64) -> String {
     crate::format::human_size(bytes as f64)
 }
 
-/// Signed human size: `+8.0 MiB`, `-1.2 KiB`.
+/// Signed human size: `+8 MiB`, `-1.2 KiB`.
 pub fn signed_size_text(bytes: i128) -> String {
     let s = size_text(bytes.unsigned_abs().min(u128::from(u64::MAX)) as u64);
     if bytes < 0 {

@@ -64,6 +64,7 @@ pub fn install() -> Result<(), JsValue> {
         bindings.extend(crate::search::bindings(&doc, &mut app.memo.search));
         let App { ui, memo, .. } = &mut *app;
         bindings.extend(crate::pools::bindings(ui, &mut memo.pools));
+        bindings.extend(crate::stack::bindings(ui, &mut memo.stack));
         app.listeners = bindings.into_iter().map(|b| listen_binding(&weak, b)).collect();
         let w = weak.clone();
         crate::tasks::set_redraw_hook(Box::new(move || {

@@ -15,7 +15,7 @@ use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, HtmlCanvasElement};
 
-use memviz_view::axis::byte_label;
+use memviz_view::axis::{byte_axis_unit, byte_label_in};
 
 /// Coordinates of a chart: x in the caller's unit, y in bytes, both with chosen ticks.
 pub type Coord = Cartesian2d<Ticked, Ticked>;
@@ -258,7 +258,10 @@ pub fn draw(
         .ok()?;
     let font = (FONT_FAMILY, LABEL_FONT_PX * dpr).into_font().color(&INK);
     let x_label = |x: &f64| (axes.x_label)(*x);
-    let y_label = |b: &f64| byte_label(*b);
+    // All y labels in one unit.
+    let y_step = y_ticks.get(1).copied().unwrap_or(1.0);
+    let y_unit = byte_axis_unit(y_step, y_ticks.iter().copied().fold(0.0, f64::max));
+    let y_label = |b: &f64| byte_label_in(*b, y_unit);
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -352,8 +355,9 @@ mod tests {
         const MIB: u64 = 1 << 20;
         assert_eq!(binary_ticks(456 * MIB, 4), [0, 128 * MIB, 256 * MIB, 384 * MIB]);
         assert_eq!(binary_ticks(1100 * MIB, 4), [0, 256 * MIB, 512 * MIB, 768 * MIB, 1024 * MIB]);
-        let labels: Vec<String> = binary_ticks(2600 * MIB, 4).iter().map(|&b| byte_label(b as f64)).collect();
-        assert_eq!(labels, ["0", "1.0 GiB", "2.0 GiB"]);
+        let labels: Vec<String> =
+            binary_ticks(2600 * MIB, 4).iter().map(|&b| byte_label_in(b as f64, 1073741824.0)).collect();
+        assert_eq!(labels, ["0", "1 GiB", "2 GiB"]);
         assert_eq!(binary_ticks(0, 4), [0]);
         assert_eq!(binary_ticks(3, 4), [0, 1, 2, 3]);
         assert!(binary_ticks(u64::MAX, 4).len() <= 5);

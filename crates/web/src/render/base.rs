@@ -33,7 +33,7 @@ pub fn draw_timeline_base(
     let v = &f.viewport;
     let xm = f.xmap();
 
-    let (_, y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
+    let (y_step, y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
     let (x_step, x_ticks) = axis::x_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14), xm.is_time());
 
     // The bands, rasterized into the plot area's pixels and put there in one call.
@@ -121,8 +121,8 @@ pub fn draw_timeline_base(
     ctx.set_font(FONT);
     ctx.set_text_align("right");
     ctx.set_text_baseline("middle");
-    for &t in &y_ticks {
-        let _ = ctx.fill_text(&axis::byte_label(t), rect.left_px - 7.0, v.y_px(&rect, t));
+    for (&t, label) in y_ticks.iter().zip(axis::byte_axis_labels(y_step, &y_ticks)) {
+        let _ = ctx.fill_text(&label, rect.left_px - 7.0, v.y_px(&rect, t));
     }
     ctx.set_text_align("center");
     ctx.set_text_baseline("top");

@@ -46,7 +46,12 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             ui.cancel_button.set_hidden(true);
             let text = fr.file().map_or_else(String::new, |f| {
                 let l = &f.plot.layout;
-                format!("{} · peak {} · {} allocations", f.name, human_size(l.peak_bytes as f64), l.elements.len())
+                let noun = match l.options.mode {
+                    memviz_core::timeline::Mode::Allocations => "allocations",
+                    memviz_core::timeline::Mode::Segments => "segments",
+                    memviz_core::timeline::Mode::MappedPages => "mappings",
+                };
+                format!("{} · peak {} · {} {noun}", f.name, human_size(l.peak_bytes as f64), l.elements.len())
             });
             set_text(&ui.status, &text);
             // The bar may cut a long name: the whole line is its title.
@@ -120,31 +125,6 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             ui.detail.set_disabled(true);
             set_text(&ui.detail_label, "Detail: –");
         }
-    }
-    // Stack panel (panel views write their own).
-    if fr.state.view.is_panel() {
-        return;
-    }
-    let target = fr.state.hover.or(fr.state.pinned);
-    let colour = fr.state.analysis.categories.colour_inferred;
-    let key = (fr.state.current.unwrap_or(usize::MAX), fr.state.generation, fr.state.hover, fr.state.pinned, colour);
-    if memo.stack != Some(key) {
-        memo.stack = Some(key);
-        let text = match (fr.file(), target) {
-            (Some(f), Some(Target::Element(e))) => match crate::panels::categories::category_line(fr, e) {
-                Some(line) => format!("{line}\n{}", f.target_text(Target::Element(e))),
-                None => f.target_text(Target::Element(e)),
-            },
-            (Some(f), Some(t)) => f.target_text(t),
-            (Some(_), None) => {
-                "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."
-                    .to_string()
-            }
-            (None, _) => String::new(),
-        };
-        set_text(&ui.stack, &text);
-        let pinned = fr.state.pinned.is_some() && (fr.state.hover.is_none() || fr.state.hover == fr.state.pinned);
-        let _ = ui.stack.class_list().toggle_with_force("pinned", pinned);
     }
 }
 

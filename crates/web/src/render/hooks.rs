@@ -71,12 +71,6 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
-    let hover = match fr.state.hover.or(fr.state.pinned) {
-        None => String::new(),
-        Some(Target::Element(e)) => format!("element:{e}"),
-        Some(Target::Summarized) => "summarized".into(),
-        Some(Target::Oom(i)) => format!("oom:{i}"),
-        Some(Target::Annotation(i)) => format!("annotation:{i}"),
-    };
+    let hover = fr.state.hover.or(fr.state.pinned).map_or_else(String::new, crate::stack::target_hook);
     set("data-hover", &hover);
 }

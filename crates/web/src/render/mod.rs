@@ -37,17 +37,14 @@ use hooks::*;
 use landing::sync_landing;
 use overlay::*;
 
-/// What the stack panel shows: (file, layout generation, hovered, pinned, coloured by category).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool);
-
 /// What the painters remember of what they wrote, so frames only touch what changed; and the
 /// first frames of a file just opened.
 #[derive(Default)]
 pub struct PaintMemo {
     /// (files, current file, device count) when the menus were last filled.
     pub menus: Option<(usize, Option<usize>, usize)>,
-    /// Text key of the stack panel.
-    pub stack: Option<StackKey>,
+    /// The stack panel and the tooltip.
+    pub stack: crate::stack::Memo,
     /// What the canvases show now.
     pub canvas: Option<CanvasKey>,
     /// What the base layer of the timeline holds.
@@ -78,7 +75,7 @@ impl PaintMemo {
     /// Forgets what was written of the open files (a file was closed: indices moved).
     pub fn forget_files(&mut self, document: &web_sys::Document) {
         self.menus = None;
-        self.stack = None;
+        self.stack.forget();
         self.canvas = None;
         self.prepared = None;
         self.panels = crate::panels::Memo::default();
@@ -159,6 +156,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     sync_dom(fr, memo);
     sync_landing(fr);
     crate::search::sync(fr, &mut memo.search);
+    crate::stack::sync(fr, &mut memo.stack);
     crate::panels::sync(fr, &mut memo.panels);
     crate::pools::sync_note(fr, &mut memo.pools);
     if memo.canvases_pending {
@@ -167,7 +165,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if crate::views::draw(fr, &mut memo.views) {
         // The timeline must draw everything again when it comes back.
         memo.canvas = None;
-        memo.stack = None;
+        memo.stack.forget();
         if fr.state.loading.is_none() {
             if let Some(t) = memo.ready_pending.take() {
                 fr.ui.mark("memviz:ready");

@@ -4,6 +4,11 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+/// Fill of the pinned band: a warm yellow, unlike the palette's colours.
+const PINNED_FILL: &str = "rgb(255, 214, 0)";
+/// Outline of the pinned band.
+const PINNED_STROKE: &str = "#5c4400";
+
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
 /// allocations, the hovered annotation's region, the hovered OOM marker.
 pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
@@ -15,14 +20,30 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     let plot = PlotDev::new(f, rect, dpr).reusing(drawn);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    for (t, width) in [(fr.state.pinned, 2.0), (fr.state.hover, 1.5)] {
+    for (t, pinned) in [(fr.state.pinned, true), (fr.state.hover, false)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
                     plot.clip(ctx);
-                    ctx.set_stroke_style_str("#000");
-                    ctx.set_line_width(width * dpr);
-                    plot.trace_bands(ctx, &[b], |_| ctx.stroke());
+                    // A pinned band is filled in a colour no band has, within a dark rim, and
+                    // drawn at least 3 px tall, so even a thin one stands out; a hovered one is
+                    // outlined.
+                    ctx.set_fill_style_str(PINNED_FILL);
+                    plot.trace_bands(ctx, &[b], |_| {
+                        if pinned {
+                            ctx.set_stroke_style_str(PINNED_STROKE);
+                            ctx.set_line_width(5.0 * dpr);
+                            ctx.stroke();
+                            ctx.set_stroke_style_str(PINNED_FILL);
+                            ctx.set_line_width(3.0 * dpr);
+                            ctx.stroke();
+                            ctx.fill();
+                        } else {
+                            ctx.set_stroke_style_str("#000");
+                            ctx.set_line_width(1.5 * dpr);
+                            ctx.stroke();
+                        }
+                    });
                     ctx.restore();
                 }
             }

@@ -1,0 +1,279 @@
+//! What the stack panel and the tooltip at the pointer say about a [`Target`].
+//!
+//! The panel's text is [`StackText`]: the lines about the target, then its frames as
+//! [`FrameRow`]s — Python frames first, each with its function first and a shortened path
+//! (`forward  project/model.py:133`), the user's code told apart from libraries'; the C++ frames
+//! after them, counted, for the page to fold. The tooltip is [`tip_lines`]: size, the innermost
+//! frame of the user's code, and the lifetime. The recorded text of every frame stays in
+//! [`FrameRow::full`].
+
+use memviz_core::describe::{self, Described};
+use memviz_core::format::{frame_visible, human_size, size_with_bytes};
+use memviz_core::snapshot::{Frame, Snapshot};
+use memviz_core::timeline::Mode;
+use memviz_core::tree::Tree;
+
+use crate::axis::step_label;
+use crate::state::{OpenFile, Target};
+
+/// Where a frame's code comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// Python outside any installed package: the user's code.
+    User,
+    /// Python of an installed package or of the standard library (`site-packages/`, `<frozen …>`).
+    Library,
+    /// C++ (or anything that is not Python).
+    Native,
+}
+
+/// One frame of a stack as the panel shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameRow {
+    /// The function (for C++, without its argument list).
+    pub name: String,
+    /// Shortened file and line: `project/model.py:133` (C++ frames: the file's base name).
+    pub place: String,
+    /// The frame as recorded: `filename:line:name`.
+    pub full: String,
+    /// Where its code comes from.
+    pub kind: FrameKind,
+    /// How many times more it follows itself (recursion); 0: once.
+    pub repeats: usize,
+    /// Lines under the frame (FX node and original model code).
+    pub notes: Vec<String>,
+}
+
+/// The stack panel's text for one target.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackText {
+    /// Lines about the target before its frames (each ending in `\n`).
+    pub head: String,
+    /// Its Python frames, innermost first.
+    pub python: Vec<FrameRow>,
+    /// Its other frames, innermost first.
+    pub native: Vec<FrameRow>,
+    /// The target has a stack, but no frame of it was recorded (the panel says why).
+    pub no_frames: bool,
+    /// Lines after the frames (each ending in `\n`).
+    pub tail: String,
+}
+
+impl StackText {
+    /// One line per frame, Python first, the C++ frames as one line `+N C++ frames` unless
+    /// `native_open`: the text the panel shows.
+    pub fn plain(&self, native_open: bool) -> String {
+        let mut out = self.head.clone();
+        if self.no_frames {
+            out.push_str(describe::NO_FRAMES);
+            out.push('\n');
+        }
+        for r in &self.python {
+            out.push_str(&r.line());
+            out.push('\n');
+        }
+        if let Some(fold) = self.fold_line(native_open) {
+            out.push_str(&fold);
+            out.push('\n');
+        }
+        if native_open {
+            for r in &self.native {
+                out.push_str(&r.line());
+                out.push('\n');
+            }
+        }
+        out.push_str(&self.tail);
+        out
+    }
+
+    /// The line that folds the C++ frames (`+28 C++ frames`, `hide 28 C++ frames`), if any.
+    pub fn fold_line(&self, native_open: bool) -> Option<String> {
+        let n = self.native.iter().map(|r| r.repeats + 1).sum::<usize>();
+        if n == 0 {
+            return None;
+        }
+        let noun = if n == 1 { "C++ frame" } else { "C++ frames" };
+        let none = if self.python.is_empty() { "no Python frames · " } else { "" };
+        Some(if native_open { format!("{none}hide {n} {noun}") } else { format!("{none}+{n} {noun}") })
+    }
+
+    /// The innermost frame of the user's code, else of any Python, else of anything.
+    pub fn top_frame(&self) -> Option<&FrameRow> {
+        self.python
+            .iter()
+            .find(|r| r.kind == FrameKind::User)
+            .or_else(|| self.python.first())
+            .or_else(|| self.native.first())
+    }
+}
+
+impl FrameRow {
+    /// `name  place`, with `×N` for a frame repeated.
+    pub fn line(&self) -> String {
+        let mut s = if self.place.is_empty() { self.name.clone() } else { format!("{}  {}", self.name, self.place) };
+        if self.repeats > 0 {
+            s.push_str(&format!("  ×{}", self.repeats + 1));
+        }
+        for n in &self.notes {
+            s.push('\n');
+            s.push_str(n);
+        }
+        s
+    }
+}
+
+/// The panel's text for `target` of the file `f`.
+pub fn stack_text(f: &OpenFile, target: Target) -> StackText {
+    let p = &f.plot;
+    let parts = match target {
+        Target::Element(e) => describe::element_parts(&f.snap, p.device_pos, &p.layout, e),
+        Target::Oom(i) => p.ooms.get(i).and_then(|o| describe::oom_parts(&f.snap, p.device_pos, o.row as usize)),
+        Target::Summarized | Target::Annotation(_) => {
+            return StackText { head: f.target_text(target), ..StackText::default() };
+        }
+    };
+    parts.map_or_else(StackText::default, |d| split_stack(&f.snap, &d))
+}
+
+/// `d`'s frames sorted into Python and C++ rows.
+pub fn split_stack(snap: &Snapshot, d: &Described) -> StackText {
+    let mut python: Vec<FrameRow> = Vec::new();
+    let mut native: Vec<FrameRow> = Vec::new();
+    for fr in snap.stack_frames(d.stack) {
+        let name = snap.strings.get(fr.name);
+        let file = snap.strings.get(fr.filename);
+        if !frame_visible(name, file) {
+            continue;
+        }
+        let row = frame_row(snap, fr);
+        let rows = if row.kind == FrameKind::Native { &mut native } else { &mut python };
+        match rows.last_mut() {
+            Some(last) if last.full == row.full && last.notes == row.notes => last.repeats += 1,
+            _ => rows.push(row),
+        }
+    }
+    let no_frames = python.is_empty() && native.is_empty();
+    StackText { head: d.head.clone(), python, native, no_frames, tail: d.tail.clone() }
+}
+
+fn frame_row(snap: &Snapshot, f: &Frame) -> FrameRow {
+    let name = snap.strings.get(f.name);
+    let file = snap.strings.get(f.filename);
+    let full = format!("{file}:{}:{name}", f.line);
+    let kind = frame_kind(file);
+    let (name, place) = if kind == FrameKind::Native {
+        let base = file.rsplit('/').next().unwrap_or(file);
+        let place = if base.is_empty() || base == "??" { String::new() } else { base.to_string() };
+        (short_cpp_name(name), place)
+    } else {
+        (name.to_string(), format!("{}:{}", short_path(file), f.line))
+    };
+    let mut notes = Vec::new();
+    if let Some(extra) = &f.extra {
+        let field = |k: &str| match extra.dict.get(k) {
+            Some(Tree::Str(s)) => Some(s.clone()),
+            _ => None,
+        };
+        if let (Some(node), Some(op), Some(target)) =
+            (field("fx_node_name"), field("fx_node_op"), field("fx_node_target"))
+        {
+            notes.push(format!("    >> FX: node={node}, op={op}, target={target}"));
+        }
+        if let Some(orig) = field("fx_original_trace") {
+            notes.push("    >> Original Model Code:".into());
+            notes.extend(orig.lines().map(|l| format!("      {l}")));
+        }
+    }
+    FrameRow { name, place, full, kind, repeats: 0, notes }
+}
+
+/// Whether a frame of `filename` is Python, and whose.
+pub fn frame_kind(filename: &str) -> FrameKind {
+    // `<frozen runpy>`, `<string>`, `<eval_with_key>.3` (code that FX generated) are Python too.
+    if !(filename.ends_with(".py") || filename.starts_with('<')) {
+        return FrameKind::Native;
+    }
+    const LIBRARY: [&str; 4] = ["site-packages/", "dist-packages/", "/lib/python", "<frozen "];
+    if LIBRARY.iter().any(|l| filename.contains(l)) {
+        FrameKind::Library
+    } else {
+        FrameKind::User
+    }
+}
+
+/// A path as short as still says where it is: inside an installed package, from the package on
+/// (`torch/nn/modules/module.py`); else its last two parts (`project/model.py`).
+pub fn short_path(filename: &str) -> &str {
+    for marker in ["site-packages/", "dist-packages/"] {
+        if let Some(i) = filename.rfind(marker) {
+            return &filename[i + marker.len()..];
+        }
+    }
+    let mut cut = filename.rmatch_indices('/').map(|(i, _)| i);
+    match (cut.next(), cut.next()) {
+        (Some(_), Some(i)) => &filename[i + 1..],
+        _ => filename,
+    }
+}
+
+/// A C++ function without its argument list and anonymous namespaces:
+/// `at::native::empty_cuda(c10::ArrayRef<long>, …)` → `at::native::empty_cuda`.
+pub fn short_cpp_name(name: &str) -> String {
+    let s = name.replace("(anonymous namespace)::", "");
+    match s.find('(') {
+        Some(i) if i > 0 => s[..i].to_string(),
+        _ => s,
+    }
+}
+
+/// The tooltip's lines for `target`: what it is and how large, where the user's code made it,
+/// and how long it lived.
+pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
+    let p = &f.plot;
+    match target {
+        Target::Element(i) => {
+            let Some(e) = p.layout.elements.get(i as usize) else { return Vec::new() };
+            let what = if matches!(p.layout.options.mode, Mode::Allocations) { "allocation" } else { "segment" };
+            let mut lines = vec![format!("{} {what}", human_size(e.size_bytes as f64))];
+            let text = stack_text(f, target);
+            lines.push(text.top_frame().map_or_else(|| "no stack recorded".to_string(), |r| r.line_first()));
+            let end = e.free_step.unwrap_or(p.layout.steps);
+            lines.push(match (e.alloc_row, e.free_row) {
+                (Some(_), Some(_)) => {
+                    format!("steps {}–{} ({} steps)", step_label(e.alloc_step.into()), step_label(end.into()), {
+                        step_label(f64::from(end.saturating_sub(e.alloc_step)))
+                    })
+                }
+                (Some(_), None) => format!("from step {}, still allocated at the end", step_label(e.alloc_step.into())),
+                (None, Some(_)) => format!("live before the trace, freed at step {}", step_label(end.into())),
+                (None, None) => "live for the whole trace".to_string(),
+            });
+            lines
+        }
+        Target::Summarized => vec!["Small allocations, summarized".to_string()],
+        Target::Oom(i) => p.ooms.get(i).map_or_else(Vec::new, |o| {
+            let t = f.snap.devices.get(p.device_pos).map(|d| &d.trace);
+            let size = t.and_then(|t| t.size_bytes.get(o.row as usize).copied()).unwrap_or(0);
+            vec![
+                format!("Out of memory: requested {}", size_with_bytes(size)),
+                format!("at step {}", step_label(o.step)),
+            ]
+        }),
+        Target::Annotation(i) => p.annotations.get(i).map_or_else(Vec::new, |a| {
+            vec![a.name.clone(), format!("{:.3} ms", (a.end_us - a.start_us) as f64 / 1000.0)]
+        }),
+    }
+}
+
+impl FrameRow {
+    /// The first line of [`FrameRow::line`] (without the notes).
+    pub fn line_first(&self) -> String {
+        let mut r = self.clone();
+        r.notes.clear();
+        r.line()
+    }
+}
+
+#[cfg(test)]
+#[path = "stack_tests.rs"]
+mod tests;

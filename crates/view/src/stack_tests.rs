@@ -1,0 +1,130 @@
+//! Tests of the stack panel's and the tooltip's texts: frame kinds, short paths and names, and
+//! the demo's stacks split into Python and C++ rows.
+
+#![allow(clippy::expect_used)]
+
+use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::timeline::Options;
+
+use super::*;
+use crate::viewport::Viewport;
+use crate::xmap::XAxis;
+
+static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+
+fn demo() -> OpenFile {
+    let snap = memviz_core::load(DEMO).expect("the demo loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options::default());
+    OpenFile {
+        name: "demo".into(),
+        snap,
+        plot,
+        max_entries: 15_000,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    }
+}
+
+#[test]
+fn frames_are_told_apart_by_their_file() {
+    assert_eq!(frame_kind("/home/user/project/model.py"), FrameKind::User);
+    assert_eq!(frame_kind("/usr/lib/python3.12/site-packages/torch/nn/modules/module.py"), FrameKind::Library);
+    assert_eq!(frame_kind("/usr/lib/python3.12/threading.py"), FrameKind::Library);
+    assert_eq!(frame_kind("<frozen runpy>"), FrameKind::Library);
+    assert_eq!(frame_kind("<eval_with_key>.3"), FrameKind::User);
+    assert_eq!(frame_kind("<string>"), FrameKind::User);
+    assert_eq!(frame_kind("CUDACachingAllocator.cpp"), FrameKind::Native);
+    assert_eq!(frame_kind("??"), FrameKind::Native);
+    assert_eq!(frame_kind(""), FrameKind::Native);
+}
+
+#[test]
+fn paths_and_cpp_names_are_shortened() {
+    assert_eq!(
+        short_path("/venv/lib/python3.12/site-packages/torch/nn/modules/module.py"),
+        "torch/nn/modules/module.py"
+    );
+    assert_eq!(short_path("/home/user/project/model.py"), "project/model.py");
+    assert_eq!(short_path("model.py"), "model.py");
+    assert_eq!(short_path("/model.py"), "/model.py");
+    assert_eq!(
+        short_cpp_name(
+            "at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA_empty(c10::ArrayRef<long>, bool)"
+        ),
+        "at::wrapper_CUDA_empty"
+    );
+    assert_eq!(short_cpp_name("(anonymous namespace)::f"), "f");
+    assert_eq!(short_cpp_name("__clone"), "__clone");
+}
+
+#[test]
+fn python_frames_come_first_name_first_and_cpp_frames_fold() {
+    let f = demo();
+    let mut checked = 0;
+    for e in 0..f.plot.layout.elements.len().min(400) {
+        let t = stack_text(&f, Target::Element(e as u32));
+        let plain = t.plain(false);
+        assert!(plain.starts_with(&t.head), "{plain}");
+        assert!(t.python.iter().all(|r| r.kind != FrameKind::Native && r.place.contains(".py:")));
+        assert!(t.native.iter().all(|r| r.kind == FrameKind::Native));
+        for r in &t.python {
+            // `forward  project/model.py:133`: the function, two spaces, the short place.
+            assert!(r.line().starts_with(&format!("{}  ", r.name)), "{}", r.line());
+            assert!(r.full.ends_with(&format!(":{}", r.name)), "{}", r.full);
+        }
+        match t.fold_line(false) {
+            Some(fold) => {
+                assert!(fold.contains(&format!("+{} C++ frame", t.native.iter().map(|r| r.repeats + 1).sum::<usize>())));
+                assert!(!plain.contains(&t.native[0].line()), "folded C++ frames are not listed");
+                assert!(t.plain(true).contains(&t.native[0].line()), "an open fold lists them");
+            }
+            None => assert!(t.native.is_empty()),
+        }
+        if !t.python.is_empty() {
+            checked += 1;
+            let lines: Vec<&str> = plain.lines().collect();
+            let first = t.head.lines().count();
+            assert_eq!(lines.get(first).copied(), Some(t.python[0].line().lines().next().unwrap_or("")));
+        }
+    }
+    assert!(checked > 0, "the demo has allocations with Python frames");
+}
+
+#[test]
+fn the_tooltip_says_size_top_user_frame_and_lifetime() {
+    let f = demo();
+    let e = (0..f.plot.layout.elements.len() as u32)
+        .find(|&e| stack_text(&f, Target::Element(e)).python.iter().any(|r| r.kind == FrameKind::User))
+        .expect("an allocation made by the user's code");
+    let lines = tip_lines(&f, Target::Element(e));
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].ends_with(" allocation") && lines[0].contains('B'), "{lines:?}");
+    let user = stack_text(&f, Target::Element(e));
+    let top = user.python.iter().find(|r| r.kind == FrameKind::User).expect("a user frame");
+    assert_eq!(lines[1], top.line_first());
+    assert!(lines[2].starts_with("steps ") || lines[2].contains("step"), "{lines:?}");
+    assert_eq!(tip_lines(&f, Target::Summarized), ["Small allocations, summarized"]);
+    assert!(tip_lines(&f, Target::Element(u32::MAX)).is_empty());
+}
+
+#[test]
+fn an_empty_stack_says_why() {
+    let t = StackText { head: "x\n".into(), no_frames: true, ..StackText::default() };
+    assert!(t.plain(false).starts_with("x\nNo stack trace recorded"));
+    assert_eq!(t.fold_line(false), None);
+    let only_cpp = StackText {
+        native: vec![FrameRow {
+            name: "f".into(),
+            place: String::new(),
+            full: "??:0:f".into(),
+            kind: FrameKind::Native,
+            repeats: 2,
+            notes: vec![],
+        }],
+        ..StackText::default()
+    };
+    assert_eq!(only_cpp.fold_line(false).as_deref(), Some("no Python frames · +3 C++ frames"));
+    assert_eq!(only_cpp.fold_line(true).as_deref(), Some("no Python frames · hide 3 C++ frames"));
+    assert_eq!(only_cpp.native[0].line(), "f  ×3");
+}
