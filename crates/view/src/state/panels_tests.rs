@@ -228,3 +228,29 @@ fn hide_freed_asks_for_a_layout_only_when_it_changes() {
     assert!(h.apply(HistoryInput::HideFreed(true), None).is_empty());
     assert_eq!(h.apply(HistoryInput::HideFreed(false), None), vec![Effect::Relayout]);
 }
+
+/// A cited entry puts the cursor there and brings it into the window (same width); a second
+/// click takes the cursor away.
+#[test]
+fn a_cited_entry_puts_the_cursor_there_and_shows_it() {
+    let mut s = demo();
+    let entry = 300u32;
+    let step = f64::from(s.file().expect("file").plot.layout.step_for_row(entry));
+    // A narrow window far from the entry.
+    let f = s.file_mut().expect("file");
+    let end = f.viewport.full_x1;
+    f.viewport.set_window(end - 50.0, end);
+    assert!(step < end - 50.0, "the entry is outside the window");
+    let effects = apply(&mut s, Action::Entry(entry));
+    assert_eq!(effects, vec![Effect::ShowEntry(entry)]);
+    assert_eq!(s.analysis.cursor_entry, Some(entry));
+    s.show_entry(entry);
+    let v = s.file().expect("file").viewport;
+    assert!(v.x0 <= step && step <= v.x1, "{step} in {}..{}", v.x0, v.x1);
+    assert!((v.width() - 50.0).abs() < 1e-9, "same width");
+    // Already in view: the window stays.
+    s.show_entry(entry + 1);
+    assert_eq!(s.file().expect("file").viewport, v);
+    assert!(apply(&mut s, Action::Entry(entry)).is_empty());
+    assert_eq!(s.analysis.cursor_entry, None);
+}
