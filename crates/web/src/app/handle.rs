@@ -144,6 +144,7 @@ impl App {
                     let h = self.derived.highlight_of(&self.state, action);
                     self.state.analysis.toggle_highlight(h);
                 }
+                Effect::ShowEntry(entry) => self.state.show_entry(entry),
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

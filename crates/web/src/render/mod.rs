@@ -33,6 +33,9 @@ pub use controls::*;
 use hooks::*;
 use overlay::*;
 
+/// What the menus were filled for.
+pub type MenusKey = (usize, Option<usize>, usize, Option<usize>, Option<(bool, bool)>);
+
 /// What the stack panel shows: (file, layout generation, hovered, pinned).
 pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
 
@@ -40,8 +43,9 @@ pub type StackKey = (usize, usize, Option<Target>, Option<Target>);
 /// first frames of a file just opened.
 #[derive(Default)]
 pub struct PaintMemo {
-    /// (files, current file, device count) when the menus were last filled.
-    pub menus: Option<(usize, Option<usize>, usize)>,
+    /// (files, current file, device count, device shown, (mapped pages, private pools)) when
+    /// the menus were last filled.
+    pub menus: Option<MenusKey>,
     /// Text key of the stack panel.
     pub stack: Option<StackKey>,
     /// What the canvases show now.
@@ -95,8 +99,7 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     let (Some(f), Some(p)) = (fr.file(), ui.held.get(step - canvases.len())) else { return };
-    let (_, _, w, h) =
-        raster_area(&plot_rect(fr.state.plot_css.0, fr.state.plot_css.1, f.plot.annotation_row_count), fr.state.dpr);
+    let (_, _, w, h) = raster_area(&f.plot_rect(fr.state.plot_css), fr.state.dpr);
     p.reserve((w as f64, h as f64));
 }
 
