@@ -114,6 +114,28 @@ impl Coverage {
             )),
         }
     }
+
+    /// The note of a device with no history, shown instead of a timeline: why there is none and
+    /// what is shown instead (what was live when the snapshot was taken, one column). `None`
+    /// when the trace has a history.
+    pub fn moment_note(&self) -> Option<String> {
+        let n = self.ghost_allocations;
+        let live = format!(
+            "What was live when the snapshot was taken is shown as one column: {n} allocated block{} ({}){}",
+            if n == 1 { "" } else { "s" },
+            crate::format::human_size(self.ghost_bytes as f64),
+            if self.entries == 1 { ", after the trace's one entry" } else { "" }
+        );
+        match self.empty? {
+            EmptyTrace::StateOnly { blocks_have_frames: true } => Some(format!(
+                "Recorded with _record_memory_history(enabled='state'): no history. {live}; point at a block for its size and stack. Record with enabled='all' for a timeline."
+            )),
+            EmptyTrace::StateOnly { blocks_have_frames: false } => Some(format!(
+                "No history: the trace is empty and the blocks have no stacks (enabled='state' with context=None, or recording stopped or cleared before the dump). {live}; point at a block for its size. Record with enabled='all' for a timeline."
+            )),
+            EmptyTrace::NothingRecorded => Some("Nothing was recorded on this device: no trace and no memory.".into()),
+        }
+    }
 }
 
 /// `allocator_settings[key]` as an int or bool.
@@ -209,6 +231,22 @@ mod tests {
         assert_eq!(c.ghost_bytes, 544_460_336);
         assert!(c.reason().unwrap().contains("trace empty"), "{:?}", c.reason());
         assert_eq!(coverage(&snap, 0).empty, Some(EmptyTrace::NothingRecorded));
+        let note = c.moment_note().unwrap();
+        assert!(note.starts_with("No history: the trace is empty"), "{note}");
+        assert!(note.contains("179 allocated blocks (519.2 MiB)"), "{note}");
+    }
+
+    /// A state-only file says how it was recorded and what is shown instead of a timeline; a
+    /// file with a history has no such note.
+    #[test]
+    fn moment_notes_of_the_real_files() {
+        let snap = load(&crate::test_fixtures::fixture("shared", "state_only.pickle"));
+        let pos = snap.default_device().unwrap();
+        let note = coverage(&snap, pos).moment_note().unwrap();
+        assert!(note.starts_with("Recorded with _record_memory_history(enabled='state'): no history. What was live when the snapshot was taken is shown as one column"), "{note}");
+        assert!(note.contains("after the trace's one entry"), "{note}");
+        let snap = load(&crate::test_fixtures::fixture("shared", "oom.pickle"));
+        assert_eq!(coverage(&snap, 0).moment_note(), None);
     }
 
     /// State-only files whose blocks have stacks say so; a history that frees allocations it never

@@ -166,6 +166,7 @@ fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
         ),
         (Some(a), None) => format!("allocated at entry {a}, still allocated at the end\n"),
         (None, Some(f)) => format!("live before the trace, freed at entry {f}\n"),
+        (None, None) if layout.is_moment() => "live when the snapshot was taken (no history recorded)\n".to_string(),
         (None, None) => "live for the whole trace\n".to_string(),
     }
 }
@@ -204,5 +205,24 @@ mod tests {
         assert_eq!(viewer_size(1_048_575), "1024.0KiB (1048575 bytes)");
         assert_eq!(viewer_size(1_610_612_736), "1.5GiB (1610612736 bytes)");
         assert_eq!(viewer_size(u64::MAX), "16.0EiB (18446744073709551615 bytes)");
+    }
+
+    /// A block of a snapshot without history was live when it was taken, not "for the whole
+    /// trace"; a ghost of a traced file was.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn ghosts_say_when_they_were_live() {
+        use crate::timeline::{Options, Origin};
+        let text_of_ghost = |which: &str, name: &str| {
+            let snap = crate::load(&std::fs::read(crate::test_fixtures::fixture(which, name)).unwrap()).unwrap();
+            let dev = snap.default_device().unwrap();
+            let layout = Layout::build(&snap, dev, Options::default());
+            let e = layout.elements.iter().position(|e| e.origin == Origin::Ghost).unwrap();
+            element_text(&snap, dev, &layout, e as u32)
+        };
+        let t = text_of_ghost("shared", "state_only.pickle");
+        assert!(t.contains("live when the snapshot was taken (no history recorded)"), "{t}");
+        let t = text_of_ghost("external", "wedsonlin__results_medium_128_training_memory_snapshot.pickle");
+        assert!(t.contains("live for the whole trace"), "{t}");
     }
 }

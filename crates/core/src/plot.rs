@@ -15,6 +15,33 @@ pub fn choose_device(snap: &Snapshot, preferred: Option<i64>) -> usize {
         .unwrap_or(0)
 }
 
+/// What the views of one device have to show, so that a view that would show nothing is said
+/// to be empty (in the view menu and in the view itself) rather than drawn as a chart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceViews {
+    /// Expandable segments: mapped pages (`segment_map` entries, or expandable final segments).
+    pub mapped_pages: bool,
+    /// Private pools (CUDA graph or MemPool): final segments or trace entries of a pool other
+    /// than the default `(0, 0)`.
+    pub private_pools: bool,
+    /// Why there is no history and what is shown instead ([`crate::coverage::Coverage::moment_note`]).
+    pub no_history: Option<String>,
+}
+
+/// What the views of device `device_pos` have to show. O(entries + segments + blocks).
+pub fn device_views(snap: &Snapshot, device_pos: usize) -> DeviceViews {
+    let Some(dev) = snap.devices.get(device_pos) else { return DeviceViews::default() };
+    let segments = || snap.segments.iter().filter(|s| s.device == dev.index);
+    let t = &dev.trace;
+    DeviceViews {
+        mapped_pages: t.action.contains(&Action::SegmentMap) || segments().any(|s| s.is_expandable),
+        private_pools: segments().any(|s| s.pool != 0)
+            || (t.pool.is_present() && (0..t.len()).any(|r| t.pool.get(r).is_some_and(|p| p != 0))),
+        // Only a trace of at most one entry can lack a history (and coverage is O(entries)).
+        no_history: if t.len() <= 1 { crate::coverage::coverage(snap, device_pos).moment_note() } else { None },
+    }
+}
+
 /// A monotone piecewise-linear map from steps to positions (µs since the first event).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TimeMap {
@@ -265,6 +292,49 @@ mod tests {
         assert_eq!(m.step_at_us(200.0), 5.5);
         assert_eq!(m.step_at_us(1e9), 10.0);
         assert_eq!(m.end_us(), 400.0);
+    }
+
+    /// The real files: none has expandable segments or private pools; the state-only one has no
+    /// history and says why, a traced one has a history.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn device_views_of_the_real_files() {
+        let load =
+            |name: &str| crate::load(&std::fs::read(crate::test_fixtures::fixture("shared", name)).unwrap()).unwrap();
+        let snap = load("state_only.pickle");
+        let v = device_views(&snap, snap.default_device().unwrap());
+        assert!(!v.mapped_pages && !v.private_pools);
+        assert!(v.no_history.unwrap().contains("enabled='state'"));
+        let snap = load("resnet50_buggy.pickle");
+        assert_eq!(device_views(&snap, 0), DeviceViews::default());
+        let json = br#"{"segments":[{"device":0,"address":4096,"total_size":2097152,"stream":0,"segment_type":"large","segment_pool_id":[1,2],"is_expandable":true,"allocated_size":0,"active_size":0,"requested_size":0,"blocks":[{"address":4096,"size":2097152,"requested_size":0,"state":"inactive"}]}],"device_traces":[[{"action":"alloc","addr":4096,"size":512,"stream":0},{"action":"free_completed","addr":4096,"size":512,"stream":0}]]}"#;
+        let snap = crate::load(json).unwrap();
+        let v = device_views(&snap, 0);
+        assert!(v.mapped_pages && v.private_pools && v.no_history.is_none(), "{v:?}");
+    }
+
+    /// Detail and hide freed change what is drawn, not where things are: the annotations, OOM
+    /// marks and time map of an annotated trace stay put.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn marks_stay_put_whatever_is_drawn() {
+        for (which, name) in [("real", "gpt_amp_annotated.pickle"), ("shared", "oom.pickle")] {
+            let snap = crate::load(&std::fs::read(crate::test_fixtures::fixture(which, name)).unwrap()).unwrap();
+            let dev = choose_device(&snap, None);
+            let full = PlotData::build(&snap, dev, Options::default());
+            for options in [
+                Options { max_entries: 10, ..Options::default() },
+                Options { max_entries: 0, ..Options::default() },
+                Options { hide_freed: true, ..Options::default() },
+            ] {
+                let p = PlotData::build(&snap, dev, options);
+                assert_eq!(p.layout.steps, full.layout.steps, "{name} {options:?}");
+                assert_eq!(p.annotations, full.annotations, "{name} {options:?}");
+                assert_eq!(p.ooms, full.ooms, "{name} {options:?}");
+                assert_eq!(p.time, full.time, "{name} {options:?}");
+            }
+            assert!(!full.annotations.is_empty() || !full.ooms.is_empty(), "{name} has marks to check");
+        }
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Query {
             .elements
             .iter()
             .enumerate()
-            .filter(|(_, e)| !(layout.options.hide_freed && e.alloc_row.is_some() && e.free_row.is_some()))
+            .filter(|(_, e)| !layout.is_hidden(e))
             .filter(|(_, e)| self.matches(e, prefix, texts))
             .map(|(i, _)| i as u32)
             .collect()

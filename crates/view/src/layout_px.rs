@@ -30,6 +30,17 @@ pub fn plot_rect(css_w: f64, css_h: f64, annotation_rows: usize) -> PlotRect {
     }
 }
 
+/// Width of the one column a snapshot without history is drawn as: a third of the plot area,
+/// between these, CSS px.
+pub const MOMENT_WIDTH_PX: (f64, f64) = (80.0, 320.0);
+
+/// The plot area of a snapshot without history (one moment): a column in the middle of the
+/// plot area `rect`, as tall as it, so its y axis stands beside the column.
+pub fn moment_rect(rect: PlotRect) -> PlotRect {
+    let width_px = (rect.width_px / 3.0).clamp(MOMENT_WIDTH_PX.0, MOMENT_WIDTH_PX.1).min(rect.width_px);
+    PlotRect { left_px: rect.left_px + (rect.width_px - width_px) / 2.0, width_px, ..rect }
+}
+
 /// The plot area of the minimap (aligned with the main plot).
 pub fn minimap_rect(css_w: f64, css_h: f64) -> PlotRect {
     PlotRect {
@@ -74,6 +85,19 @@ mod tests {
         let a = plot_rect(1000.0, 500.0, 2);
         assert_eq!(a.top_px, TOP_PX + 2.0 * ANNOTATION_ROW_PX + 6.0);
         assert_eq!(a.bottom_px(), r.bottom_px(), "the strip takes room from the top only");
+    }
+
+    #[test]
+    fn a_moment_is_a_column_in_the_middle() {
+        let r = plot_rect(900.0, 500.0, 0);
+        let m = moment_rect(r);
+        assert_eq!((m.top_px, m.height_px), (r.top_px, r.height_px));
+        assert!((m.left_px - r.left_px - (r.right_px() - m.right_px())).abs() < 1e-9, "centred: {m:?}");
+        assert!((m.width_px - r.width_px / 3.0).abs() < 1e-9);
+        assert_eq!(moment_rect(plot_rect(200.0, 100.0, 0)).width_px, MOMENT_WIDTH_PX.0);
+        assert_eq!(moment_rect(plot_rect(4000.0, 100.0, 0)).width_px, MOMENT_WIDTH_PX.1);
+        let tiny = moment_rect(plot_rect(0.0, 0.0, 0));
+        assert!(tiny.width_px > 0.0 && tiny.width_px <= plot_rect(0.0, 0.0, 0).width_px);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
 //! - [`fragment`]: the URL fragment that holds the page's place;
 //! - [`history`]: the Allocator State History's rows, texts and segment map;
+//! - [`entries`]: the trace's one numbering (entries), citations of it in texts, the cursor;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
 //!   drag, canvas sizes) and what the pointer, wheel and keys do to it, as effects for the page.
@@ -19,6 +20,7 @@
 
 pub mod axis;
 pub mod decimate;
+pub mod entries;
 pub mod fragment;
 pub mod history;
 pub mod keys;

@@ -13,7 +13,7 @@ use memviz_core::timeline::Hit;
 use memviz_core::search::Query;
 
 use crate::keys::{self, Command, Surface};
-use crate::layout_px::{annotation_row_at, annotation_x_px, minimap_rect, plot_rect};
+use crate::layout_px::{annotation_row_at, annotation_x_px, minimap_rect, moment_rect, plot_rect};
 use crate::view::View;
 use crate::viewport::{PlotRect, Viewport};
 use crate::xmap::{XAxis, XMap};
@@ -48,19 +48,40 @@ impl OpenFile {
     /// The step ↔ position map of the chosen x axis.
     pub fn xmap(&self) -> XMap<'_> {
         match (self.x_axis, &self.plot.time) {
-            (XAxis::Time, Some(t)) => XMap::time(t),
+            (XAxis::Time, Some(t)) if !self.is_moment() => XMap::time(t),
             _ => XMap::steps(),
         }
     }
 
-    /// Whether the x axis can show time.
+    /// Whether the x axis can show time (a moment has no x axis).
     pub fn has_time(&self) -> bool {
-        self.plot.time.is_some()
+        self.plot.time.is_some() && !self.is_moment()
+    }
+
+    /// Whether the file has no history here (`enabled='state'`): what was live when the
+    /// snapshot was taken is drawn as one column, without an x axis.
+    pub fn is_moment(&self) -> bool {
+        self.plot.layout.is_moment()
+    }
+
+    /// The plot area of a canvas of `css` size (CSS px): the column of a moment, else the
+    /// whole area inside the margins.
+    pub fn plot_rect(&self, css: (f64, f64)) -> PlotRect {
+        let rect = plot_rect(css.0, css.1, self.plot.annotation_row_count);
+        if self.is_moment() {
+            moment_rect(rect)
+        } else {
+            rect
+        }
     }
 
     /// A viewport showing the whole plot on the current axis.
     pub fn full_viewport(&self) -> Viewport {
         let l = &self.plot.layout;
+        if self.is_moment() {
+            // Fitted to the column, not to a peak before the trace's one entry.
+            return Viewport::new(f64::from(l.steps), l.live_bytes_at(0.5) as f64, f64::from(l.steps));
+        }
         match (self.x_axis, &self.plot.time) {
             (XAxis::Time, Some(t)) => Viewport::new(t.end_us().max(MIN_WINDOW_US), l.peak_bytes as f64, MIN_WINDOW_US),
             _ => Viewport::new(f64::from(l.steps), l.peak_bytes as f64, MIN_WINDOW_STEPS),
@@ -281,6 +302,8 @@ pub enum Effect {
         /// Highest live bytes in the window.
         y_max_bytes: f64,
     },
+    /// Bring trace entry `.0` into the window ([`ViewState::show_entry`]).
+    ShowEntry(u32),
 }
 
 /// A load in progress, as the status line shows it.
@@ -420,13 +443,29 @@ impl ViewState {
 
     /// The plot area of the main canvas.
     pub fn plot_rect(&self) -> PlotRect {
-        let rows = self.file().map_or(0, |f| f.plot.annotation_row_count);
-        plot_rect(self.plot_css.0, self.plot_css.1, rows)
+        match self.file() {
+            Some(f) => f.plot_rect(self.plot_css),
+            None => plot_rect(self.plot_css.0, self.plot_css.1, 0),
+        }
     }
 
     /// The plot area of the minimap.
     pub fn minimap_rect(&self) -> PlotRect {
         minimap_rect(self.minimap_css.0, self.minimap_css.1)
+    }
+
+    /// Brings trace entry `entry` of the shown file into the window: centred, at the same
+    /// width, when it is outside; nothing when it shows already. Its step is where the x axis
+    /// puts it ([`memviz_core::timeline::Layout::step_for_row`]).
+    pub fn show_entry(&mut self, entry: u32) {
+        let Some(f) = self.file_mut() else { return };
+        let step = f64::from(f.plot.layout.step_for_row(entry));
+        let pos = f.xmap().pos(step);
+        let v = &mut f.viewport;
+        if pos < v.x0 || pos > v.x1 {
+            let half = v.width() / 2.0;
+            v.set_window(pos - half, pos + half);
+        }
     }
 
     /// What is under a point of the plot (CSS px).

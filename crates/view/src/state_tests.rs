@@ -509,3 +509,25 @@ fn a_click_on_an_annotation_pins_it_and_zooms_to_its_span() {
     let margin = v.width() - (a.end_step - a.start_step);
     assert!(margin <= (a.end_step - a.start_step) / 10.0 + 1.0 + 1e-9, "a small margin: {margin}");
 }
+
+/// A snapshot without history (`enabled='state'`: segments and their blocks, no trace) is one
+/// column in the middle of the plot area, fitted to what is live; pointing at the column finds
+/// its blocks, pointing beside it finds nothing, and there is no time axis.
+#[test]
+fn a_snapshot_without_history_is_one_column() {
+    let json = br#"{"segments":[{"device":0,"address":1048576,"total_size":4194304,"stream":0,"segment_type":"large","allocated_size":3145728,"active_size":3145728,"requested_size":3145728,"blocks":[{"address":1048576,"size":2097152,"requested_size":2097152,"state":"active_allocated"},{"address":3145728,"size":1048576,"requested_size":1048576,"state":"active_allocated"},{"address":4194304,"size":1048576,"requested_size":0,"state":"inactive"}]}],"device_traces":[[]]}"#;
+    let s = state_with(json);
+    let f = s.file().expect("file");
+    assert!(f.is_moment() && !f.has_time());
+    let full = plot_rect(s.plot_css.0, s.plot_css.1, 0);
+    let r = s.plot_rect();
+    assert!(r.width_px < full.width_px / 2.0 && r.left_px > full.left_px, "a column: {r:?}");
+    assert_eq!(f.viewport.full_y_max_bytes, crate::viewport::Viewport::new(1.0, 3_145_728.0, 1.0).full_y_max_bytes);
+    let centre = r.left_px + r.width_px / 2.0;
+    assert!(matches!(s.target_at(centre, r.bottom_px() - 2.0), Some(Target::Element(_))));
+    assert!(matches!(s.target_at(r.left_px + 1.0, r.bottom_px() - 2.0), Some(Target::Element(_))));
+    assert_eq!(s.target_at(full.left_px + 5.0, r.bottom_px() - 2.0), None, "beside the column");
+    assert_eq!(s.target_at(centre, r.top_px + 2.0), None, "above what is live");
+    // A traced file keeps the whole plot area.
+    assert_eq!(demo().plot_rect(), plot_rect(1000.0, 500.0, demo().file().expect("file").plot.annotation_row_count));
+}

@@ -13,6 +13,7 @@ use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries,
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
+use memviz_core::plot::{device_views, DeviceViews};
 use memviz_core::search::StackTexts;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::state::AllocatorState;
@@ -96,6 +97,8 @@ pub struct Derived {
     pub history: Option<((usize, usize), HistoryData)>,
     /// The state after the selected event.
     pub at_event: Option<AtEvent>,
+    /// What the views of the shown (file, device) have to show.
+    pub device_views: Option<((usize, usize), DeviceViews)>,
 }
 
 /// The (file, device position) shown.
@@ -114,6 +117,7 @@ pub fn pair_key(s: &ViewState) -> Option<PairKey> {
 impl Derived {
     /// Computes what the state needs and is missing (nothing that is up to date).
     pub fn refresh(&mut self, s: &ViewState) {
+        self.ensure_device_views(s);
         let panel_open = s.analysis.open && s.file().is_some();
         if panel_open || s.analysis.highlight.is_some() {
             self.ensure_analysis(s);
@@ -136,6 +140,21 @@ impl Derived {
             self.ensure_history(s);
             self.ensure_at_event(s);
         }
+    }
+
+    /// What the views of the shown device have to show (for the view menu and empty views).
+    fn ensure_device_views(&mut self, s: &ViewState) {
+        let Some(key) = current_key(s) else { return };
+        if self.device_views.as_ref().is_some_and(|(k, _)| *k == key) {
+            return;
+        }
+        let Some(f) = s.file() else { return };
+        self.device_views = Some((key, device_views(&f.snap, key.1)));
+    }
+
+    /// What the views of the shown device have to show, when it is known.
+    pub fn views_of(&self, s: &ViewState) -> Option<&DeviceViews> {
+        self.device_views.as_ref().filter(|(k, _)| Some(*k) == current_key(s)).map(|(_, v)| v)
     }
 
     /// The analyses of the shown device, with the live set at the chosen moment.

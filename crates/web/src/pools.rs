@@ -1,10 +1,9 @@
 //! The "Allocated Memory (incl. Private Pools)" view: private pools drawn as envelopes of their
 //! reserved-bytes high-water mark over the allocations timeline, with a note above the plot on
-//! how to read them (as PyTorch's viewer has), and the other view notes (such as a Mapped Pages
-//! view without any mapped pages).
+//! how to read them (as PyTorch's viewer has), and the other view notes (a Mapped Pages view
+//! without any mapped pages, a timeline of a device without history).
 
 use memviz_core::describe::viewer_size;
-use memviz_core::snapshot::Action;
 use memviz_core::timeline_pools::Pools;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
@@ -19,7 +18,10 @@ use memviz_view::view::View;
 const ENVELOPE_COLOURS: [&str; 4] = ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"];
 
 /// Text shown in the Mapped Pages view when the trace maps no pages.
-pub const NO_MAPPED_PAGES: &str = "This snapshot has no expandable segments: its trace has no segment_map events, so there are no mapped pages to show. Expandable segments are turned on with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+pub const NO_MAPPED_PAGES: &str = "This snapshot has no expandable segments: its trace has no segment_map events, so there are no mapped pages to show. Expandable segments are turned on with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment before CUDA starts, or torch.cuda.memory._set_allocator_settings(\"expandable_segments:True\").";
+
+/// The note above a timeline without history when the file gives no reason.
+pub const NO_HISTORY_NOTE: &str = "No history in this view: what was live when the snapshot was taken is shown as one column; point at a block for its size and stack.";
 
 /// The note above the plot of the private-pools view.
 pub const POOL_NOTE: &str = "Note: private pool memory (the dashed envelopes) is shown as allocated until the pool's segment is freed: an envelope's height is the most its pool has reserved or had allocated so far, so it never shrinks. This view requires that MemPools are not deleted before torch.cuda.memory._snapshot() is called.";
@@ -33,7 +35,7 @@ pub struct Memo {
     note: Option<HtmlElement>,
     drawn_note: Option<bool>,
     pool_note: Option<HtmlElement>,
-    drawn_pool_note: Option<&'static str>,
+    drawn_pool_note: Option<String>,
 }
 
 /// Creates the notes; the pointer's events over the plot and what they mean for the envelopes.
@@ -83,21 +85,30 @@ fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
     Some(note)
 }
 
-/// Shows the private-pools note in that view only (called on every redraw, whatever the view).
+/// Shows the note above the plot (called on every redraw, whatever the view): on a timeline of
+/// a device without history, why there is none and what is shown instead; else the
+/// private-pools note in that view.
 pub fn sync_note(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(note) = &memo.pool_note else { return };
     let s = fr.state;
-    let text = if s.view == View::AllocatedMemoryPools && s.file().is_some() && s.loading.is_none() {
-        Some(if fr.derived.pools_of(s).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE })
-    } else {
-        None
+    let shown = s.file().filter(|_| s.loading.is_none() && !s.view.is_panel());
+    let text = match shown {
+        Some(f) if f.is_moment() => Some(
+            fr.derived.views_of(s).and_then(|v| v.no_history.clone()).unwrap_or_else(|| NO_HISTORY_NOTE.to_string()),
+        ),
+        Some(_) if s.view == View::AllocatedMemoryPools => Some(
+            if fr.derived.pools_of(s).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE }
+                .to_string(),
+        ),
+        _ => None,
     };
     if memo.drawn_pool_note != text {
-        memo.drawn_pool_note = text;
-        if let Some(t) = text {
+        if let Some(t) = &text {
             note.set_text_content(Some(t));
         }
         note.set_hidden(text.is_none());
+        let _ = note.class_list().toggle_with_force("no-history", shown.is_some_and(|f| f.is_moment()));
+        memo.drawn_pool_note = text;
     }
 }
 
@@ -218,9 +229,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
 fn draw_note(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(note) = &memo.note else { return };
     let show = fr.state.view == View::MappedPagesTimeline
-        && fr.file().is_some_and(|f| {
-            f.snap.devices.get(f.plot.device_pos).is_some_and(|d| !d.trace.action.contains(&Action::SegmentMap))
-        });
+        && fr.file().is_some()
+        && fr.derived.views_of(fr.state).is_some_and(|v| !v.mapped_pages);
     if memo.drawn_note != Some(show) {
         note.set_hidden(!show);
         memo.drawn_note = Some(show);

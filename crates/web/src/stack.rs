@@ -116,9 +116,15 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
                 _ => html,
             }
         }
-        (Some(_), None) => {
+        (Some(f), None) => {
             let _ = stack.remove_attribute("data-pinned");
-            esc("Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin.")
+            esc(if f.plot.layout.elements.is_empty() {
+                "Nothing to point at in this view."
+            } else if f.is_moment() {
+                "Point at the column to see a block's size and stack. Click to pin it, Esc to unpin."
+            } else {
+                "Point at the timeline to see an allocation's size and stack. Click to pin it, Esc to unpin."
+            })
         }
         (None, _) => String::new(),
     };

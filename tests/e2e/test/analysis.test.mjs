@@ -363,6 +363,44 @@ test('insights: the demo notes its unused allocator cache', async () => {
   assert.equal(await note.count(), 1);
   assert.match(await note.textContent(), /The allocator's cache holds 3\.0 GiB it does not use \(69% of the 4\.4 GiB reserved, after entry \d+\)/);
   assert.match(await page.textContent('#analysis .an-verdict'), /No problem found · \d+ notes?/);
+test('an entry cited in Insights is a link that puts a cursor on the timeline there', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, BUGGY);
+  await openPanel(page);
+  const link = page.locator('#analysis .finding.problem .entry-link').first();
+  assert.ok(await link.count(), 'the finding cites an entry');
+  const entry = await link.getAttribute('data-i');
+  assert.match(await link.textContent(), new RegExp(`^entr(y|ies) ${entry}\\b`));
+  await link.click();
+  await page.waitForFunction(() => document.getElementById('plot').dataset.cursor, null, { polling: 50 });
+  const [cursorEntry, step, x] = (await plotData(page)).cursor.split(':');
+  assert.equal(cursorEntry, entry);
+  const box = await page.locator('#plot').boundingBox();
+  assert.ok(Number(x) >= 84 && Number(x) <= box.width - 20, `cursor at x ${x}`);
+  // Zoom far in at the other end of the plot, so the entry is out of the window; the link
+  // brings it back into view.
+  const area = await plotArea(page);
+  const far = Number(x) < box.width / 2 ? area.x + area.width - 2 : area.x + 2;
+  const before = await plotData(page);
+  await page.mouse.move(far, area.y + area.height / 2);
+  for (let i = 0; i < 12; i++) await page.mouse.wheel(0, -400);
+  await page.waitForFunction((v) => document.getElementById('plot').dataset.view !== v, before.view, { polling: 50 });
+  await page.waitForTimeout(300);
+  const out = (await plotData(page)).view.split(',').map(Number);
+  assert.ok(Number(step) < out[0] || Number(step) > out[1], `step ${step} outside ${out}`);
+  await link.click();
+  await page.waitForFunction(() => !document.getElementById('plot').dataset.cursor, null, { polling: 50 });
+  await link.click();
+  await page.waitForFunction(() => document.getElementById('plot').dataset.cursor, null, { polling: 50 });
+  const [x0, x1] = (await plotData(page)).view.split(',').map(Number);
+  assert.ok(x0 <= Number(step) && Number(step) <= x1, `step ${step} in the window ${x0}..${x1}`);
+  assert.ok(x1 - x0 < out[1] - out[0] + 1, 'the same zoom');
+  // The finding's highlight is not what that click did.
+  assert.equal(await page.locator("#analysis .finding.selected").count(), 0);
+  await shot(page, 'entry-cursor');
+  // A second click takes it away.
+  await link.click();
+  await page.waitForFunction(() => !document.getElementById('plot').dataset.cursor, null, { polling: 50 });
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

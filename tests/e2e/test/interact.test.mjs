@@ -147,20 +147,23 @@ test('a window brushed on the minimap is shown with y fitted to its peak', { ski
   await page.close();
 });
 
-test('lower Detail summarizes small allocations into one band', { skip: needFixtures }, async () => {
+test('lower Detail summarizes small allocations into one band and keeps the x axis', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
-  const total = Number((await page.textContent('#detail-label')).match(/of (\d+)/)[1]);
+  const total = Number(await page.getAttribute('#detail-label', 'data-total'));
+  assert.equal(await page.textContent('#detail-label'), `Draw all ${total} allocations individually`);
   const d0 = await plotData(page);
   await page.$eval('#detail', (el) => {
     el.value = '30';
     el.dispatchEvent(new Event('input', { bubbles: true }));
     el.dispatchEvent(new Event('change', { bubbles: true }));
   });
-  await page.waitForFunction(() => document.getElementById('detail-label').textContent.startsWith('Detail: 30 of'));
-  assert.equal(await page.textContent('#detail-label'), `Detail: 30 of ${total} entries`);
+  await page.waitForFunction(() => document.getElementById('detail-label').dataset.drawn === '30');
+  assert.equal(await page.textContent('#detail-label'), `Draw the 30 largest of ${total} allocations individually`);
   const d1 = await waitPlotChange(page, 'bands', d0.bands);
   assert.ok(Number(d1.bands) <= 30, `bands ${d1.bands}`);
+  // Time does not rescale: the same steps, window, ticks and annotation rows.
+  assert.deepEqual([d1.steps, d1.view, d1.xTicks, d1.annotationRows], [d0.steps, d0.view, d0.xTicks, d0.annotationRows]);
   const hit = await findPoint(page, (f) => f.hover === 'summarized');
   assert.ok(hit, 'summarized band not found');
   assert.match(hit.stack, /summarized/i);

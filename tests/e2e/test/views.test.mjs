@@ -10,7 +10,8 @@ import { ROOT, fixture, frames, openFiles, plotData, shot, start } from '../lib/
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
 const MULTISTREAM = join(ROOT, 'tests/data/real/multistream.pickle');
-const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
+const STATE_ONLY = fixture('state_only.pickle');
+const needFixtures = RESNET && OOM && STATE_ONLY ? false : 'needs ../shared/fixtures';
 
 // PyTorch's viewer's event rows, written independently of the page: annotate_snapshot (streams
 // numbered in order of first appearance and left out when every trace entry is on the default
@@ -292,6 +293,57 @@ test('Active Cached Segment Timeline and Mapped Pages Timeline reuse the timelin
   await page.close();
 });
 
+test('a snapshot without history is one column of what was live, with a note saying why', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, STATE_ONLY);
+  const d = await plotData(page);
+  assert.equal(d.kind, 'moment');
+  assert.equal(d.xTicks, '', 'no step ticks');
+  assert.ok(Number(d.bands) > 0, `bands ${d.bands}`);
+  assert.equal(await page.isVisible('#pool-note'), true);
+  assert.match(await page.textContent('#pool-note'), /^Recorded with _record_memory_history\(enabled='state'\): no history\. What was live when the snapshot was taken is shown as one column: \d+ allocated blocks/);
+  assert.match(await page.textContent('#status'), /live at the snapshot/);
+  assert.equal(await page.isDisabled('#x-axis'), true);
+  // The column stands in the middle of the plot: its sides are empty, its middle holds blocks.
+  const box = await page.locator('#plot').boundingBox();
+  const y = box.y + box.height - 46 - 3;
+  await page.mouse.move(box.x + 84 + 10, y);
+  await frames(page);
+  assert.equal((await plotData(page)).hover, '', 'nothing beside the column');
+  await page.mouse.move(box.x + 84 + (box.width - 104) / 2, y);
+  await page.waitForFunction(() => document.getElementById('plot').dataset.hover?.startsWith('element:'), null, { polling: 50 });
+  assert.match(await page.textContent('#stack'), /^b[0-9a-f]+_\d+ \d+(\.\d+)?(B|KiB|MiB|GiB) \(\d+ bytes\) allocation\n[^]*live when the snapshot was taken/);
+  await shot(page, 'state-only');
+  // Other timelines of it say the same; the event list still works.
+  await page.selectOption('#view-select', 'active-cached-segment-timeline');
+  await page.waitForFunction(() => document.getElementById('plot').dataset.kind === 'moment' && !document.getElementById('pool-note').hidden, null, { polling: 50 });
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a view with nothing to show is marked in the menu and drawn as an empty state', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  await openFiles(page, RESNET);
+  const labels = await page.$$eval('#view-select option', (os) => Object.fromEntries(os.map((o) => [o.value, o.textContent])));
+  assert.equal(labels['mapped-pages-timeline'], 'Mapped Pages Timeline (no expandable segments)');
+  assert.equal(labels['allocated-memory-private-pools'], 'Allocated Memory (incl. Private Pools) (no private pools)');
+  assert.equal(labels['active-memory-timeline'], 'Active Memory Timeline');
+  await showView(page, 'mapped-pages-timeline');
+  await page.waitForFunction(() => document.getElementById('plot').dataset.kind === 'empty', null, { polling: 50 });
+  const d = await plotData(page);
+  assert.equal(d.bands, '0');
+  assert.equal(d.xTicks, '');
+  assert.match(await page.textContent('#view-note'), /expandable_segments:True/);
+  await shot(page, 'mapped-pages-empty');
+  await page.close();
+  // A file with expandable segments and private pools has its views unmarked.
+  const other = await env.newPage();
+  await openFiles(other, join(ROOT, 'tests/data/real/expandable_segments.pickle'));
+  const marked = await other.$eval('#view-select option[value="mapped-pages-timeline"]', (o) => o.textContent);
+  assert.equal(marked, 'Mapped Pages Timeline');
+  await other.close();
+});
+
 test('Allocator Settings: a table with explanations, or a plain note', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
@@ -323,9 +375,17 @@ test('"hide freed" leaves out allocations made and freed within the trace', { sk
   const n = Number(await kept.jsonValue());
   assert.ok(n < Number(all.bands), `${n} bands with hide freed, ${all.bands} without`);
   await frames(page);
+  // The x axis stays: the same steps, window and ticks; the status says how many are shown.
+  const hidden = await plotData(page);
+  assert.deepEqual([hidden.steps, hidden.view, hidden.xTicks], [all.steps, all.view, all.xTicks]);
+  const total = (await page.textContent('#status')).match(/(\d+) of (\d+) allocations shown/);
+  assert.ok(total, await page.textContent('#status'));
+  assert.ok(Number(total[1]) < Number(total[2]));
+  assert.equal(await page.getAttribute('#detail-label', 'data-total'), total[1]);
   await shot(page, 'hide-freed');
   await page.uncheck('#hide-freed');
   await page.waitForFunction((b) => document.getElementById('plot').dataset.bands === b, all.bands, { polling: 50 });
+  assert.match(await page.textContent('#status'), new RegExp(` · ${total[2]} allocations$`));
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

@@ -102,6 +102,8 @@ impl Layout {
                         }
                     }
                 }
+                // Mapped pages are those of expandable segments only.
+                Mode::MappedPages if !s.is_expandable => {}
                 Mode::Segments | Mode::MappedPages => {
                     if !open.contains_key(&s.address) {
                         let e = l.elements.len() as u32;
@@ -112,10 +114,9 @@ impl Layout {
             }
         }
         initially.reverse();
-        let hidden = |e: &Element| options.hide_freed && e.alloc_row.is_some() && e.free_row.is_some();
-        if options.hide_freed {
-            actions.retain(|&(e, _)| l.elements.get(e as usize).is_some_and(|el| !hidden(el)));
-        }
+        // Hidden allocations keep their events (and so their steps: the x axis does not depend on
+        // what is shown) but add nothing to any band or total.
+        let hidden = |e: &Element| options.hides(e);
         // Elements that are freed in the trace appear in `actions`; an initial element freed in the
         // trace must not be re-added when its free comes (it is already live).
         if actions.is_empty() {
@@ -142,10 +143,18 @@ impl Layout {
         }
         drop(by_size);
         // Phase 3: replay. Bands are numbered in stack order, so "is anything drawn above the
-        // freed band" is "is the highest live band above it"; the highest live band is kept by
-        // walking down past freed ones, each passed once (new bands always go above).
-        let mut band_live: Vec<bool> = Vec::new();
-        let mut top_band: Option<u32> = None;
+        // freed band" is "is the highest live band above it" ([`Stack`]).
+        //
+        // Steps are those of the full picture (every allocation drawn, none hidden): a free takes
+        // a slide's steps when anything live, drawn or not, sits above it. So Detail and hide
+        // freed change what is drawn, never where an event is on the x axis. A drawn band's slide
+        // implies one in the full picture (drawn bands are a subset, in the same order).
+        // A trace of at most one entry (enabled='state') has no history: its one free, if any,
+        // takes no slide, so every step shows the state when the snapshot was taken.
+        let moment = t.len() <= 1;
+        let mut drawn_stack = Stack::default();
+        let mut full = Stack::default();
+        let mut order = vec![u32::MAX; l.elements.len()];
         let mut drawn_total: u64 = 0;
         let mut summarized_total: u64 = 0;
         let mut live = vec![false; l.elements.len()];
@@ -153,19 +162,13 @@ impl Layout {
         let mut peak = 0u64;
         let mut peak_step = 0u32;
 
-        let add_band = |l: &mut Layout,
-                        e: u32,
-                        step: u32,
-                        drawn_total: &mut u64,
-                        band_live: &mut Vec<bool>,
-                        top_band: &mut Option<u32>| {
+        let add_band = |l: &mut Layout, e: u32, step: u32, drawn_total: &mut u64, drawn_stack: &mut Stack| {
             let b = l.band_element.len() as u32;
             l.band_element.push(e);
             l.band_start.push(step);
             l.band_end.push(u32::MAX);
             l.band_slides.push(false);
-            band_live.push(true);
-            *top_band = Some(b);
+            drawn_stack.push();
             if let Some(el) = l.elements.get_mut(e as usize) {
                 el.band = Some(b);
                 *drawn_total += el.size_bytes;
@@ -174,8 +177,9 @@ impl Layout {
 
         for &e in &initially {
             live[e as usize] = true;
+            order[e as usize] = full.push();
             if drawn[e as usize] {
-                add_band(&mut l, e, 0, &mut drawn_total, &mut band_live, &mut top_band);
+                add_band(&mut l, e, 0, &mut drawn_total, &mut drawn_stack);
             } else {
                 summarized_total += l.elements[e as usize].size_bytes;
             }
@@ -202,8 +206,17 @@ impl Layout {
             if !live[ei] {
                 // Alloc.
                 live[ei] = true;
+                order[ei] = full.push();
+                if hidden(&l.elements[ei]) {
+                    l.elements[ei].alloc_step = step;
+                    step += 1;
+                    l.event_slides.push(false);
+                    l.event_drawn_bytes.push(drawn_total);
+                    l.event_summarized_bytes.push(summarized_total);
+                    continue;
+                }
                 if drawn[ei] {
-                    add_band(&mut l, e, step, &mut drawn_total, &mut band_live, &mut top_band);
+                    add_band(&mut l, e, step, &mut drawn_total, &mut drawn_stack);
                 } else {
                     summarized_total += size;
                 }
@@ -218,29 +231,21 @@ impl Layout {
             } else {
                 // Free.
                 live[ei] = false;
+                let full_slides = full.pop(order[ei]) && !moment;
                 l.elements[ei].free_step = Some(step);
-                if let Some(b) = l.elements[ei].band {
+                if hidden(&l.elements[ei]) {
+                    // Nothing drawn or summarized changes.
+                } else if let Some(b) = l.elements[ei].band {
                     let bi = b as usize;
-                    band_live[bi] = false;
                     l.band_end[bi] = step;
-                    slides = top_band.is_some_and(|t| t > b);
+                    slides = drawn_stack.pop(b) && !moment;
                     l.band_slides[bi] = slides;
-                    if top_band == Some(b) {
-                        let mut t = bi;
-                        top_band = None;
-                        while t > 0 {
-                            t -= 1;
-                            if band_live[t] {
-                                top_band = Some(t as u32);
-                                break;
-                            }
-                        }
-                    }
                     drawn_total -= size;
                 } else {
                     summarized_total = summarized_total.saturating_sub(size);
                 }
-                step += if slides { 1 + SLIDE_STEPS } else { 1 };
+                debug_assert!(full_slides || !slides, "a drawn slide without one in the full picture");
+                step += if full_slides { 1 + SLIDE_STEPS } else { 1 };
             }
             l.event_slides.push(slides);
             l.event_drawn_bytes.push(drawn_total);
@@ -266,6 +271,59 @@ impl Layout {
         l.small_blocks = BlockMaxima::of_events(&l, SMALL);
         l.blocks = BlockMaxima::of_blocks(&l.small_blocks, BLOCK / SMALL);
         l
+    }
+}
+
+/// Live allocations in the order they became live (their stacking order), and the highest one.
+/// Freed positions never come back, so each keeps a pointer down to a lower candidate
+/// (compressed as it is followed): finding the new top after a free is near O(1) amortized.
+#[derive(Default)]
+struct Stack {
+    live: Vec<bool>,
+    /// For a freed position: a lower position with nothing live in between (`u32::MAX`: none).
+    down: Vec<u32>,
+    top: Option<u32>,
+}
+
+impl Stack {
+    /// A new allocation on top; its position.
+    fn push(&mut self) -> u32 {
+        let o = self.live.len() as u32;
+        self.live.push(true);
+        self.down.push(u32::MAX);
+        self.top = Some(o);
+        o
+    }
+
+    /// Frees position `o`; whether anything live sat above it.
+    fn pop(&mut self, o: u32) -> bool {
+        let i = o as usize;
+        if !self.live.get(i).copied().unwrap_or(false) {
+            return false;
+        }
+        self.live[i] = false;
+        self.down[i] = o.checked_sub(1).unwrap_or(u32::MAX);
+        let above = self.top.is_some_and(|t| t > o);
+        if self.top == Some(o) {
+            self.top = self.highest_live_from(o);
+        }
+        above
+    }
+
+    /// The highest live position at or below `o`.
+    fn highest_live_from(&mut self, o: u32) -> Option<u32> {
+        let mut r = o;
+        while r != u32::MAX && !self.live[r as usize] {
+            r = self.down[r as usize];
+        }
+        // Path compression: every freed position passed now points at the answer.
+        let mut c = o;
+        while c != u32::MAX && !self.live[c as usize] {
+            let next = self.down[c as usize];
+            self.down[c as usize] = r;
+            c = next;
+        }
+        (r != u32::MAX).then_some(r)
     }
 }
 

@@ -56,7 +56,11 @@ impl Layout {
             let mut lowest_change = usize::MAX;
             while let Some(&b) = self.bands_by_end.get(next_end) {
                 let bi = b as usize;
-                if f64::from(self.band_end[bi]) > x {
+                // Bands live at the end of the trace are not freed there: at the last step they
+                // keep their place, so the stack's right edge is level (and a snapshot without
+                // history, one step wide, is a level column). They sort last.
+                let end = self.band_end[bi];
+                if f64::from(end) > x || end == self.steps {
                     break;
                 }
                 next_end += 1;

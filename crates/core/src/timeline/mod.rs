@@ -1,8 +1,10 @@
 //! The Active Memory Timeline layout (reference study, section 3.1), built in O(n log n) instead
 //! of PyTorch's O(events x live).
 //!
-//! - x is the event step: each alloc or free takes one step, and a free of a drawn allocation
-//!   with drawn allocations above it takes three more while those slide down over the gap.
+//! - x is the event step: each alloc or free takes one step, and a free with allocations live
+//!   above it takes three more while those slide down over the gap. Steps are counted over every
+//!   allocation, drawn, summarized or hidden, so Detail and hide freed never move an event on the
+//!   x axis (nor the annotations and OOM marks placed by event).
 //! - Allocations are stacked in allocation order; new ones go on top.
 //! - The largest `max_entries` allocations are drawn as bands; the rest are summarized in one band
 //!   that sits on top of the drawn stack.
@@ -65,8 +67,16 @@ pub struct Options {
     /// What to plot.
     pub mode: Mode,
     /// Leave out allocations both made and freed within the trace (PyTorch's `filter_freed`):
-    /// what remains is what was live at the end, or live before the trace began.
+    /// what remains is what was live at the end, or live before the trace began. Their events
+    /// keep their steps (the x axis is the same) but add nothing to the stack.
     pub hide_freed: bool,
+}
+
+impl Options {
+    /// Whether these options leave element `e` out ([`Options::hide_freed`]).
+    pub fn hides(&self, e: &Element) -> bool {
+        self.hide_freed && e.alloc_row.is_some() && e.free_row.is_some()
+    }
 }
 
 impl Default for Options {
@@ -232,6 +242,28 @@ impl ElementKey {
 }
 
 impl Layout {
+    /// Whether element `e` is left out by [`Options::hide_freed`].
+    pub fn is_hidden(&self, e: &Element) -> bool {
+        self.options.hides(e)
+    }
+
+    /// Whether the layout has no history: at most one event and one step, from a trace of at
+    /// most one entry (`enabled='state'`) or none. Every step then shows the state when the
+    /// snapshot was taken (allocations known from the segments' blocks), to be drawn as one
+    /// column, not as a timeline.
+    pub fn is_moment(&self) -> bool {
+        !self.elements.is_empty() && self.steps <= 1 && self.event_step.len() <= 1
+    }
+
+    /// How many elements are shown (drawn or summarized): all but the hidden ones.
+    pub fn shown_count(&self) -> usize {
+        if self.options.hide_freed {
+            self.elements.iter().filter(|e| !self.is_hidden(e)).count()
+        } else {
+            self.elements.len()
+        }
+    }
+
     /// The stable key of element `e`.
     pub fn element_key(&self, e: u32) -> Option<ElementKey> {
         self.elements.get(e as usize).map(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row))

@@ -168,6 +168,22 @@ fn check_edges(l: &Layout, samples: &[f64]) {
             assert!((got - want).abs() < 0.5, "band {b} at {x}: edge {got}, stack {want}");
         }
     }
+    // Bands live at the end keep their place at the last step: the edge there is the offset
+    // just before it (the right edge of the stack is level, not falling to 0).
+    let end = f64::from(l.steps);
+    if samples.last() == Some(&end) {
+        l.offsets_at(end - 0.5, &mut stack);
+        for &(b, want) in &stack {
+            if l.band_step_range(b).1 != l.steps {
+                continue;
+            }
+            let last = edge_of.get(&b).and_then(|e| e.last()).copied();
+            assert!(
+                last.is_some_and(|(x, off)| x == end && (off - want).abs() < 0.5),
+                "band {b} at the end: edge {last:?}, stack {want}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -194,6 +210,10 @@ fn hide_freed_keeps_only_allocations_not_freed_in_the_trace() {
                 assert_eq!(kept.live_bytes_at(f64::from(kept.steps)), all.live_bytes_at(end), "{f:?} device {dev}");
             }
             check_invariants(&kept, (kept.steps / 2000).max(1));
+            // The x axis is the same: every event keeps its step.
+            assert_eq!((kept.steps, &kept.event_step, &kept.event_row), (all.steps, &all.event_step, &all.event_row));
+            assert_eq!(kept.shown_count(), survivors, "{f:?} device {dev}");
+            assert_eq!(all.shown_count(), all.elements.len());
         }
     }
 }
@@ -285,8 +305,15 @@ fn invariants_hold_on_generated_traces() {
         let snap = crate::load(json.as_bytes()).expect("load");
         let (_, expect) = independent_live(&snap, 0);
         let mut peaks = Vec::new();
+        let full = Layout::build(&snap, 0, Options { max_entries: usize::MAX, ..Options::default() });
         for n in [usize::MAX, 7, 1, 0] {
             let l = Layout::build(&snap, 0, Options { max_entries: n, ..Options::default() });
+            // Detail never moves an event on the x axis, nor does hiding the freed allocations.
+            assert_eq!((l.steps, &l.event_step), (full.steps, &full.event_step), "case {case} n={n}");
+            let hidden = Layout::build(&snap, 0, Options { max_entries: n, hide_freed: true, ..Options::default() });
+            assert_eq!((hidden.steps, &hidden.event_step), (full.steps, &full.event_step), "case {case} n={n} hidden");
+            check_invariants(&hidden, 1);
+            check_edges(&hidden, &hidden.sample_steps(0.0, f64::from(hidden.steps), 10_000));
             for &(row, want) in &expect {
                 let s = l.step_of_row(row).expect("event step");
                 assert_eq!(l.live_bytes_at(f64::from(s)), want, "case {case} n={n} row {row}");
@@ -430,4 +457,54 @@ fn element_keys_are_unique_and_found() {
     }
     assert!(reused, "no address is reused in this fixture");
     assert_eq!(layout.element_by_key(ElementKey::new(1, Some(u32::MAX), None)), None);
+}
+
+/// A snapshot without history (`enabled='state'`: one entry, a free of an allocation made before
+/// recording) is one moment: one step, every band flat over it, holding what was live when the
+/// snapshot was taken; a traced file is not. Without expandable segments there are no mapped
+/// pages at all (no segment is drawn as one).
+#[test]
+fn a_state_only_snapshot_is_one_moment() {
+    let load = |name: &str| {
+        crate::load(&std::fs::read(crate::test_fixtures::fixture("shared", name)).expect("read")).expect("load")
+    };
+    let snap = load("state_only.pickle");
+    let dev = snap.default_device().expect("device");
+    for n in [DEFAULT_MAX_ENTRIES, 3] {
+        let l = Layout::build(&snap, dev, Options { max_entries: n, ..Options::default() });
+        assert!(l.is_moment(), "n={n}");
+        assert_eq!(l.steps, 1);
+        assert!(l.band_count() > 0);
+        let final_bytes: u64 = snap
+            .segments
+            .iter()
+            .filter(|s| s.device == snap.devices[dev].index)
+            .flat_map(|s| snap.segment_blocks(s))
+            .filter(|b| b.state == crate::snapshot::BlockState::ActiveAllocated)
+            .map(|b| b.requested_size)
+            .sum();
+        for x in [0.0, 0.5, 0.999] {
+            assert_eq!(l.live_bytes_at(x), final_bytes, "n={n} at {x}");
+        }
+        // Flat: no band slides, every drawn band that shows at all spans the whole step.
+        for b in 0..l.band_count() as u32 {
+            let (start, end) = l.band_step_range(b);
+            assert!((start, end) == (0, 1) || start == end, "band {b}: {start}..{end}");
+            assert!(l.band_reach(b) <= 1);
+        }
+        check_invariants(&l, 1);
+        check_edges(&l, &[0.0, 0.5, 1.0]);
+        // A level column: every band's edge is one offset from side to side.
+        let edges = l.band_edges(&(0..l.band_count() as u32).collect::<Vec<_>>(), &[0.0, 1.0]);
+        for i in 0..edges.bands.len() {
+            let e = edges.edge(i);
+            assert!(e.windows(2).all(|w| w[0].1 == w[1].1), "band {} slopes: {e:?}", edges.bands[i]);
+        }
+        let mapped = Layout::build(&snap, dev, Options { mode: Mode::MappedPages, ..Options::default() });
+        assert!(mapped.elements.is_empty() && !mapped.is_moment());
+    }
+    let snap = load("oom.pickle");
+    assert!(!Layout::build(&snap, 0, Options::default()).is_moment());
+    let mapped = Layout::build(&snap, 0, Options { mode: Mode::MappedPages, ..Options::default() });
+    assert!(mapped.elements.is_empty() && mapped.band_count() == 0);
 }

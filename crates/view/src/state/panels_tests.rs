@@ -323,3 +323,29 @@ fn on_the_time_axis_an_iteration_window_is_in_microseconds() {
     assert_eq!((*x0, *x1), (p0, p1));
     assert!(p1 > p0);
 }
+
+/// A cited entry puts the cursor there and brings it into the window (same width); a second
+/// click takes the cursor away.
+#[test]
+fn a_cited_entry_puts_the_cursor_there_and_shows_it() {
+    let mut s = demo();
+    let entry = 300u32;
+    let step = f64::from(s.file().expect("file").plot.layout.step_for_row(entry));
+    // A narrow window far from the entry.
+    let f = s.file_mut().expect("file");
+    let end = f.viewport.full_x1;
+    f.viewport.set_window(end - 50.0, end);
+    assert!(step < end - 50.0, "the entry is outside the window");
+    let effects = apply(&mut s, Action::Entry(entry));
+    assert_eq!(effects, vec![Effect::ShowEntry(entry)]);
+    assert_eq!(s.analysis.cursor_entry, Some(entry));
+    s.show_entry(entry);
+    let v = s.file().expect("file").viewport;
+    assert!(v.x0 <= step && step <= v.x1, "{step} in {}..{}", v.x0, v.x1);
+    assert!((v.width() - 50.0).abs() < 1e-9, "same width");
+    // Already in view: the window stays.
+    s.show_entry(entry + 1);
+    assert_eq!(s.file().expect("file").viewport, v);
+    assert!(apply(&mut s, Action::Entry(entry)).is_empty());
+    assert_eq!(s.analysis.cursor_entry, None);
+}

@@ -206,6 +206,7 @@ impl App {
                         }
                     }
                 }
+                Effect::ShowEntry(entry) => self.state.show_entry(entry),
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

@@ -14,7 +14,7 @@ use plotters::style::{RGBAColor, RGBColor};
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
-use super::{chart, esc, rich, Analysis};
+use super::{chart, entry_link, esc, rich, Analysis};
 use crate::input::Surface;
 use crate::paint::Frame;
 use memviz_view::axis;
@@ -74,8 +74,8 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
                 it.index + 1,
                 esc(&it.label),
                 esc(&it.label),
-                it.start_row,
-                it.end_row,
+                entry_link(it.start_row, &it.start_row.to_string()),
+                entry_link(it.end_row, &it.end_row.to_string()),
                 it.peak_bytes,
                 size_text(it.peak_bytes),
                 it.end_bytes,
@@ -379,8 +379,8 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
 fn oom_html(snap: &Snapshot, o: &OomReport, k: usize, s: &mut String) {
     let _ = write!(
         s,
-        "<section class=\"oom\" data-i=\"{k}\"><h3>Out of memory at entry {}{}</h3><table class=\"an-kv\">",
-        o.row,
+        "<section class=\"oom\" data-i=\"{k}\"><h3>Out of memory at {}{}</h3><table class=\"an-kv\">",
+        entry_link(o.row, &format!("entry {}", o.row)),
         o.time_us.map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))))
     );
     let mut kv = |k: &str, v: String| {

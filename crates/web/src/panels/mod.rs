@@ -67,21 +67,44 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Escapes text for HTML and writes its `backtick` spans as `<code>` (a lone backtick stays).
+/// Escapes text for HTML, writes its `backtick` spans as `<code>` (a lone backtick stays) and
+/// the trace entries it cites as links ([`linked`]).
 pub fn rich(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 16);
     let mut rest = s;
     while let Some(open) = rest.find('`') {
         let after = &rest[open + 1..];
         let Some(close) = after.find('`').filter(|&c| c > 0) else { break };
-        o.push_str(&esc(&rest[..open]));
+        o.push_str(&linked(&rest[..open]));
         o.push_str("<code>");
         o.push_str(&esc(&after[..close]));
         o.push_str("</code>");
         rest = &after[close + 1..];
     }
-    o.push_str(&esc(rest));
+    o.push_str(&linked(rest));
     o
+}
+
+/// Escapes text for HTML, each cited trace entry ("entry 2302", "entries 0..1996") a button
+/// that puts the cursor on the timeline there (`data-act="entry"`).
+pub fn linked(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 64);
+    let mut at = 0;
+    for r in memviz_view::entries::entry_refs(s) {
+        o.push_str(&esc(&s[at..r.start]));
+        o.push_str(&entry_link(r.entry, &s[r.start..r.end]));
+        at = r.end;
+    }
+    o.push_str(&esc(&s[at..]));
+    o
+}
+
+/// A button for trace entry `entry` that reads `text`.
+pub fn entry_link(entry: u32, text: &str) -> String {
+    format!(
+        "<button type=\"button\" class=\"entry-link\" data-act=\"entry\" data-i=\"{entry}\" title=\"Put a cursor on the timeline at entry {entry}\">{}</button>",
+        esc(text)
+    )
 }
 
 fn by_id(ui: &Ui, id: &str) -> Option<HtmlElement> {
@@ -205,6 +228,7 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
             let (a, b) = rows.split_once(',')?;
             Action::ZoomRows { start_row: a.parse().ok()?, end_row: b.parse().ok()? }
         }
+        "entry" => Action::Entry(u32::try_from(i()?).ok()?),
         k => Action::Export(ExportKind::from_value(k)?),
     })
 }
@@ -238,10 +262,17 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
     l
 }
 
-/// Outlines the highlighted elements and marks the live set's moment on the timeline.
+/// Colour of the cursor on a cited entry.
+const CURSOR_COLOUR: &str = "#b35900";
+
+/// Outlines the highlighted elements and marks the live set's moment and the cursor on a cited
+/// entry on the timeline.
 pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let p = &fr.state.analysis;
     categories::draw_colours(fr, drawn, ctx);
+    if p.cursor_entry.is_none() || !p.open || fr.state.view.mode() != Mode::Allocations {
+        let _ = fr.ui.plot.remove_attribute("data-cursor");
+    }
     let Some(f) = fr.file() else { return };
     if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
@@ -263,6 +294,29 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
             ctx.fill();
             ctx.stroke();
         });
+    }
+    // The cursor on a cited entry, labelled with the entry and its step.
+    if let Some(entry) = p.cursor_entry.filter(|_| p.open) {
+        let step = layout.step_for_row(entry);
+        let (x, _) = plot.to_dev(f64::from(step), 0.0);
+        ctx.set_stroke_style_str(CURSOR_COLOUR);
+        ctx.set_line_width(1.5 * dpr);
+        ctx.begin_path();
+        ctx.move_to(x, rect.top_px * dpr);
+        ctx.line_to(x, rect.bottom_px() * dpr);
+        ctx.stroke();
+        let label = memviz_view::entries::cursor_label(entry, step);
+        ctx.set_font(&format!("{}px sans-serif", 11.0 * dpr));
+        let w = ctx.measure_text(&label).map_or(80.0 * dpr, |m| m.width());
+        let right = rect.right_px() * dpr;
+        let lx = if x + 4.0 * dpr + w > right { x - 4.0 * dpr - w } else { x + 4.0 * dpr };
+        ctx.set_fill_style_str("rgba(255,255,255,0.9)");
+        ctx.fill_rect(lx - 2.0 * dpr, (rect.top_px + 2.0) * dpr, w + 4.0 * dpr, 14.0 * dpr);
+        ctx.set_fill_style_str(CURSOR_COLOUR);
+        ctx.set_text_align("left");
+        ctx.set_text_baseline("top");
+        let _ = ctx.fill_text(&label, lx, (rect.top_px + 3.0) * dpr);
+        let _ = fr.ui.plot.set_attribute("data-cursor", &format!("{entry}:{step}:{:.1}", x / dpr));
     }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {

@@ -29,12 +29,21 @@ pub fn draw_timeline_base(
     fit_canvas(canvas, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
-    let rect = plot_rect(w, h, f.plot.annotation_row_count);
+    let rect = f.plot_rect(css);
     let v = &f.viewport;
     let xm = f.xmap();
+    // A moment (no history) is one column with no x axis; an empty layout has no ticks.
+    let kind = plot_kind(f);
 
-    let (y_step, y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
-    let (x_step, x_ticks) = axis::x_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14), xm.is_time());
+    let (y_step, mut y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
+    let (x_step, mut x_ticks) =
+        axis::x_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14), xm.is_time());
+    if kind != PlotKind::Timeline {
+        x_ticks.clear();
+    }
+    if kind == PlotKind::Empty {
+        y_ticks.clear();
+    }
 
     // The bands, rasterized into the plot area's pixels and put there in one call.
     let left_dev = rect.left_px * dpr;
@@ -138,10 +147,30 @@ pub fn draw_timeline_base(
         let _ = ctx.fill_text(&label, x, by + 7.0);
         info.x_labels.push(label);
     }
-    ctx.set_text_align("right");
     ctx.set_fill_style_str("#666");
-    let title = if xm.is_time() { "time since the first event" } else { "event step (each alloc or free is one step)" };
-    let _ = ctx.fill_text(title, rect.right_px(), by + 26.0);
+    match kind {
+        PlotKind::Timeline => {
+            ctx.set_text_align("right");
+            let title =
+                if xm.is_time() { "time since the first event" } else { "event step (each alloc or free is one step)" };
+            let _ = ctx.fill_text(title, rect.right_px(), by + 26.0);
+        }
+        PlotKind::Moment => {
+            ctx.set_text_align("center");
+            let _ = ctx.fill_text("the snapshot's moment", rect.left_px + rect.width_px / 2.0, by + 7.0);
+            let _ = ctx.fill_text("(no history recorded)", rect.left_px + rect.width_px / 2.0, by + 24.0);
+        }
+        PlotKind::Empty => {
+            ctx.set_text_align("center");
+            ctx.set_text_baseline("middle");
+            let text = match f.plot.layout.options.mode {
+                memviz_core::timeline::Mode::MappedPages => "No mapped pages to draw",
+                memviz_core::timeline::Mode::Segments => "No segments to draw",
+                memviz_core::timeline::Mode::Allocations => "No allocations to draw",
+            };
+            let _ = ctx.fill_text(text, rect.left_px + rect.width_px / 2.0, rect.top_px + rect.height_px / 2.0);
+        }
+    }
 
     // Annotation strip.
     draw_annotations(ctx, f, &rect, &xm);
@@ -165,6 +194,39 @@ pub fn draw_timeline_base(
         let _ = ctx.fill_text(label, lx, rect.top_px + 4.0);
     }
     info
+}
+
+/// What the timeline's plot area shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotKind {
+    /// Bands over steps or time.
+    Timeline,
+    /// No history: one column of what was live when the snapshot was taken, no x axis.
+    Moment,
+    /// Nothing to draw (no allocation, segment or mapped range): no ticks, a line saying so.
+    Empty,
+}
+
+/// What the plot area of `f` shows.
+pub fn plot_kind(f: &OpenFile) -> PlotKind {
+    if f.plot.layout.elements.is_empty() {
+        PlotKind::Empty
+    } else if f.is_moment() {
+        PlotKind::Moment
+    } else {
+        PlotKind::Timeline
+    }
+}
+
+impl PlotKind {
+    /// Its name in `#plot[data-kind]`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlotKind::Timeline => "timeline",
+            PlotKind::Moment => "moment",
+            PlotKind::Empty => "empty",
+        }
+    }
 }
 
 /// Stretches the held copies into window `v` of the plot area `area` (device px: x, y, width,
@@ -238,8 +300,7 @@ pub fn prepare_plot(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if fr.state.view.is_panel() || memo.prepared.as_ref().is_some_and(|p| p.0 == key) {
         return;
     }
-    let (w, h) = fr.state.plot_css;
-    let rect = plot_rect(w, h, f.plot.annotation_row_count);
+    let rect = f.plot_rect(fr.state.plot_css);
     let pixels = compute_plot(f, rect, fr.state.dpr);
     memo.prepared = Some((key, pixels));
 }

@@ -44,15 +44,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         None => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            let text = fr.file().map_or_else(String::new, |f| {
-                let l = &f.plot.layout;
-                let noun = match l.options.mode {
-                    memviz_core::timeline::Mode::Allocations => "allocations",
-                    memviz_core::timeline::Mode::Segments => "segments",
-                    memviz_core::timeline::Mode::MappedPages => "mappings",
-                };
-                format!("{} · peak {} · {} {noun}", f.name, human_size(l.peak_bytes as f64), l.elements.len())
-            });
+            let text = fr.file().map_or_else(String::new, status_text);
             set_text(&ui.status, &text);
             // The bar may cut a long name: the whole line is its title.
             if ui.status.title() != text {
@@ -73,7 +65,14 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     ui.drop_overlay.set_hidden(!fr.state.drag_hover);
     // Menus.
     let devices = fr.file().map_or(0, |f| f.snap.devices.len());
-    let key = (fr.state.files.len(), fr.state.current, devices);
+    let views = fr.derived.views_of(fr.state);
+    let key = (
+        fr.state.files.len(),
+        fr.state.current,
+        devices,
+        fr.file().map(|f| f.plot.device_pos),
+        views.map(|v| (v.mapped_pages, v.private_pools)),
+    );
     if memo.menus != Some(key) {
         memo.menus = Some(key);
         fill_select(
@@ -94,7 +93,17 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
                 }),
             );
         }
-        fill_select(ui, &ui.view_select, View::ALL.iter().map(|v| (v.value().to_string(), v.label().to_string())));
+        // Views that show nothing for this device say so (values stay the same).
+        let mark = |v: View| match (v, views) {
+            (View::MappedPagesTimeline, Some(d)) if !d.mapped_pages => " (no expandable segments)",
+            (View::AllocatedMemoryPools, Some(d)) if !d.private_pools => " (no private pools)",
+            _ => "",
+        };
+        fill_select(
+            ui,
+            &ui.view_select,
+            View::ALL.iter().map(|&v| (v.value().to_string(), format!("{}{}", v.label(), mark(v)))),
+        );
     }
     let busy = fr.state.loading.is_some();
     set_select(
@@ -107,7 +116,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         Some(f) => {
             set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
             set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
-            let total = f.plot.element_count();
+            let total = f.plot.layout.shown_count();
             let value = fr.state.detail_preview.unwrap_or(f.max_entries).min(total);
             let max = total.to_string();
             if ui.detail.max() != max {
@@ -116,15 +125,68 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             if fr.state.detail_preview.is_none() && ui.detail.value() != value.to_string() {
                 ui.detail.set_value(&value.to_string());
             }
-            ui.detail.set_disabled(busy);
-            set_text(&ui.detail_label, &format!("Detail: {value} of {total} entries"));
+            ui.detail.set_disabled(busy || total == 0);
+            let label = if total == 0 { format!("No {} to draw", noun(f)) } else { detail_text(value, total, noun(f)) };
+            set_text(&ui.detail_label, &label);
+            set_attr(&ui.detail_label, "data-drawn", &value.to_string());
+            set_attr(&ui.detail_label, "data-total", &max);
         }
         None => {
             set_select(&ui.device_select, "", true);
             set_select(&ui.x_axis_select, "steps", true);
             ui.detail.set_disabled(true);
-            set_text(&ui.detail_label, "Detail: –");
+            set_text(&ui.detail_label, "Draw the largest allocations individually");
+            set_attr(&ui.detail_label, "data-drawn", "");
+            set_attr(&ui.detail_label, "data-total", "");
         }
+    }
+}
+
+/// What the layout's elements are: allocations, segments or mapped ranges.
+fn noun(f: &OpenFile) -> &'static str {
+    match f.plot.layout.options.mode {
+        memviz_core::timeline::Mode::Allocations => "allocations",
+        memviz_core::timeline::Mode::Segments => "segments",
+        memviz_core::timeline::Mode::MappedPages => "mapped ranges",
+    }
+}
+
+/// The Detail control's label: how many of the elements are drawn one by one (the rest are
+/// summarized in one band; the x axis does not change).
+pub(crate) fn detail_text(drawn: usize, total: usize, noun: &str) -> String {
+    if drawn >= total {
+        format!("Draw all {total} {noun} individually")
+    } else {
+        format!("Draw the {drawn} largest of {total} {noun} individually")
+    }
+}
+
+/// The status line of a file: its name, its peak (or, without history, what is live) and how
+/// many elements are shown ("N of M" when hide freed leaves some out).
+pub(crate) fn status_text(f: &OpenFile) -> String {
+    let l = &f.plot.layout;
+    if f.is_moment() {
+        // What the column holds: the lifetimes not freed by the trace's one entry.
+        let live = l.elements.iter().filter(|e| e.free_row.is_none()).count();
+        return format!(
+            "{} · {} live at the snapshot · {live} {} live",
+            f.name,
+            human_size(l.live_bytes_at(0.5) as f64),
+            noun(f)
+        );
+    }
+    if l.elements.is_empty() {
+        return format!("{} · no {} on this device", f.name, noun(f));
+    }
+    let peak = human_size(l.peak_bytes as f64);
+    let (shown, all) = (l.shown_count(), l.elements.len());
+    let count = if shown < all { format!("{shown} of {all} {} shown", noun(f)) } else { format!("{all} {}", noun(f)) };
+    format!("{} · peak {peak} · {count}", f.name)
+}
+
+fn set_attr(el: &web_sys::HtmlElement, name: &str, value: &str) {
+    if el.get_attribute(name).as_deref() != Some(value) {
+        let _ = el.set_attribute(name, value);
     }
 }
 

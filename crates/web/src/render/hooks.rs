@@ -61,6 +61,7 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
             set("data-y-max", &format!("{:.0}", v.y_max_bytes));
             set("data-x-axis", f.x_axis.value());
             set("data-steps", &f.plot.layout.steps.to_string());
+            set("data-kind", plot_kind(f).name());
             set("data-annotation-rows", &f.plot.annotation_row_count.to_string());
             set("data-ooms", &f.plot.ooms.len().to_string());
         }

@@ -37,12 +37,16 @@ use hooks::*;
 use landing::sync_landing;
 use overlay::*;
 
+/// What the menus were filled for.
+pub type MenusKey = (usize, Option<usize>, usize, Option<usize>, Option<(bool, bool)>);
+
 /// What the painters remember of what they wrote, so frames only touch what changed; and the
 /// first frames of a file just opened.
 #[derive(Default)]
 pub struct PaintMemo {
-    /// (files, current file, device count) when the menus were last filled.
-    pub menus: Option<(usize, Option<usize>, usize)>,
+    /// (files, current file, device count, device shown, (mapped pages, private pools)) when
+    /// the menus were last filled.
+    pub menus: Option<MenusKey>,
     /// The stack panel and the tooltip.
     pub stack: crate::stack::Memo,
     /// What the canvases show now.
@@ -108,8 +112,7 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     let (Some(f), Some(p)) = (fr.file(), ui.held.get(step - canvases.len())) else { return };
-    let (_, _, w, h) =
-        raster_area(&plot_rect(fr.state.plot_css.0, fr.state.plot_css.1, f.plot.annotation_row_count), fr.state.dpr);
+    let (_, _, w, h) = raster_area(&f.plot_rect(fr.state.plot_css), fr.state.dpr);
     p.reserve((w as f64, h as f64));
 }
 

@@ -204,6 +204,17 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     let xm = f.xmap();
     ctx.set_fill_style_str("#f6f6f6");
     ctx.fill_rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
+    let kind = plot_kind(f);
+    if kind != PlotKind::Timeline {
+        // No run to give an overview of.
+        ctx.set_fill_style_str("#888");
+        ctx.set_font(SMALL_FONT);
+        ctx.set_text_align("center");
+        ctx.set_text_baseline("middle");
+        let text = if kind == PlotKind::Moment { "no history: no overview" } else { "nothing to show" };
+        let _ = ctx.fill_text(text, rect.left_px + rect.width_px / 2.0, rect.top_px + rect.height_px / 2.0);
+        return;
+    }
     // Total memory over the whole run.
     let peak = fr.derived.minimap_cols.iter().copied().fold(1.0f64, f64::max);
     let n = fr.derived.minimap_cols.len().max(1) as f64;
