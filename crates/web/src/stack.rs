@@ -110,7 +110,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             // Coloured by inferred category: the band's category comes first.
             match t {
                 Target::Element(e) => match crate::panels::categories::category_line(fr, e) {
-                    Some(line) => format!("<div class=\"stack-category\">{}</div>{html}", esc(&line)),
+                    Some(line) => format!("<div class=\"stack-category\">{}\n</div>{html}", esc(&line)),
                     None => html,
                 },
                 _ => html,

@@ -312,7 +312,7 @@ test('a snapshot without history is one column of what was live, with a note say
   assert.equal((await plotData(page)).hover, '', 'nothing beside the column');
   await page.mouse.move(box.x + 84 + (box.width - 104) / 2, y);
   await page.waitForFunction(() => document.getElementById('plot').dataset.hover?.startsWith('element:'), null, { polling: 50 });
-  assert.match(await page.textContent('#stack'), /^b[0-9a-f]+_\d+ \d+(\.\d+)?(B|KiB|MiB|GiB) \(\d+ bytes\) allocation\n[^]*live when the snapshot was taken/);
+  assert.match(await page.textContent('#stack'), /^b[0-9a-f]+_\d+ \d+(\.\d+)? ?(B|KiB|MiB|GiB) \(\d+ bytes\) allocation\n[^]*live when the snapshot was taken/);
   await shot(page, 'state-only');
   // Other timelines of it say the same; the event list still works.
   await page.selectOption('#view-select', 'active-cached-segment-timeline');

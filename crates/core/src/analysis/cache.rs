@@ -106,7 +106,7 @@ mod tests {
         assert_eq!(f.bytes, worst.unused_bytes());
         assert!(is_large(f.bytes, worst.reserved_bytes));
         assert!(
-            f.title.starts_with("The allocator's cache holds 3.0 GiB it does not use (69% of the 4.4 GiB reserved"),
+            f.title.starts_with("The allocator's cache holds 3 GiB it does not use (69% of the 4.4 GiB reserved"),
             "{}",
             f.title
         );

@@ -74,8 +74,9 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
                 it.index + 1,
                 esc(&it.label),
                 esc(&it.label),
-                entry_link(it.start_row, &it.start_row.to_string()),
-                entry_link(it.end_row, &it.end_row.to_string()),
+                // The whole row zooms to the iteration: its entries are not links of their own.
+                it.start_row,
+                it.end_row,
                 it.peak_bytes,
                 size_text(it.peak_bytes),
                 it.end_bytes,
