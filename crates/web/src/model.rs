@@ -93,8 +93,10 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps.
-pub static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
+/// The snapshot behind "Try a demo": a short GPT training run with AMP and annotated steps,
+/// xz-compressed (29 KB instead of 44 KB of the page's gzipped weight); it opens through the same
+/// decoder as any compressed file.
+pub static DEMO_SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle.xz");
 
 /// File name shown for the demo.
 pub const DEMO_NAME: &str = "gpt_amp_annotated.pickle (demo)";
