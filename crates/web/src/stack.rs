@@ -38,7 +38,7 @@ pub struct Memo {
 
 impl Memo {
     /// The panel is written again in the next frame (something else wrote it).
-    pub fn forget(&mut self) {
+    pub fn invalidate(&mut self) {
         self.stack = None;
     }
 }

@@ -122,7 +122,7 @@ impl App {
                 if self.state.pool_hover != h {
                     self.state.pool_hover = h;
                     // The envelope's text replaces the stack text, and back.
-                    self.memo.stack.forget();
+                    self.memo.stack.invalidate();
                 }
                 Vec::new()
             }

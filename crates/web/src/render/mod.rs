@@ -79,7 +79,7 @@ impl PaintMemo {
     /// Forgets what was written of the open files (a file was closed: indices moved).
     pub fn forget_files(&mut self, document: &web_sys::Document) {
         self.menus = None;
-        self.stack.forget();
+        self.stack.invalidate();
         self.canvas = None;
         self.prepared = None;
         self.panels = crate::panels::Memo::default();
@@ -168,7 +168,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if crate::views::draw(fr, &mut memo.views) {
         // The timeline must draw everything again when it comes back.
         memo.canvas = None;
-        memo.stack.forget();
+        memo.stack.invalidate();
         if fr.state.loading.is_none() {
             if let Some(t) = memo.ready_pending.take() {
                 fr.ui.mark("memviz:ready");
