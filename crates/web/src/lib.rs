@@ -17,7 +17,8 @@
 //!   controls, and each part's painting; it reads the state and changes none of it;
 //! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
 //!   memo of what it wrote: [`panels`] (the analysis panel), [`views`] (Allocator State
-//!   History and Settings), [`search`], [`pools`]; [`url`] (the fragment, written after inputs);
+//!   History and Settings), [`search`], [`pools`], [`stack`] (the stack panel and the tooltip);
+//!   [`url`] (the fragment, written after inputs);
 //! - [`paint`] (what painting reads: [`paint::Frame`], colours, band edges), [`derived`] (what is
 //!   computed from the state: analyses, matches, pools, the event list), [`dom`] (the page's
 //!   elements), [`canvas`] (canvases kept between frames), [`input`] (what the user did, as plain
