@@ -1,9 +1,10 @@
 //! The page's one state ([`App`]), the handlers that change it, and the glue to the DOM.
 //!
-//! DOM events become [`Input`]s in the listeners installed by [`install`]; every listener goes
-//! through [`listen`], which borrows the state once and calls [`App::handle`]. Handlers change
-//! state and call [`App::request_redraw`], which queues at most one animation frame; the frame
-//! calls [`crate::render::draw`], which reads the state only. Listeners, the frame callback and
+//! DOM events become [`Input`]s through the [`Binding`]s each part of the page gives, installed
+//! by [`install`] through one helper (`listen_binding`), which borrows the state once and calls
+//! [`App::handle`]. Handlers change state, carry out its effects and end in `settle` (derived
+//! results brought up to date, the URL written, one animation frame asked for); the frame calls
+//! [`crate::render::draw`], which reads the state only. Listeners, the frame callback and
 //! the resize observer are owned by the state and removed when it is dropped.
 
 use std::cell::RefCell;
