@@ -23,6 +23,25 @@ async function compileWasm() {
   return WebAssembly.compile(await response.arrayBuffer());
 }
 
+/** Files dropped before the page has started: kept for it (the browser would otherwise open them
+ * as a download). The page opens what its file input holds when it starts. */
+const earlyDrops = [];
+const keepEarlyDrop = (e) => {
+  e.preventDefault();
+  if (e.type === 'drop') earlyDrops.push(...(e.dataTransfer?.files ?? []));
+};
+window.addEventListener('dragover', keepEarlyDrop);
+window.addEventListener('drop', keepEarlyDrop);
+function handEarlyDrops() {
+  window.removeEventListener('dragover', keepEarlyDrop);
+  window.removeEventListener('drop', keepEarlyDrop);
+  const input = document.getElementById('file-input');
+  if (!earlyDrops.length || !input || typeof DataTransfer !== 'function') return;
+  const dt = new DataTransfer();
+  for (const f of earlyDrops) dt.items.add(f);
+  input.files = dt.files;
+}
+
 const workerUrl = new URL('./worker.js', import.meta.url);
 
 /** Starts a loading worker and has it instantiate the WebAssembly now, before any file comes. */
@@ -243,6 +262,7 @@ try {
   // Bytes of the WebAssembly heap, for the benchmark's page-memory figure.
   globalThis.memvizWasmBytes = () => wasm.memory.buffer.byteLength;
   globalThis.memvizLoadInWorker = (file, request, onProgress) => loadInWorker(module, file, request, onProgress);
+  handEarlyDrops();
   start();
   spare = spawnLoader(module);
   spareReader = spawnReader();

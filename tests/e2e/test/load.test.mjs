@@ -85,6 +85,38 @@ test('a snapshot dropped on the page is drawn, and files can be switched', { ski
   await page.close();
 });
 
+test('a file chosen or dropped before the page has started opens once it starts', { skip: needFixtures }, async () => {
+  for (const how of ['input', 'drop']) {
+    const page = await env.context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // Hold the WebAssembly back so the file comes before the page's own listeners exist.
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await page.route('**/*.wasm', async (route) => { await held; await route.continue(); });
+    await page.goto(env.server.url, { waitUntil: 'domcontentloaded' });
+    if (how === 'input') {
+      await page.setInputFiles('#file-input', OOM);
+    } else {
+      const b64 = readFileSync(OOM).toString('base64');
+      await page.evaluate((data) => {
+        const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+        const dt = new DataTransfer();
+        dt.items.add(new File([bytes], 'early.pickle'));
+        document.body.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        const kept = !document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        if (!kept) throw new Error('the early drop was not taken by the page');
+      }, b64);
+    }
+    assert.equal(await readyCount(page), 0);
+    release();
+    await waitReady(page, 0);
+    assert.match(await page.textContent('#status'), how === 'input' ? /oom\.pickle/ : /early\.pickle/, how);
+    assert.deepEqual(errors, [], how);
+    await page.close();
+  }
+});
+
 test('several files chosen at once all open', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await page.setInputFiles('#file-input', [OOM, RESNET]);

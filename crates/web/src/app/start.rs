@@ -86,6 +86,16 @@ pub fn install() -> Result<(), JsValue> {
             app.handle(Input::Open(embedded.files));
         }
     }
+    // Files chosen before the page had started (its listeners did not exist yet) open now.
+    let early = {
+        let app = rc.borrow();
+        crate::app::listeners::files_of(app.ui.file_input.files())
+    };
+    if !early.is_empty() && rc.borrow().state.files.is_empty() && !rc.borrow().loader_running {
+        let mut app = rc.borrow_mut();
+        app.ui.file_input.set_value("");
+        app.handle(Input::Open(early));
+    }
     // A reload keeps the fragment: view and device now, the rest when the same file opens.
     crate::url::read_at_start(&mut rc.borrow_mut().state);
     // A reload of the demo opens the demo again; another file waits to be opened (the page says
