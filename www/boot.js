@@ -44,7 +44,7 @@ function handEarlyDrops() {
 
 const workerUrl = new URL('./worker.js', import.meta.url);
 
-/** Starts a loading worker and has it instantiate the WebAssembly now, before any file comes. */
+/** Starts a loading worker and has it instantiate the WebAssembly now, before its file comes. */
 function spawnLoader(module) {
   try {
     const worker = new Worker(workerUrl, { type: 'module' });
@@ -77,7 +77,7 @@ function spawnReader() {
   }
 }
 
-/** A loading worker and a reading worker started ahead of the next load. */
+/** A loading worker and a reading worker started ahead of the next load (after a first one). */
 let spare = null;
 let spareReader = null;
 
@@ -263,9 +263,9 @@ try {
   globalThis.memvizWasmBytes = () => wasm.memory.buffer.byteLength;
   globalThis.memvizLoadInWorker = (file, request, onProgress) => loadInWorker(module, file, request, onProgress);
   handEarlyDrops();
+  // No worker starts before a file needs one: small files load on the page (see ON_PAGE_MAX_BYTES
+  // in crates/web/src/app/mod.rs), and an idle worker's heap would only weigh on the tab.
   start();
-  spare = spawnLoader(module);
-  spareReader = spawnReader();
 } catch (e) {
   const el = document.getElementById('error');
   if (el) {

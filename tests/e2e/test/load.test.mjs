@@ -211,23 +211,20 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   await page.close();
 });
 
-test('files are read, decoded and laid out in a Web Worker; without one the page loads them itself', { skip: needFixtures }, async () => {
+test('small files load on the page and start no worker; large ones load in a Web Worker', { skip: needFixtures }, async () => {
   const page = await env.newPage();
-  await openFiles(page, RESNET);
-  const viaWorker = JSON.parse((await plotData(page)).timings);
-  // The model and plot were handed over from the worker.
-  assert.ok(viaWorker.transfer_ms > 0, `transfer_ms ${viaWorker.transfer_ms}`);
-  assert.ok(viaWorker.parse_ms > 0 && viaWorker.layout_ms >= 0);
-  const bandsViaWorker = Number((await plotData(page)).bands);
-  const stepsViaWorker = Number((await plotData(page)).steps);
-  assert.ok(await page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/worker.js'))));
-  // The same file loaded on the main thread (as where no worker can run) draws the same.
-  await page.evaluate(() => { delete globalThis.memvizLoadInWorker; });
+  const started = (name) => page.evaluate((n) => performance.getEntriesByType('resource').some((r) => r.name.endsWith(n)), name);
+  // Nothing but the page runs before a file needs more.
+  assert.equal(await started('/worker.js'), false);
+  assert.equal(await started('/reader.js'), false);
   await openFiles(page, RESNET);
   const d = await plotData(page);
-  assert.equal(JSON.parse(d.timings).transfer_ms, 0);
-  assert.equal(Number(d.bands), bandsViaWorker);
-  assert.equal(Number(d.steps), stepsViaWorker);
+  const t = JSON.parse(d.timings);
+  assert.equal(t.transfer_ms, 0, 'a 2 MB file is not handed over from a worker');
+  assert.ok(t.parse_ms > 0 && t.layout_ms >= 0);
+  assert.ok(Number(d.bands) > 0);
+  assert.equal(await started('/worker.js'), false, 'no loading worker for a small file');
+  assert.equal(await started('/reader.js'), false, 'no reading worker for a small file');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
@@ -256,8 +253,9 @@ test('a file of many slices reads the same in a reading worker, on the page, and
     const readerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/reader.js')));
     // A reading worker reads the file into buffers that go back and forth with the loading worker.
     const page = await env.newPage();
-    assert.ok(await readerStarted(page));
+    assert.equal(await readerStarted(page), false, 'no worker before a file needs one');
     await openFiles(page, file);
+    assert.ok(await readerStarted(page));
     const inReader = await drawn(page);
     assert.ok(inReader.transfer > 0, 'loaded in the worker');
     assert.ok(inReader.steps > 100000, `steps ${inReader.steps}`);

@@ -1,5 +1,6 @@
-//! Loading files one after another: in a loading Web Worker where one starts, else on the
-//! page in slices, with progress, cancel and the timings of each phase.
+//! Loading files one after another: large ones in a loading Web Worker where one starts, small
+//! ones (and all where no worker starts) on the page in slices, with progress, cancel and the
+//! timings of each phase.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -60,7 +61,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         });
     };
     if let Source::File(file) = &source {
-        if worker_client::available() {
+        if worker_client::available() && total_bytes > ON_PAGE_MAX_BYTES {
             match load_in_worker(weak, file, &name, total_bytes, &mut timings).await {
                 WorkerEnd::Finished => return,
                 // Profiler timelines and pages without workers load below.

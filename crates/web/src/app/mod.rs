@@ -45,6 +45,9 @@ const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file, give the page a chance to repaint at least this often (ms).
 const YIELD_EVERY_MS: f64 = 40.0;
+/// Files up to this size (bytes) load on the page itself: they take a few tens of ms in slices of
+/// at most YIELD_EVERY_MS, and no loading worker (its own heap) has to start for them.
+const ON_PAGE_MAX_BYTES: u64 = 4 << 20;
 /// Time the phases after reading (model, layout, first frame) take, as a share of the reading
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;
