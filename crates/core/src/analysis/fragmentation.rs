@@ -561,7 +561,11 @@ impl FragSeries {
 
 /// Reserved minus allocated at the peak of live bytes (for quick summaries).
 pub fn unused_at_peak(snap: &Snapshot, replay: &Replay) -> Option<FragPoint> {
-    let history = History::build(snap, replay.device_pos);
+    unused_at_peak_with(snap, replay, &History::build(snap, replay.device_pos))
+}
+
+/// [`unused_at_peak`] from a history already built.
+pub fn unused_at_peak_with(snap: &Snapshot, replay: &Replay, history: &History) -> Option<FragPoint> {
     let st = history.state_after(snap, replay.peak_row.map(|r| r as usize));
     let tr = FreeTracker::new(st);
     Some(FragPoint {
