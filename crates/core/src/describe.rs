@@ -157,13 +157,10 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
     Some(Described { head: out, stack: e.stack, tail })
 }
 
+/// The lifetime in trace entries, the one numbering the page and `memviz trace` share.
 fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
     match (e.alloc_row, e.free_row) {
-        (Some(a), Some(f)) => format!(
-            "allocated at entry {a}, freed at entry {f} (steps {}..{})\n",
-            e.alloc_step,
-            e.free_step.unwrap_or(layout.steps)
-        ),
+        (Some(a), Some(f)) => format!("allocated at entry {a}, freed at entry {f}\n"),
         (Some(a), None) => format!("allocated at entry {a}, still allocated at the end\n"),
         (None, Some(f)) => format!("live before the trace, freed at entry {f}\n"),
         (None, None) if layout.is_moment() => "live when the snapshot was taken (no history recorded)\n".to_string(),

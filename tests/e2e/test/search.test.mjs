@@ -95,7 +95,7 @@ test('search: matches among summarized allocations are counted, and the count sa
   await page.waitForFunction((b) => document.getElementById('plot').dataset.bands !== b && !document.getElementById('status').textContent.includes('Laying out'), bands, { polling: 50 });
   await frames(page);
   const text = await count(page);
-  const m = text.match(/^(\d+) matches \((\d+) drawn\)$/);
+  const m = text.replaceAll(',', '').match(/^(\d+) matches \((\d+) drawn\)$/);
   assert.ok(m, `count "${text}"`);
   assert.equal(Number(m[1]), n, 'summarized matches still count');
   assert.ok(Number(m[2]) < n);
