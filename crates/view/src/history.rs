@@ -149,10 +149,10 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
     }
 }
 
-/// The trace entry a row is numbered by: its first (a joined `free` is two entries, drawn at
-/// one place of the timeline).
+/// The trace entry a row is numbered by: its last (a joined `free` is two entries; the state
+/// shown is after its `free_completed`, which is where the timeline draws it).
 pub fn row_entry(data: &HistoryData, row: usize) -> usize {
-    data.entries_of(row).0
+    data.entries_of(row).1
 }
 
 /// The segment map's header: the totals after the selected row, which entry that is, and how
@@ -470,9 +470,9 @@ mod tests {
             ("alloc", 0x200, 512),
         ]);
         let data = HistoryData::build(&snap, 0);
-        // The joined free is one row of two entries, numbered by its first.
+        // The joined free is one row of two entries, numbered by its last.
         assert_eq!(data.rows(), 3);
-        assert_eq!((0..3).map(|r| row_entry(&data, r)).collect::<Vec<_>>(), vec![0, 1, 3]);
+        assert_eq!((0..3).map(|r| row_entry(&data, r)).collect::<Vec<_>>(), vec![0, 2, 3]);
         assert_eq!(
             header_text(512, 2_097_152, Some(3), 5593),
             "(512.0B (512 bytes) allocated / 2.0MiB (2097152 bytes) reserved) after entry 3 · 5,593 entries"

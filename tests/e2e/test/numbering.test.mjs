@@ -68,8 +68,8 @@ test('the demo: entries on the x axis, in the tooltip and the stack, counts grou
   assert.match(texts.status, /· [\d,]+ allocations$/);
   assert.match(texts.axis, /trace entries/);
   countsGrouped([texts.status, texts.detail, ...texts.devices].join(' · '), 'demo');
-  // Hover an allocation: its lifetime in entries.
-  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:'));
+  // Hover an allocation made in the trace: its lifetime in entries.
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && /allocated at entry \d+/.test(f.stack));
   assert.ok(hit, 'an allocation');
   texts = await readTexts(page);
   assert.match(texts.tip, /entries \d+\.\.\d+|from entry \d+|freed at entry \d+|live /);
