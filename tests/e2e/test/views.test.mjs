@@ -387,7 +387,7 @@ test('"hide freed" leaves out allocations made and freed within the trace', { sk
   await shot(page, 'hide-freed');
   await page.uncheck('#hide-freed');
   await page.waitForFunction((b) => document.getElementById('plot').dataset.bands === b, all.bands, { polling: 50 });
-  assert.match(await page.textContent('#status'), new RegExp(` · ${total[2]} allocations$`));
+  assert.match(await page.textContent('#status'), new RegExp(` · ${Number(total[2]).toLocaleString('en-US')} allocations$`));
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
