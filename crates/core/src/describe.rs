@@ -157,13 +157,10 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
     Some(Described { head: out, stack: e.stack, tail })
 }
 
+/// The lifetime in trace entries, the one numbering the page and `memviz trace` share.
 fn lifetime_text(layout: &Layout, e: &Element, _rows: usize) -> String {
     match (e.alloc_row, e.free_row) {
-        (Some(a), Some(f)) => format!(
-            "allocated at entry {a}, freed at entry {f} (steps {}..{})\n",
-            e.alloc_step,
-            e.free_step.unwrap_or(layout.steps)
-        ),
+        (Some(a), Some(f)) => format!("allocated at entry {a}, freed at entry {f}\n"),
         (Some(a), None) => format!("allocated at entry {a}, still allocated at the end\n"),
         (None, Some(f)) => format!("live before the trace, freed at entry {f}\n"),
         (None, None) if layout.is_moment() => "live when the snapshot was taken (no history recorded)\n".to_string(),
@@ -205,6 +202,27 @@ mod tests {
         assert_eq!(viewer_size(1_048_575), "1024.0KiB (1048575 bytes)");
         assert_eq!(viewer_size(1_610_612_736), "1.5GiB (1610612736 bytes)");
         assert_eq!(viewer_size(u64::MAX), "16.0EiB (18446744073709551615 bytes)");
+    }
+
+    /// A lifetime is told in trace entries, the numbering the page shows everywhere; the
+    /// layout's steps are not shown.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn lifetimes_are_in_trace_entries() {
+        use crate::timeline::Options;
+        let json = r#"{"segments":[],"device_traces":[[
+            {"action":"alloc","addr":256,"size":1024,"stream":0},
+            {"action":"alloc","addr":512,"size":2048,"stream":0},
+            {"action":"free_completed","addr":256,"size":1024,"stream":0}]]}"#;
+        let snap = crate::load(json.as_bytes()).unwrap();
+        let layout = Layout::build(&snap, 0, Options::default());
+        let text = |addr: u64| {
+            let e = layout.elements.iter().position(|e| e.addr == addr).unwrap();
+            element_text(&snap, 0, &layout, e as u32)
+        };
+        assert!(text(256).contains("\nallocated at entry 0, freed at entry 2\n"), "{}", text(256));
+        assert!(text(512).contains("\nallocated at entry 1, still allocated at the end\n"), "{}", text(512));
+        assert!(!text(256).contains("step"));
     }
 
     /// A block of a snapshot without history was live when it was taken, not "for the whole

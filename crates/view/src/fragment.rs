@@ -1,5 +1,5 @@
 //! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
-//! selected event, and the settings of the view (x axis, hide freed, Detail, the search boxes, the
+//! selected event, the cursor's trace entry (`entry=2302`, which a user can type), and the settings of the view (x axis, hide freed, Detail, the search boxes, the
 //! analysis panel's tab), e.g.
 //! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
@@ -33,6 +33,8 @@ pub struct Fragment {
     pub search: SearchBoxes,
     /// The analysis panel's tab, when the panel is open.
     pub panel: Option<Tab>,
+    /// The trace entry the timeline's cursor is on.
+    pub entry: Option<u32>,
 }
 
 /// The fragment's name of a tab.
@@ -67,6 +69,7 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
             }
             "pin" => f.pin = Some(v.to_string()).filter(|s| s.len() <= 40 && s.starts_with('b')),
             "event" => f.event = v.parse().ok(),
+            "entry" => f.entry = v.parse().ok(),
             "axis" => f.axis = XAxis::from_value(v).filter(|a| *a != XAxis::Steps),
             "hide-freed" => f.hide_freed = v == "1",
             "detail" => f.detail = v.parse().ok().filter(|&n| n > 0),
@@ -128,6 +131,9 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if let Some(t) = f.panel {
         parts.push(format!("panel={}", tab_value(t)));
+    }
+    if let Some(e) = f.entry {
+        parts.push(format!("entry={e}"));
     }
     parts.join("&")
 }
@@ -231,6 +237,16 @@ mod tests {
         assert_eq!(parse("x=inf-5", id).x_steps, None);
         assert_eq!(parse("x=1-NaN", id).x_steps, None);
         assert_eq!(parse("x=1", id).x_steps, None);
+    }
+
+    #[test]
+    fn the_cursor_entry_round_trips_and_junk_is_skipped() {
+        let f = parse("file=a.pickle&entry=2302", id);
+        assert_eq!(f.entry, Some(2302));
+        assert_eq!(parse(&format(&f, id), id), f);
+        assert!(format(&f, id).ends_with("&entry=2302"));
+        assert_eq!(parse("entry=-3&entry=x", id).entry, None);
+        assert_eq!(parse("entry=99999999999", id).entry, None);
     }
 
     #[test]

@@ -149,6 +149,24 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
     }
 }
 
+/// The trace entry a row is numbered by: its last (a joined `free` is two entries; the state
+/// shown is after its `free_completed`, which is where the timeline draws it).
+pub fn row_entry(data: &HistoryData, row: usize) -> usize {
+    data.entries_of(row).1
+}
+
+/// The segment map's header: the totals after the selected row, which entry that is, and how
+/// many entries the trace has (a count, apart from the position).
+pub fn header_text(allocated_bytes: u64, reserved_bytes: u64, selected_entry: Option<usize>, entries: usize) -> String {
+    let after = selected_entry.map_or_else(|| "no entry selected".to_string(), |k| format!("after entry {k}"));
+    format!(
+        "({} allocated / {} reserved) {after} · {}",
+        viewer_size(allocated_bytes),
+        viewer_size(reserved_bytes),
+        crate::entries::count(entries, if entries == 1 { "entry" } else { "entries" })
+    )
+}
+
 /// Frame lines of a stack, or the "no frames" explanation.
 pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
     let lines = stack_lines(snap, stack);
@@ -441,6 +459,25 @@ mod tests {
 
     fn seg(addr: u64, size: u64) -> SegmentRange {
         SegmentRange { addr, size_bytes: size, stream: 0, pool: 0, expandable: false, stack: 0 }
+    }
+
+    #[test]
+    fn rows_are_numbered_by_their_trace_entry_and_the_header_counts_apart() {
+        let snap = crate::entries::tests::snapshot_of(&[
+            ("alloc", 0x100, 1024),
+            ("free_requested", 0x100, 1024),
+            ("free_completed", 0x100, 1024),
+            ("alloc", 0x200, 512),
+        ]);
+        let data = HistoryData::build(&snap, 0);
+        // The joined free is one row of two entries, numbered by its last.
+        assert_eq!(data.rows(), 3);
+        assert_eq!((0..3).map(|r| row_entry(&data, r)).collect::<Vec<_>>(), vec![0, 2, 3]);
+        assert_eq!(
+            header_text(512, 2_097_152, Some(3), 5593),
+            "(512.0B (512 bytes) allocated / 2.0MiB (2097152 bytes) reserved) after entry 3 · 5,593 entries"
+        );
+        assert!(header_text(0, 0, None, 1).ends_with("no entry selected · 1 entry"));
     }
 
     #[test]

@@ -31,6 +31,31 @@ pub enum Command {
     PrevMatch,
     /// Show or hide the keyboard help.
     Help,
+    /// Select the next allocation in time (the one allocated after the selected one).
+    NextAllocation,
+    /// Select the previous allocation in time.
+    PrevAllocation,
+    /// Select the allocation stacked above the selected one, at the selection's entry.
+    SelectAbove,
+    /// Select the allocation stacked below the selected one.
+    SelectBelow,
+    /// Pin the selected allocation.
+    PinSelection,
+}
+
+impl Command {
+    /// Whether the command acts only while the timeline has the keyboard focus (elsewhere its
+    /// key keeps its usual meaning: arrows scroll, Enter presses a button).
+    pub fn needs_plot_focus(self) -> bool {
+        matches!(
+            self,
+            Command::NextAllocation
+                | Command::PrevAllocation
+                | Command::SelectAbove
+                | Command::SelectBelow
+                | Command::PinSelection
+        )
+    }
 }
 
 /// The command for a `KeyboardEvent.key`, ignoring keys pressed with Ctrl, Alt or Meta (browser
@@ -49,6 +74,11 @@ pub fn command_for_key(key: &str, ctrl_alt_meta: bool) -> Option<Command> {
         "n" => Command::NextMatch,
         "N" => Command::PrevMatch,
         "?" => Command::Help,
+        "." | ">" => Command::NextAllocation,
+        "," | "<" => Command::PrevAllocation,
+        "ArrowUp" => Command::SelectAbove,
+        "ArrowDown" => Command::SelectBelow,
+        "Enter" => Command::PinSelection,
         _ => return None,
     })
 }
@@ -82,6 +112,7 @@ pub fn is_click(down: (f64, f64), up: (f64, f64)) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -97,6 +128,11 @@ mod tests {
             ("0", Command::Reset),
             ("Home", Command::Reset),
             ("Escape", Command::Unpin),
+            (".", Command::NextAllocation),
+            (",", Command::PrevAllocation),
+            ("ArrowUp", Command::SelectAbove),
+            ("ArrowDown", Command::SelectBelow),
+            ("Enter", Command::PinSelection),
         ] {
             assert_eq!(command_for_key(k, false), Some(c), "{k}");
             assert_eq!(command_for_key(k, true), None, "Ctrl/Alt/Meta+{k} is the browser's");
@@ -105,8 +141,21 @@ mod tests {
 
     #[test]
     fn other_keys_are_left_to_the_page() {
-        for k in ["a", "Tab", "Enter", " ", "ArrowUp", "ArrowDown", "1", "F5", ""] {
+        for k in ["a", "Tab", " ", "1", "F5", "w", ""] {
             assert_eq!(command_for_key(k, false), None, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn selection_keys_act_on_the_focused_plot_only_and_clash_with_no_other_key() {
+        let selection = [".", ",", "ArrowUp", "ArrowDown", "Enter"];
+        for k in selection {
+            let c = command_for_key(k, false).expect("a command");
+            assert!(c.needs_plot_focus(), "{k}");
+        }
+        for k in ["+", "-", "ArrowLeft", "ArrowRight", "0", "Home", "Escape", "n", "N", "?"] {
+            let c = command_for_key(k, false).expect("a command");
+            assert!(!c.needs_plot_focus(), "{k}");
         }
     }
 

@@ -13,7 +13,6 @@ use memviz_core::snapshot::{Frame, Snapshot};
 use memviz_core::timeline::Mode;
 use memviz_core::tree::Tree;
 
-use crate::axis::step_label;
 use crate::state::{OpenFile, Target};
 
 /// Where a frame's code comes from.
@@ -237,15 +236,10 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
             let mut lines = vec![format!("{} {what}", human_size(e.size_bytes as f64))];
             let text = stack_text(f, target);
             lines.push(text.top_frame().map_or_else(|| "no stack recorded".to_string(), |r| r.line_first()));
-            let end = e.free_step.unwrap_or(p.layout.steps);
             lines.push(match (e.alloc_row, e.free_row) {
-                (Some(_), Some(_)) => {
-                    format!("steps {}–{} ({} steps)", step_label(e.alloc_step.into()), step_label(end.into()), {
-                        step_label(f64::from(end.saturating_sub(e.alloc_step)))
-                    })
-                }
-                (Some(_), None) => format!("from step {}, still allocated at the end", step_label(e.alloc_step.into())),
-                (None, Some(_)) => format!("live before the trace, freed at step {}", step_label(end.into())),
+                (Some(a), Some(z)) => format!("entries {a}..{z}"),
+                (Some(a), None) => format!("from entry {a}, still allocated at the end"),
+                (None, Some(z)) => format!("live before the trace, freed at entry {z}"),
                 (None, None) => "live for the whole trace".to_string(),
             });
             lines
@@ -254,10 +248,7 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
         Target::Oom(i) => p.ooms.get(i).map_or_else(Vec::new, |o| {
             let t = f.snap.devices.get(p.device_pos).map(|d| &d.trace);
             let size = t.and_then(|t| t.size_bytes.get(o.row as usize).copied()).unwrap_or(0);
-            vec![
-                format!("Out of memory: requested {}", size_with_bytes(size)),
-                format!("at step {}", step_label(o.step)),
-            ]
+            vec![format!("Out of memory: requested {}", size_with_bytes(size)), format!("at entry {}", o.row)]
         }),
         Target::Annotation(i) => p.annotations.get(i).map_or_else(Vec::new, |a| {
             vec![a.name.clone(), format!("{:.3} ms", (a.end_us - a.start_us) as f64 / 1000.0)]

@@ -103,7 +103,16 @@ fn the_tooltip_says_size_top_user_frame_and_lifetime() {
     let user = stack_text(&f, Target::Element(e));
     let top = user.python.iter().find(|r| r.kind == FrameKind::User).expect("a user frame");
     assert_eq!(lines[1], top.line_first());
-    assert!(lines[2].starts_with("steps ") || lines[2].contains("step"), "{lines:?}");
+    // The lifetime in trace entries, as the stack panel and History number them.
+    let el = &f.plot.layout.elements[e as usize];
+    let want = match (el.alloc_row, el.free_row) {
+        (Some(a), Some(z)) => format!("entries {a}..{z}"),
+        (Some(a), None) => format!("from entry {a}, still allocated at the end"),
+        (None, Some(z)) => format!("live before the trace, freed at entry {z}"),
+        (None, None) => "live for the whole trace".into(),
+    };
+    assert_eq!(lines[2], want);
+    assert!(!lines.iter().any(|l| l.contains("step")), "{lines:?}");
     assert_eq!(tip_lines(&f, Target::Summarized), ["Small allocations, summarized"]);
     assert!(tip_lines(&f, Target::Element(u32::MAX)).is_empty());
 }

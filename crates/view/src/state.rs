@@ -4,6 +4,7 @@
 //! what is pinned, a drag in progress and the canvases' sizes. [`ViewState::update`] applies one
 //! [`TimelineInput`] and returns the [`Effect`]s the page must carry out (draw again, show the
 //! next frames from the held copies, refresh the overview, ...). Nothing here touches a browser.
+//! The keyboard's selection and the cursor on a trace entry are in `state/select.rs`.
 
 use memviz_core::describe;
 use memviz_core::plot::PlotData;
@@ -120,14 +121,15 @@ impl OpenFile {
                 p.ooms.get(i).map_or_else(String::new, |o| describe::oom_text(&self.snap, p.device_pos, o.row as usize))
             }
             Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
+                let entry = |step: f64| crate::entries::entry_at_step(&p.layout, step).unwrap_or(0);
                 format!(
-                    "Annotation {}\n{} to {} ({:.3} ms)\nsteps {:.0} to {:.0}\n",
+                    "Annotation {}\n{} to {} ({:.3} ms)\nentries {}..{}\n",
                     a.name,
                     describe::utc_time(a.start_us),
                     describe::utc_time(a.end_us),
                     (a.end_us - a.start_us) as f64 / 1000.0,
-                    a.start_step,
-                    a.end_step
+                    entry(a.start_step),
+                    entry(a.end_step)
                 )
             }),
         }
@@ -262,6 +264,8 @@ pub enum TimelineInput {
     Unpin,
     /// Show or fold the C++ frames in the stack panel.
     ToggleNativeFrames,
+    /// A cited trace entry's link: put the cursor there (or take it away from there).
+    Cursor(u32),
 }
 
 /// What the page must do after an update.
@@ -302,8 +306,9 @@ pub enum Effect {
         /// Highest live bytes in the window.
         y_max_bytes: f64,
     },
-    /// Bring trace entry `.0` into the window ([`ViewState::show_entry`]).
-    ShowEntry(u32),
+    /// Put the cursor on trace entry `.0`, or take it away from there
+    /// ([`ViewState::toggle_cursor`]).
+    Cursor(u32),
 }
 
 /// A load in progress, as the status line shows it.
@@ -384,6 +389,10 @@ pub struct ViewState {
     pub pool_hover: Option<usize>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
     pub native_frames_open: bool,
+    /// The trace entry the cursor is on (a cited entry's link, or the keyboard's selection).
+    pub cursor_entry: Option<u32>,
+    /// The allocation the keyboard selected (`.` `,` `↑` `↓`).
+    pub selected: Option<Selection>,
 }
 
 impl ViewState {
@@ -428,6 +437,8 @@ impl ViewState {
         self.hover = None;
         self.pinned = None;
         self.drag = None;
+        self.cursor_entry = None;
+        self.selected = None;
         self.generation += 1;
         let shift = |j: usize| (j != i).then(|| if j > i { j - 1 } else { j });
         self.analysis.compare_with = self.analysis.compare_with.and_then(shift);
@@ -505,6 +516,7 @@ impl ViewState {
             }
             TimelineInput::Unpin => self.pinned = None,
             TimelineInput::ToggleNativeFrames => self.native_frames_open = !self.native_frames_open,
+            TimelineInput::Cursor(entry) => self.toggle_cursor(entry),
         }
         effects
     }
@@ -571,6 +583,8 @@ impl ViewState {
             }
             None => {
                 if surface == Surface::Plot {
+                    // The pointer takes over from the keyboard's selection.
+                    self.selected = None;
                     self.hover = self.target_at(x_px, y_px);
                 }
             }
@@ -625,8 +639,16 @@ impl ViewState {
             } else if self.loading.is_some() {
                 effects.push(Effect::CancelLoad);
             } else {
+                // Leaves the keyboard's selection and unpins.
+                if self.selected.take().is_some() {
+                    self.hover = None;
+                }
                 self.pinned = None;
             }
+            return;
+        }
+        if c.needs_plot_focus() {
+            self.on_selection_key(c);
             return;
         }
         if matches!(c, Command::NextMatch | Command::PrevMatch) {
@@ -642,7 +664,7 @@ impl ViewState {
             Command::PanLeft => v.pan(-v.width() * keys::KEY_PAN_SHARE),
             Command::PanRight => v.pan(v.width() * keys::KEY_PAN_SHARE),
             Command::Reset => v.reset(),
-            Command::Unpin | Command::NextMatch | Command::PrevMatch | Command::Help => {}
+            _ => {}
         }
         self.update_hover_from_pointer();
     }
@@ -683,6 +705,10 @@ impl ViewState {
 
     /// What the pointer is over after the window moved under it.
     pub fn update_hover_from_pointer(&mut self) {
+        if self.selected.is_some() {
+            self.show_selection();
+            return;
+        }
         if let Some((Surface::Plot, x, y)) = self.last_pointer {
             if self.drag.is_none() {
                 self.hover = self.target_at(x, y);
@@ -697,6 +723,9 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
 }
 
 pub mod panels;
+mod select;
+
+pub use select::{KeptTargets, Selection};
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

@@ -102,6 +102,9 @@ pub enum Input {
     Search(SearchBoxes),
     /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
     PoolPointer(Option<(f64, f64)>),
+    /// A cited trace entry's link outside the analysis panel (stack text, History rows): the
+    /// cursor there, on the timeline (shown instead of a panel view).
+    Cursor(u32),
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

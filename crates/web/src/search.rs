@@ -136,10 +136,11 @@ fn sync_boxes(fr: &Frame<'_>, memo: &mut Memo) {
 /// are summarized.
 pub fn count_text(matches: usize, drawn: usize) -> String {
     let noun = if matches == 1 { "match" } else { "matches" };
+    let all = memviz_view::entries::count(matches, noun);
     if drawn < matches {
-        format!("{matches} {noun} ({drawn} drawn)")
+        format!("{all} ({} drawn)", memviz_view::axis::step_label(drawn as f64))
     } else {
-        format!("{matches} {noun}")
+        all
     }
 }
 
@@ -179,13 +180,26 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     }
     let detail = match (fr.derived.matches_of(fr.state), fr.state.search_cursor) {
         (Some(m), Some(i)) if !m.elements.is_empty() => {
-            format!("· {} · match {} of {} (n / N)", human_size(m.total_bytes as f64), i + 1, m.elements.len())
+            // The match stepped to, by the trace entry that allocated it (a link to the cursor).
+            let entry = m
+                .elements
+                .get(i)
+                .and_then(|&e| fr.file()?.plot.layout.elements.get(e as usize)?.alloc_row)
+                .map_or_else(String::new, |r| format!(", allocated at entry {r}"));
+            format!(
+                "· {} · match {} of {}{entry} (n / N)",
+                human_size(m.total_bytes as f64),
+                i + 1,
+                memviz_view::axis::step_label(m.elements.len() as f64)
+            )
         }
-        (Some(m), _) if !m.elements.is_empty() => format!("· {} · n / N to step", human_size(m.total_bytes as f64)),
+        (Some(m), _) if !m.elements.is_empty() => {
+            format!("· {} · n / N: next / previous", human_size(m.total_bytes as f64))
+        }
         _ => String::new(),
     };
     if memo.drawn_detail.as_deref() != Some(detail.as_str()) {
-        els.detail.set_text_content(Some(&detail));
+        els.detail.set_inner_html(&crate::panels::linked(&detail));
         memo.drawn_detail = Some(detail);
     }
 }
@@ -231,5 +245,6 @@ mod tests {
         assert_eq!(count_text(1, 0), "1 match (0 drawn)");
         assert_eq!(count_text(12, 12), "12 matches");
         assert_eq!(count_text(12, 5), "12 matches (5 drawn)");
+        assert_eq!(count_text(12_345, 1_200), "12,345 matches (1,200 drawn)");
     }
 }

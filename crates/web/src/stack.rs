@@ -4,7 +4,8 @@
 //! a header "Pinned … · Esc or × to unpin" while something is pinned, the lines about the
 //! target, its Python frames (function first, the user's code in bold, libraries dimmed, each
 //! line cut to the panel's width with the recorded frame in its title), and the C++ frames
-//! folded behind one button. It is written once per change of what it shows.
+//! folded behind one button. The trace entries it cites ("allocated at entry 2291") are links
+//! that put the timeline's cursor there. It is written once per change of what it shows.
 //!
 //! The tooltip is one absolutely positioned element over the plot: its text changes only when
 //! the hovered target does; a pointer move only moves it (a `transform`, no layout read), to
@@ -19,7 +20,7 @@ use web_sys::HtmlElement;
 use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
 use crate::paint::Frame;
-use crate::panels::esc;
+use crate::panels::{esc, linked};
 
 /// CSS px between the pointer and the tooltip's nearest corner.
 const TIP_GAP_PX: f64 = 14.0;
@@ -164,14 +165,15 @@ pub fn panel_html(pin: Option<&str>, t: &StackText, native_open: bool) -> String
     if let Some(label) = pin {
         h += &format!(
             "<div class=\"stack-pin\">Pinned <b>{}</b> · Esc or <button type=\"button\" class=\"unpin\" data-action=\"unpin\" title=\"Unpin (Esc)\" aria-label=\"Unpin\">×</button> to unpin</div>\n",
-            esc(label)
+            linked(label)
         );
     }
     h += "<div class=\"stack-body\">";
     let block = |h: &mut String, class: &str, text: &str| {
         let text = text.strip_suffix('\n').unwrap_or(text);
         if !text.is_empty() {
-            *h += &format!("<div class=\"{class}\">{}</div>\n", esc(text));
+            // Cited trace entries are links that put the cursor there.
+            *h += &format!("<div class=\"{class}\">{}</div>\n", linked(text));
         }
     };
     block(&mut h, "stack-head", &t.head);

@@ -109,7 +109,12 @@ pub fn restore(state: &mut ViewState) -> Option<usize> {
     if let Some(e) = f.event {
         state.history.selected = Some((i, file.plot.device_pos, e));
     }
-    f.detail.filter(|&n| n != file.max_entries)
+    let detail = f.detail.filter(|&n| n != file.max_entries);
+    if let Some(entry) = f.entry {
+        state.cursor_entry = Some(entry);
+        state.show_entry(entry);
+    }
+    detail
 }
 
 /// The fragment of the current state.
@@ -140,6 +145,7 @@ pub fn of_state(state: &ViewState) -> Option<Fragment> {
         detail: Some(f.max_entries).filter(|&n| n != memviz_core::timeline::DEFAULT_MAX_ENTRIES),
         search: state.search_boxes.clone(),
         panel: state.analysis.open.then_some(state.analysis.tab),
+        entry: state.cursor_entry,
     })
 }
 

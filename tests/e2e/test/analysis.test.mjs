@@ -119,10 +119,10 @@ test('insights: the fixed ResNet has no problem', { skip: needFixtures }, async 
   assert.ok(Math.abs(s0 - x0) <= 1 && Math.abs(s1 - x1) <= 1, `steps ${s0}..${s1}`);
   // Pointing at the timeline marks that step on the chart and reads the values there.
   await page.mouse.move(a.x + a.width * 0.5, a.y + a.height - 8);
-  await page.waitForFunction(() => document.querySelector('#analysis .an-frag-at').textContent.startsWith('At step'));
+  await page.waitForFunction(() => document.querySelector('#analysis .an-frag-at').textContent.startsWith('After entry'));
   const step = Number(await frag.getAttribute('data-marker-step'));
   assert.ok(step >= x0 && step <= x1, `marker ${step} in ${x0}..${x1}`);
-  assert.match(await page.textContent('#analysis .an-frag-at'), /^At step [\d,]+ \(after entry \d+\): reserved [\d.]+ \w+, allocated [\d.]+ \w+, reserved − allocated [\d.]+ \w+, largest free block/);
+  assert.match(await page.textContent('#analysis .an-frag-at'), /^After entry \d+: reserved [\d.]+ \w+, allocated [\d.]+ \w+, reserved − allocated [\d.]+ \w+, largest free block/);
   await frag.scrollIntoViewIfNeeded();
   await shot(page, 'analysis_fixed');
   assert.deepEqual(page.memviz.errors, []);

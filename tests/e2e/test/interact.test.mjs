@@ -151,7 +151,7 @@ test('lower Detail summarizes small allocations into one band and keeps the x ax
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const total = Number(await page.getAttribute('#detail-label', 'data-total'));
-  assert.equal(await page.textContent('#detail-label'), `Draw all ${total} allocations individually`);
+  assert.equal(await page.textContent('#detail-label'), `Draw all ${Number(total).toLocaleString('en-US')} allocations individually`);
   const d0 = await plotData(page);
   await page.$eval('#detail', (el) => {
     el.value = '30';
@@ -159,7 +159,7 @@ test('lower Detail summarizes small allocations into one band and keeps the x ax
     el.dispatchEvent(new Event('change', { bubbles: true }));
   });
   await page.waitForFunction(() => document.getElementById('detail-label').dataset.drawn === '30');
-  assert.equal(await page.textContent('#detail-label'), `Draw the 30 largest of ${total} allocations individually`);
+  assert.equal(await page.textContent('#detail-label'), `Draw the 30 largest of ${Number(total).toLocaleString('en-US')} allocations individually`);
   const d1 = await waitPlotChange(page, 'bands', d0.bands);
   assert.ok(Number(d1.bands) <= 30, `bands ${d1.bands}`);
   // Time does not rescale: the same steps, window, ticks and annotation rows.

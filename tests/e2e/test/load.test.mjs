@@ -43,7 +43,7 @@ test('a snapshot opened through the file input is drawn', { skip: needFixtures }
   assert.ok(Number(d.steps) > 10000, `steps ${d.steps}`);
   assert.ok(Number(d.bands) > 100, `bands drawn ${d.bands}`);
   assert.match(await page.textContent('#status'), /resnet50_fixed\.pickle/);
-  assert.match(await page.textContent('#detail-label'), /^Draw (all \d+|the \d+ largest of \d+) allocations individually$/);
+  assert.match(await page.textContent('#detail-label'), /^Draw (all [\d,]+|the [\d,]+ largest of [\d,]+) allocations individually$/);
   assert.equal(await page.isVisible('#empty'), false);
   // The canvas backing store is its CSS size times devicePixelRatio.
   const c = await page.evaluate(() => {

@@ -50,7 +50,7 @@ test('search: a frame name and an address label find and highlight allocations; 
   const before = await matchPixels(page);
   await page.fill('#search-frame', fn.toUpperCase());
   await frames(page);
-  const n = Number((await count(page)).match(/^(\d+) match/)?.[1]);
+  const n = Number((await count(page)).replaceAll(',', '').match(/^(\d+) match/)?.[1]);
   assert.ok(n > 0, `frame "${fn}": ${await count(page)}`);
   assert.equal((await plotData(page)).searchMatches, String(n));
   const lit = await matchPixels(page);
@@ -82,7 +82,7 @@ test('search: matches among summarized allocations are counted, and the count sa
   await page.fill('#search-max', '64KiB');
   await frames(page);
   const all = await count(page);
-  const n = Number(all.match(/^(\d+) match/)?.[1]);
+  const n = Number(all.replaceAll(',', '').match(/^(\d+) match/)?.[1]);
   assert.ok(n > 0, all);
   // Fewer drawn allocations: most small ones go into the summarized band.
   const bands = (await plotData(page)).bands;
@@ -95,7 +95,7 @@ test('search: matches among summarized allocations are counted, and the count sa
   await page.waitForFunction((b) => document.getElementById('plot').dataset.bands !== b && !document.getElementById('status').textContent.includes('Laying out'), bands, { polling: 50 });
   await frames(page);
   const text = await count(page);
-  const m = text.match(/^(\d+) matches \((\d+) drawn\)$/);
+  const m = text.replaceAll(',', '').match(/^(\d+) matches \((\d+) drawn\)$/);
   assert.ok(m, `count "${text}"`);
   assert.equal(Number(m[1]), n, 'summarized matches still count');
   assert.ok(Number(m[2]) < n);
@@ -107,7 +107,7 @@ test('search: matches among summarized allocations are counted, and the count sa
   // Hide freed: only what was live at the end (or before the trace) can match.
   await page.check('#hide-freed');
   await page.waitForFunction((t) => document.getElementById('search-count').textContent !== t && !document.getElementById('status').textContent.includes('Laying out'), text, { polling: 50 });
-  const kept = Number((await count(page)).match(/^(\d+)/)?.[1]);
+  const kept = Number((await count(page)).replaceAll(',', '').match(/^(\d+)/)?.[1]);
   assert.ok(kept < n, `${kept} matches with hide freed, ${n} without`);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();

@@ -89,7 +89,8 @@ const listState = (page) =>
       rows: Number(l.dataset.rows),
       selected: Number(l.dataset.selected),
       inDom: document.querySelectorAll('#event-rows > div').length,
-      selText: sel?.textContent ?? null,
+      selText: sel?.querySelector('.ev')?.textContent ?? null,
+      selEntry: sel ? Number(sel.dataset.entry) : null,
       selVisible: sel ? (() => {
         const a = sel.getBoundingClientRect();
         const b = l.getBoundingClientRect();
@@ -118,7 +119,8 @@ test('Allocator State History: the last event is selected; keys and clicks move 
   assert.ok(s.selVisible, 'the selected row is scrolled into view');
   assert.ok(s.inDom < 200, `only the visible rows exist (${s.inDom} in the DOM)`);
   assert.match(s.stack, /^\(\d+\.\d[KMG]?i?B \(\d+ bytes\) allocated \/ \d+\.\d[KMG]?i?B \(\d+ bytes\) reserved\)\n/);
-  assert.match(s.header, /allocated \/ .* reserved\) after event \d+ of \d+/);
+  assert.match(s.header, /allocated \/ .* reserved\) after entry \d+ · [\d,]+ entries$/);
+  assert.equal(s.header.match(/after entry (\d+)/)[1], String(s.selEntry), 'the header names the selected row\'s entry');
   // formatEvent: action padded to 14, label to 18, then the size.
   assert.match(s.selText, /^(alloc|free|free_requested|free_completed|segment_alloc|segment_free) +[bs][0-9a-f]+_\d+ +\d+\.\dK?M?G?i?B \(\d+ bytes\)$/);
   assert.equal(s.selText.indexOf(' '), s.selText.match(/^\S+/)[0].length);
@@ -206,7 +208,7 @@ test('Allocator State History: the last event is selected; keys and clicks move 
 
 /** The rendered rows: [{ row, text, height }]. */
 const renderedRows = (page) =>
-  page.evaluate(() => [...document.querySelectorAll('#event-rows > div[data-row]')].map((d) => ({ row: Number(d.dataset.row), text: d.textContent, height: d.getBoundingClientRect().height })));
+  page.evaluate(() => [...document.querySelectorAll('#event-rows > div[data-row]')].map((d) => ({ row: Number(d.dataset.row), text: d.querySelector('.ev').textContent, height: d.getBoundingClientRect().height })));
 
 /** Scrolls the event list so that `row` is near the top, and waits for the redraw. */
 async function scrollToRow(page, row, rowPx) {
@@ -262,7 +264,7 @@ test('the OOM snapshot: the last event of the history and its map', { skip: need
   await page.waitForSelector('#event-rows > div.sel');
   const s = await listState(page);
   assert.equal(s.selected, s.rows - 1);
-  const oomRow = await page.evaluate(() => [...document.querySelectorAll('#event-rows > div')].map((d) => d.textContent).find((t) => t.startsWith('OOM')));
+  const oomRow = await page.evaluate(() => [...document.querySelectorAll('#event-rows > div')].map((d) => d.querySelector('.ev')?.textContent ?? '').find((t) => t.startsWith('OOM')));
   if (oomRow) assert.match(oomRow, /^OOM \(requested .*, CUDA has .* memory free\)$/);
   assert.ok(Number(await page.getAttribute('#segmap', 'data-segments')) > 0);
   await shot(page, 'state-history-oom');
@@ -378,14 +380,14 @@ test('"hide freed" leaves out allocations made and freed within the trace', { sk
   // The x axis stays: the same steps, window and ticks; the status says how many are shown.
   const hidden = await plotData(page);
   assert.deepEqual([hidden.steps, hidden.view, hidden.xTicks], [all.steps, all.view, all.xTicks]);
-  const total = (await page.textContent('#status')).match(/(\d+) of (\d+) allocations shown/);
+  const total = (await page.textContent('#status')).replaceAll(',', '').match(/(\d+) of (\d+) allocations shown/);
   assert.ok(total, await page.textContent('#status'));
   assert.ok(Number(total[1]) < Number(total[2]));
   assert.equal(await page.getAttribute('#detail-label', 'data-total'), total[1]);
   await shot(page, 'hide-freed');
   await page.uncheck('#hide-freed');
   await page.waitForFunction((b) => document.getElementById('plot').dataset.bands === b, all.bands, { polling: 50 });
-  assert.match(await page.textContent('#status'), new RegExp(` · ${total[2]} allocations$`));
+  assert.match(await page.textContent('#status'), new RegExp(` · ${Number(total[2]).toLocaleString('en-US')} allocations$`));
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

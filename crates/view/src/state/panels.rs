@@ -185,8 +185,6 @@ pub struct AnalysisState {
     pub compare_with: Option<usize>,
     /// Categories: the profiler timeline and the inferred colouring.
     pub categories: CategoriesState,
-    /// The trace entry the cursor is on (a citation clicked in the panel).
-    pub cursor_entry: Option<u32>,
 }
 
 impl AnalysisState {
@@ -215,13 +213,7 @@ impl AnalysisState {
                 effects.push(Effect::Highlight(action));
             }
             Action::Export(kind) => effects.push(Effect::Export(kind)),
-            Action::Entry(entry) => {
-                // A second click on the same entry takes the cursor away.
-                self.cursor_entry = if self.cursor_entry == Some(entry) { None } else { Some(entry) };
-                if self.cursor_entry.is_some() {
-                    effects.push(Effect::ShowEntry(entry));
-                }
-            }
+            Action::Entry(entry) => effects.push(Effect::Cursor(entry)),
             Action::CompareWith(i) => self.compare_with = Some(i),
             Action::CategoryColour => self.categories.colour_inferred = !self.categories.colour_inferred,
             Action::CategoryClose => self.categories.close_profile(),

@@ -337,15 +337,16 @@ fn a_cited_entry_puts_the_cursor_there_and_shows_it() {
     f.viewport.set_window(end - 50.0, end);
     assert!(step < end - 50.0, "the entry is outside the window");
     let effects = apply(&mut s, Action::Entry(entry));
-    assert_eq!(effects, vec![Effect::ShowEntry(entry)]);
-    assert_eq!(s.analysis.cursor_entry, Some(entry));
-    s.show_entry(entry);
+    assert_eq!(effects, vec![Effect::Cursor(entry)]);
+    s.toggle_cursor(entry);
+    assert_eq!(s.cursor_entry, Some(entry));
     let v = s.file().expect("file").viewport;
     assert!(v.x0 <= step && step <= v.x1, "{step} in {}..{}", v.x0, v.x1);
     assert!((v.width() - 50.0).abs() < 1e-9, "same width");
     // Already in view: the window stays.
     s.show_entry(entry + 1);
     assert_eq!(s.file().expect("file").viewport, v);
-    assert!(apply(&mut s, Action::Entry(entry)).is_empty());
-    assert_eq!(s.analysis.cursor_entry, None);
+    assert_eq!(apply(&mut s, Action::Entry(entry)), vec![Effect::Cursor(entry)]);
+    s.toggle_cursor(entry);
+    assert_eq!(s.cursor_entry, None);
 }

@@ -83,6 +83,15 @@ impl App {
                 }
                 Vec::new()
             }
+            Input::Cursor(entry) => {
+                if self.state.view.is_panel() {
+                    // From a panel view (History): the timeline, with the cursor there.
+                    self.handle(Input::SelectView(memviz_view::view::View::ActiveMemoryTimeline));
+                    self.state.cursor_entry = None;
+                }
+                self.state.toggle_cursor(entry);
+                Vec::new()
+            }
             Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) => {
                 self.panel_input(input)
             }
@@ -206,7 +215,7 @@ impl App {
                         }
                     }
                 }
-                Effect::ShowEntry(entry) => self.state.show_entry(entry),
+                Effect::Cursor(entry) => self.state.toggle_cursor(entry),
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

@@ -45,6 +45,20 @@ pub(crate) fn typing_in_control(e: &KeyboardEvent) -> bool {
         .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
 }
 
+/// A cited trace entry anywhere but the analysis panel (which has its own click handler): the
+/// cursor there.
+fn entry_links(ui: &Ui) -> Binding {
+    let doc: &web_sys::EventTarget = ui.document.as_ref();
+    bind(doc, "click", |e: &web_sys::MouseEvent| {
+        let el: Element = e.target()?.dyn_into().ok()?;
+        let link = el.closest("button.entry-link[data-entry]").ok()??;
+        if link.closest("#analysis").ok().flatten().is_some() {
+            return None;
+        }
+        Some(Input::Cursor(link.get_attribute("data-entry")?.parse().ok()?))
+    })
+}
+
 /// The toolbar's, the window's and the canvases' events and what they mean.
 pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     let mut l = Vec::new();
@@ -57,6 +71,7 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
         input.set_value("");
         (!files.is_empty()).then_some(Input::Open(files))
     }));
+    l.push(entry_links(ui));
     l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
     l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
     if let Some(h) = ui.document.get_element_by_id("help") {
@@ -142,6 +157,12 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
             return None;
         }
         let c = input::command_for_key(&e.key(), e.ctrl_key() || e.alt_key() || e.meta_key())?;
+        // Selection keys act on the focused timeline only; elsewhere arrows scroll and Enter
+        // presses buttons.
+        let on_plot = e.target().and_then(|t| t.dyn_into::<Element>().ok()).is_some_and(|el| el.id() == "plot");
+        if c.needs_plot_focus() && !on_plot {
+            return None;
+        }
         e.prevent_default();
         Some(Input::Timeline(TimelineInput::Key(c)))
     }));

@@ -208,6 +208,12 @@ impl App {
             };
             let view = app.state.view;
             let hide_freed = app.state.history.hide_freed;
+            // The pin and the keyboard's selection are found again by their keys after it.
+            let kept = if device.is_none() { app.state.keep_targets() } else { Default::default() };
+            if device.is_some() {
+                app.state.selected = None;
+                app.state.cursor_entry = None;
+            }
             if let Some(f) = app.state.files.get_mut(i) {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
@@ -225,20 +231,22 @@ impl App {
             }
             app.state.loading = None;
             app.after_plot_change(true);
+            app.state.restore_targets(kept);
             app.settle_layout();
             app.settle();
         });
     }
 
-    /// After the plot of the current file changed: forget pointer targets, refresh derived state.
-    fn after_plot_change(&mut self, keep_pins: bool) {
+    /// After the plot of the current file changed: forget pointer targets (a relayout of the
+    /// same file finds its pin and selection again by their keys:
+    /// `ViewState::restore_targets`), refresh derived state.
+    fn after_plot_change(&mut self, same_file: bool) {
         self.state.generation += 1;
         self.state.hover = None;
-        if !keep_pins {
-            self.state.pinned = None;
-        } else {
-            // Element indices survive a detail change but not a device change; drop to be safe.
-            self.state.pinned = None;
+        self.state.pinned = None;
+        if !same_file {
+            self.state.selected = None;
+            self.state.cursor_entry = None;
         }
         self.refresh_minimap();
     }

@@ -11,7 +11,7 @@ use memviz_core::analysis::{signed_size_text, size_text};
 use plotters::style::RGBColor;
 use web_sys::HtmlCanvasElement;
 
-use super::{chart, esc};
+use super::{chart, entry_link, esc};
 use crate::paint::Frame;
 
 /// Chart size when the canvas is not laid out, CSS px.
@@ -104,7 +104,9 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
     );
     for (k, p) in c.points.iter().enumerate() {
         let delta = i128::from(p.b_bytes) - i128::from(p.a_bytes);
-        let at = |r: Option<u32>| r.map_or("before the trace".to_string(), |r| format!("entry {r}"));
+        // A is the file shown: its entries are links to the cursor; B's are of the other file.
+        let at_a = |r: Option<u32>| r.map_or("before the trace".to_string(), |r| entry_link(r, &format!("entry {r}")));
+        let at_b = |r: Option<u32>| r.map_or("before the trace".to_string(), |r| format!("B's entry {r}"));
         let _ = write!(
             s,
             "<details class=\"cmp-point\" data-label=\"{}\" data-a-bytes=\"{}\" data-b-bytes=\"{}\" data-delta-bytes=\"{delta}\"{}><summary>At {}: A {} ({}), B {} ({}); <b>B − A = {} ({delta} bytes)</b></summary>",
@@ -114,9 +116,9 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
             if k == 0 { " open" } else { "" },
             esc(&p.label),
             size_text(p.a_bytes),
-            at(p.a_row),
+            at_a(p.a_row),
             size_text(p.b_bytes),
-            at(p.b_row),
+            at_b(p.b_row),
             signed_size_text(delta)
         );
         diff_rows("More in B", "cmp-more-b", &p.more_in_b, s);

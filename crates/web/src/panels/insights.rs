@@ -166,7 +166,7 @@ fn frag_html(fs: &FragSeries, s: &mut String) {
     let m = fs.max_unused.as_ref();
     let _ = write!(
         s,
-        "<h3>Fragmentation over time</h3><p class=\"an-frag-summary\">{}</p><canvas class=\"an-frag\" data-points=\"{}\" data-max-unused-row=\"{}\" data-max-unused-bytes=\"{}\" aria-label=\"Reserved, allocated and largest free block over the timeline's visible window\"></canvas><p class=\"an-legend\"><span class=\"sw reserved\"></span>reserved <span class=\"sw allocated\"></span>allocated <span class=\"sw unused\"></span>reserved − allocated <span class=\"sw largest\"></span>largest free block (x: the timeline's visible window; red line: the most reserved but unallocated)</p><p class=\"an-legend an-frag-at\">Point at the timeline to read the values at a step.</p>",
+        "<h3>Fragmentation over time</h3><p class=\"an-frag-summary\">{}</p><canvas class=\"an-frag\" data-points=\"{}\" data-max-unused-row=\"{}\" data-max-unused-bytes=\"{}\" aria-label=\"Reserved, allocated and largest free block over the timeline's visible window\"></canvas><p class=\"an-legend\"><span class=\"sw reserved\"></span>reserved <span class=\"sw allocated\"></span>allocated <span class=\"sw unused\"></span>reserved − allocated <span class=\"sw largest\"></span>largest free block (x: the timeline's visible window; red line: the most reserved but unallocated)</p><p class=\"an-legend an-frag-at\">Point at the timeline to read the values after an entry.</p>",
         esc(&fs.summary()),
         fs.points.len(),
         m.and_then(|p| p.row).map_or(-1, i64::from),
@@ -300,12 +300,17 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         };
         let max_bytes = points.iter().map(|p| p.values.reserved_bytes.max(p.values.allocated_bytes)).max().unwrap_or(0);
         let time = xm.is_time();
-        let (x_step, ticks) = axis::x_ticks(v.x0, v.x1, 4, time);
+        // As on the timeline: time, or trace entries at their steps.
+        let (x_step, ticks) = if time {
+            axis::x_ticks(v.x0, v.x1, 4, true)
+        } else {
+            (1.0, memviz_view::entries::entry_ticks(layout, s0, s1, 4).into_iter().map(|t| t.0).collect())
+        };
         let label = move |x: f64| {
             if time {
                 axis::time_label(x, x_step)
             } else {
-                axis::step_label(x)
+                memviz_view::entries::entry_at_step(layout, x).map_or_else(String::new, |e| e.to_string())
             }
         };
         let worst_x = a.fragmentation.max_unused.and_then(|m| m.row).map(|r| xm.pos(step_of_row(layout, Some(r))));
@@ -349,12 +354,8 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
                         let _ = canvas.set_attribute("data-marker-step", &format!("{step:.0}"));
                         let _ = canvas.set_attribute("data-marker-unused-bytes", &t.unused_bytes().to_string());
                         format!(
-                            "At step {}{}: reserved {}, allocated {}, reserved − allocated {}, largest free block {}",
-                            axis::step_label(step),
-                            p.row.map_or_else(
-                                || " (before the first entry)".to_string(),
-                                |r| format!(" (after entry {r})")
-                            ),
+                            "{}: reserved {}, allocated {}, reserved − allocated {}, largest free block {}",
+                            p.row.map_or_else(|| "Before the first entry".to_string(), |r| format!("After entry {r}")),
                             size_text(t.reserved_bytes),
                             size_text(t.allocated_bytes),
                             size_text(t.unused_bytes()),
@@ -366,7 +367,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
             _ => {
                 let _ = canvas.remove_attribute("data-marker-step");
                 let _ = canvas.remove_attribute("data-marker-unused-bytes");
-                "Point at the timeline to read the values at a step.".to_string()
+                "Point at the timeline to read the values after an entry.".to_string()
             }
         };
         if let Ok(Some(el)) = panel.query_selector(".an-frag-at") {

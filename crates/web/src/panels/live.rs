@@ -9,7 +9,7 @@ use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
 use super::insights::sz;
-use super::{esc, Analysis};
+use super::{entry_link, esc, Analysis};
 
 /// Children shown per tree node at most.
 const TREE_CHILDREN: usize = 12;
@@ -25,21 +25,22 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         s.push_str("<p>No live set at this moment.</p>");
         return;
     };
+    // The entry is a link that puts the timeline's cursor there.
     let when = match (l.moment, l.row) {
-        (Moment::Peak, Some(r)) => format!("At the peak, after entry {r}"),
+        (Moment::Peak, Some(r)) => format!("At the peak, after {}", entry_link(r, &format!("entry {r}"))),
         (Moment::Peak, None) | (Moment::Start, _) => "Before the first entry".to_string(),
-        (_, Some(r)) => format!("After entry {r}"),
+        (_, Some(r)) => format!("After {}", entry_link(r, &format!("entry {r}"))),
         (_, None) => "Before the first entry".to_string(),
     };
     let time = l.time_us.map_or(String::new(), |t| format!(" ({})", esc(&utc_time(t))));
     let _ = write!(
         s,
-        "<p class=\"an-live-head\" data-row=\"{}\" data-total-bytes=\"{}\" data-count=\"{}\">{when}{time}: <b>{}</b> in {} allocations</p>",
+        "<p class=\"an-live-head\" data-row=\"{}\" data-total-bytes=\"{}\" data-count=\"{}\">{when}{time}: <b>{}</b> in {}</p>",
         l.row.map_or(-1, i64::from),
         l.total_bytes,
         l.count,
         esc(&sz(l.total_bytes)),
-        l.count
+        memviz_view::entries::count(l.count, if l.count == 1 { "allocation" } else { "allocations" })
     );
     s.push_str("<div class=\"an-actions\">Export: <button type=\"button\" data-act=\"csv\">CSV</button><button type=\"button\" data-act=\"json\">JSON</button><button type=\"button\" data-act=\"speedscope\">speedscope</button><button type=\"button\" data-act=\"png\" title=\"The timeline as shown\">PNG</button></div>");
     s.push_str("<h3>By source line</h3><table class=\"an-table an-nums an-sites\"><thead><tr><th class=\"site\">site</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>");

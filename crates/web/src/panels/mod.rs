@@ -102,7 +102,7 @@ pub fn linked(s: &str) -> String {
 /// A button for trace entry `entry` that reads `text`.
 pub fn entry_link(entry: u32, text: &str) -> String {
     format!(
-        "<button type=\"button\" class=\"entry-link\" data-act=\"entry\" data-i=\"{entry}\" title=\"Put a cursor on the timeline at entry {entry}\">{}</button>",
+        "<button type=\"button\" class=\"entry-link\" data-act=\"entry\" data-i=\"{entry}\" data-entry=\"{entry}\" title=\"Put the cursor on the timeline at entry {entry}\">{}</button>",
         esc(text)
     )
 }
@@ -270,9 +270,7 @@ const CURSOR_COLOUR: &str = "#b35900";
 pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let p = &fr.state.analysis;
     categories::draw_colours(fr, drawn, ctx);
-    if p.cursor_entry.is_none() || !p.open || fr.state.view.mode() != Mode::Allocations {
-        let _ = fr.ui.plot.remove_attribute("data-cursor");
-    }
+    draw_cursor(fr, drawn, ctx);
     let Some(f) = fr.file() else { return };
     if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
@@ -295,29 +293,6 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
             ctx.stroke();
         });
     }
-    // The cursor on a cited entry, labelled with the entry and its step.
-    if let Some(entry) = p.cursor_entry.filter(|_| p.open) {
-        let step = layout.step_for_row(entry);
-        let (x, _) = plot.to_dev(f64::from(step), 0.0);
-        ctx.set_stroke_style_str(CURSOR_COLOUR);
-        ctx.set_line_width(1.5 * dpr);
-        ctx.begin_path();
-        ctx.move_to(x, rect.top_px * dpr);
-        ctx.line_to(x, rect.bottom_px() * dpr);
-        ctx.stroke();
-        let label = memviz_view::entries::cursor_label(entry, step);
-        ctx.set_font(&format!("{}px sans-serif", 11.0 * dpr));
-        let w = ctx.measure_text(&label).map_or(80.0 * dpr, |m| m.width());
-        let right = rect.right_px() * dpr;
-        let lx = if x + 4.0 * dpr + w > right { x - 4.0 * dpr - w } else { x + 4.0 * dpr };
-        ctx.set_fill_style_str("rgba(255,255,255,0.9)");
-        ctx.fill_rect(lx - 2.0 * dpr, (rect.top_px + 2.0) * dpr, w + 4.0 * dpr, 14.0 * dpr);
-        ctx.set_fill_style_str(CURSOR_COLOUR);
-        ctx.set_text_align("left");
-        ctx.set_text_baseline("top");
-        let _ = ctx.fill_text(&label, lx, (rect.top_px + 3.0) * dpr);
-        let _ = fr.ui.plot.set_attribute("data-cursor", &format!("{entry}:{step}:{:.1}", x / dpr));
-    }
     // The live set's moment.
     if p.open && p.tab == Tab::Live {
         let row = fr.derived.analysis_of(fr.state).and_then(|a| a.live.as_ref().and_then(|l| l.row));
@@ -334,6 +309,45 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
             ctx.stroke();
         }
     }
+    ctx.restore();
+}
+
+/// The cursor on a trace entry (a cited entry's link, the keyboard's selection), labelled with
+/// the entry, in every view of the timeline and on either x axis.
+fn draw_cursor(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
+    let at = fr.file().zip(fr.state.cursor_entry).filter(|(f, _)| !f.is_moment() && !fr.state.view.is_panel());
+    let Some((f, entry)) = at else {
+        let _ = fr.ui.plot.remove_attribute("data-cursor");
+        return;
+    };
+    let dpr = fr.state.dpr;
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), dpr).reusing(drawn);
+    let rect = plot.rect;
+    let step = memviz_view::entries::step_of_entry(plot.layout, entry);
+    let (x, _) = plot.to_dev(step, 0.0);
+    if x < rect.left_px * dpr - 0.5 || x > rect.right_px() * dpr + 0.5 {
+        let _ = fr.ui.plot.set_attribute("data-cursor", &format!("{entry}:{step}:outside"));
+        return;
+    }
+    plot.clip(ctx);
+    ctx.set_stroke_style_str(CURSOR_COLOUR);
+    ctx.set_line_width(1.5 * dpr);
+    ctx.begin_path();
+    ctx.move_to(x, rect.top_px * dpr);
+    ctx.line_to(x, rect.bottom_px() * dpr);
+    ctx.stroke();
+    let label = memviz_view::entries::cursor_label(entry);
+    ctx.set_font(&format!("{}px sans-serif", 11.0 * dpr));
+    let w = ctx.measure_text(&label).map_or(80.0 * dpr, |m| m.width());
+    let right = rect.right_px() * dpr;
+    let lx = if x + 4.0 * dpr + w > right { x - 4.0 * dpr - w } else { x + 4.0 * dpr };
+    ctx.set_fill_style_str("rgba(255,255,255,0.9)");
+    ctx.fill_rect(lx - 2.0 * dpr, (rect.top_px + 2.0) * dpr, w + 4.0 * dpr, 14.0 * dpr);
+    ctx.set_fill_style_str(CURSOR_COLOUR);
+    ctx.set_text_align("left");
+    ctx.set_text_baseline("top");
+    let _ = ctx.fill_text(&label, lx, (rect.top_px + 3.0) * dpr);
+    let _ = fr.ui.plot.set_attribute("data-cursor", &format!("{entry}:{step}:{:.1}", x / dpr));
     ctx.restore();
 }
 

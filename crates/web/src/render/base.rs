@@ -36,8 +36,18 @@ pub fn draw_timeline_base(
     let kind = plot_kind(f);
 
     let (y_step, mut y_ticks) = axis::byte_ticks(v.y_max_bytes, ((rect.height_px / 56.0) as usize).clamp(2, 10));
-    let (x_step, mut x_ticks) =
-        axis::x_ticks(v.x0, v.x1, ((rect.width_px / 120.0) as usize).clamp(2, 14), xm.is_time());
+    // Time ticks on the time axis; else round trace entries, each at its step (the steps are
+    // only where the layout draws an entry).
+    let x_target = ((rect.width_px / 120.0) as usize).clamp(2, 14);
+    let mut x_ticks: Vec<(f64, String)> = if xm.is_time() {
+        let (x_step, ticks) = axis::x_ticks(v.x0, v.x1, x_target, true);
+        ticks.into_iter().map(|t| (t, axis::time_label(t, x_step))).collect()
+    } else {
+        memviz_view::entries::entry_ticks(&f.plot.layout, v.x0, v.x1, x_target)
+            .into_iter()
+            .map(|(step, entry)| (step, entry.to_string()))
+            .collect()
+    };
     if kind != PlotKind::Timeline {
         x_ticks.clear();
     }
@@ -78,7 +88,7 @@ pub fn draw_timeline_base(
         ctx.move_to(rect.left_px, y);
         ctx.line_to(rect.right_px(), y);
     }
-    for &t in &x_ticks {
+    for &(t, _) in &x_ticks {
         let x = crisp(v.x_px(&rect, t), dpr);
         ctx.move_to(x, rect.top_px);
         ctx.line_to(x, rect.bottom_px());
@@ -120,7 +130,7 @@ pub fn draw_timeline_base(
         ctx.move_to(bx - 4.0, y);
         ctx.line_to(bx, y);
     }
-    for &t in &x_ticks {
+    for &(t, _) in &x_ticks {
         let x = crisp(v.x_px(&rect, t), dpr);
         ctx.move_to(x, by);
         ctx.line_to(x, by + 4.0);
@@ -136,8 +146,7 @@ pub fn draw_timeline_base(
     ctx.set_text_align("center");
     ctx.set_text_baseline("top");
     let mut last_right = f64::NEG_INFINITY;
-    for &t in &x_ticks {
-        let label = if xm.is_time() { axis::time_label(t, x_step) } else { axis::step_label(t) };
+    for (t, label) in x_ticks {
         let width = ctx.measure_text(&label).map_or(40.0, |m| m.width());
         let x = clamp_px(v.x_px(&rect, t), width / 2.0 + 2.0, w - width / 2.0 - 2.0);
         if x - width / 2.0 < last_right + 10.0 {
@@ -151,8 +160,7 @@ pub fn draw_timeline_base(
     match kind {
         PlotKind::Timeline => {
             ctx.set_text_align("right");
-            let title =
-                if xm.is_time() { "time since the first event" } else { "event step (each alloc or free is one step)" };
+            let title = if xm.is_time() { "time since the first event" } else { "trace entry" };
             let _ = ctx.fill_text(title, rect.right_px(), by + 26.0);
         }
         PlotKind::Moment => {

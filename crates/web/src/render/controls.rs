@@ -4,6 +4,8 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+use memviz_view::entries::count;
+
 /// "Reading x.pickle: 45.2 of 89.5 MiB · about 2 s left".
 pub(crate) fn loading_text(l: &memviz_view::state::Loading) -> String {
     let mut text = format!("{} {}", l.phase, l.name);
@@ -87,8 +89,13 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
                 f.snap.devices.iter().enumerate().map(|(i, d)| {
                     // Named by what it holds, so an empty device is seen before it is chosen.
                     let (reserved, _) = f.snap.memory_bytes(d.index);
-                    let label =
-                        format!("{} · {} reserved ({} entries)", d.name(), human_size(reserved as f64), d.trace.len());
+                    let entries = if d.trace.len() == 1 { "entry" } else { "entries" };
+                    let label = format!(
+                        "{} · {} reserved ({})",
+                        d.name(),
+                        human_size(reserved as f64),
+                        count(d.trace.len(), entries)
+                    );
                     (i.to_string(), label)
                 }),
             );
@@ -154,10 +161,11 @@ fn noun(f: &OpenFile) -> &'static str {
 /// The Detail control's label: how many of the elements are drawn one by one (the rest are
 /// summarized in one band; the x axis does not change).
 pub(crate) fn detail_text(drawn: usize, total: usize, noun: &str) -> String {
+    let group = |n: usize| memviz_view::axis::step_label(n as f64);
     if drawn >= total {
-        format!("Draw all {total} {noun} individually")
+        format!("Draw all {} individually", count(total, noun))
     } else {
-        format!("Draw the {drawn} largest of {total} {noun} individually")
+        format!("Draw the {} largest of {} individually", group(drawn), count(total, noun))
     }
 }
 
@@ -169,10 +177,10 @@ pub(crate) fn status_text(f: &OpenFile) -> String {
         // What the column holds: the lifetimes not freed by the trace's one entry.
         let live = l.elements.iter().filter(|e| e.free_row.is_none()).count();
         return format!(
-            "{} · {} live at the snapshot · {live} {} live",
+            "{} · {} live at the snapshot · {} live",
             f.name,
             human_size(l.live_bytes_at(0.5) as f64),
-            noun(f)
+            count(live, noun(f))
         );
     }
     if l.elements.is_empty() {
@@ -180,8 +188,12 @@ pub(crate) fn status_text(f: &OpenFile) -> String {
     }
     let peak = human_size(l.peak_bytes as f64);
     let (shown, all) = (l.shown_count(), l.elements.len());
-    let count = if shown < all { format!("{shown} of {all} {} shown", noun(f)) } else { format!("{all} {}", noun(f)) };
-    format!("{} · peak {peak} · {count}", f.name)
+    let shown_text = if shown < all {
+        format!("{} of {} shown", memviz_view::axis::step_label(shown as f64), count(all, noun(f)))
+    } else {
+        count(all, noun(f))
+    };
+    format!("{} · peak {peak} · {shown_text}", f.name)
 }
 
 fn set_attr(el: &web_sys::HtmlElement, name: &str, value: &str) {

@@ -46,7 +46,18 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     let v = &f.viewport;
     let xm = f.xmap();
     let (s0, s1) = (xm.step(v.x0), xm.step(v.x1));
-    let window = if v.is_full() { "whole trace".to_string() } else { format!("steps {s0:.0}–{s1:.0}") };
+    let entry = |s: f64| memviz_view::entries::entry_at_step(&f.plot.layout, s).unwrap_or(0);
+    let window = if v.is_full() {
+        "whole trace".to_string()
+    } else if xm.is_time() {
+        format!(
+            "{} to {}",
+            memviz_view::axis::time_label(v.x0, v.width()),
+            memviz_view::axis::time_label(v.x1, v.width())
+        )
+    } else {
+        format!("entries {}..{}", entry(s0), entry(s1))
+    };
     ctx.set_fill_style_str(TEXT);
     ctx.set_text_baseline("top");
     ctx.set_text_align("left");
@@ -54,10 +65,10 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     let _ = ctx.fill_text(&fit_text(&ctx, &f.name, w - 20.0), 10.0, 6.0);
     ctx.set_font(FONT);
     let sub = format!(
-        "{} · {device} · peak {} · {} allocations · {window}",
+        "{} · {device} · peak {} · {} · {window}",
         fr.state.view.label(),
         human_size(f.plot.layout.peak_bytes as f64),
-        f.plot.layout.elements.len()
+        memviz_view::entries::count(f.plot.layout.elements.len(), "allocations")
     );
     let _ = ctx.fill_text(&fit_text(&ctx, &sub, w - 20.0), 10.0, 23.0);
     let _ = ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&plot, 0.0, TITLE_PX, w, h);

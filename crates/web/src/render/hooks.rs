@@ -74,4 +74,13 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
     set("data-frame-ms", &format!("{frame_ms:.1}"));
     let hover = fr.state.hover.or(fr.state.pinned).map_or_else(String::new, crate::stack::target_hook);
     set("data-hover", &hover);
+    // The keyboard's selection by its key: address label and allocation entry.
+    let selected = fr.state.selected_element().and_then(|e| {
+        let f = fr.file()?;
+        let el = f.plot.layout.elements.get(e as usize)?;
+        let label = memviz_core::format::addr_label('b', el.addr, el.version);
+        Some(format!("{label}@{}", el.alloc_row.map_or_else(|| "-".to_string(), |r| r.to_string())))
+    });
+    set("data-selected", &selected.unwrap_or_default());
+    set("data-pinned", &fr.state.pinned.map_or_else(String::new, crate::stack::target_hook));
 }

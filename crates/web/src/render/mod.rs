@@ -246,6 +246,7 @@ pub struct CanvasKey {
     analysis: usize,
     search: memviz_core::search::Query,
     pool_hover: Option<usize>,
+    cursor_entry: Option<u32>,
     /// Drawn from the held copies ([`HeldPlot`]) rather than exactly.
     preview: bool,
 }
@@ -260,6 +261,7 @@ impl CanvasKey {
             analysis: 0,
             search: memviz_core::search::Query::default(),
             pool_hover: None,
+            cursor_entry: None,
             ..self.clone()
         }
     }
@@ -282,6 +284,7 @@ impl CanvasKey {
             analysis: fr.state.analysis.canvas_seq,
             search: fr.state.search.clone(),
             pool_hover: fr.state.pool_hover,
+            cursor_entry: fr.state.cursor_entry,
         }
     }
 }

@@ -118,6 +118,10 @@ pub fn bindings(document: &Document) -> Vec<Binding> {
     let list: &web_sys::EventTarget = els.list.as_ref();
     let row_of = |e: &MouseEvent| -> Option<usize> {
         let el: Element = e.target()?.dyn_into().ok()?;
+        // The row's entry link goes to the timeline instead (app/listeners.rs).
+        if el.closest(".row-entry").ok().flatten().is_some() {
+            return None;
+        }
         el.closest("[data-row]").ok()??.get_attribute("data-row")?.parse().ok()
     };
     l.push(bind(list, "click", move |e: &MouseEvent| row_of(e).map(|r| Input::History(HistoryInput::Select(r)))));
@@ -348,7 +352,16 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
             if let Ok(div) = div.clone().dyn_into::<HtmlElement>() {
                 let _ = div.style().set_property("height", &row_height);
             }
-            div.set_text_content(Some(&state_history::event_text(t, data, r)));
+            // The row's trace entry, a link that puts the timeline's cursor there, before
+            // PyTorch's text of the event.
+            let entry = state_history::row_entry(data, r);
+            let _ = div.set_attribute("data-entry", &entry.to_string());
+            div.set_inner_html(&format!(
+                "<button type=\"button\" class=\"entry-link row-entry\" data-entry=\"{entry}\" title=\"Put the cursor on the timeline at entry {entry}\">{entry}</button><span class=\"ev\"></span>"
+            ));
+            if let Ok(Some(ev)) = div.query_selector(".ev") {
+                ev.set_text_content(Some(&state_history::event_text(t, data, r)));
+            }
             let _ = els.rows.append_child(&div);
         }
         if n == 0 {
@@ -364,11 +377,11 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
     // The state after the selected row (after the last trace entry of a joined `free`).
     let k = sel.map_or(usize::MAX, |r| data.entries_of(r).1);
     let Some(at) = fr.derived.at_event_of(state) else { return };
-    let header = format!(
-        "({} allocated / {} reserved) after event {}",
-        viewer_size(at.state.allocated_bytes()),
-        viewer_size(at.state.reserved_bytes()),
-        sel.map_or_else(|| "–".to_string(), |r| format!("{} of {n}", r + 1))
+    let header = state_history::header_text(
+        at.state.allocated_bytes(),
+        at.state.reserved_bytes(),
+        sel.map(|r| state_history::row_entry(data, r)),
+        t.len(),
     );
     if els.header.text_content().as_deref() != Some(header.as_str()) {
         els.header.set_text_content(Some(&header));
