@@ -1,6 +1,6 @@
 //! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
 //! selected event, and the settings of the view (x axis, hide freed, Detail, the search boxes, the
-//! analysis panel's tab), e.g.
+//! analysis panel's tab), and of a run the focused rank and whether its overview is shown, e.g.
 //! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
 
@@ -33,6 +33,10 @@ pub struct Fragment {
     pub search: SearchBoxes,
     /// The analysis panel's tab, when the panel is open.
     pub panel: Option<Tab>,
+    /// The focused rank of a run.
+    pub rank: Option<u32>,
+    /// A run's overview is shown (rather than the focused rank's timeline).
+    pub ranks_overview: bool,
 }
 
 /// The fragment's name of a tab.
@@ -80,6 +84,8 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
                     _ => b.max = text,
                 }
             }
+            "rank" => f.rank = v.parse().ok(),
+            "ranks" => f.ranks_overview = v == "overview",
             "panel" => {
                 f.panel =
                     [Tab::Insights, Tab::Live, Tab::Compare, Tab::Categories].into_iter().find(|&t| tab_value(t) == v)
@@ -128,6 +134,12 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if let Some(t) = f.panel {
         parts.push(format!("panel={}", tab_value(t)));
+    }
+    if f.ranks_overview {
+        parts.push("ranks=overview".to_string());
+    }
+    if let Some(r) = f.rank {
+        parts.push(format!("rank={r}"));
     }
     parts.join("&")
 }
@@ -186,6 +198,14 @@ mod tests {
             let f = Fragment { panel: Some(t), ..Fragment::default() };
             assert_eq!(parse(&format(&f, id), id), f);
         }
+    }
+
+    #[test]
+    fn the_focused_rank_round_trips() {
+        let f = Fragment { rank: Some(5), ranks_overview: true, ..Fragment::default() };
+        assert_eq!(format(&f, id), "ranks=overview&rank=5");
+        assert_eq!(parse("ranks=overview&rank=5", id), f);
+        assert_eq!(parse("rank=x&ranks=no", id), Fragment::default());
     }
 
     #[test]

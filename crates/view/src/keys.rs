@@ -31,6 +31,10 @@ pub enum Command {
     PrevMatch,
     /// Show or hide the keyboard help.
     Help,
+    /// Open the previous rank of a run.
+    PrevRank,
+    /// Open the next rank of a run.
+    NextRank,
 }
 
 /// The command for a `KeyboardEvent.key`, ignoring keys pressed with Ctrl, Alt or Meta (browser
@@ -49,6 +53,8 @@ pub fn command_for_key(key: &str, ctrl_alt_meta: bool) -> Option<Command> {
         "n" => Command::NextMatch,
         "N" => Command::PrevMatch,
         "?" => Command::Help,
+        "[" => Command::PrevRank,
+        "]" => Command::NextRank,
         _ => return None,
     })
 }
@@ -97,6 +103,8 @@ mod tests {
             ("0", Command::Reset),
             ("Home", Command::Reset),
             ("Escape", Command::Unpin),
+            ("[", Command::PrevRank),
+            ("]", Command::NextRank),
         ] {
             assert_eq!(command_for_key(k, false), Some(c), "{k}");
             assert_eq!(command_for_key(k, true), None, "Ctrl/Alt/Meta+{k} is the browser's");

@@ -304,6 +304,9 @@ pub enum Effect {
     },
     /// Bring trace entry `.0` into the window ([`ViewState::show_entry`]).
     ShowEntry(u32),
+    /// Open the timeline of the run's entry `.0` ([`ViewState::focus_rank`] says which it is;
+    /// the page brings its model in).
+    FocusRank(usize),
 }
 
 /// A load in progress, as the status line shows it.
@@ -384,12 +387,49 @@ pub struct ViewState {
     pub pool_hover: Option<usize>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
     pub native_frames_open: bool,
+    /// The training run opened, if one was (its overview and the rank in focus).
+    pub run: Option<crate::ranks::Run>,
+    /// The rank the URL fragment names, until a run is opened (it is focused then).
+    pub restore_rank: Option<(u32, bool)>,
 }
 
 impl ViewState {
     /// The file shown.
     pub fn file(&self) -> Option<&OpenFile> {
         self.current.and_then(|i| self.files.get(i))
+    }
+
+    /// Focuses the run's entry `i`: its timeline is shown (the overview is left). Whether there
+    /// is such an entry.
+    pub fn focus_rank(&mut self, i: usize) -> bool {
+        let Some(run) = self.run.as_mut().filter(|r| i < r.ranks.len()) else { return false };
+        run.focused = Some(i);
+        run.overview = false;
+        run.generation += 1;
+        true
+    }
+
+    /// Shows the run's overview (`true`) or the focused rank's timeline.
+    pub fn show_overview(&mut self, on: bool) {
+        if let Some(run) = self.run.as_mut() {
+            run.overview = on || run.focused.is_none();
+            run.generation += 1;
+        }
+    }
+
+    /// Whether the run's overview is shown in place of the timeline.
+    pub fn overview_shown(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.overview)
+    }
+
+    /// Which files may be let go so that at most [`crate::ranks::MAX_RESIDENT_MODELS`] full models
+    /// stay: the oldest first, never the one shown. Indices into `files`, highest first.
+    pub fn files_to_release(&self) -> Vec<usize> {
+        let n = self.files.len();
+        let extra = n.saturating_sub(crate::ranks::MAX_RESIDENT_MODELS);
+        let mut out: Vec<usize> = (0..n).filter(|&i| Some(i) != self.current).take(extra).collect();
+        out.reverse();
+        out
     }
 
     /// Adds an opened file (opened from `source`) and shows it when `show`.
@@ -633,6 +673,13 @@ impl ViewState {
             effects.push(Effect::StepMatch(if c == Command::NextMatch { 1 } else { -1 }));
             return;
         }
+        if matches!(c, Command::NextRank | Command::PrevRank) {
+            let by = if c == Command::NextRank { 1 } else { -1 };
+            if let Some(i) = self.run.as_ref().and_then(|r| r.step_focus(by)) {
+                effects.push(Effect::FocusRank(i));
+            }
+            return;
+        }
         let Some(f) = self.file_mut() else { return };
         let v = &mut f.viewport;
         let mid = (v.x0 + v.x1) / 2.0;
@@ -642,7 +689,12 @@ impl ViewState {
             Command::PanLeft => v.pan(-v.width() * keys::KEY_PAN_SHARE),
             Command::PanRight => v.pan(v.width() * keys::KEY_PAN_SHARE),
             Command::Reset => v.reset(),
-            Command::Unpin | Command::NextMatch | Command::PrevMatch | Command::Help => {}
+            Command::Unpin
+            | Command::NextMatch
+            | Command::PrevMatch
+            | Command::Help
+            | Command::PrevRank
+            | Command::NextRank => {}
         }
         self.update_hover_from_pointer();
     }
