@@ -51,7 +51,7 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   assert.equal(files.length, 8);
   const page = await env.newPage();
   await openRun(page);
-  assert.match(await page.textContent('#ranks-rule'), /8 ranks .* rankN/);
+  assert.match(await page.textContent('#ranks-rule'), /8 ranks · .*rankN.* · 8 of 8 read/);
   assert.equal(await page.isVisible('#ranks'), true);
   assert.equal(await page.isVisible('#plot'), false, 'the overview takes the timeline\'s place');
   const b = await bars(page);
