@@ -148,7 +148,7 @@ test('files opened one after another keep two full models; the same file again i
   const names = () => page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
   assert.ok((await models()) <= 2, `resident models: ${await models()}`);
   assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle']);
-  // The same file again: shown, not a third entry and no "(2)".
+  // The same file again: read into its place and shown, not a third entry and no "(2)".
   await openFiles(page, singles[3]);
   assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle']);
   assert.match(await page.textContent('#status'), /^delta\.pickle/);

@@ -154,25 +154,10 @@ impl App {
     }
 
     /// Opens files in name order (`rank2` before `rank10`), the first of them shown; a file open
-    /// already (same name, size and time) is shown when it is opened alone, else read again into
-    /// its place in the file menu.
+    /// already (same name, size and time) is read again into its place in the file menu and
+    /// shown (never added twice).
     pub(crate) fn open(&mut self, mut sources: Vec<Source>) {
         self.state.drag_hover = false;
-        // One file open already is shown, not read again (and not added as "x.pickle (2)").
-        if let [s] = sources.as_slice() {
-            if let Some(k) = input::source_key(s).and_then(|key| self.state.file_from(&key)) {
-                self.state.error = None;
-                self.ui.mark("memviz:open");
-                if self.state.current == Some(k) {
-                    // Drawn again, so that it is reported shown like any file opened.
-                    self.memo.canvas = None;
-                    self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
-                } else {
-                    self.select_file(k);
-                }
-                return;
-            }
-        }
         // The last file's error goes at once, not at the next frame, so that nothing reading the
         // page sees it as the new file's.
         self.state.error = None;
