@@ -6,7 +6,7 @@
 //! overlaid curves is nearest to.
 
 use memviz_core::analysis::growth::Finding;
-use memviz_core::ranks::{self, NamingRule, OomEvent, RankSummary};
+use memviz_core::ranks::{self, sorted_by_key, NamingRule, OomEvent, RankSummary};
 
 /// Full models kept at most: the rank (or file) shown and the one shown before it.
 pub const MAX_RESIDENT_MODELS: usize = 2;
@@ -176,19 +176,14 @@ impl Run {
     /// A run of the files at `paths` (in the order given), none read yet.
     pub fn new(paths: &[String]) -> Run {
         let assigned = ranks::assign_ranks(paths);
-        let mut entries: Vec<RankEntry> = assigned
-            .files
-            .into_iter()
-            .enumerate()
-            .map(|(source, f)| RankEntry {
-                rank: f.rank,
-                iteration: f.iteration,
-                path: f.path,
-                source,
-                status: RankStatus::Waiting,
-            })
-            .collect();
-        entries.sort_by_key(|e| (e.iteration, e.rank, e.source));
+        let entries = assigned.files.into_iter().enumerate().map(|(source, f)| RankEntry {
+            rank: f.rank,
+            iteration: f.iteration,
+            path: f.path,
+            source,
+            status: RankStatus::Waiting,
+        });
+        let entries = sorted_by_key(entries, |e| (e.iteration, e.rank));
         Run { rule: assigned.rule, ranks: entries, focused: None, overview: true, generation: 0, id: 0 }
     }
 
@@ -263,7 +258,7 @@ impl Run {
             let refs: Vec<(u32, &RankSummary)> = summaries.iter().map(|(i, s)| (*i, s)).collect();
             out.extend(ranks::outliers(&refs).into_iter().map(|o| (o.rank as usize, o.reasons)));
         }
-        out.sort_by_key(|o| o.0);
+        // Groups follow the entries' order and core answers in the order given: in index order.
         out
     }
 
@@ -276,14 +271,13 @@ impl Run {
     /// picks it).
     pub fn median_of(&self, i: usize) -> Option<usize> {
         let it = self.ranks.get(i)?.iteration;
-        let mut g: Vec<(u64, usize)> = self
+        let g = self
             .ranks
             .iter()
             .enumerate()
             .filter(|(_, e)| e.iteration == it)
-            .filter_map(|(k, e)| Some((e.digest()?.peak_allocated_bytes, k)))
-            .collect();
-        g.sort_unstable();
+            .filter_map(|(k, e)| Some((e.digest()?.peak_allocated_bytes, k)));
+        let g = sorted_by_key(g, |p| *p);
         g.get(g.len().checked_sub(1)? / 2).map(|p| p.1)
     }
 
@@ -452,8 +446,7 @@ pub fn stack_differences(outlier: &RankDigest, median: &RankDigest) -> Vec<(Stri
         }
     }
     rows.retain(|r| r.1 != r.2);
-    rows.sort_by_key(|r| std::cmp::Reverse(r.1.abs_diff(r.2)));
-    rows
+    sorted_by_key(rows, |r| std::cmp::Reverse(r.1.abs_diff(r.2)))
 }
 
 #[cfg(test)]
