@@ -389,8 +389,9 @@ pub struct ViewState {
     pub native_frames_open: bool,
     /// The training run opened, if one was (its overview and the rank in focus).
     pub run: Option<crate::ranks::Run>,
-    /// The rank the URL fragment names, until a run is opened (it is focused then).
-    pub restore_rank: Option<(u32, bool)>,
+    /// The run the URL fragment names, until a run is opened: its focused rank (focused then)
+    /// and whether its overview was shown.
+    pub restore_rank: Option<(Option<u32>, bool)>,
 }
 
 impl ViewState {

@@ -68,7 +68,7 @@ pub fn read_at_start(state: &mut ViewState) {
         state.analysis.tab = t;
     }
     state.restore_file.clone_from(&f.file);
-    state.restore_rank = f.rank.map(|r| (r, f.ranks_overview));
+    state.restore_rank = (f.rank.is_some() || f.ranks_overview).then_some((f.rank, f.ranks_overview));
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
     PENDING.with(|p| *p.borrow_mut() = Some(f));
 }

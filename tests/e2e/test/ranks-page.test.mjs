@@ -71,6 +71,11 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   const more = await page.$$eval('.differs[data-rank="3"] tr[data-more-bytes]', (r) => r.map((x) => Number(x.dataset.moreBytes)));
   assert.ok(more.some((m) => m === 2 * 8 * 32 * MIB), `rank 3 holds 512 MiB more activations: ${more}`);
   await shot(page, 'ranks-overview');
+  // The address says the overview is shown; a reload says what it waits for.
+  assert.match(await hash(page), /ranks=overview/);
+  await page.reload();
+  await page.waitForSelector('#demo:not([disabled])');
+  assert.match(await page.textContent('#restore-note'), /a run's rank overview.*cannot read files without you/);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

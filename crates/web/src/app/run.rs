@@ -64,7 +64,7 @@ impl App {
         }
         // A reload of a run's page: the rank it showed, once the run is opened again.
         if let Some((rank, overview)) = self.state.restore_rank.take() {
-            let i = self.state.run.as_ref().and_then(|r| r.index_of(rank, None));
+            let i = rank.and_then(|rank| self.state.run.as_ref().and_then(|r| r.index_of(rank, None)));
             match (i, overview) {
                 (Some(i), false) => self.focus_rank(i),
                 (Some(i), true) => {
