@@ -2,7 +2,8 @@
 // the batch, rank 5 keeps 4 MiB more every iteration, rank 6 runs out of memory) opens as a rank
 // overview with the right peaks and the three outliers marked; a click opens a rank's timeline,
 // [ and ] move the focus, the address keeps the focused rank and a reload says what it waits
-// for. Files opened one after another keep at most two full models; the same file opened again
+// for; an outlier compared in full with the median rank opens both. Files opened one after
+// another keep at most two full models; the same file opened again
 // is not added again; files can be closed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -76,6 +77,21 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   await page.reload();
   await page.waitForSelector('#demo:not([disabled])');
   assert.match(await page.textContent('#restore-note'), /a run's rank overview.*cannot read files without you/);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('an outlier compared in full with the median rank: both models in, core\'s compare', async () => {
+  const page = await env.newPage();
+  await openRun(page);
+  await page.click('#ranks-differs [data-compare="3"]');
+  await page.waitForSelector('#analysis .cmp-point[data-label="peak"]', { timeout: 60000 });
+  assert.match(await page.textContent('#analysis .cmp-files'), /rank3_memory_snapshot/);
+  assert.match(await page.textContent('#analysis .cmp-other.current'), /rank4_memory_snapshot/);
+  const peak = page.locator('#analysis .cmp-point[data-label="peak"]');
+  assert.equal(Number(await peak.getAttribute('data-a-bytes')), expectedPeak(3));
+  assert.equal(Number(await peak.getAttribute('data-b-bytes')), expectedPeak(4));
+  assert.equal(Number(await page.getAttribute('#main', 'data-resident-models')), 2);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
