@@ -1,6 +1,6 @@
 // Loads the page's WebAssembly and starts it. A file of its own (not an inline script) so the
 // Content-Security-Policy can forbid inline scripts.
-import init, { start } from './memviz-web.js';
+import init, { start, open_run as openRun } from './memviz-web.js';
 import { KIND } from './protocol.js';
 import { readSlices } from './slices.js';
 
@@ -252,7 +252,74 @@ function loadInWorker(module, file, request, onProgress) {
   };
   if (port) worker.postMessage({ kind: KIND.LOAD, file, request, port }, [port]);
   else worker.postMessage({ kind: KIND.LOAD, file, request });
-  return { next, cancel, shown: () => finish(false) };
+  // `end()`: a summary-only load is over; the worker goes at once, which frees its heap.
+  return { next, cancel, shown: () => finish(false), end: () => finish(true) };
+}
+
+/** The snapshot files under a dropped folder's entry (FileSystemEntry), with their paths. */
+async function filesOfEntry(entry, out) {
+  if (entry.isFile) {
+    const file = await new Promise((resolve) => entry.file(resolve, () => resolve(null)));
+    if (file) out.push({ file, path: entry.fullPath.replace(/^\//, '') });
+    return;
+  }
+  if (!entry.isDirectory) return;
+  const reader = entry.createReader();
+  // readEntries answers in batches until an empty one.
+  for (;;) {
+    const batch = await new Promise((resolve) => reader.readEntries(resolve, () => resolve([])));
+    if (batch.length === 0) break;
+    for (const e of batch) await filesOfEntry(e, out);
+  }
+}
+
+/** The files under a directory handle (showDirectoryPicker), with their paths. */
+async function filesOfHandle(dir, prefix, out) {
+  for await (const h of dir.values()) {
+    if (h.kind === 'file') out.push({ file: await h.getFile(), path: `${prefix}${h.name}` });
+    else await filesOfHandle(h, `${prefix}${h.name}/`, out);
+  }
+}
+
+/** Hands a run's files to the page (crates/web/src/app/run.rs), in path order. */
+function openFound(found) {
+  found.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  openRun(found.map((f) => f.file), found.map((f) => f.path));
+}
+
+/** A folder dropped on the page, or picked with "Open folder…", opens as a run; files dropped
+ * without a folder go the usual way (crates/web/src/app/listeners.rs). */
+function watchFolders() {
+  window.addEventListener('drop', (e) => {
+    const items = [...(e.dataTransfer?.items ?? [])];
+    const entries = items.map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
+    if (!entries.some((en) => en.isDirectory)) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    const found = [];
+    Promise.all(entries.map((en) => filesOfEntry(en, found))).then(() => openFound(found));
+  }, { capture: true });
+  const input = document.getElementById('folder-input');
+  input?.addEventListener('change', () => {
+    const found = [...input.files].map((file) => ({ file, path: file.webkitRelativePath || file.name }));
+    input.value = '';
+    if (found.length) openFound(found);
+  });
+  document.getElementById('open-folder')?.addEventListener('click', async () => {
+    if (!window.showDirectoryPicker) {
+      input?.click();
+      return;
+    }
+    let dir;
+    try {
+      dir = await window.showDirectoryPicker();
+    } catch {
+      return; // The user closed the picker.
+    }
+    const found = [];
+    await filesOfHandle(dir, `${dir.name}/`, found);
+    openFound(found);
+  });
 }
 
 try {
@@ -266,6 +333,7 @@ try {
   // No worker starts before a file needs one: small files load on the page (see ON_PAGE_MAX_BYTES
   // in crates/web/src/app/mod.rs), and an idle worker's heap would only weigh on the tab.
   start();
+  watchFolders();
 } catch (e) {
   const el = document.getElementById('error');
   if (el) {

@@ -1,6 +1,7 @@
 //! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
-//! selected event, the cursor's trace entry (`entry=2302`, which a user can type), and the settings of the view (x axis, hide freed, Detail, the search boxes, the
-//! analysis panel's tab), e.g.
+//! selected event, the cursor's trace entry (`entry=2302`, which a user can type), the settings
+//! of the view (x axis, hide freed, Detail, the search boxes, the analysis panel's tab), and of a
+//! run the focused rank and whether its overview is shown, e.g.
 //! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
 
@@ -35,6 +36,10 @@ pub struct Fragment {
     pub panel: Option<Tab>,
     /// The trace entry the timeline's cursor is on.
     pub entry: Option<u32>,
+    /// The focused rank of a run.
+    pub rank: Option<u32>,
+    /// A run's overview is shown (rather than the focused rank's timeline).
+    pub ranks_overview: bool,
 }
 
 /// The fragment's name of a tab.
@@ -83,6 +88,8 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
                     _ => b.max = text,
                 }
             }
+            "rank" => f.rank = v.parse().ok(),
+            "ranks" => f.ranks_overview = v == "overview",
             "panel" => {
                 f.panel =
                     [Tab::Insights, Tab::Live, Tab::Compare, Tab::Categories].into_iter().find(|&t| tab_value(t) == v)
@@ -134,6 +141,12 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if let Some(e) = f.entry {
         parts.push(format!("entry={e}"));
+    }
+    if f.ranks_overview {
+        parts.push("ranks=overview".to_string());
+    }
+    if let Some(r) = f.rank {
+        parts.push(format!("rank={r}"));
     }
     parts.join("&")
 }
@@ -192,6 +205,14 @@ mod tests {
             let f = Fragment { panel: Some(t), ..Fragment::default() };
             assert_eq!(parse(&format(&f, id), id), f);
         }
+    }
+
+    #[test]
+    fn the_focused_rank_round_trips() {
+        let f = Fragment { rank: Some(5), ranks_overview: true, ..Fragment::default() };
+        assert_eq!(format(&f, id), "ranks=overview&rank=5");
+        assert_eq!(parse("ranks=overview&rank=5", id), f);
+        assert_eq!(parse("rank=x&ranks=no", id), Fragment::default());
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub enum Command {
     SelectBelow,
     /// Pin the selected allocation.
     PinSelection,
+    /// Open the previous rank of a run.
+    PrevRank,
+    /// Open the next rank of a run.
+    NextRank,
 }
 
 impl Command {
@@ -79,6 +83,8 @@ pub fn command_for_key(key: &str, ctrl_alt_meta: bool) -> Option<Command> {
         "ArrowUp" => Command::SelectAbove,
         "ArrowDown" => Command::SelectBelow,
         "Enter" => Command::PinSelection,
+        "[" => Command::PrevRank,
+        "]" => Command::NextRank,
         _ => return None,
     })
 }
@@ -133,6 +139,8 @@ mod tests {
             ("ArrowUp", Command::SelectAbove),
             ("ArrowDown", Command::SelectBelow),
             ("Enter", Command::PinSelection),
+            ("[", Command::PrevRank),
+            ("]", Command::NextRank),
         ] {
             assert_eq!(command_for_key(k, false), Some(c), "{k}");
             assert_eq!(command_for_key(k, true), None, "Ctrl/Alt/Meta+{k} is the browser's");

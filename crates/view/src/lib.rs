@@ -12,6 +12,7 @@
 //! - [`history`]: the Allocator State History's rows, texts and segment map;
 //! - [`entries`]: the trace's one numbering (entries), citations of it in texts, the cursor;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
+//! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
 //!   drag, canvas sizes) and what the pointer, wheel and keys do to it, as effects for the page.
 
@@ -25,6 +26,7 @@ pub mod fragment;
 pub mod history;
 pub mod keys;
 pub mod layout_px;
+pub mod ranks;
 pub mod raster;
 pub mod stack;
 pub mod state;

@@ -309,6 +309,9 @@ pub enum Effect {
     /// Put the cursor on trace entry `.0`, or take it away from there
     /// ([`ViewState::toggle_cursor`]).
     Cursor(u32),
+    /// Open the timeline of the run's entry `.0` ([`ViewState::focus_rank`] says which it is;
+    /// the page brings its model in).
+    FocusRank(usize),
 }
 
 /// A load in progress, as the status line shows it.
@@ -393,12 +396,50 @@ pub struct ViewState {
     pub cursor_entry: Option<u32>,
     /// The allocation the keyboard selected (`.` `,` `↑` `↓`).
     pub selected: Option<Selection>,
+    /// The training run opened, if one was (its overview and the rank in focus).
+    pub run: Option<crate::ranks::Run>,
+    /// The run the URL fragment names, until a run is opened: its focused rank (focused then)
+    /// and whether its overview was shown.
+    pub restore_rank: Option<(Option<u32>, bool)>,
 }
 
 impl ViewState {
     /// The file shown.
     pub fn file(&self) -> Option<&OpenFile> {
         self.current.and_then(|i| self.files.get(i))
+    }
+
+    /// Focuses the run's entry `i`: its timeline is shown (the overview is left). Whether there
+    /// is such an entry.
+    pub fn focus_rank(&mut self, i: usize) -> bool {
+        let Some(run) = self.run.as_mut().filter(|r| i < r.ranks.len()) else { return false };
+        run.focused = Some(i);
+        run.overview = false;
+        run.generation += 1;
+        true
+    }
+
+    /// Shows the run's overview (`true`) or the focused rank's timeline.
+    pub fn show_overview(&mut self, on: bool) {
+        if let Some(run) = self.run.as_mut() {
+            run.overview = on || run.focused.is_none();
+            run.generation += 1;
+        }
+    }
+
+    /// Whether the run's overview is shown in place of the timeline.
+    pub fn overview_shown(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.overview)
+    }
+
+    /// Which files may be let go so that at most [`crate::ranks::MAX_RESIDENT_MODELS`] full models
+    /// stay: the oldest first, never the one shown. Indices into `files`, highest first.
+    pub fn files_to_release(&self) -> Vec<usize> {
+        let n = self.files.len();
+        let extra = n.saturating_sub(crate::ranks::MAX_RESIDENT_MODELS);
+        let mut out: Vec<usize> = (0..n).filter(|&i| Some(i) != self.current).take(extra).collect();
+        out.reverse();
+        out
     }
 
     /// Adds an opened file (opened from `source`) and shows it when `show`.
@@ -653,6 +694,13 @@ impl ViewState {
         }
         if matches!(c, Command::NextMatch | Command::PrevMatch) {
             effects.push(Effect::StepMatch(if c == Command::NextMatch { 1 } else { -1 }));
+            return;
+        }
+        if matches!(c, Command::NextRank | Command::PrevRank) {
+            let by = if c == Command::NextRank { 1 } else { -1 };
+            if let Some(i) = self.run.as_ref().and_then(|r| r.step_focus(by)) {
+                effects.push(Effect::FocusRank(i));
+            }
             return;
         }
         let Some(f) = self.file_mut() else { return };

@@ -531,3 +531,35 @@ fn a_snapshot_without_history_is_one_column() {
     // A traced file keeps the whole plot area.
     assert_eq!(demo().plot_rect(), plot_rect(1000.0, 500.0, demo().file().expect("file").plot.annotation_row_count));
 }
+
+#[test]
+fn brackets_focus_the_next_and_previous_rank_of_a_run() {
+    let mut s = state_with(OOM);
+    // Without a run the keys do nothing.
+    assert!(s.update(TimelineInput::Key(Command::NextRank), 0.0).is_empty());
+    let paths: Vec<String> = (0..3).map(|r| format!("rank{r}.pickle")).collect();
+    s.run = Some(crate::ranks::Run::new(&paths));
+    assert!(s.overview_shown());
+    assert_eq!(s.update(TimelineInput::Key(Command::NextRank), 0.0), vec![Effect::FocusRank(0)]);
+    assert!(s.focus_rank(0));
+    assert!(!s.overview_shown());
+    assert_eq!(s.update(TimelineInput::Key(Command::PrevRank), 0.0), vec![Effect::FocusRank(2)]);
+    assert!(!s.focus_rank(3));
+    s.show_overview(true);
+    assert!(s.overview_shown());
+    s.show_overview(false);
+    assert!(!s.overview_shown());
+}
+
+#[test]
+fn at_most_two_models_stay_and_never_the_one_shown() {
+    let mut s = state_with(OOM);
+    assert!(s.files_to_release().is_empty());
+    for _ in 0..3 {
+        let f = state_with(OOM).files.remove(0);
+        s.push_file(f, None, false);
+    }
+    s.current = Some(1);
+    // Four files: two go, the oldest first, never file 1; highest index first.
+    assert_eq!(s.files_to_release(), vec![2, 0]);
+}

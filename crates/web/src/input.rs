@@ -78,6 +78,15 @@ pub enum Input {
     Resize,
     /// Open snapshots.
     Open(Vec<Source>),
+    /// Open a training run: its files with their paths (relative, in a folder).
+    OpenRun(Vec<(String, web_sys::File)>),
+    /// Open the timeline of the run's entry `.0`.
+    FocusRank(usize),
+    /// Show the run's overview, or go back to the focused rank's timeline.
+    ToggleOverview,
+    /// Open the run's entry `.0` and its iteration's median rank, and compare them (Insights,
+    /// Compare).
+    CompareRank(usize),
     /// Close the file shown.
     CloseFile,
     /// Stop the load in progress (and drop the files queued after it).

@@ -17,7 +17,8 @@
 //!   controls, and each part's painting; it reads the state and changes none of it;
 //! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
 //!   memo of what it wrote: [`panels`] (the analysis panel), [`views`] (Allocator State
-//!   History and Settings), [`search`], [`pools`], [`stack`] (the stack panel and the tooltip);
+//!   History and Settings), [`ranks`] (a training run's overview), [`search`], [`pools`],
+//!   [`stack`] (the stack panel and the tooltip);
 //!   [`url`] (the fragment, written after inputs);
 //! - [`paint`] (what painting reads: [`paint::Frame`], colours, band edges), [`derived`] (what is
 //!   computed from the state: analyses, matches, pools, the event list), [`dom`] (the page's
@@ -47,6 +48,7 @@ pub mod paint;
 pub mod panels;
 pub mod pools;
 pub mod protocol;
+pub mod ranks;
 pub mod render;
 pub mod search;
 pub mod stack;
@@ -95,6 +97,13 @@ fn install_panic_hook() {
         }
         let _ = el.remove_attribute("hidden");
     }));
+}
+
+/// Opens a training run: `www/boot.js` calls this with the snapshot files of a folder dropped on
+/// the page or picked, and their paths inside it.
+#[wasm_bindgen]
+pub fn open_run(files: js_sys::Array, paths: js_sys::Array) {
+    app::open_run_from_script(&files, &paths);
 }
 
 /// Entry point, called once by the page's loader script.

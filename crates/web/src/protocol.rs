@@ -393,9 +393,11 @@ pub struct LoadRequest {
     pub preferred_device: Option<i64>,
     /// Options of the first layout.
     pub options: Options,
+    /// Send only the rank's digest ([`SUMMARY_GROUP`]), not the model (a run's ranks).
+    pub summary_only: bool,
 }
 
-memviz_core::wire_struct!(LoadRequest { name, preferred_device, options });
+memviz_core::wire_struct!(LoadRequest { name, preferred_device, options, summary_only });
 
 /// The request as bytes, for `postMessage`.
 pub fn encode_request(r: &LoadRequest) -> Vec<u8> {
@@ -438,6 +440,9 @@ pub const LAYOUT_GROUP: u32 = 1;
 pub const TIMINGS_GROUP: u32 = 2;
 /// See [`PLOT_GROUP`].
 pub const TIME_MAP_GROUP: u32 = 3;
+/// The group of the one message of a summary-only load: the rank's
+/// [`memviz_view::ranks::RankDigest`].
+pub const SUMMARY_GROUP: u32 = 4;
 
 #[cfg(test)]
 #[path = "protocol_tests.rs"]

@@ -166,6 +166,7 @@ fn requests_survive_the_trip_to_the_worker() {
         name: "x.pickle".into(),
         preferred_device: Some(-3),
         options: Options { max_entries: 77, mode: Mode::Segments, hide_freed: true },
+        summary_only: true,
     };
     assert_eq!(decode_request(&encode_request(&r)).expect("request"), r);
     assert!(decode_request(&[0xff; 3]).is_err());

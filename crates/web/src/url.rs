@@ -1,5 +1,5 @@
-//! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation and
-//! selected event, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
+//! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation,
+//! selected event, and a run's focused rank, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
 //! Written with `history.replaceState` whenever it changes (after each input, never from a
 //! frame); read once at start and applied when
 //! the same file is opened again (a reload keeps the hash).
@@ -68,6 +68,7 @@ pub fn read_at_start(state: &mut ViewState) {
         state.analysis.tab = t;
     }
     state.restore_file.clone_from(&f.file);
+    state.restore_rank = (f.rank.is_some() || f.ranks_overview).then_some((f.rank, f.ranks_overview));
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
     PENDING.with(|p| *p.borrow_mut() = Some(f));
 }
@@ -119,7 +120,21 @@ pub fn restore(state: &mut ViewState) -> Option<usize> {
 
 /// The fragment of the current state.
 pub fn of_state(state: &ViewState) -> Option<Fragment> {
-    let f = state.file()?;
+    let run = state.run.as_ref();
+    let rank = run.and_then(|r| r.ranks.get(r.focused?)).map(|e| e.rank);
+    let ranks_overview = state.overview_shown();
+    let Some(f) = state.file() else {
+        // A run's overview before any rank is opened.
+        return run.map(|_| Fragment { rank, ranks_overview, ..Fragment::default() });
+    };
+    let mut frag = of_file(state, f)?;
+    frag.rank = rank;
+    frag.ranks_overview = ranks_overview;
+    Some(frag)
+}
+
+/// The fragment of the file shown.
+fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragment> {
     let i = state.current?;
     let pin = match state.pinned {
         Some(Target::Element(e)) => {
@@ -146,13 +161,15 @@ pub fn of_state(state: &ViewState) -> Option<Fragment> {
         search: state.search_boxes.clone(),
         panel: state.analysis.open.then_some(state.analysis.tab),
         entry: state.cursor_entry,
+        ..Fragment::default()
     })
 }
 
 /// Writes the current state into the fragment when it changed (nothing while no file is open);
 /// a change of the zoom window alone waits for the timer (see the module's notes).
 pub fn sync(state: &ViewState) {
-    if state.loading.is_some() || PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() {
+    let waiting = PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() && state.run.is_none();
+    if state.loading.is_some() || waiting {
         return;
     }
     let Some(frag) = of_state(state) else { return };

@@ -11,6 +11,8 @@
 //!   page copies them in meanwhile); the plot without its layout and time map ([`PLOT_GROUP`]),
 //!   the layout field by field ([`LAYOUT_GROUP`]), the time map field by field
 //!   ([`TIME_MAP_GROUP`], if there is one), the [`WorkerTimings`] ([`TIMINGS_GROUP`]);
+//! - for a summary-only request (a rank of a run), after the model is built, only the rank's
+//!   digest ([`SUMMARY_GROUP`]) and [`Message::Done`];
 //! - [`Message::Done`], or [`Message::Error`] with a message for the user, or
 //!   [`Message::Profile`] when the file is a profiler memory timeline (the page reads those
 //!   itself).
@@ -26,10 +28,11 @@ use web_sys::DedicatedWorkerGlobalScope;
 use crate::feed::{open_error, Fed, Feed, Host, OnProfile, Slices};
 use crate::model::{choose_device, PlotData};
 use crate::protocol::{
-    decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP,
-    TRACE_GROUP,
+    decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, SUMMARY_GROUP, TIME_MAP_GROUP,
+    TIMINGS_GROUP, TRACE_GROUP,
 };
 pub use crate::protocol::{encode_request, LoadRequest, WorkerTimings};
+use memviz_view::ranks::RankDigest;
 
 /// Sends one message; its bytes, if any, are handed over, not copied.
 fn post(scope: &DedicatedWorkerGlobalScope, message: Message<ArrayBuffer>) {
@@ -175,6 +178,14 @@ async fn load(
     progress(scope, total_bytes, Phase::BuildingModel);
     let t0 = now_ms(scope);
     let snap = loader.finish().map_err(|e| open_error(name, &e))?;
+    if request.summary_only {
+        // A rank of a run: its digest (a few kilobytes) goes to the page, the model stays here.
+        let digest = RankDigest::of(&memviz_core::ranks::summarize(&snap));
+        drop(snap);
+        post_value(scope, &digest, SUMMARY_GROUP);
+        post(scope, Message::Done);
+        return Ok(());
+    }
     let t1 = now_ms(scope);
     timings.model_ms = t1 - t0;
     progress(scope, total_bytes, Phase::HandingOver);

@@ -2,8 +2,9 @@
 //! `memvizLoadInWorker`, passes its progress and its cancel function on, and decodes the model
 //! and plot the worker hands over ([`crate::worker`]), reading each answer as a
 //! [`crate::protocol::Message`]. Pages without that function (offline pages written by the
-//! command line, tests) load on the main thread instead. Nothing here knows the page's state: the
-//! caller gives callbacks.
+//! command line, tests) load on the main thread instead. A run's ranks are summarized the same
+//! way ([`summarize`]): only each rank's digest comes back. Nothing here knows the page's state:
+//! the caller gives callbacks.
 
 use js_sys::{Array, ArrayBuffer, Function, Promise, Reflect, Uint8Array};
 use memviz_core::wire::{self, Parts, WireError};
@@ -15,9 +16,10 @@ use wasm_bindgen_futures::JsFuture;
 use crate::model::PlotData;
 use crate::protocol::{
     encode_request, from_js, LoadRequest, Message, Phase, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP,
-    TIME_MAP_GROUP, TIMINGS_GROUP, TRACE_GROUP,
+    SUMMARY_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP, TRACE_GROUP,
 };
 use crate::worker::js_text;
+use memviz_view::ranks::RankDigest;
 use memviz_view::xmap::TimeMap;
 
 /// How a load in a worker ended.
@@ -155,6 +157,64 @@ pub async fn load(
     // The progress callback lives until the worker is gone.
     drop(progress);
     outcome
+}
+
+/// How summarizing one rank in a worker ended.
+pub enum Summarized {
+    /// Its digest.
+    Done(RankDigest),
+    /// Why not, for the user.
+    Failed(String),
+    /// No worker can run here: summarize on the main thread.
+    Unavailable,
+}
+
+/// Summarizes `file` in a worker of its own ([`crate::worker`] with `summary_only`): only the
+/// rank's digest comes back, never its model, and the worker is ended at once, which frees its
+/// memory. `on_progress(read_bytes)` runs as the worker reports.
+pub async fn summarize(file: &web_sys::File, name: &str, on_progress: impl Fn(u64) + 'static) -> Summarized {
+    let Some(f) = load_fn() else { return Summarized::Unavailable };
+    let progress = Closure::<dyn FnMut(JsValue)>::new(move |m: JsValue| {
+        if let Ok(Message::Progress { read_bytes, .. }) = from_js(&m) {
+            on_progress(read_bytes);
+        }
+    });
+    let request = LoadRequest { name: name.to_string(), summary_only: true, ..LoadRequest::default() };
+    let req = Uint8Array::from(encode_request(&request).as_slice());
+    let Ok(handle) = f.call3(&JsValue::NULL, file, &req, progress.as_ref()) else {
+        return Summarized::Unavailable;
+    };
+    let function =
+        |k: &str| Reflect::get(&handle, &JsValue::from_str(k)).ok().and_then(|c| c.dyn_into::<Function>().ok());
+    let Some(next) = function("next") else { return Summarized::Unavailable };
+    let mut digest = None;
+    let out = loop {
+        match next_answer(&next).await {
+            Ok(Answer::Head(h, parts)) if h.group == SUMMARY_GROUP => {
+                let mut src = JsParts { parts, next: 0, scratch: Vec::new() };
+                match wire::decode::<RankDigest>(&h.bytes, &mut src) {
+                    Ok(d) => digest = Some(d),
+                    Err(e) => break Summarized::Failed(format!("Could not summarize {name}: {e}")),
+                }
+            }
+            Ok(Answer::Done) => {
+                break digest.map_or_else(|| Summarized::Failed(INCOMPLETE.into()), Summarized::Done);
+            }
+            Ok(Answer::Profile) => {
+                break Summarized::Failed(format!("{name} is a profiler memory timeline, not a snapshot."))
+            }
+            Ok(_) => break Summarized::Failed(INCOMPLETE.into()),
+            Err(Outcome::Failed(m)) => break Summarized::Failed(m),
+            Err(Outcome::Unavailable) => break Summarized::Unavailable,
+            Err(_) => break Summarized::Failed(format!("Stopped reading {name}.")),
+        }
+    };
+    // Ended now: its heap is freed while the page does little but show progress.
+    if let Some(end) = function("end") {
+        let _ = end.call0(&JsValue::NULL);
+    }
+    drop(progress);
+    out
 }
 
 /// One of the loading worker's answers (`www/boot.js`, `next()`).

@@ -109,11 +109,8 @@ pub fn iteration_of(path: &str) -> Option<u64> {
 fn by_rule(paths: &[String], iterations: &[Option<u64>], rule: fn(&str) -> Option<u32>) -> Option<Vec<u32>> {
     let ranks: Option<Vec<u32>> = paths.iter().map(|p| components(p).next_back().and_then(rule)).collect();
     let ranks = ranks?;
-    let mut keys: Vec<(Option<u64>, u32)> = iterations.iter().copied().zip(ranks.iter().copied()).collect();
-    keys.sort_unstable();
-    let before = keys.len();
-    keys.dedup();
-    (keys.len() == before).then_some(ranks)
+    let keys = super::sorted_by_key(iterations.iter().copied().zip(ranks.iter().copied()), |k| *k);
+    keys.windows(2).all(|w| w[0] != w[1]).then_some(ranks)
 }
 
 /// Gives every path its rank and iteration (see the module doc). Paths are taken in the order

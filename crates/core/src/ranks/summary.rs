@@ -230,27 +230,22 @@ impl RankSummary {
 /// median of an even count is the lower middle one), an OOM (`oom`), a growth finding (`growth`).
 /// In rank order.
 pub fn outliers(ranks: &[(u32, &RankSummary)]) -> Vec<Outlier> {
-    let mut peaks: Vec<u64> = ranks.iter().map(|(_, s)| s.peak_allocated_bytes).collect();
-    peaks.sort_unstable();
+    let peaks = super::sorted_by_key(ranks.iter().map(|(_, s)| s.peak_allocated_bytes), |p| *p);
     let median = peaks.get(peaks.len().saturating_sub(1) / 2).copied().unwrap_or(0);
-    let mut out: Vec<Outlier> = ranks
-        .iter()
-        .filter_map(|&(rank, s)| {
-            let mut reasons = Vec::new();
-            if s.peak_allocated_bytes as f64 > median as f64 * PEAK_OUTLIER_RATIO {
-                reasons.push("peak");
-            }
-            if !s.oom_events.is_empty() {
-                reasons.push("oom");
-            }
-            if s.grows() {
-                reasons.push("growth");
-            }
-            (!reasons.is_empty()).then_some(Outlier { rank, reasons })
-        })
-        .collect();
-    out.sort_by_key(|o| o.rank);
-    out
+    let out = ranks.iter().filter_map(|&(rank, s)| {
+        let mut reasons = Vec::new();
+        if s.peak_allocated_bytes as f64 > median as f64 * PEAK_OUTLIER_RATIO {
+            reasons.push("peak");
+        }
+        if !s.oom_events.is_empty() {
+            reasons.push("oom");
+        }
+        if s.grows() {
+            reasons.push("growth");
+        }
+        (!reasons.is_empty()).then_some(Outlier { rank, reasons })
+    });
+    super::sorted_by_key(out, |o| o.rank)
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ impl App {
             }
             Input::CancelLoad => vec![Effect::CancelLoad],
             Input::Open(sources) => {
-                self.open(sources);
+                self.open_picked(sources);
                 Vec::new()
             }
             Input::CloseFile => {
@@ -42,12 +42,25 @@ impl App {
                 Vec::new()
             }
             Input::SelectFile(i) => {
-                if i < self.state.files.len() && self.state.current != Some(i) {
-                    self.state.current = Some(i);
-                    self.after_plot_change(false);
-                    self.ui.mark("memviz:open");
-                    self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
-                }
+                self.select_file(i);
+                Vec::new()
+            }
+            Input::OpenRun(files) => {
+                self.open_run(files);
+                Vec::new()
+            }
+            Input::FocusRank(i) => {
+                self.focus_rank(i);
+                Vec::new()
+            }
+            Input::CompareRank(i) => {
+                self.compare_rank(i);
+                Vec::new()
+            }
+            Input::ToggleOverview => {
+                let on = !self.state.overview_shown();
+                self.state.show_overview(on);
+                self.settle_layout();
                 Vec::new()
             }
             Input::SelectDevice(d) => {
@@ -139,9 +152,20 @@ impl App {
         }
     }
 
+    /// Shows loaded file `i`.
+    pub(crate) fn select_file(&mut self, i: usize) {
+        if i < self.state.files.len() && self.state.current != Some(i) {
+            self.state.current = Some(i);
+            self.after_plot_change(false);
+            self.ui.mark("memviz:open");
+            self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
+        }
+    }
+
     /// Opens files in name order (`rank2` before `rank10`), the first of them shown; a file open
-    /// already (same name, size and time) is read again into its place in the file menu.
-    fn open(&mut self, mut sources: Vec<Source>) {
+    /// already (same name, size and time) is read again into its place in the file menu and
+    /// shown (never added twice).
+    pub(crate) fn open(&mut self, mut sources: Vec<Source>) {
         self.state.drag_hover = false;
         // The last file's error goes at once, not at the next frame, so that nothing reading the
         // page sees it as the new file's.
@@ -216,6 +240,7 @@ impl App {
                     }
                 }
                 Effect::Cursor(entry) => self.state.toggle_cursor(entry),
+                Effect::FocusRank(i) => self.focus_rank(i),
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);

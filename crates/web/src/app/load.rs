@@ -234,6 +234,7 @@ pub(crate) async fn load_in_worker(
         name: name.to_string(),
         preferred_device,
         options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
+        summary_only: false,
     };
     let started_ms = timings.started_ms;
     let progress_weak = weak.clone();

@@ -55,13 +55,14 @@ const LATER_PHASES_SHARE: f64 = 0.35;
 mod handle;
 mod listeners;
 mod load;
+mod run;
 mod start;
 mod tasks;
 
 use listeners::{install_listeners, listen_binding, watch_size, ResizeWatch};
 use load::run_queue;
-pub use start::install;
 use start::APP;
+pub use start::{install, open_run_from_script};
 use tasks::exact_after;
 pub(crate) use tasks::with_app;
 
@@ -91,6 +92,13 @@ pub struct App {
     cancel_requested: bool,
     /// Stops the load running in a Web Worker, while one runs.
     pub cancel_load: Option<js_sys::Function>,
+    /// The files of the run opened ([`memviz_view::ranks::RankEntry::source`] indexes them):
+    /// a rank's model is read again from its file when it is focused.
+    run_files: Vec<web_sys::File>,
+    /// Runs opened so far (each run's id).
+    runs_opened: u64,
+    /// A run's entries to compare once both are loaded: (shown, compared with).
+    pending_compare: Option<(usize, usize)>,
     self_ref: Weak<RefCell<App>>,
     raf: Option<Closure<dyn FnMut(f64)>>,
     listeners: Vec<EventListener>,
@@ -115,6 +123,9 @@ impl App {
             loading_source: None,
             cancel_requested: false,
             cancel_load: None,
+            run_files: Vec::new(),
+            runs_opened: 0,
+            pending_compare: None,
             self_ref: Weak::new(),
             raf: None,
             listeners: Vec::new(),
@@ -311,6 +322,8 @@ impl App {
                 self.state.push_file(f, source, show);
             }
         }
+        self.release_models();
+        self.compare_when_loaded();
         self.state.error = None;
         self.state.loading = None;
         if !show {

@@ -60,6 +60,7 @@ pub fn install() -> Result<(), JsValue> {
         let mut bindings = install_listeners(&app.ui);
         bindings.extend(crate::panels::bindings(&app.ui));
         bindings.extend(crate::views::bindings(&app.ui.document));
+        bindings.extend(crate::ranks::bindings(&app.ui.document));
         let doc = app.ui.document.clone();
         bindings.extend(crate::search::bindings(&doc, &mut app.memo.search));
         let App { ui, memo, .. } = &mut *app;
@@ -107,6 +108,19 @@ pub fn install() -> Result<(), JsValue> {
     APP.with(|a| *a.borrow_mut() = Some(rc));
     wasm_bindgen_futures::spawn_local(warm_up(weak));
     Ok(())
+}
+
+/// Opens a run from the page's script (`www/boot.js`: a folder dropped or picked): its files
+/// and their paths, in the same order.
+pub fn open_run_from_script(files: &js_sys::Array, paths: &js_sys::Array) {
+    let list: Vec<(String, web_sys::File)> = files
+        .iter()
+        .zip(paths.iter())
+        .filter_map(|(f, p)| Some((p.as_string()?, f.dyn_into::<web_sys::File>().ok()?)))
+        .collect();
+    let Some(rc) = APP.with(|a| a.borrow().clone()) else { return };
+    let Ok(mut app) = rc.try_borrow_mut() else { return };
+    app.handle(Input::OpenRun(list));
 }
 
 /// Runs the loading and layout code once on the built-in snapshot while the page is idle.

@@ -29,6 +29,8 @@ pub(crate) fn loading_text(l: &memviz_view::state::Loading) -> String {
 #[allow(clippy::too_many_lines)] // every control of the toolbar and status line in one place
 pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let ui = &fr.ui;
+    // The rank overview first: whether it is shown decides the canvases' size.
+    crate::ranks::sync(fr, &mut memo.ranks);
     // Progress and status.
     match &fr.state.loading {
         Some(l) => {

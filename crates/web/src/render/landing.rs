@@ -36,6 +36,16 @@ pub(crate) fn sync_landing(fr: &Frame<'_>) {
     }
     if let Some(note) = by_id("restore-note") {
         let text = match (&fr.state.restore_file, fr.file()) {
+            _ if fr.state.run.is_none() && fr.state.restore_rank.is_some() => {
+                let what = match fr.state.restore_rank.and_then(|r| r.0) {
+                    Some(rank) => format!("rank {rank} of a run"),
+                    None => "a run's rank overview".to_string(),
+                };
+                format!(
+                    "This address kept {what}. The page cannot read files without you: open the run's folder or \
+                     files again to get back to it."
+                )
+            }
             (Some(name), None) => {
                 format!("Open {name} again to get back to the view this address keeps (zoom, pin, event, search).")
             }

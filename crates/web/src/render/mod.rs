@@ -73,6 +73,8 @@ pub struct PaintMemo {
     pub search: crate::search::Memo,
     /// The private pools' notes.
     pub pools: crate::pools::Memo,
+    /// The rank overview.
+    pub ranks: crate::ranks::Memo,
 }
 
 impl PaintMemo {

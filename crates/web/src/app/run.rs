@@ -1,0 +1,215 @@
+//! A training run: its ranks summarized in loading workers, as many at once as the machine has
+//! cores (at least 2), each answering with the rank's digest only (never its model); focusing a
+//! rank brings its full model in through the one-file load, re-read from its `File`; and after
+//! every load at most [`MAX_RESIDENT_MODELS`] full models stay (the oldest go first, never the
+//! one shown).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+use crate::worker_client::Summarized;
+use memviz_view::ranks::{RankDigest, RankStatus, Run, MAX_RESIDENT_MODELS};
+
+/// Ranks summarized at once: the machine's cores, at least 2.
+fn worker_count() -> usize {
+    let cores = web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w, &JsValue::from_str("navigator")).ok())
+        .and_then(|n| js_sys::Reflect::get(&n, &JsValue::from_str("hardwareConcurrency")).ok())
+        .and_then(|c| c.as_f64())
+        .unwrap_or(2.0);
+    (cores as usize).clamp(2, 64)
+}
+
+impl App {
+    /// Opens files picked or dropped together: a run when their names give ranks, else each
+    /// file as before.
+    pub(crate) fn open_picked(&mut self, sources: Vec<Source>) {
+        let files: Vec<(String, web_sys::File)> = sources
+            .iter()
+            .filter_map(|s| match s {
+                Source::File(f) => Some((f.name(), f.clone())),
+                _ => None,
+            })
+            .collect();
+        let names: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+        if files.len() == sources.len() && memviz_view::ranks::names_give_ranks(&names) {
+            self.open_run(files);
+        } else {
+            self.open(sources);
+        }
+    }
+
+    /// Opens a run: the snapshot files among `files` (path, file), ranks and iterations from
+    /// their paths, each summarized in a worker.
+    pub(crate) fn open_run(&mut self, files: Vec<(String, web_sys::File)>) {
+        self.state.drag_hover = false;
+        self.state.error = None;
+        let files: Vec<(String, web_sys::File)> =
+            files.into_iter().filter(|(p, _)| memviz_core::ranks::is_snapshot_name(p)).collect();
+        if files.is_empty() {
+            self.state.error =
+                Some("No snapshot files (.pickle, .pkl, .json, maybe compressed) were found there.".to_string());
+            return;
+        }
+        self.ui.mark("memviz:open");
+        let paths: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+        let mut run = Run::new(&paths);
+        self.runs_opened += 1;
+        run.id = self.runs_opened;
+        let id = run.id;
+        let n = run.ranks.len();
+        self.run_files = files.into_iter().map(|f| f.1).collect();
+        self.state.run = Some(run);
+        for _ in 0..worker_count().min(n) {
+            wasm_bindgen_futures::spawn_local(summarize_ranks(self.self_ref.clone(), id));
+        }
+        // A reload of a run's page: the rank it showed, once the run is opened again.
+        if let Some((rank, overview)) = self.state.restore_rank.take() {
+            let i = rank.and_then(|rank| self.state.run.as_ref().and_then(|r| r.index_of(rank, None)));
+            match (i, overview) {
+                (Some(i), false) => self.focus_rank(i),
+                (Some(i), true) => {
+                    if let Some(r) = self.state.run.as_mut() {
+                        r.focused = Some(i);
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+    }
+
+    /// Opens the timeline of the run's entry `i`: its model if it is still in, else re-read from
+    /// its file.
+    pub(crate) fn focus_rank(&mut self, i: usize) {
+        if !self.state.focus_rank(i) {
+            return;
+        }
+        let file = self.state.run.as_ref().and_then(|r| r.ranks.get(i)).and_then(|e| self.run_files.get(e.source));
+        let Some(file) = file.cloned() else { return };
+        let source = Source::File(file);
+        match input::source_key(&source).and_then(|k| self.state.file_from(&k)) {
+            Some(k) => self.select_file(k),
+            None => {
+                self.pending_compare = None;
+                // Ranks asked for before this one are not wanted any more.
+                self.queue.clear();
+                self.open(vec![source]);
+            }
+        }
+        // The timeline comes back in place of the overview: measure it again.
+        self.settle_layout();
+    }
+
+    /// The file of the run's entry `i`, as a source, and the open file read from it (if any).
+    fn rank_source(&self, i: usize) -> Option<(Source, Option<usize>)> {
+        let e = self.state.run.as_ref()?.ranks.get(i)?;
+        let source = Source::File(self.run_files.get(e.source)?.clone());
+        let open = input::source_key(&source).and_then(|k| self.state.file_from(&k));
+        Some((source, open))
+    }
+
+    /// Opens the run's entry `i` and its iteration's median rank (the two full models allowed)
+    /// and compares them with core's compare analysis (Insights, Compare) once both are in.
+    pub(crate) fn compare_rank(&mut self, i: usize) {
+        let Some(m) = self.state.run.as_ref().and_then(|r| r.median_of(i)).filter(|&m| m != i) else { return };
+        if !self.state.focus_rank(i) {
+            return;
+        }
+        self.pending_compare = Some((i, m));
+        let mut load = Vec::new();
+        for k in [m, i] {
+            if let Some((source, None)) = self.rank_source(k) {
+                load.push(source);
+            }
+        }
+        self.queue.clear();
+        if load.is_empty() {
+            self.compare_when_loaded();
+        } else {
+            self.open(load);
+        }
+        self.settle_layout();
+    }
+
+    /// Once both files of a pending comparison are in: the first shown, the Compare tab open on
+    /// the other.
+    pub(crate) fn compare_when_loaded(&mut self) {
+        let Some((i, m)) = self.pending_compare else { return };
+        let (Some((_, Some(fi))), Some((_, Some(fm)))) = (self.rank_source(i), self.rank_source(m)) else { return };
+        self.pending_compare = None;
+        self.select_file(fi);
+        let a = &mut self.state.analysis;
+        a.open = true;
+        a.tab = memviz_view::state::panels::Tab::Compare;
+        a.compare_with = Some(fm);
+    }
+
+    /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay.
+    pub(crate) fn release_models(&mut self) {
+        let release = self.state.files_to_release();
+        if release.is_empty() {
+            return;
+        }
+        debug_assert!(self.state.files.len() - release.len() <= MAX_RESIDENT_MODELS);
+        for i in release {
+            self.state.close_file(i);
+        }
+        // What was derived or written was keyed by file index.
+        self.derived = Derived::default();
+        self.memo.forget_files(&self.ui.document);
+    }
+}
+
+/// Takes the run's next rank that is not read yet and summarizes it, until none is left (one of
+/// these runs per worker). Answers about a run that was replaced are dropped.
+async fn summarize_ranks(weak: Weak<RefCell<App>>, id: u64) {
+    loop {
+        let next = with_app(&weak, |app| {
+            let run = app.state.run.as_mut().filter(|r| r.id == id)?;
+            let i = run.ranks.iter().position(|e| e.status == RankStatus::Waiting)?;
+            run.set_reading(i, 0.0);
+            let e = run.ranks.get(i)?;
+            let path = e.path.clone();
+            let file = app.run_files.get(e.source)?.clone();
+            app.request_redraw();
+            Some((i, file, path))
+        });
+        let Some(Some((i, file, path))) = next else { break };
+        let total_bytes = file.size().max(1.0);
+        let w = weak.clone();
+        let on_progress = move |read_bytes: u64| {
+            with_app(&w, |app| {
+                if let Some(run) = app.state.run.as_mut().filter(|r| r.id == id) {
+                    run.set_reading(i, read_bytes as f64 / total_bytes);
+                    app.request_redraw();
+                }
+            });
+        };
+        let out = match worker_client::summarize(&file, &path, on_progress).await {
+            Summarized::Unavailable => summarize_here(&file, &path).await,
+            other => other,
+        };
+        with_app(&weak, |app| {
+            if let Some(run) = app.state.run.as_mut().filter(|r| r.id == id) {
+                match out {
+                    Summarized::Done(d) => run.set_done(i, d),
+                    Summarized::Failed(why) => run.set_failed(i, why),
+                    Summarized::Unavailable => run.set_failed(i, "no way to read it here".to_string()),
+                }
+            }
+            app.settle();
+        });
+    }
+}
+
+/// Summarizes a rank on the page's thread (pages where no worker runs).
+async fn summarize_here(file: &web_sys::File, name: &str) -> Summarized {
+    let bytes = match gloo_file::futures::read_as_bytes(&gloo_file::Blob::from(web_sys::Blob::from(file.clone()))).await
+    {
+        Ok(b) => b,
+        Err(e) => return Summarized::Failed(format!("Could not read {name}: {e}")),
+    };
+    match memviz_core::load(&bytes) {
+        Ok(snap) => Summarized::Done(RankDigest::of(&memviz_core::ranks::summarize(&snap))),
+        Err(e) => Summarized::Failed(crate::feed::open_error(name, &e)),
+    }
+}
