@@ -338,8 +338,10 @@ pub struct ViewState {
     pub view: View,
     /// What the pointer is over.
     pub hover: Option<Target>,
-    /// What was clicked.
+    /// What was clicked (changed through [`ViewState::set_pin`]).
     pub pinned: Option<Target>,
+    /// The pinned allocation's key while the shown layout lacks it ([`pin`]).
+    pub pin_key: Option<memviz_core::timeline::ElementKey>,
     /// A drag in progress.
     pub drag: Option<Drag>,
     /// Last pointer position (canvas, CSS px).
@@ -384,6 +386,8 @@ pub struct ViewState {
     pub pool_hover: Option<usize>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
     pub native_frames_open: bool,
+    /// The flame view.
+    pub flame: flame::FlameState,
 }
 
 impl ViewState {
@@ -426,7 +430,7 @@ impl ViewState {
             other => other,
         };
         self.hover = None;
-        self.pinned = None;
+        self.set_pin(None);
         self.drag = None;
         self.generation += 1;
         let shift = |j: usize| (j != i).then(|| if j > i { j - 1 } else { j });
@@ -503,7 +507,7 @@ impl ViewState {
                     effects.push(Effect::RefreshMinimap);
                 }
             }
-            TimelineInput::Unpin => self.pinned = None,
+            TimelineInput::Unpin => self.set_pin(None),
             TimelineInput::ToggleNativeFrames => self.native_frames_open = !self.native_frames_open,
         }
         effects
@@ -584,7 +588,7 @@ impl ViewState {
             Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
                 // A click pins what is under the pointer (or unpins on empty space); a click on an
                 // annotation also zooms to its span.
-                self.pinned = self.target_at(x_px, y_px);
+                self.set_pin(self.target_at(x_px, y_px));
                 self.hover = self.pinned;
                 if let Some(Target::Annotation(i)) = self.pinned {
                     self.zoom_to_annotation(i);
@@ -625,7 +629,7 @@ impl ViewState {
             } else if self.loading.is_some() {
                 effects.push(Effect::CancelLoad);
             } else {
-                self.pinned = None;
+                self.set_pin(None);
             }
             return;
         }
@@ -677,7 +681,7 @@ impl ViewState {
             let centre = ((p0 + p1) / 2.0).clamp(half, (v.full_x1 - half).max(half));
             v.set_window(centre - half, centre + half);
         }
-        self.pinned = Some(Target::Element(e));
+        self.set_pin(Some(Target::Element(e)));
         self.update_hover_from_pointer();
     }
 
@@ -696,7 +700,9 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
     ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
 }
 
+pub mod flame;
 pub mod panels;
+pub mod pin;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

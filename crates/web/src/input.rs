@@ -102,6 +102,8 @@ pub enum Input {
     Search(SearchBoxes),
     /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
     PoolPointer(Option<(f64, f64)>),
+    /// Something in the flame view (`crate::views::flame`).
+    Flame(memviz_view::state::flame::FlameInput),
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

@@ -205,11 +205,21 @@ impl App {
             };
             let view = app.state.view;
             let hide_freed = app.state.history.hide_freed;
-            if let Some(f) = app.state.files.get_mut(i) {
+            let plot = app.state.files.get(i).map(|f| {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
-                f.plot = PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed });
-                f.max_entries = max_entries;
+                PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed })
+            });
+            if let Some(plot) = plot {
+                // The pin follows its allocation's key into the new layout.
+                if app.state.current == Some(i) {
+                    app.state.set_plot(plot);
+                } else if let Some(f) = app.state.files.get_mut(i) {
+                    f.plot = plot;
+                }
+            }
+            if let Some(f) = app.state.files.get_mut(i) {
+                f.max_entries = max_entries.unwrap_or(f.max_entries);
                 if f.x_axis == XAxis::Time && f.plot.time.is_none() {
                     f.x_axis = XAxis::Steps;
                 }
@@ -232,10 +242,7 @@ impl App {
         self.state.generation += 1;
         self.state.hover = None;
         if !keep_pins {
-            self.state.pinned = None;
-        } else {
-            // Element indices survive a detail change but not a device change; drop to be safe.
-            self.state.pinned = None;
+            self.state.set_pin(None);
         }
         self.refresh_minimap();
     }

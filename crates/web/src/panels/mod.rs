@@ -273,6 +273,9 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
     if p.cursor_entry.is_none() || !p.open || fr.state.view.mode() != Mode::Allocations {
         let _ = fr.ui.plot.remove_attribute("data-cursor");
     }
+    if p.highlight.is_none() || fr.state.view.mode() != Mode::Allocations {
+        let _ = fr.ui.plot.remove_attribute("data-highlighted");
+    }
     let Some(f) = fr.file() else { return };
     if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
@@ -290,6 +293,8 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
         ctx.set_line_width(0.5 * dpr);
         let bands: Vec<u32> =
             h.elements.iter().filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band)).collect();
+        // How many bands are highlighted (the tests read it).
+        let _ = fr.ui.plot.set_attribute("data-highlighted", &bands.len().to_string());
         plot.trace_bands(ctx, &bands, |_| {
             ctx.fill();
             ctx.stroke();
