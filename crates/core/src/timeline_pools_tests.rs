@@ -9,9 +9,11 @@ use crate::timeline::{Layout, Options, Origin};
 
 const MIB: u64 = 1 << 20;
 
-/// A one-device JSON snapshot: trace entries as `(action, addr, size, stream)` and segments as
-/// `(address, total_size, pool, stream, blocks as (size, state))`.
-fn snap(entries: &[(&str, u64, u64, u32)], segments: &[(u64, u64, (i64, i64), u32, &[(u64, &str)])]) -> Snapshot {
+/// A final segment: address, total size, pool, stream, blocks as (size, state).
+type Seg<'a> = (u64, u64, (i64, i64), u32, &'a [(u64, &'a str)]);
+
+/// A one-device JSON snapshot: trace entries as `(action, addr, size, stream)` and segments.
+fn snap(entries: &[(&str, u64, u64, u32)], segments: &[Seg<'_>]) -> Snapshot {
     let trace: Vec<String> = entries
         .iter()
         .map(|(a, addr, size, stream)| {
@@ -120,7 +122,7 @@ fn envelopes_are_sized_by_reserved_memory() {
 /// lifetime, the envelope the larger of it and the reserved bytes, nothing counted twice.
 #[test]
 fn frees_without_allocs_in_a_pool_do_not_inflate_it() {
-    let (seg, addr, big) = (0x788c_0000_000u64, 0x788c_2000_000u64, 94_371_840u64);
+    let (seg, addr, big) = (0x0788_c000_0000_u64, 0x0788_c200_0000_u64, 94_371_840u64);
     let s = snap(&[("free_completed", addr, big, 0), ("alloc", addr, 256, 0)], &[(seg, 83_886_080, (1, 42), 0, &[])]);
     let (layout, p) = pools_of(&s);
     assert_eq!(layout.elements.len(), 2);
