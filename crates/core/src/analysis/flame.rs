@@ -11,8 +11,6 @@
 
 use serde_json::{json, Value};
 
-use std::collections::HashMap;
-
 use super::live::{StackGroup, StackTree};
 use super::{frame_label, is_source_frame, visible_frames, AnalysisError, Moment, Replay};
 use super::{BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
@@ -252,23 +250,40 @@ pub fn flame_of(
         FlameSource::Live(_) => FlameUnit::Bytes,
         FlameSource::Lifetime { .. } => FlameUnit::ByteEntries,
     };
-    let groups = group_by_stack(replay, weighted_lives(replay, source)?.into_iter());
+    // Weights by (stack, live before the trace without frames), indexed: slot 2 × stack + flag.
+    let mut by_stack: Vec<u128> = Vec::new();
+    for (e, v) in weighted_lives(replay, source)? {
+        let Some(l) = replay.lives.get(e as usize) else { continue };
+        let slot = 2 * l.stack as usize + usize::from(super::is_unrecorded(l));
+        if by_stack.len() <= slot {
+            by_stack.resize(slot + 1, 0);
+        }
+        if let Some(x) = by_stack.get_mut(slot) {
+            *x += v;
+        }
+    }
     let mut nodes = vec![FlameNode { name: "all".into(), value: 0, self_value: 0, parent: None, children: Vec::new() }];
-    let mut index: HashMap<(u32, String), u32> = HashMap::new();
-    for (g, v) in &groups {
+    for (slot, &v) in by_stack.iter().enumerate().filter(|(_, &v)| v > 0) {
         let mut cur = 0u32;
         if let Some(root) = nodes.get_mut(0) {
             root.value += v;
         }
-        for name in stack_path(snap, g.stack, g.before_trace, frames) {
-            let next = nodes.len() as u32;
-            let id = *index.entry((cur, name.clone())).or_insert(next);
-            if id == next {
-                nodes.push(FlameNode { name, value: 0, self_value: 0, parent: Some(cur), children: Vec::new() });
-                if let Some(p) = nodes.get_mut(cur as usize) {
-                    p.children.push(id);
+        for name in stack_path(snap, (slot / 2) as u32, slot % 2 == 1, frames) {
+            // Children are few: a scan of the parent's finds the level's node.
+            let found = nodes.get(cur as usize).and_then(|p| {
+                p.children.iter().copied().find(|&c| nodes.get(c as usize).is_some_and(|n| n.name == name))
+            });
+            let id = match found {
+                Some(id) => id,
+                None => {
+                    let id = nodes.len() as u32;
+                    nodes.push(FlameNode { name, value: 0, self_value: 0, parent: Some(cur), children: Vec::new() });
+                    if let Some(p) = nodes.get_mut(cur as usize) {
+                        p.children.push(id);
+                    }
+                    id
                 }
-            }
+            };
             if let Some(n) = nodes.get_mut(id as usize) {
                 n.value += v;
             }
@@ -317,17 +332,29 @@ pub fn elements_under(
     path: &[String],
 ) -> Vec<u32> {
     let Ok(weighted) = weighted_lives(replay, source) else { return Vec::new() };
-    let mut inside: HashMap<(u32, bool), bool> = HashMap::new();
+    // Whether a (stack, live before the trace) slot is under the path, once known.
+    let mut inside: Vec<Option<bool>> = Vec::new();
     weighted
         .into_iter()
         .map(|(e, _)| e)
         .filter(|&e| {
             let Some(l) = replay.lives.get(e as usize) else { return false };
-            let key = (l.stack, super::is_unrecorded(l));
-            *inside.entry(key).or_insert_with(|| {
-                let p = stack_path(snap, key.0, key.1, frames);
-                p.len() >= path.len() && p.iter().zip(path).all(|(a, b)| a == b)
-            })
+            let before = super::is_unrecorded(l);
+            let slot = 2 * l.stack as usize + usize::from(before);
+            if inside.len() <= slot {
+                inside.resize(slot + 1, None);
+            }
+            match inside.get(slot).copied().flatten() {
+                Some(known) => known,
+                None => {
+                    let p = stack_path(snap, l.stack, before, frames);
+                    let yes = p.len() >= path.len() && p.iter().zip(path).all(|(a, b)| a == b);
+                    if let Some(x) = inside.get_mut(slot) {
+                        *x = Some(yes);
+                    }
+                    yes
+                }
+            }
         })
         .collect()
 }
@@ -336,6 +363,7 @@ pub fn elements_under(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The live flame graph's root is the live bytes at the peak, each node's value is its
     /// children's plus its own, and the folded lines add up to the root.

@@ -4,7 +4,7 @@
 //! Its DOM events become [`FlameInput`]s through [`bindings`]; a box's `data-node` names its node.
 //! The boxes are written again only when what they show changes; the hover changes classes only.
 
-use memviz_core::analysis::flame::FlameGraph;
+use memviz_core::analysis::flame::{FlameGraph, FlameSource};
 use memviz_view::state::flame::{self as state_flame, FlameInput, FlameMode};
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Element, HtmlElement, HtmlInputElement, MouseEvent};
@@ -39,7 +39,7 @@ impl Els {
 
 /// What the boxes show: (file, device, graph source, focused node, width px, highlighted
 /// allocations).
-type BoxesKey = (usize, usize, String, Option<u32>, i32, usize);
+type BoxesKey = (usize, usize, FlameSource, Option<u32>, i32, usize);
 
 /// What the view's DOM shows now.
 #[derive(Default)]
@@ -104,7 +104,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
     let focus = state.flame.focus_node(g);
     let width_px = els.graph.client_width();
     let highlighted = state.analysis.highlight.as_ref().map_or(0, |h| h.elements.len());
-    let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, format!("{:?}", flame.source), focus, width_px, highlighted);
+    let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, flame.source, focus, width_px, highlighted);
     if memo.boxes.as_ref() != Some(&key) {
         memo.boxes = Some(key);
         memo.hover = None;
@@ -114,7 +114,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
         let attr = |k: &str, v: &str| {
             let _ = els.graph.set_attribute(k, v);
         };
-        attr("data-root-value", &g.nodes.first().map_or(0, |r| r.value).to_string());
+        attr("data-root-value", &(g.nodes.first().map_or(0, |r| r.value) as f64).to_string());
         attr(
             "data-unit",
             if matches!(g.unit, memviz_core::analysis::flame::FlameUnit::Bytes) { "bytes" } else { "byte-entries" },
@@ -160,7 +160,7 @@ fn write_boxes(doc: &Document, els: &Els, g: &FlameGraph, focus: Option<u32>, wi
         }
         div.set_class_name(&class);
         let _ = div.set_attribute("data-node", &b.node.to_string());
-        let _ = div.set_attribute("data-value", &n.value.to_string());
+        let _ = div.set_attribute("data-value", &(n.value as f64).to_string());
         let _ = div.set_attribute("data-name", &n.name);
         let style = div.style();
         let _ = style.set_property("left", &format!("{:.3}%", b.x0 * 100.0));
