@@ -1,7 +1,7 @@
 //! Private pools on a timeline ("Allocated Memory (incl. Private Pools)", reference study §3.4).
 //!
 //! Each private pool (a `segment_pool_id` other than `(0, 0)` on the final segments, keyed by
-//! pool and stream) gets an envelope: placed on the stack at the live total of the step where
+//! pool and the stream of its allocations) gets an envelope: placed on the stack at the live total of the step where
 //! the pool's first allocation appears, with a height that is the running maximum of the pool's
 //! reserved bytes (from its segment events) and its live allocated bytes, so it never shrinks.
 //! Elements and segment events take their pool from the entry's `pool_id` where the trace records
@@ -88,10 +88,11 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
     // without it, or for lifetimes live before the trace, the final segment holding the address
     // does.
     let t = &dev.trace;
+    // Envelopes are per (pool, stream of the allocation), as PyTorch's viewer keys them.
     let key_of = |row: Option<u32>, addr: u64, stream: u32| -> Option<(u32, u32)> {
         match row.filter(|_| t.pool.is_present()) {
             Some(r) => t.pool.get(r as usize).filter(|&p| p != 0).map(|p| (p, stream)),
-            None => resolve(addr),
+            None => resolve(addr).map(|(p, _)| (p, stream)),
         }
     };
     // Keys: (pool, stream) -> envelope index, in order of first allocation.
@@ -179,11 +180,15 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
                 reserved += c.1;
                 ci += 1;
             }
+            // Allocations of a step come before its frees: the most live within the step counts
+            // (a block freed without its alloc at the first entry was live before it).
+            let mut most = live;
             while let Some(a) = active.get(ai).filter(|a| a.0 == step) {
                 live += a.1;
+                most = most.max(live);
                 ai += 1;
             }
-            let h = reserved.max(live);
+            let h = reserved.max(most);
             if step >= first && (h > hi || height.is_empty()) {
                 hi = hi.max(h);
                 let hb = u64::try_from(hi).unwrap_or(0);
@@ -205,6 +210,10 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "timeline_pools_tests.rs"]
+mod pytorch_cases;
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,12 @@
 //! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
 //! selected event, the cursor's trace entry (`entry=2302`, which a user can type), the settings
-//! of the view (x axis, hide freed, Detail, the search boxes, the analysis panel's tab), and of a
-//! run the focused rank and whether its overview is shown, e.g.
-//! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3&axis=time&find-frame=forward&panel=live`.
+//! of the view (x axis, hide freed, Detail, the search boxes, the analysis panel's tab, the flame
+//! view's mode and focused frame), and of a run the focused rank and whether its overview is
+//! shown, e.g.
+//! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_e3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
 
+use crate::state::flame::FlameMode;
 use crate::state::panels::{SearchBoxes, Tab};
 use crate::view::View;
 use crate::xmap::XAxis;
@@ -20,7 +22,7 @@ pub struct Fragment {
     pub device: Option<i64>,
     /// Window in event steps.
     pub x_steps: Option<(f64, f64)>,
-    /// Pinned allocation's address label (`b<hex>_<version>`).
+    /// Pinned allocation's key ([`crate::state::pin::pin_text`]: `b<hex>_e<alloc entry>`).
     pub pin: Option<String>,
     /// Selected event of the Allocator State History.
     pub event: Option<usize>,
@@ -40,7 +42,17 @@ pub struct Fragment {
     pub rank: Option<u32>,
     /// A run's overview is shown (rather than the focused rank's timeline).
     pub ranks_overview: bool,
+    /// The flame view's mode, when not the live set.
+    pub flame: Option<FlameMode>,
+    /// The flame view's focused frame: its labels from the root.
+    pub flame_focus: Vec<String>,
 }
+
+/// Between the labels of the focused frame's path in the fragment (a unit separator, never in
+/// a frame's text).
+const PATH_SEPARATOR: char = '\u{1f}';
+/// Most labels kept of a focused path.
+const MAX_PATH_LABELS: usize = 64;
 
 /// The fragment's name of a tab.
 fn tab_value(t: Tab) -> &'static str {
@@ -90,6 +102,12 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
             }
             "rank" => f.rank = v.parse().ok(),
             "ranks" => f.ranks_overview = v == "overview",
+            "flame" => f.flame = FlameMode::from_value(v).filter(|m| *m != FlameMode::Live),
+            "frame" => {
+                let text = decode_part(v);
+                f.flame_focus = text.split(PATH_SEPARATOR).take(MAX_PATH_LABELS).map(str::to_string).collect();
+                f.flame_focus.retain(|l| !l.is_empty());
+            }
             "panel" => {
                 f.panel =
                     [Tab::Insights, Tab::Live, Tab::Compare, Tab::Categories].into_iter().find(|&t| tab_value(t) == v)
@@ -147,6 +165,13 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if let Some(r) = f.rank {
         parts.push(format!("rank={r}"));
+    }
+    if let Some(m) = f.flame.filter(|m| *m != FlameMode::Live) {
+        parts.push(format!("flame={}", m.value()));
+    }
+    if !f.flame_focus.is_empty() {
+        let path: Vec<&str> = f.flame_focus.iter().map(String::as_str).collect();
+        parts.push(format!("frame={}", encode_part(&path.join(&PATH_SEPARATOR.to_string()))));
     }
     parts.join("&")
 }
@@ -213,6 +238,26 @@ mod tests {
         assert_eq!(format(&f, id), "ranks=overview&rank=5");
         assert_eq!(parse("ranks=overview&rank=5", id), f);
         assert_eq!(parse("rank=x&ranks=no", id), Fragment::default());
+    }
+
+    #[test]
+    fn the_flame_views_mode_and_focus_round_trip() {
+        let f = Fragment {
+            view: Some(View::FlameGraph),
+            flame: Some(FlameMode::Lifetime),
+            flame_focus: vec!["train.py:1 (main)".into(), "model.py:42 (forward)".into()],
+            ..Fragment::default()
+        };
+        let enc = |s: &str| s.replace(' ', "%20").replace('\u{1f}', "%1F");
+        let dec = |s: &str| s.replace("%20", " ").replace("%1F", "\u{1f}");
+        let text = format(&f, enc);
+        assert_eq!(text, "view=flame-graph&flame=lifetime&frame=train.py:1%20(main)%1Fmodel.py:42%20(forward)");
+        assert_eq!(parse(&text, dec), f);
+        // The live set is the default: not written, and read as none.
+        let live = Fragment { flame: Some(FlameMode::Live), ..Fragment::default() };
+        assert_eq!(format(&live, id), "");
+        assert_eq!(parse("flame=live&flame=nope", id).flame, None);
+        assert!(parse("frame=", id).flame_focus.is_empty());
     }
 
     #[test]
@@ -306,7 +351,7 @@ mod tests {
             view: Some(View::AllocatorStateHistory),
             device: Some(1),
             x_steps: Some((120.0, 4500.0)),
-            pin: Some("b7f0a2c000000_3".into()),
+            pin: Some("b7f0a2c000000_e3".into()),
             event: Some(77),
             ..Fragment::default()
         };
@@ -314,7 +359,7 @@ mod tests {
         let text = format(&f, id);
         assert_eq!(
             text,
-            "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_3&event=77"
+            "file=run.pickle&view=allocator-state-history&device=1&x=120-4500&pin=b7f0a2c000000_e3&event=77"
         );
         assert_eq!(parse(&format!("#{text}"), id), f);
         // Junk is skipped.
@@ -341,7 +386,7 @@ mod tests {
         assert!(same_but_window(&written, &zoomed, id));
         let full = Fragment { x_steps: None, ..f.clone() };
         assert!(same_but_window(&written, &full, id));
-        let pinned = Fragment { pin: Some("b7f0a2c000000_3".into()), ..zoomed };
+        let pinned = Fragment { pin: Some("b7f0a2c000000_e3".into()), ..zoomed };
         assert!(!same_but_window(&written, &pinned, id));
         let other_view = Fragment { view: Some(View::AllocatorStateHistory), ..f.clone() };
         assert!(!same_but_window(&written, &other_view, id));

@@ -346,8 +346,10 @@ pub struct ViewState {
     pub view: View,
     /// What the pointer is over.
     pub hover: Option<Target>,
-    /// What was clicked.
+    /// What was clicked (changed through [`ViewState::set_pin`]).
     pub pinned: Option<Target>,
+    /// The pinned allocation's key while the shown layout lacks it ([`pin`]).
+    pub pin_key: Option<memviz_core::timeline::ElementKey>,
     /// A drag in progress.
     pub drag: Option<Drag>,
     /// Last pointer position (canvas, CSS px).
@@ -401,6 +403,8 @@ pub struct ViewState {
     /// The run the URL fragment names, until a run is opened: its focused rank (focused then)
     /// and whether its overview was shown.
     pub restore_rank: Option<(Option<u32>, bool)>,
+    /// The flame view.
+    pub flame: flame::FlameState,
 }
 
 impl ViewState {
@@ -476,7 +480,7 @@ impl ViewState {
             other => other,
         };
         self.hover = None;
-        self.pinned = None;
+        self.set_pin(None);
         self.drag = None;
         self.cursor_entry = None;
         self.selected = None;
@@ -555,7 +559,7 @@ impl ViewState {
                     effects.push(Effect::RefreshMinimap);
                 }
             }
-            TimelineInput::Unpin => self.pinned = None,
+            TimelineInput::Unpin => self.set_pin(None),
             TimelineInput::ToggleNativeFrames => self.native_frames_open = !self.native_frames_open,
             TimelineInput::Cursor(entry) => self.toggle_cursor(entry),
         }
@@ -639,7 +643,7 @@ impl ViewState {
             Some(Drag::Pan { moved: false, .. }) if surface == Surface::Plot => {
                 // A click pins what is under the pointer (or unpins on empty space); a click on an
                 // annotation also zooms to its span.
-                self.pinned = self.target_at(x_px, y_px);
+                self.set_pin(self.target_at(x_px, y_px));
                 self.hover = self.pinned;
                 if let Some(Target::Annotation(i)) = self.pinned {
                     self.zoom_to_annotation(i);
@@ -684,7 +688,7 @@ impl ViewState {
                 if self.selected.take().is_some() {
                     self.hover = None;
                 }
-                self.pinned = None;
+                self.set_pin(None);
             }
             return;
         }
@@ -747,7 +751,7 @@ impl ViewState {
             let centre = ((p0 + p1) / 2.0).clamp(half, (v.full_x1 - half).max(half));
             v.set_window(centre - half, centre + half);
         }
-        self.pinned = Some(Target::Element(e));
+        self.set_pin(Some(Target::Element(e)));
         self.update_hover_from_pointer();
     }
 
@@ -770,10 +774,12 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
     ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
 }
 
+pub mod flame;
 pub mod panels;
+pub mod pin;
 mod select;
 
-pub use select::{KeptTargets, Selection};
+pub use select::Selection;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

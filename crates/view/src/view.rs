@@ -17,17 +17,20 @@ pub enum View {
     AllocatorStateHistory,
     /// The allocator settings recorded in the snapshot.
     AllocatorSettings,
+    /// A flame graph of the live set at a moment, or of bytes × lifetime over the window.
+    FlameGraph,
 }
 
 impl View {
     /// Every view, in menu order.
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::ActiveMemoryTimeline,
         View::AllocatedMemoryPools,
         View::ActiveCachedSegmentTimeline,
         View::MappedPagesTimeline,
         View::AllocatorStateHistory,
         View::AllocatorSettings,
+        View::FlameGraph,
     ];
 
     /// Name shown in the menu.
@@ -39,6 +42,7 @@ impl View {
             View::MappedPagesTimeline => "Mapped Pages Timeline",
             View::AllocatorStateHistory => "Allocator State History",
             View::AllocatorSettings => "Allocator Settings",
+            View::FlameGraph => "Flame Graph",
         }
     }
 
@@ -51,6 +55,7 @@ impl View {
             View::MappedPagesTimeline => "mapped-pages-timeline",
             View::AllocatorStateHistory => "allocator-state-history",
             View::AllocatorSettings => "allocator-settings",
+            View::FlameGraph => "flame-graph",
         }
     }
 
@@ -67,13 +72,14 @@ impl View {
             View::ActiveMemoryTimeline
             | View::AllocatedMemoryPools
             | View::AllocatorStateHistory
-            | View::AllocatorSettings => memviz_core::timeline::Mode::Allocations,
+            | View::AllocatorSettings
+            | View::FlameGraph => memviz_core::timeline::Mode::Allocations,
         }
     }
 
     /// Whether the view is a page panel (`#panel`) rather than the timeline canvases.
     pub fn is_panel(self) -> bool {
-        matches!(self, View::AllocatorStateHistory | View::AllocatorSettings)
+        matches!(self, View::AllocatorStateHistory | View::AllocatorSettings | View::FlameGraph)
     }
 }
 

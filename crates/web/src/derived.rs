@@ -1,7 +1,7 @@
 //! What the page computes from its state and the open files, kept until what it depends on
 //! changes: the analyses of the shown device, the comparison of two files, inferred categories,
-//! private-pool envelopes, search matches, the Allocator State History and the minimap's
-//! columns. [`Derived::refresh`] brings it up to date after each input, outside any frame, so
+//! private-pool envelopes, search matches, the Allocator State History, the flame view's graph
+//! and the minimap's columns. [`Derived::refresh`] brings it up to date after each input, outside any frame, so
 //! painting only reads it. No DOM here.
 
 use std::collections::HashSet;
@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
+use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
@@ -49,6 +50,16 @@ pub struct Analysis {
     pub live: Option<LiveSet>,
     /// The moment `live` is for.
     pub live_moment: Option<Moment>,
+}
+
+/// The flame view's graph.
+pub struct Flame {
+    /// ((file index, device position), what it weighs).
+    pub key: ((usize, usize), FlameSource),
+    /// What it weighs.
+    pub source: FlameSource,
+    /// The graph, Python frames first.
+    pub graph: FlameGraph,
 }
 
 /// (A file, A device position, B file, B device position).
@@ -99,6 +110,8 @@ pub struct Derived {
     pub at_event: Option<AtEvent>,
     /// What the views of the shown (file, device) have to show.
     pub device_views: Option<((usize, usize), DeviceViews)>,
+    /// The flame view's graph.
+    pub flame: Option<Flame>,
 }
 
 /// The (file, device position) shown.
@@ -132,6 +145,9 @@ impl Derived {
         }
         if s.view == View::AllocatedMemoryPools {
             self.ensure_pools(s);
+        }
+        if s.view == View::FlameGraph {
+            self.ensure_flame(s);
         }
         if !s.search.is_empty() && !s.view.is_panel() {
             self.ensure_matches(s);
@@ -175,6 +191,39 @@ impl Derived {
             a.live_moment = Some(moment);
         }
         Some(a)
+    }
+
+    /// The flame view's graph for the state (its mode's moment or window).
+    pub fn ensure_flame(&mut self, s: &ViewState) {
+        let (Some(key), Some(source)) = (current_key(s), memviz_view::state::flame::source(s)) else { return };
+        if self.flame.as_ref().is_some_and(|f| f.key == (key, source)) {
+            return;
+        }
+        let Some(f) = s.file() else { return };
+        let Some(a) = self.ensure_analysis(s) else { return };
+        self.flame = flame_of(&f.snap, &a.replay, source, FlameFrames::PythonFirst).ok().map(|graph| Flame {
+            key: (key, source),
+            source,
+            graph,
+        });
+    }
+
+    /// The flame view's graph, when it is the one the state asks for.
+    pub fn flame_of(&self, s: &ViewState) -> Option<&Flame> {
+        let key = (current_key(s)?, memviz_view::state::flame::source(s)?);
+        self.flame.as_ref().filter(|f| f.key == key)
+    }
+
+    /// The allocations under the flame view's focused frame (none while nothing is focused).
+    pub fn flame_highlight(&mut self, s: &ViewState) -> Option<Highlight> {
+        if s.flame.focus.is_empty() {
+            return None;
+        }
+        let source = self.flame_of(s)?.source;
+        let f = s.file()?;
+        let a = self.ensure_analysis(s)?;
+        let elements = core_flame::elements_under(&f.snap, &a.replay, source, FlameFrames::PythonFirst, &s.flame.focus);
+        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements })
     }
 
     /// The analyses, when they are of the shown device.

@@ -114,6 +114,8 @@ pub enum Input {
     /// A cited trace entry's link outside the analysis panel (stack text, History rows): the
     /// cursor there, on the timeline (shown instead of a panel view).
     Cursor(u32),
+    /// Something in the flame view (`crate::views::flame`).
+    Flame(memviz_view::state::flame::FlameInput),
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

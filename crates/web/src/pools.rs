@@ -220,6 +220,12 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     if fr.ui.plot.get_attribute("data-pool-boxes").as_deref() != Some(attr.as_str()) {
         let _ = fr.ui.plot.set_attribute("data-pool-boxes", &attr);
     }
+    // Each envelope's key and capacity (the tests read them).
+    let keys: Vec<String> = p.envelopes.iter().map(|e| format!("{}:{}", e.key(), e.capacity_bytes())).collect();
+    let keys = keys.join(";");
+    if fr.ui.plot.get_attribute("data-pool-keys").as_deref() != Some(keys.as_str()) {
+        let _ = fr.ui.plot.set_attribute("data-pool-keys", &keys);
+    }
     if let Some(e) = fr.state.pool_hover.and_then(|i| p.envelopes.get(i)) {
         let text = envelope_text(&f.snap, e);
         fr.ui.stack.set_text_content(Some(&text));

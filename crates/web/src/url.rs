@@ -1,5 +1,6 @@
-//! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation,
-//! selected event, and a run's focused rank, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_3`.
+//! The page's place in `location.hash`: file, view, device, zoom window, pinned allocation (by
+//! its allocation's key: address and alloc entry), selected event, the cursor's entry and a run's
+//! focused rank, e.g. `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000_e3`.
 //! Written with `history.replaceState` whenever it changes (after each input, never from a
 //! frame); read once at start and applied when
 //! the same file is opened again (a reload keeps the hash).
@@ -67,6 +68,8 @@ pub fn read_at_start(state: &mut ViewState) {
         state.analysis.open = true;
         state.analysis.tab = t;
     }
+    state.flame.mode = f.flame.unwrap_or_default();
+    state.flame.focus.clone_from(&f.flame_focus);
     state.restore_file.clone_from(&f.file);
     state.restore_rank = (f.rank.is_some() || f.ranks_overview).then_some((f.rank, f.ranks_overview));
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
@@ -97,20 +100,29 @@ pub fn restore(state: &mut ViewState) -> Option<usize> {
             file.viewport.set_window(a, b);
         }
     }
-    let layout = &file.plot.layout;
-    if let Some(pin) = &f.pin {
-        let e = layout
+    let (device_pos, max_entries) = (file.plot.device_pos, file.max_entries);
+    // An older link names a drawn allocation by its address label.
+    let by_label = f.pin.as_ref().and_then(|pin| {
+        file.plot
+            .layout
             .elements
             .iter()
-            .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin);
-        if let Some(e) = e {
-            state.pinned = Some(Target::Element(e as u32));
+            .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin)
+    });
+    match f.pin.as_deref().map(memviz_view::state::pin::parse_pin) {
+        // The key, pinned again once a layout has it (another Detail may come first).
+        Some(Some(k)) => state.repin(k),
+        Some(None) => {
+            if let Some(e) = by_label {
+                state.set_pin(Some(Target::Element(e as u32)));
+            }
         }
+        None => {}
     }
     if let Some(e) = f.event {
-        state.history.selected = Some((i, file.plot.device_pos, e));
+        state.history.selected = Some((i, device_pos, e));
     }
-    let detail = f.detail.filter(|&n| n != file.max_entries);
+    let detail = f.detail.filter(|&n| n != max_entries);
     if let Some(entry) = f.entry {
         state.cursor_entry = Some(entry);
         state.show_entry(entry);
@@ -136,12 +148,7 @@ pub fn of_state(state: &ViewState) -> Option<Fragment> {
 /// The fragment of the file shown.
 fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragment> {
     let i = state.current?;
-    let pin = match state.pinned {
-        Some(Target::Element(e)) => {
-            f.plot.layout.elements.get(e as usize).map(|el| memviz_core::format::addr_label('b', el.addr, el.version))
-        }
-        _ => None,
-    };
+    let pin = state.pin_key().map(memviz_view::state::pin::pin_text);
     let v = &f.viewport;
     let x_steps = (f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
     let event = match state.history.selected {
@@ -161,6 +168,9 @@ fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragme
         search: state.search_boxes.clone(),
         panel: state.analysis.open.then_some(state.analysis.tab),
         entry: state.cursor_entry,
+        // The flame view's settings while it is shown.
+        flame: Some(state.flame.mode).filter(|_| state.view == View::FlameGraph),
+        flame_focus: if state.view == View::FlameGraph { state.flame.focus.clone() } else { Vec::new() },
         ..Fragment::default()
     })
 }

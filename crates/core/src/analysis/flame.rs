@@ -4,11 +4,16 @@
 //! list with child indices (no recursion, whatever the depth of a stack), and
 //! [`FlameGraph::folded`] writes Brendan Gregg's folded-stack lines (`root;...;leaf value`), which
 //! flamegraph.pl, speedscope and inferno read.
+//!
+//! The page's flame view builds its graph with [`flame_of`]: levels by frame label, Python frames
+//! only where a stack has any ([`FlameFrames::PythonFirst`], as its stack panel lists them first
+//! and folds the C++ ones), and [`elements_under`] names the allocations under a frame.
 
 use serde_json::{json, Value};
 
 use super::live::{StackGroup, StackTree};
-use super::{AnalysisError, Moment, Replay};
+use super::{frame_label, is_source_frame, visible_frames, AnalysisError, Moment, Replay};
+use super::{BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
 use crate::snapshot::Snapshot;
 
 /// What a node's value counts.
@@ -164,10 +169,201 @@ pub fn lifetime_flame(snap: &Snapshot, replay: &Replay, first: u32, last: u32) -
     Ok(FlameGraph::from_groups(snap, FlameUnit::ByteEntries, &groups))
 }
 
+/// Which frames make the levels of a graph built by [`flame_of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlameFrames {
+    /// Every visible frame (as [`live_flame`], merged by label).
+    All,
+    /// A stack's Python (source) frames when it has any, else its visible frames.
+    PythonFirst,
+}
+
+/// What a graph of [`flame_of`] weighs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlameSource {
+    /// The live set at a moment, in bytes.
+    Live(Moment),
+    /// Bytes × entries live within trace rows `[first, last]`.
+    Lifetime {
+        /// First row of the window.
+        first: u32,
+        /// Last row of the window (inclusive).
+        last: u32,
+    },
+}
+
+/// The lifetimes a source weighs and their weights, in lifetime order.
+pub fn weighted_lives(replay: &Replay, source: FlameSource) -> Result<Vec<(u32, u128)>, AnalysisError> {
+    match source {
+        FlameSource::Live(at) => {
+            let row = at.resolve(replay)?;
+            Ok(replay
+                .live_elements(row)
+                .into_iter()
+                .map(|e| (e, replay.lives.get(e as usize).map_or(0, |l| u128::from(l.size_bytes))))
+                .collect())
+        }
+        FlameSource::Lifetime { first, last } => {
+            let entries = replay.rows;
+            for e in [first, last] {
+                if e as usize >= entries {
+                    return Err(AnalysisError::EntryOutOfRange { entry: u64::from(e), entries });
+                }
+            }
+            let (a, b) = (u64::from(first.min(last)), u64::from(first.max(last)) + 1);
+            Ok(replay
+                .lives
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| {
+                    let start = l.alloc_row.map_or(0, u64::from).max(a);
+                    let end = l.free_row.map_or(entries as u64, u64::from).min(b);
+                    (end > start).then(|| (i as u32, u128::from(l.size_bytes) * u128::from(end - start)))
+                })
+                .collect())
+        }
+    }
+}
+
+/// The frame labels of a stack, outermost first, as the levels of a graph; a stack without
+/// frames is one level naming why.
+pub fn stack_path(snap: &Snapshot, stack: u32, before_trace: bool, frames: FlameFrames) -> Vec<String> {
+    let visible: Vec<_> = visible_frames(snap, stack).collect();
+    let python = frames == FlameFrames::PythonFirst && visible.iter().any(|f| is_source_frame(f));
+    let mut path: Vec<String> =
+        visible.iter().filter(|f| !python || is_source_frame(f)).map(|f| frame_label(snap, f)).collect();
+    path.reverse();
+    if path.is_empty() {
+        path.push(if before_trace { BEFORE_TRACE_LABEL } else { NO_FRAMES_LABEL }.to_string());
+    }
+    path
+}
+
+/// A flame graph of `source` with levels by frame label. O(lifetimes + stacks × depth).
+pub fn flame_of(
+    snap: &Snapshot,
+    replay: &Replay,
+    source: FlameSource,
+    frames: FlameFrames,
+) -> Result<FlameGraph, AnalysisError> {
+    let unit = match source {
+        FlameSource::Live(_) => FlameUnit::Bytes,
+        FlameSource::Lifetime { .. } => FlameUnit::ByteEntries,
+    };
+    // Weights by (stack, live before the trace without frames), indexed: slot 2 × stack + flag.
+    let mut by_stack: Vec<u128> = Vec::new();
+    for (e, v) in weighted_lives(replay, source)? {
+        let Some(l) = replay.lives.get(e as usize) else { continue };
+        let slot = 2 * l.stack as usize + usize::from(super::is_unrecorded(l));
+        if by_stack.len() <= slot {
+            by_stack.resize(slot + 1, 0);
+        }
+        if let Some(x) = by_stack.get_mut(slot) {
+            *x += v;
+        }
+    }
+    let mut nodes = vec![FlameNode { name: "all".into(), value: 0, self_value: 0, parent: None, children: Vec::new() }];
+    for (slot, &v) in by_stack.iter().enumerate().filter(|(_, &v)| v > 0) {
+        let mut cur = 0u32;
+        if let Some(root) = nodes.get_mut(0) {
+            root.value += v;
+        }
+        for name in stack_path(snap, (slot / 2) as u32, slot % 2 == 1, frames) {
+            // Children are few: a scan of the parent's finds the level's node.
+            let found = nodes.get(cur as usize).and_then(|p| {
+                p.children.iter().copied().find(|&c| nodes.get(c as usize).is_some_and(|n| n.name == name))
+            });
+            let id = match found {
+                Some(id) => id,
+                None => {
+                    let id = nodes.len() as u32;
+                    nodes.push(FlameNode { name, value: 0, self_value: 0, parent: Some(cur), children: Vec::new() });
+                    if let Some(p) = nodes.get_mut(cur as usize) {
+                        p.children.push(id);
+                    }
+                    id
+                }
+            };
+            if let Some(n) = nodes.get_mut(id as usize) {
+                n.value += v;
+            }
+            cur = id;
+        }
+        if let Some(n) = nodes.get_mut(cur as usize) {
+            n.self_value += v;
+        }
+    }
+    let values: Vec<u128> = nodes.iter().map(|n| n.value).collect();
+    for n in &mut nodes {
+        n.children.sort_by_key(|&c| std::cmp::Reverse(values.get(c as usize).copied().unwrap_or(0)));
+    }
+    Ok(FlameGraph { unit, nodes })
+}
+
+/// The labels from the root (left out) down to `node`.
+pub fn node_path(g: &FlameGraph, node: u32) -> Vec<String> {
+    let mut path = Vec::new();
+    let mut cur = Some(node);
+    while let Some(c) = cur.filter(|&c| c != 0) {
+        let Some(n) = g.nodes.get(c as usize) else { break };
+        path.push(n.name.clone());
+        cur = n.parent;
+    }
+    path.reverse();
+    path
+}
+
+/// The node at a path of labels from the root (the root for an empty path).
+pub fn node_at_path(g: &FlameGraph, path: &[String]) -> Option<u32> {
+    let mut cur = 0u32;
+    for name in path {
+        let n = g.nodes.get(cur as usize)?;
+        cur = *n.children.iter().find(|&&c| g.nodes.get(c as usize).is_some_and(|x| &x.name == name))?;
+    }
+    Some(cur)
+}
+
+/// The lifetimes `source` weighs whose levels start with `path` (all of them for an empty path).
+pub fn elements_under(
+    snap: &Snapshot,
+    replay: &Replay,
+    source: FlameSource,
+    frames: FlameFrames,
+    path: &[String],
+) -> Vec<u32> {
+    let Ok(weighted) = weighted_lives(replay, source) else { return Vec::new() };
+    // Whether a (stack, live before the trace) slot is under the path, once known.
+    let mut inside: Vec<Option<bool>> = Vec::new();
+    weighted
+        .into_iter()
+        .map(|(e, _)| e)
+        .filter(|&e| {
+            let Some(l) = replay.lives.get(e as usize) else { return false };
+            let before = super::is_unrecorded(l);
+            let slot = 2 * l.stack as usize + usize::from(before);
+            if inside.len() <= slot {
+                inside.resize(slot + 1, None);
+            }
+            match inside.get(slot).copied().flatten() {
+                Some(known) => known,
+                None => {
+                    let p = stack_path(snap, l.stack, before, frames);
+                    let yes = p.len() >= path.len() && p.iter().zip(path).all(|(a, b)| a == b);
+                    if let Some(x) = inside.get_mut(slot) {
+                        *x = Some(yes);
+                    }
+                    yes
+                }
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The live flame graph's root is the live bytes at the peak, each node's value is its
     /// children's plus its own, and the folded lines add up to the root.
@@ -193,5 +389,68 @@ mod tests {
         let sum: u128 = replay.live_after_bytes.iter().map(|&b| u128::from(b)).sum();
         assert_eq!(all.nodes[0].value, sum, "bytes x entries over the whole trace");
         assert!(lifetime_flame(&snap, &replay, 0, replay.rows as u32).is_err());
+    }
+    /// The page's graph: the same totals as the CLI's, C++ frames left out of stacks with
+    /// Python frames, paths that find their nodes, and the allocations under a node adding up
+    /// to its value.
+    #[test]
+    fn the_pages_graph_by_label_adds_up_and_names_its_allocations() {
+        let bytes = std::fs::read(crate::test_fixtures::fixture("synth", "typical_p4.pickle")).unwrap();
+        let snap = crate::load(&bytes).unwrap();
+        let replay = Replay::build(&snap, 0);
+        let rows = replay.rows as u32;
+        for source in [FlameSource::Live(Moment::Peak), FlameSource::Lifetime { first: 0, last: rows - 1 }] {
+            for frames in [FlameFrames::All, FlameFrames::PythonFirst] {
+                let g = flame_of(&snap, &replay, source, frames).unwrap();
+                let cli = match source {
+                    FlameSource::Live(at) => live_flame(&snap, &replay, at).unwrap(),
+                    FlameSource::Lifetime { first, last } => lifetime_flame(&snap, &replay, first, last).unwrap(),
+                };
+                assert_eq!(g.nodes[0].value, cli.nodes[0].value, "{source:?} {frames:?}");
+                for (i, n) in g.nodes.iter().enumerate() {
+                    let kids: u128 = n.children.iter().map(|&c| g.nodes[c as usize].value).sum();
+                    assert_eq!(n.value, kids + n.self_value, "{}", n.name);
+                    assert_eq!(node_at_path(&g, &node_path(&g, i as u32)), Some(i as u32));
+                    let under = elements_under(&snap, &replay, source, frames, &node_path(&g, i as u32));
+                    let w: HashMap<u32, u128> = weighted_lives(&replay, source).unwrap().into_iter().collect();
+                    assert_eq!(under.iter().map(|e| w[e]).sum::<u128>(), n.value, "{}", n.name);
+                }
+                if frames == FlameFrames::PythonFirst {
+                    // A level of C++ frames only where the stack has no Python frame.
+                    for n in &g.nodes[1..] {
+                        let cpp = !n.name.contains(".py:") && !n.name.starts_with('<');
+                        if cpp {
+                            let parent = &g.nodes[n.parent.unwrap() as usize];
+                            assert!(!parent.name.contains(".py:"), "{} under {}", n.name, parent.name);
+                        }
+                    }
+                }
+            }
+        }
+        let g = flame_of(&snap, &replay, FlameSource::Live(Moment::Peak), FlameFrames::All).unwrap();
+        assert_eq!(node_at_path(&g, &[]), Some(0));
+        assert_eq!(node_at_path(&g, &["nowhere".to_string()]), None);
+        assert!(flame_of(&snap, &replay, FlameSource::Lifetime { first: 0, last: rows }, FlameFrames::All).is_err());
+    }
+
+    /// A stack of Python and C++ frames: Python-first keeps the Python ones, outermost first;
+    /// one of C++ frames only keeps them; no frames is one level saying so.
+    #[test]
+    fn python_first_paths() {
+        let bytes = std::fs::read(crate::test_fixtures::fixture("synth", "typical_p4.pickle")).unwrap();
+        let snap = crate::load(&bytes).unwrap();
+        let mixed = (0..snap.stacks.len() as u32)
+            .find(|&s| {
+                let v: Vec<_> = visible_frames(&snap, s).collect();
+                v.iter().any(|f| is_source_frame(f)) && v.iter().any(|f| !is_source_frame(f))
+            })
+            .expect("a stack of Python and C++ frames");
+        let all = stack_path(&snap, mixed, false, FlameFrames::All);
+        let py = stack_path(&snap, mixed, false, FlameFrames::PythonFirst);
+        assert!(py.len() < all.len() && !py.is_empty());
+        let all_py: Vec<&String> = all.iter().filter(|l| py.contains(l)).collect();
+        assert_eq!(all_py, py.iter().collect::<Vec<_>>(), "the same order, outermost first");
+        assert_eq!(stack_path(&snap, 0, false, FlameFrames::PythonFirst), [NO_FRAMES_LABEL]);
+        assert_eq!(stack_path(&snap, 0, true, FlameFrames::All), [BEFORE_TRACE_LABEL]);
     }
 }

@@ -23,12 +23,6 @@ pub struct Selection {
     pub step: f64,
 }
 
-/// Element pins of the shown file kept across a relayout ([`ViewState::keep_targets`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KeptTargets {
-    pinned: Option<ElementKey>,
-}
-
 impl ViewState {
     /// Puts the cursor on trace entry `entry` and brings it into view, or takes it away when it
     /// is there already (a second click on the same link).
@@ -51,7 +45,7 @@ impl ViewState {
     pub(super) fn on_selection_key(&mut self, c: Command) {
         if c == Command::PinSelection {
             if let Some(e) = self.selected_element() {
-                self.pinned = Some(Target::Element(e));
+                self.set_pin(Some(Target::Element(e)));
             }
             return;
         }
@@ -167,29 +161,6 @@ impl ViewState {
             }
             None => self.selected = None,
         }
-    }
-
-    /// What to keep of the pointer targets across a relayout of the shown file.
-    pub fn keep_targets(&self) -> KeptTargets {
-        let pinned = match (self.pinned, self.file()) {
-            (Some(Target::Element(e)), Some(f)) => f.plot.layout.element_key(e),
-            _ => None,
-        };
-        KeptTargets { pinned }
-    }
-
-    /// After a relayout of the shown file: the pin found again by its key (hover, other pins
-    /// forgotten), the selection shown again where it is now.
-    pub fn restore_targets(&mut self, kept: KeptTargets) {
-        self.hover = None;
-        self.pinned = kept
-            .pinned
-            .and_then(|k| self.file()?.plot.layout.element_by_key(k))
-            .filter(|&e| {
-                self.file().is_some_and(|f| f.plot.layout.elements.get(e as usize).is_some_and(|x| x.band.is_some()))
-            })
-            .map(Target::Element);
-        self.show_selection();
     }
 }
 

@@ -7,6 +7,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use memviz_view::state::flame::FlameChange;
 
 impl App {
     /// Applies one input.
@@ -105,7 +106,7 @@ impl App {
                 self.state.toggle_cursor(entry);
                 Vec::new()
             }
-            Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) => {
+            Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) | Input::Flame(_) => {
                 self.panel_input(input)
             }
         };
@@ -145,6 +146,20 @@ impl App {
                     self.state.pool_hover = h;
                     // The envelope's text replaces the stack text, and back.
                     self.memo.stack.invalidate();
+                }
+                Vec::new()
+            }
+            Input::Flame(fi) => {
+                self.derived.ensure_flame(&self.state);
+                let graph = self.derived.flame_of(&self.state).map(|f| &f.graph);
+                if self.state.flame.apply(fi, graph) == FlameChange::Focus {
+                    // The focused frame's allocations are highlighted in the other views.
+                    let h = self.derived.flame_highlight(&self.state);
+                    let a = &mut self.state.analysis;
+                    if h.is_some() || a.highlight.as_ref().is_some_and(|o| o.key.starts_with("flame:")) {
+                        a.highlight = h;
+                        a.canvas_seq += 1;
+                    }
                 }
                 Vec::new()
             }

@@ -219,17 +219,25 @@ impl App {
             };
             let view = app.state.view;
             let hide_freed = app.state.history.hide_freed;
-            // The pin and the keyboard's selection are found again by their keys after it.
-            let kept = if device.is_none() { app.state.keep_targets() } else { Default::default() };
             if device.is_some() {
                 app.state.selected = None;
                 app.state.cursor_entry = None;
             }
-            if let Some(f) = app.state.files.get_mut(i) {
+            let plot = app.state.files.get(i).map(|f| {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
-                f.plot = PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed });
-                f.max_entries = max_entries;
+                PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed })
+            });
+            if let Some(plot) = plot {
+                // The pin follows its allocation's key into the new layout.
+                if app.state.current == Some(i) {
+                    app.state.set_plot(plot);
+                } else if let Some(f) = app.state.files.get_mut(i) {
+                    f.plot = plot;
+                }
+            }
+            if let Some(f) = app.state.files.get_mut(i) {
+                f.max_entries = max_entries.unwrap_or(f.max_entries);
                 if f.x_axis == XAxis::Time && f.plot.time.is_none() {
                     f.x_axis = XAxis::Steps;
                 }
@@ -242,20 +250,21 @@ impl App {
             }
             app.state.loading = None;
             app.after_plot_change(true);
-            app.state.restore_targets(kept);
+            // The keyboard's selection is shown again where its allocation is now.
+            app.state.show_selection();
             app.settle_layout();
             app.settle();
         });
     }
 
     /// After the plot of the current file changed: forget pointer targets (a relayout of the
-    /// same file finds its pin and selection again by their keys:
-    /// `ViewState::restore_targets`), refresh derived state.
+    /// same file keeps its pin and selection by their keys: `ViewState::set_plot`), refresh
+    /// derived state.
     fn after_plot_change(&mut self, same_file: bool) {
         self.state.generation += 1;
         self.state.hover = None;
-        self.state.pinned = None;
         if !same_file {
+            self.state.set_pin(None);
             self.state.selected = None;
             self.state.cursor_entry = None;
         }

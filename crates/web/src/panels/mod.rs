@@ -271,6 +271,9 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
     let p = &fr.state.analysis;
     categories::draw_colours(fr, drawn, ctx);
     draw_cursor(fr, drawn, ctx);
+    if p.highlight.is_none() || fr.state.view.mode() != Mode::Allocations {
+        let _ = fr.ui.plot.remove_attribute("data-highlighted");
+    }
     let Some(f) = fr.file() else { return };
     if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
@@ -288,6 +291,8 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
         ctx.set_line_width(0.5 * dpr);
         let bands: Vec<u32> =
             h.elements.iter().filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band)).collect();
+        // How many bands are highlighted (the tests read it).
+        let _ = fr.ui.plot.set_attribute("data-highlighted", &bands.len().to_string());
         plot.trace_bands(ctx, &bands, |_| {
             ctx.fill();
             ctx.stroke();

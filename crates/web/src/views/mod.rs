@@ -1,12 +1,13 @@
 //! Views shown in the page's `#panel` instead of the timeline canvases: the Allocator State
-//! History (a virtualized event list and the segment map after the selected event) and the
-//! Allocator Settings table.
+//! History (a virtualized event list and the segment map after the selected event), the
+//! Allocator Settings table and the flame graph ([`flame`]).
 //!
 //! Their user state is [`memviz_view::state::panels::HistoryState`] and the event list is
 //! derived ([`crate::derived::Derived::history`]); their DOM events become
 //! [`HistoryInput`]s through [`bindings`]; [`draw`] writes the panel from the state, keeping
 //! what it wrote in a [`Memo`].
 
+pub mod flame;
 pub mod settings;
 
 use memviz_core::describe::viewer_size;
@@ -44,6 +45,7 @@ struct Els {
     map: HtmlCanvasElement,
     map_ctx: CanvasRenderingContext2d,
     settings: HtmlElement,
+    flame: Option<flame::Els>,
 }
 
 fn by_id<T: JsCast>(d: &Document, id: &str) -> Option<T> {
@@ -64,6 +66,7 @@ impl Els {
             map_ctx,
             map,
             settings: by_id(d, "settings")?,
+            flame: flame::Els::find(d),
         })
     }
 }
@@ -82,6 +85,7 @@ pub struct Memo {
     drawn_settings: Option<usize>,
     drawn_stack: Option<String>,
     drawn_scroll: f64,
+    flame: flame::Memo,
 }
 
 impl Memo {
@@ -113,7 +117,7 @@ pub fn embedded_filter_freed(document: &Document) -> bool {
 
 /// The events of the panel's elements and what they mean.
 pub fn bindings(document: &Document) -> Vec<Binding> {
-    let mut l = Vec::new();
+    let mut l = flame::bindings(document);
     let Some(els) = Els::find(document) else { return l };
     let list: &web_sys::EventTarget = els.list.as_ref();
     let row_of = |e: &MouseEvent| -> Option<usize> {
@@ -237,9 +241,18 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let Some(els) = memo.els.take() else { return false };
     els.history.set_hidden(state.view != View::AllocatorStateHistory);
     els.settings.set_hidden(state.view != View::AllocatorSettings);
+    if let Some(f) = &els.flame {
+        f.set_shown(state.view == View::FlameGraph);
+    }
     match state.view {
         View::AllocatorStateHistory => draw_history(fr, memo, &els),
         View::AllocatorSettings => draw_settings(fr, memo, &els),
+        View::FlameGraph => {
+            if let Some(f) = &els.flame {
+                let text = flame::draw(fr, &mut memo.flame, f);
+                set_stack(fr.ui, memo, &text);
+            }
+        }
         _ => {}
     }
     memo.els = Some(els);
