@@ -384,6 +384,10 @@ pub struct ViewState {
     pub pool_hover: Option<usize>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
     pub native_frames_open: bool,
+    /// The theme: the user's choice and the system's preference.
+    pub theme: crate::theme::ThemeState,
+    /// The stack panel is folded to its header line.
+    pub stack_collapsed: bool,
 }
 
 impl ViewState {

@@ -102,6 +102,12 @@ pub enum Input {
     Search(SearchBoxes),
     /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
     PoolPointer(Option<(f64, f64)>),
+    /// The theme control was clicked: the next choice (auto, light, dark).
+    CycleTheme,
+    /// The system's theme changed (`prefers-color-scheme: dark` holds now, or not).
+    SystemTheme(bool),
+    /// Fold or unfold the details panel.
+    ToggleStack,
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

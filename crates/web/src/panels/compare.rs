@@ -154,7 +154,7 @@ pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
         c.curve.iter().map(|p| (p.x + half, pick(p) as f64)).collect()
     };
     let axes = chart::Axes { x: 0.0..x_max, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
-    chart::draw(canvas, dpr, &axes, |ch, pen| {
+    chart::draw(canvas, dpr, fr.palette(), &axes, |ch, pen| {
         pen.line(ch, curve(|p| p.a_bytes), A_COLOUR, 2.0);
         pen.line(ch, curve(|p| p.b_bytes), B_COLOUR, 2.0);
     });

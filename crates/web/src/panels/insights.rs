@@ -160,7 +160,6 @@ const ALLOCATED: RGBColor = chart::rgb(0x59a14f);
 const LARGEST: RGBColor = chart::rgb(0xe15759);
 const UNUSED: RGBAColor = RGBAColor(214, 39, 40, 0.22);
 const WORST: RGBColor = chart::rgb(0xd62728);
-const MARKER: RGBColor = chart::rgb(0x222222);
 
 fn frag_html(fs: &FragSeries, s: &mut String) {
     let m = fs.max_unused.as_ref();
@@ -311,7 +310,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let worst_x = a.fragmentation.max_unused.and_then(|m| m.row).map(|r| xm.pos(step_of_row(layout, Some(r))));
         let axes = chart::Axes { x: v.x0..v.x1, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
         let (x0, x1) = (v.x0, v.x1);
-        st.area = chart::draw(&canvas, dpr, &axes, |c, pen| {
+        st.area = chart::draw(&canvas, dpr, fr.palette(), &axes, |c, pen| {
             // Each value holds until the next entry.
             let stairs = |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
             let reserved = stairs(&|t| t.reserved_bytes);
@@ -340,7 +339,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let text = match (marker, fr.derived.analysis_of(fr.state)) {
             (Some((x, step)), Some(a)) => {
                 if let Some(area) = &st.area {
-                    chart::marker(&canvas, fr.state.dpr, area, x, MARKER);
+                    chart::marker(&canvas, fr.state.dpr, area, x, chart::rgb(fr.palette().chart_marker));
                 }
                 a.frag_track
                     .at_step(&f.plot.layout, step)
