@@ -125,7 +125,7 @@ test('the toolbar is one row at 1280 px and fits at 900 px; the keys help is sty
   const rows = () =>
     page.evaluate(() => {
       const tops = [...document.querySelectorAll('header > *')]
-        .filter((e) => e.offsetParent !== null)
+        .filter((e) => e.offsetParent !== null && e.getBoundingClientRect().width > 2 && e.getBoundingClientRect().height > 2)
         .map((e) => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2));
       const header = document.querySelector('header');
       tops.sort((a, b) => a - b);
