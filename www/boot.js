@@ -4,14 +4,13 @@ import init, { start } from './memviz-web.js';
 import { KIND } from './protocol.js';
 import { readSlices } from './slices.js';
 
-// The theme the page will show, set before its WebAssembly starts, so that a dark page does not
-// flash light (the page's state takes over from here: crates/web/src/chrome.rs).
+// The theme before the WebAssembly starts (then crates/web/src/chrome.rs keeps it).
 try {
   const kept = localStorage.getItem('memviz-theme');
   const dark = kept === 'dark' || (kept !== 'light' && matchMedia('(prefers-color-scheme: dark)').matches);
   document.documentElement.dataset.theme = dark ? 'dark' : 'light';
 } catch {
-  // Storage refused: the page's own start-up sets the theme.
+  // No storage: the page sets it.
 }
 
 /** From here on the page may not open any connection: the second policy is enforced on top of

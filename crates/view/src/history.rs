@@ -30,8 +30,8 @@ pub struct HistoryData {
     block_frees: HashMap<u64, Vec<u32>>,
     /// Rows of segment frees and unmaps by address.
     segment_frees: HashMap<u64, Vec<u32>>,
-    /// The text (`user_metadata`) of each `annotate` entry, by trace entry.
-    pub annotations: HashMap<u32, String>,
+    /// The text (`user_metadata`) of each `annotate` entry, by trace entry (ascending).
+    pub annotations: Vec<(u32, String)>,
 }
 
 /// Whether an action is about segments (`s…` labels) rather than blocks (`b…`).
@@ -56,7 +56,7 @@ impl HistoryData {
         let mut segment_frees: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut row_starts = None;
         let mut entries = 0;
-        let mut annotations = HashMap::new();
+        let mut annotations = Vec::new();
         if let Some(dev) = snap.devices.get(device_pos) {
             let t = &dev.trace;
             entries = t.len();
@@ -70,7 +70,7 @@ impl HistoryData {
                     (&mut block_frees, matches!(a, Action::FreeCompleted | Action::Free))
                 };
                 if a == Action::Annotate {
-                    annotations.insert(row as u32, memviz_core::analysis::annotations::text_of(snap, device_pos, row));
+                    annotations.push((row as u32, memviz_core::analysis::annotations::text_of(snap, device_pos, row)));
                 }
                 let rows = map.entry(addr).or_default();
                 versions.push(rows.len() as u32);
@@ -149,7 +149,8 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
             // The allocation it names (never an allocation itself) and its text.
             let addr = t.addr.get(first).copied().unwrap_or(0);
             let label = addr_label('b', addr, data.versions.get(first).copied().unwrap_or(0));
-            let text = data.annotations.get(&(first as u32)).map_or("", String::as_str);
+            let at = data.annotations.binary_search_by_key(&(first as u32), |a| a.0);
+            let text = at.ok().and_then(|i| data.annotations.get(i)).map_or("", |a| a.1.as_str());
             format!("{:<14} {label:<18} {text:?}", a.name())
         }
         Action::UserDefined | Action::Unknown => a.name().to_string(),

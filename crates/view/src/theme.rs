@@ -115,8 +115,8 @@ pub struct Palette {
     pub bands: [&'static str; 10],
     /// [`Palette::bands`] as pixels.
     pub bands_rgb: [Rgb; 10],
-    /// The band colours, translucent, for annotation boxes.
-    pub annotation_fill: [&'static str; 10],
+    /// Opacity of an annotation box's fill (its outline is the band colour itself).
+    pub annotation_alpha: f64,
     /// Annotations of several names merged into one box.
     pub mixed_annotations_fill: &'static str,
     /// Their outline.
@@ -197,18 +197,7 @@ const fn pixels(c: [&str; 10]) -> [Rgb; 10] {
 pub const LIGHT: Palette = Palette {
     bands: TABLEAU10,
     bands_rgb: pixels(TABLEAU10),
-    annotation_fill: [
-        "rgba(78,121,167,0.35)",
-        "rgba(242,142,44,0.35)",
-        "rgba(225,87,89,0.35)",
-        "rgba(118,183,178,0.35)",
-        "rgba(89,161,79,0.35)",
-        "rgba(237,201,73,0.35)",
-        "rgba(175,122,161,0.35)",
-        "rgba(255,157,167,0.35)",
-        "rgba(156,117,95,0.35)",
-        "rgba(186,176,171,0.35)",
-    ],
+    annotation_alpha: 0.35,
     mixed_annotations_fill: "rgba(140,140,140,0.28)",
     mixed_annotations_stroke: "#9a9a9a",
     summarized: "#c9c9c9",
@@ -252,18 +241,7 @@ const TABLEAU10_DARK: [&str; 10] =
 pub const DARK: Palette = Palette {
     bands: TABLEAU10_DARK,
     bands_rgb: pixels(TABLEAU10_DARK),
-    annotation_fill: [
-        "rgba(111,155,204,0.40)",
-        "rgba(242,142,44,0.40)",
-        "rgba(225,87,89,0.40)",
-        "rgba(118,183,178,0.40)",
-        "rgba(108,180,98,0.40)",
-        "rgba(237,201,73,0.40)",
-        "rgba(192,143,179,0.40)",
-        "rgba(255,157,167,0.40)",
-        "rgba(184,145,123,0.40)",
-        "rgba(186,176,171,0.40)",
-    ],
+    annotation_alpha: 0.4,
     mixed_annotations_fill: "rgba(160,160,160,0.30)",
     mixed_annotations_stroke: "#8a8a8a",
     summarized: "#5d6166",

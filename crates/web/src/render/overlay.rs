@@ -99,8 +99,10 @@ pub(crate) fn draw_annotations(
     let mut runs: Vec<Option<(f64, f64, Option<usize>)>> = Vec::new();
     let draw_box = |(x0, x1, c): (f64, f64, Option<usize>), row: usize| {
         let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
-        ctx.set_fill_style_str(c.map_or(pal.mixed_annotations_fill, |c| pal.annotation_fill[c]));
+        ctx.set_fill_style_str(c.map_or(pal.mixed_annotations_fill, |c| pal.bands[c]));
+        ctx.set_global_alpha(if c.is_some() { pal.annotation_alpha } else { 1.0 });
         ctx.fill_rect(x0, y, x1 - x0, ANNOTATION_ROW_PX - 2.0);
+        ctx.set_global_alpha(1.0);
         ctx.set_stroke_style_str(c.map_or(pal.mixed_annotations_stroke, |c| pal.bands[c]));
         ctx.stroke_rect(x0 + 0.5, y + 0.5, (x1 - x0 - 1.0).max(0.5), ANNOTATION_ROW_PX - 3.0);
     };
