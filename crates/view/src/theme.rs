@@ -175,6 +175,10 @@ pub struct Palette {
     pub waste: &'static str,
     /// Private-pool envelopes.
     pub envelopes: [&'static str; 4],
+    /// Series of the analysis panel's charts (the legends' swatches in style.css): reserved
+    /// bytes and Compare's file A, allocated bytes, the largest free block and Compare's file B,
+    /// the worst moment.
+    pub series: [u32; 4],
     /// Charts of the analysis panel: background, ink (axes, labels), grid, marker.
     pub chart_back: u32,
     /// See [`Palette::chart_back`].
@@ -227,6 +231,7 @@ pub const LIGHT: Palette = Palette {
     moment: "#6a3d9a",
     waste: "#d62728",
     envelopes: ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"],
+    series: [0x4e79a7, 0x59a14f, 0xe15759, 0xd62728],
     chart_back: 0xffffff,
     chart_ink: 0x555555,
     chart_grid: 0xececec,
@@ -271,6 +276,7 @@ pub const DARK: Palette = Palette {
     moment: "#c9a4f0",
     waste: "#ff5a5a",
     envelopes: ["#64b5f6", "#81c784", "#ce93d8", "#ffb74d"],
+    series: [0x6f9bcc, 0x6cb462, 0xe15759, 0xff5a5a],
     chart_back: 0x17191c,
     chart_ink: 0xb4b9bf,
     chart_grid: 0x2c2f34,

@@ -8,7 +8,6 @@ use std::fmt::Write;
 
 use memviz_core::analysis::compare::{self, Alignment, StackDiff};
 use memviz_core::analysis::{signed_size_text, size_text};
-use plotters::style::RGBColor;
 use web_sys::HtmlCanvasElement;
 
 use super::{chart, esc};
@@ -16,9 +15,6 @@ use crate::paint::Frame;
 
 /// Chart size when the canvas is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
-/// Colours of A and B (the swatches `.sw.cmp-a` and `.sw.cmp-b` in style.css).
-const A_COLOUR: RGBColor = chart::rgb(0x4e79a7);
-const B_COLOUR: RGBColor = chart::rgb(0xe15759);
 
 fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
     let _ = write!(
@@ -155,7 +151,8 @@ pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
     };
     let axes = chart::Axes { x: 0.0..x_max, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
     chart::draw(canvas, dpr, fr.palette(), &axes, |ch, pen| {
-        pen.line(ch, curve(|p| p.a_bytes), A_COLOUR, 2.0);
-        pen.line(ch, curve(|p| p.b_bytes), B_COLOUR, 2.0);
+        let s = fr.palette().series;
+        pen.line(ch, curve(|p| p.a_bytes), chart::rgb(s[0]), 2.0);
+        pen.line(ch, curve(|p| p.b_bytes), chart::rgb(s[2]), 2.0);
     });
 }
