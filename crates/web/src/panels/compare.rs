@@ -150,9 +150,9 @@ pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
         c.curve.iter().map(|p| (p.x + half, pick(p) as f64)).collect()
     };
     let axes = chart::Axes { x: 0.0..x_max, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
+    let (a_rgb, b_rgb) = (chart::rgb(fr.palette().series[0]), chart::rgb(fr.palette().series[2]));
     chart::draw(canvas, dpr, fr.palette(), &axes, |ch, pen| {
-        let s = fr.palette().series;
-        pen.line(ch, curve(|p| p.a_bytes), chart::rgb(s[0]), 2.0);
-        pen.line(ch, curve(|p| p.b_bytes), chart::rgb(s[2]), 2.0);
+        pen.line(ch, curve(|p| p.a_bytes), a_rgb, 2.0);
+        pen.line(ch, curve(|p| p.b_bytes), b_rgb, 2.0);
     });
 }

@@ -306,12 +306,14 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let worst_x = a.fragmentation.max_unused.and_then(|m| m.row).map(|r| xm.pos(step_of_row(layout, Some(r))));
         let axes = chart::Axes { x: v.x0..v.x1, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
         let (x0, x1) = (v.x0, v.x1);
+        let s = fr.palette().series;
+        let (reserved_rgb, allocated_rgb) = (chart::rgb(s[0]), chart::rgb(s[1]));
+        let (largest_rgb, worst_rgb) = (chart::rgb(s[2]), chart::rgb(s[3]));
         st.area = chart::draw(&canvas, dpr, fr.palette(), &axes, |c, pen| {
             // Each value holds until the next entry.
             let stairs = |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
             let reserved = stairs(&|t| t.reserved_bytes);
             let allocated = stairs(&|t| t.allocated_bytes.min(t.reserved_bytes));
-            let [reserved_rgb, allocated_rgb, largest_rgb, worst_rgb] = fr.palette().series.map(chart::rgb);
             pen.band(c, &reserved, &allocated, UNUSED);
             pen.line(c, reserved, reserved_rgb, 1.5);
             pen.line(c, stairs(&|t| t.allocated_bytes), allocated_rgb, 1.2);
