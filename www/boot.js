@@ -4,6 +4,15 @@ import init, { start, open_run as openRun } from './memviz-web.js';
 import { KIND } from './protocol.js';
 import { readSlices } from './slices.js';
 
+// The theme before the WebAssembly starts (then crates/web/src/chrome.rs keeps it).
+try {
+  const kept = localStorage.getItem('memviz-theme');
+  const dark = kept === 'dark' || (kept !== 'light' && matchMedia('(prefers-color-scheme: dark)').matches);
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+} catch {
+  // No storage: the page sets it.
+}
+
 /** From here on the page may not open any connection: the second policy is enforced on top of
  * the first one, whose `connect-src 'self'` only lets the WebAssembly module itself be fetched. */
 function forbidConnections() {

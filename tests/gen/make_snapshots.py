@@ -1565,6 +1565,92 @@ def v_json_twin():
         "the reference outputs apply to both.")
 
 
+# -- PyTorch 2.14+ shapes ----------------------------------------------------
+
+PIN = TORCH + "/utils/data/_utils/pin_memory.py"
+
+
+def pinned_host_pair(seed):
+    """A CUDA device and pinned host memory (device -1) recorded together."""
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=seed, pool_id=True)
+    warm_model(dev, st)
+    host = Device(-1, seed=seed + 1, base=140230000000000, pool_id=True)
+    pin = S.py(("pin_memory", PIN, 18), ("_pin_memory_loop", PIN, 51), ("train_step", TRAIN, 77),
+               ("main", TRAIN, 131), ("<module>", TRAIN, 140))
+    batches = [host.malloc(32 * 3072 * 4, pin) for _ in range(3)]
+    g = train_step(dev, st)
+    host.free(batches[0])
+    labels = host.malloc(32 * 8, pin)
+    dev.free(g)
+    del labels
+    return dev, host
+
+
+def v_pinned_host():
+    dev, host = pinned_host_pair(51)
+    snap = snapshot([dev], allocator_settings(), [])
+    snap["host_segments"] = host.segment_dicts()
+    snap["host_traces"] = host.trace
+    return snap, (
+        "Pinned host memory (PyTorch 2.14+, record_pinned_host_memory=True): `host_segments` "
+        "(device -1) and `host_traces` as one list of entries, shaped like `segments` and "
+        "`device_traces`; entries carry `pool_id`. The reference CLI ignores the host keys.")
+
+
+def v_pinned_host_lists():
+    dev, host = pinned_host_pair(53)
+    snap = snapshot([dev], allocator_settings(), [])
+    snap["host_segments"] = host.segment_dicts()
+    snap["host_traces"] = [[], host.trace]
+    return snap, (
+        "Pinned host memory with `host_traces` as one list per device (the first empty), read "
+        "as one trace of a \"pinned host\" device.")
+
+
+def v_annotate_entries():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=57, pool_id=True)
+    params = warm_model(dev, st)
+    kv = dev.malloc(8 << 20, st["data"])
+    act = dev.malloc(1 << 20, st["linear"])
+    label = S.py(("_annotate_memory", TORCH + "/cuda/memory.py", 1311), ("build_cache", MODEL, 140),
+                 ("main", TRAIN, 126), ("<module>", TRAIN, 140))
+    dev.emit("annotate", kv, 0, 0, label, user_metadata="kv-cache layer 3")
+    dev.emit("annotate", kv, 0, 0, label, user_metadata="kv-cache layer 3: resized for 4096 tokens")
+    dev.emit("annotate", params[0], 0, 0, label, user_metadata="embedding weight")
+    dev.free(act)
+    g = train_step(dev, st)
+    dev.free(kv)
+    dev.free(g)
+    return snapshot([dev], allocator_settings(), []), (
+        "`annotate` entries as PyTorch 2.14+ writes them (torch.cuda.memory._annotate_memory): "
+        "addr of a live allocation, size 0, `user_metadata` text, time_us, frames, `pool_id`; "
+        "two on one traced allocation, one on a parameter allocated before recording. They are "
+        "no allocations.")
+
+
+def v_trace_overflowed():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=59, pool_id=True)
+    warm_model(dev, st)
+    for _ in range(4):
+        g = train_step(dev, st)
+        dev.free(g)
+    keep = 40
+    dev.trace[:] = dev.trace[-keep:]
+    settings = allocator_settings()
+    settings["trace_alloc_max_entries"] = keep
+    settings["trace_alloc_overflowed"] = True
+    return snapshot([dev], settings, []), (
+        "A trace whose ring buffer wrapped: allocator_settings.trace_alloc_overflowed is True and "
+        "trace_alloc_max_entries=40, the trace holds the last 40 entries, so it frees "
+        "allocations it never saw allocated.")
+
+
 SYNTH_VARIANTS = [
     ("bare_list_legacy", v_bare_list_legacy),
     ("bare_list_modern", v_bare_list_modern),
@@ -1601,6 +1687,10 @@ SYNTH_VARIANTS = [
     ("repr_numbers", v_repr_numbers),
     ("repr_containers", v_repr_containers),
     ("repr_surrogate", v_repr_surrogate),
+    ("pinned_host", v_pinned_host),
+    ("pinned_host_lists", v_pinned_host_lists),
+    ("annotate_entries", v_annotate_entries),
+    ("trace_overflowed", v_trace_overflowed),
 ]
 
 

@@ -30,6 +30,8 @@ pub struct HistoryData {
     block_frees: HashMap<u64, Vec<u32>>,
     /// Rows of segment frees and unmaps by address.
     segment_frees: HashMap<u64, Vec<u32>>,
+    /// The text (`user_metadata`) of each `annotate` entry, by trace entry (ascending).
+    pub annotations: Vec<(u32, String)>,
 }
 
 /// Whether an action is about segments (`s…` labels) rather than blocks (`b…`).
@@ -54,6 +56,7 @@ impl HistoryData {
         let mut segment_frees: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut row_starts = None;
         let mut entries = 0;
+        let mut annotations = Vec::new();
         if let Some(dev) = snap.devices.get(device_pos) {
             let t = &dev.trace;
             entries = t.len();
@@ -66,6 +69,9 @@ impl HistoryData {
                 } else {
                     (&mut block_frees, matches!(a, Action::FreeCompleted | Action::Free))
                 };
+                if a == Action::Annotate {
+                    annotations.push((row as u32, memviz_core::analysis::annotations::text_of(snap, device_pos, row)));
+                }
                 let rows = map.entry(addr).or_default();
                 versions.push(rows.len() as u32);
                 if ends {
@@ -77,7 +83,7 @@ impl HistoryData {
             }
         }
         let show_stream = snap.devices.iter().any(|d| d.trace.stream.iter().any(|&s| s != 0));
-        HistoryData { history, versions, row_starts, entries, show_stream, block_frees, segment_frees }
+        HistoryData { history, versions, row_starts, entries, show_stream, block_frees, segment_frees, annotations }
     }
 
     /// Number of list rows.
@@ -139,7 +145,15 @@ pub fn event_text(t: &Trace, data: &HistoryData, row: usize) -> String {
             format!("OOM (requested {}, CUDA has {free} memory free){}", viewer_size(size), stream_suffix(data, stream))
         }
         Action::Snapshot => "snapshot".to_string(),
-        Action::Annotate | Action::UserDefined | Action::Unknown => a.name().to_string(),
+        Action::Annotate => {
+            // The allocation it names (never an allocation itself) and its text.
+            let addr = t.addr.get(first).copied().unwrap_or(0);
+            let label = addr_label('b', addr, data.versions.get(first).copied().unwrap_or(0));
+            let at = data.annotations.binary_search_by_key(&(first as u32), |a| a.0);
+            let text = at.ok().and_then(|i| data.annotations.get(i)).map_or("", |a| a.1.as_str());
+            format!("{:<14} {label:<18} {text:?}", a.name())
+        }
+        Action::UserDefined | Action::Unknown => a.name().to_string(),
         _ => {
             let prefix = if is_segment_action(a) { 's' } else { 'b' };
             let addr = t.addr.get(first).copied().unwrap_or(0);
@@ -177,10 +191,15 @@ pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
     }
 }
 
-/// The text of a row under the pointer: the row and its frames.
+/// The text of a row under the pointer: the row (an annotation with its time) and its frames.
 pub fn row_text(snap: &Snapshot, t: &Trace, data: &HistoryData, row: usize) -> String {
-    let stack = t.stack.get(data.entries_of(row).0).copied().unwrap_or(0);
-    format!("{}\n{}\n", event_text(t, data, row), frames_text(snap, stack))
+    let first = data.entries_of(row).0;
+    let stack = t.stack.get(first).copied().unwrap_or(0);
+    let when = match (t.action.get(first), t.time_us_at(first)) {
+        (Some(Action::Annotate), Some(us)) => format!("annotated at {}\n", memviz_core::describe::utc_time(us)),
+        _ => String::new(),
+    };
+    format!("{}\n{when}{}\n", event_text(t, data, row), frames_text(snap, stack))
 }
 
 /// The text of the selected row: `(allocated / reserved)`, the row and its frames.
@@ -600,6 +619,27 @@ mod tests {
         let t = &snap.devices[0].trace;
         let pairs = (1..t.len()).filter(|&k| joins_previous(t, k)).count();
         assert_eq!(data.rows(), t.len() - pairs);
+    }
+
+    /// An `annotate` row names the allocation and its text; its hover text gives its time.
+    #[test]
+    fn annotate_rows_name_their_allocation_and_text() {
+        let path = format!("{}/../../tests/data/synth/annotate_entries.pickle", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let snap = memviz_core::load(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let data = HistoryData::build(&snap, 0);
+        let t = &snap.devices[0].trace;
+        let rows: Vec<usize> =
+            (0..data.rows()).filter(|&r| t.action[data.entries_of(r).0] == Action::Annotate).collect();
+        assert_eq!(rows.len(), 3);
+        let text = event_text(t, &data, rows[0]);
+        assert!(
+            text.starts_with("annotate ") && text.contains(" b") && text.ends_with("\"kv-cache layer 3\""),
+            "{text}"
+        );
+        let hover = row_text(&snap, t, &data, rows[2]);
+        assert!(hover.contains("embedding weight") && hover.contains("annotated at "), "{hover}");
+        assert!(hover.contains("_annotate_memory"), "with its frames: {hover}");
     }
 
     #[test]

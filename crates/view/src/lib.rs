@@ -11,6 +11,7 @@
 //! - [`fragment`]: the URL fragment that holds the page's place;
 //! - [`history`]: the Allocator State History's rows, texts and segment map;
 //! - [`entries`]: the trace's one numbering (entries), citations of it in texts, the cursor;
+//! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
@@ -30,6 +31,7 @@ pub mod ranks;
 pub mod raster;
 pub mod stack;
 pub mod state;
+pub mod theme;
 pub mod view;
 pub mod viewport;
 pub mod xmap;

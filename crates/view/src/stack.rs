@@ -4,9 +4,11 @@
 //! [`FrameRow`]s — Python frames first, each with its function first and a shortened path
 //! (`forward  project/model.py:133`), the user's code told apart from libraries'; the C++ frames
 //! after them, counted, for the page to fold. The tooltip is [`tip_lines`]: size, the innermost
-//! frame of the user's code, and the lifetime. The recorded text of every frame stays in
+//! frame of the user's code, the allocation's `annotate` entries, and the lifetime. The panel
+//! lists each annotation with its entry, time and frames. The recorded text of every frame stays in
 //! [`FrameRow::full`].
 
+use memviz_core::analysis::annotations::{self, AllocAnnotation};
 use memviz_core::describe::{self, Described};
 use memviz_core::format::{frame_visible, human_size, size_with_bytes};
 use memviz_core::snapshot::{Frame, Snapshot};
@@ -125,13 +127,51 @@ impl FrameRow {
 pub fn stack_text(f: &OpenFile, target: Target) -> StackText {
     let p = &f.plot;
     let parts = match target {
-        Target::Element(e) => describe::element_parts(&f.snap, p.device_pos, &p.layout, e),
+        Target::Element(e) => describe::element_parts(&f.snap, p.device_pos, &p.layout, e).map(|mut d| {
+            d.tail.push_str(&annotations_text(f, e));
+            d
+        }),
         Target::Oom(i) => p.ooms.get(i).and_then(|o| describe::oom_parts(&f.snap, p.device_pos, o.row as usize)),
         Target::Summarized | Target::Annotation(_) => {
             return StackText { head: f.target_text(target), ..StackText::default() };
         }
     };
     parts.map_or_else(StackText::default, |d| split_stack(&f.snap, &d))
+}
+
+/// The `annotate` entries (`torch.cuda.memory._annotate_memory`) of allocation `e`, oldest
+/// first; none in the segment views (they name allocations).
+pub fn annotations_of(f: &OpenFile, e: u32) -> Vec<AllocAnnotation> {
+    let p = &f.plot;
+    match p.layout.elements.get(e as usize) {
+        Some(el) if matches!(p.layout.options.mode, Mode::Allocations) => {
+            annotations::of_lifetime(&f.snap, p.device_pos, el.addr, el.alloc_row, el.free_row)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Python frames of an annotation's stack shown under it, at most.
+const ANNOTATION_FRAMES: usize = 4;
+
+/// The lines the stack panel adds for the annotations of allocation `e`: each one's text, entry
+/// and time, and the innermost Python frames where it was made.
+fn annotations_text(f: &OpenFile, e: u32) -> String {
+    let mut out = String::new();
+    for a in annotations_of(f, e) {
+        let time = a.time_us.map(|t| format!(" at {}", describe::utc_time(t))).unwrap_or_default();
+        out.push_str(&format!(
+            "Annotation (entry {}{time}): {}
+",
+            a.row, a.text
+        ));
+        let d = Described { head: String::new(), stack: a.stack, tail: String::new() };
+        let s = split_stack(&f.snap, &d);
+        for r in s.python.iter().take(ANNOTATION_FRAMES) {
+            out.push_str(&format!("    {}\n", r.line_first()));
+        }
+    }
+    out
 }
 
 /// `d`'s frames sorted into Python and C++ rows.
@@ -236,6 +276,11 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
             let mut lines = vec![format!("{} {what}", human_size(e.size_bytes as f64))];
             let text = stack_text(f, target);
             lines.push(text.top_frame().map_or_else(|| "no stack recorded".to_string(), |r| r.line_first()));
+            let notes = annotations_of(f, i);
+            if let Some(last) = notes.last() {
+                let more = if notes.len() > 1 { format!(" (+{} earlier)", notes.len() - 1) } else { String::new() };
+                lines.push(format!("annotated: {}{more}", last.text));
+            }
             lines.push(match (e.alloc_row, e.free_row) {
                 (Some(a), Some(z)) => format!("entries {a}..{z}"),
                 (Some(a), None) => format!("from entry {a}, still allocated at the end"),

@@ -137,3 +137,57 @@ fn an_empty_stack_says_why() {
     assert_eq!(only_cpp.fold_line(true).as_deref(), Some("no Python frames · hide 3 C++ frames"));
     assert_eq!(only_cpp.native[0].line(), "f  ×3");
 }
+
+fn synth(name: &str) -> OpenFile {
+    let path = format!("{}/../../tests/data/synth/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let snap = memviz_core::load(&bytes).expect("the snapshot loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options::default());
+    OpenFile {
+        name: name.into(),
+        snap,
+        plot,
+        max_entries: 15_000,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    }
+}
+
+/// `annotate` entries (PyTorch 2.14+) show on the allocation they name: in the stack panel with
+/// their entry, time and frames, and in the tooltip; they are no allocations of their own.
+#[test]
+fn annotations_show_on_their_allocation() {
+    let f = synth("annotate_entries.pickle");
+    let els = &f.plot.layout.elements;
+    let annotated: Vec<u32> = (0..els.len() as u32).filter(|&e| !annotations_of(&f, e).is_empty()).collect();
+    assert_eq!(annotated.len(), 2, "the kv cache and the parameter");
+    let kv = annotated.iter().copied().find(|&e| annotations_of(&f, e).len() == 2).expect("two on the kv cache");
+    let text = stack_text(&f, Target::Element(kv)).plain(false);
+    assert!(text.contains("Annotation (entry "), "{text}");
+    assert!(text.contains(": kv-cache layer 3\n") && text.contains("resized for 4096 tokens"), "{text}");
+    assert!(text.contains("UTC") || text.contains('Z'), "with its time: {text}");
+    assert!(text.contains("build_cache"), "with its frames: {text}");
+    let tip = tip_lines(&f, Target::Element(kv)).join("\n");
+    assert!(tip.contains("annotated: kv-cache layer 3: resized for 4096 tokens (+1 earlier)"), "{tip}");
+    let param = annotated.iter().copied().find(|&e| e != kv).expect("the parameter");
+    assert!(els[param as usize].alloc_row.is_none(), "allocated before the trace");
+    assert!(stack_text(&f, Target::Element(param)).plain(false).contains("embedding weight"));
+    let t = &f.snap.devices[f.plot.device_pos].trace;
+    let allocs = t.action.iter().filter(|a| matches!(a, memviz_core::snapshot::Action::Alloc)).count();
+    assert_eq!(els.iter().filter(|e| e.alloc_row.is_some()).count(), allocs, "annotations are no allocations");
+}
+
+/// Pinned host memory is a device of its own, with its allocations and stacks.
+#[test]
+fn pinned_host_memory_is_a_device_with_its_stacks() {
+    for name in ["pinned_host.pickle", "pinned_host_lists.pickle"] {
+        let mut f = synth(name);
+        let names: Vec<String> = f.snap.devices.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["cuda:0", "pinned host"], "{name}");
+        f.plot = PlotData::build(&f.snap, 1, Options::default());
+        assert!(!f.plot.layout.elements.is_empty(), "{name}: host allocations");
+        let text = stack_text(&f, Target::Element(0)).plain(false);
+        assert!(text.contains("pin_memory"), "{name}: {text}");
+    }
+}

@@ -405,6 +405,10 @@ pub struct ViewState {
     pub restore_rank: Option<(Option<u32>, bool)>,
     /// The flame view.
     pub flame: flame::FlameState,
+    /// The theme: the user's choice and the system's preference.
+    pub theme: crate::theme::ThemeState,
+    /// The stack panel is folded to its header line.
+    pub stack_collapsed: bool,
 }
 
 impl ViewState {

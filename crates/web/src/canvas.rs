@@ -2,14 +2,15 @@
 //! ([`HeldPlot`]), the `ImageData` the plot's pixels go through ([`ImageBuffer`]), and sizing a
 //! canvas' backing store ([`fit_canvas`]).
 
+use memviz_view::theme::Theme;
 use memviz_view::view::View;
 use memviz_view::xmap::XAxis;
 use wasm_bindgen::JsValue;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 
 /// What a held copy of the plot area shows, but for its window: the file and layout, the x
-/// axis, the y scale and the canvas' size (CSS px and devicePixelRatio), bit for bit.
-pub type HeldWhat = (Option<usize>, usize, View, XAxis, u64, (u64, u64, u64));
+/// axis, the y scale, the canvas' size (CSS px and devicePixelRatio), bit for bit, and the theme.
+pub type HeldWhat = (Option<usize>, usize, View, XAxis, u64, (u64, u64, u64), Theme);
 
 /// Sizes a canvas' backing store to CSS size × devicePixelRatio.
 pub fn fit_canvas(canvas: &HtmlCanvasElement, css_w: f64, css_h: f64, dpr: f64) {

@@ -1,7 +1,8 @@
 //! What the page computes from its state and the open files, kept until what it depends on
 //! changes: the analyses of the shown device, the comparison of two files, inferred categories,
-//! private-pool envelopes, search matches, the Allocator State History, the flame view's graph
-//! and the minimap's columns. [`Derived::refresh`] brings it up to date after each input, outside any frame, so
+//! private-pool envelopes, the trace's coverage, search matches, the Allocator State History,
+//! the flame view's graph and the minimap's columns. [`Derived::refresh`] brings it up to date
+//! after each input, outside any frame, so
 //! painting only reads it. No DOM here.
 
 use std::collections::HashSet;
@@ -14,6 +15,7 @@ use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries,
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
+use memviz_core::coverage::{coverage, Coverage};
 use memviz_core::plot::{device_views, DeviceViews};
 use memviz_core::search::StackTexts;
 use memviz_core::snapshot::Snapshot;
@@ -112,6 +114,8 @@ pub struct Derived {
     pub device_views: Option<((usize, usize), DeviceViews)>,
     /// The flame view's graph.
     pub flame: Option<Flame>,
+    /// How much of the run the shown (file, device)'s trace covers (the banner above the plot).
+    pub coverage: Option<((usize, usize), Coverage)>,
 }
 
 /// The (file, device position) shown.
@@ -166,6 +170,12 @@ impl Derived {
         }
         let Some(f) = s.file() else { return };
         self.device_views = Some((key, device_views(&f.snap, key.1)));
+        self.coverage = Some((key, coverage(&f.snap, key.1)));
+    }
+
+    /// How much of the run the shown device's trace covers, when it is known.
+    pub fn coverage_of(&self, s: &ViewState) -> Option<&Coverage> {
+        self.coverage.as_ref().filter(|(k, _)| Some(*k) == current_key(s)).map(|(_, c)| c)
     }
 
     /// What the views of the shown device have to show, when it is known.

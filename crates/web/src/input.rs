@@ -116,6 +116,12 @@ pub enum Input {
     Cursor(u32),
     /// Something in the flame view (`crate::views::flame`).
     Flame(memviz_view::state::flame::FlameInput),
+    /// The theme control was clicked: the next choice (auto, light, dark).
+    CycleTheme,
+    /// The system's theme changed (`prefers-color-scheme: dark` holds now, or not).
+    SystemTheme(bool),
+    /// Fold or unfold the details panel.
+    ToggleStack,
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

@@ -18,9 +18,10 @@
 //! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
 //!   memo of what it wrote: [`panels`] (the analysis panel), [`views`] (Allocator State
 //!   History and Settings), [`ranks`] (a training run's overview), [`search`], [`pools`],
-//!   [`stack`] (the stack panel and the tooltip);
+//!   [`stack`] (the stack panel and the tooltip), [`chrome`] (the theme control, the details
+//!   panel's fold, the coverage banner);
 //!   [`url`] (the fragment, written after inputs);
-//! - [`paint`] (what painting reads: [`paint::Frame`], colours, band edges), [`derived`] (what is
+//! - [`paint`] (what painting reads: [`paint::Frame`], the theme's colours, band edges), [`derived`] (what is
 //!   computed from the state: analyses, matches, pools, the event list), [`dom`] (the page's
 //!   elements), [`canvas`] (canvases kept between frames), [`input`] (what the user did, as plain
 //!   values), [`tasks`] (frames, ticks, timeouts);
@@ -39,6 +40,7 @@
 
 pub mod app;
 pub mod canvas;
+pub mod chrome;
 pub mod derived;
 pub mod dom;
 pub mod feed;

@@ -14,9 +14,6 @@ use crate::paint::Frame;
 use memviz_view::state::{Target, ViewState};
 use memviz_view::view::View;
 
-/// Colours of the envelopes, by pool.
-const ENVELOPE_COLOURS: [&str; 4] = ["#1565c0", "#2e7d32", "#6a1b9a", "#ef6c00"];
-
 /// Text shown in the Mapped Pages view when the trace maps no pages.
 pub const NO_MAPPED_PAGES: &str = "This snapshot has no expandable segments: its trace has no segment_map events, so there are no mapped pages to show. Expandable segments are turned on with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment before CUDA starts, or torch.cuda.memory._set_allocator_settings(\"expandable_segments:True\").";
 
@@ -69,18 +66,8 @@ fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
     note.set_id("pool-note");
     note.set_hidden(true);
     let _ = note.set_attribute("role", "note");
-    let style = note.style();
-    for (k, v) in [
-        ("flex", "0 0 auto"),
-        ("margin", "6px 14px 0 14px"),
-        ("padding", "4px 8px"),
-        ("background", "#fff3cd"),
-        ("border", "1px solid #ffc107"),
-        ("border-radius", "4px"),
-        ("font-size", "13px"),
-    ] {
-        let _ = style.set_property(k, v);
-    }
+    // Styled by the page's theme (`.plot-note` in style.css).
+    note.set_class_name("plot-note");
     main.insert_before(&note, Some(&wrap)).ok()?;
     Some(note)
 }
@@ -173,7 +160,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     let mut boxes = Vec::new();
     let end = f64::from(layout.steps);
     for (i, e) in p.envelopes.iter().enumerate() {
-        let colour = ENVELOPE_COLOURS[i % ENVELOPE_COLOURS.len()];
+        let colours = &fr.palette().envelopes;
+        let colour = colours[i % colours.len()];
         let bottom = e.offset_bytes as f64;
         // Step outline of the top edge: (step, height) points, then back along the bottom.
         ctx.begin_path();

@@ -15,11 +15,6 @@ use web_sys::{CanvasRenderingContext2d, Document, HtmlElement, HtmlInputElement}
 use crate::input::{bind, Binding, Input};
 use crate::paint::{Frame, FrameInfo};
 
-/// Outline of a match.
-const MATCH_STROKE: &str = "#d81b60";
-/// Fill of a match.
-const MATCH_FILL: &str = "rgba(216, 27, 96, 0.35)";
-
 #[derive(Clone)]
 struct Els {
     addr: HtmlInputElement,
@@ -212,10 +207,11 @@ pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     // Everything else fades, as a highlight does.
     let r = plot.rect;
     let dpr = fr.state.dpr;
-    ctx.set_fill_style_str("rgba(255, 255, 255, 0.6)");
+    let pal = fr.palette();
+    ctx.set_fill_style_str(pal.dim);
     ctx.fill_rect(r.left_px * dpr, r.top_px * dpr, r.width_px * dpr, r.height_px * dpr);
-    ctx.set_fill_style_str(MATCH_FILL);
-    ctx.set_stroke_style_str(MATCH_STROKE);
+    ctx.set_fill_style_str(pal.match_fill);
+    ctx.set_stroke_style_str(pal.match_stroke);
     ctx.set_line_width(2.0 * fr.state.dpr);
     let layout = plot.layout;
     let bands: Vec<u32> = m

@@ -53,7 +53,7 @@ impl Annotations {
 }
 
 /// The `user_metadata` of a row: the column, else the verbatim entry.
-fn text_of(snap: &Snapshot, device_pos: usize, row: usize) -> String {
+pub fn text_of(snap: &Snapshot, device_pos: usize, row: usize) -> String {
     let Some(t) = snap.devices.get(device_pos).map(|d| &d.trace) else { return String::new() };
     if let Some(id) = t.user_metadata.get(row).filter(|&id| id != 0) {
         return snap.strings.get(id).to_owned();
@@ -62,6 +62,30 @@ fn text_of(snap: &Snapshot, device_pos: usize, row: usize) -> String {
         Some(Tree::Str(s)) => s.clone(),
         _ => String::new(),
     }
+}
+
+/// The `annotate` entries of the one lifetime at `addr` that lives from trace row `alloc_row`
+/// (`None`: before the trace) to `free_row` (`None`: the end), oldest first: what the page shows
+/// for one allocation without a [`Replay`]. O(rows of the lifetime).
+pub fn of_lifetime(
+    snap: &Snapshot,
+    device_pos: usize,
+    addr: u64,
+    alloc_row: Option<u32>,
+    free_row: Option<u32>,
+) -> Vec<AllocAnnotation> {
+    let Some(t) = snap.devices.get(device_pos).map(|d| &d.trace) else { return Vec::new() };
+    let from = alloc_row.map_or(0, |r| r as usize + 1);
+    let to = free_row.map_or(t.len(), |r| r as usize).min(t.len());
+    (from..to)
+        .filter(|&row| t.action.get(row) == Some(&Action::Annotate) && t.addr.get(row) == Some(&addr))
+        .map(|row| AllocAnnotation {
+            row: row as u32,
+            text: text_of(snap, device_pos, row),
+            time_us: t.time_us_at(row),
+            stack: t.stack.get(row).copied().unwrap_or(0),
+        })
+        .collect()
 }
 
 /// Attaches every `annotate` entry of the replay's device to its allocation. O(n).
@@ -145,5 +169,10 @@ mod tests {
         let rows: Vec<u32> = layout.event_row.iter().copied().filter(|&r| r != u32::MAX).collect();
         assert!(rows.iter().all(|&r| t.action[r as usize] != Action::Annotate), "no annotate event on the timeline");
         assert_eq!(layout.peak_bytes, replay.peak_bytes);
+        // One lifetime's entries, found from its rows alone, are the same.
+        for &l in &lives {
+            let life = &replay.lives[l as usize];
+            assert_eq!(of_lifetime(&snap, 0, life.addr, life.alloc_row, life.free_row), a.of(l), "life {l}");
+        }
     }
 }

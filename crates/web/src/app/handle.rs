@@ -109,9 +109,40 @@ impl App {
             Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) | Input::Flame(_) => {
                 self.panel_input(input)
             }
+            Input::CycleTheme | Input::SystemTheme(_) | Input::ToggleStack => {
+                self.chrome_input(&input);
+                Vec::new()
+            }
         };
         self.carry_out(effects);
         self.settle();
+    }
+
+    /// Applies an input of the page's chrome: the theme (kept, and everything painted again in
+    /// its colours) and the details panel's fold.
+    fn chrome_input(&mut self, input: &Input) {
+        let before = self.state.theme.theme();
+        match input {
+            Input::CycleTheme => {
+                self.state.theme.choice = self.state.theme.choice.next();
+                crate::chrome::store(&self.ui, crate::chrome::THEME_KEY, self.state.theme.choice.value());
+            }
+            Input::SystemTheme(dark) => self.state.theme.system_dark = *dark,
+            Input::ToggleStack => {
+                self.state.stack_collapsed = !self.state.stack_collapsed;
+                crate::chrome::store(
+                    &self.ui,
+                    crate::chrome::STACK_KEY,
+                    if self.state.stack_collapsed { "1" } else { "0" },
+                );
+                // The plot takes the panel's room or gives it back: the resize observer measures it.
+            }
+            _ => {}
+        }
+        if self.state.theme.theme() != before {
+            // The charts and the segment map keep what they drew: they are drawn again.
+            self.memo.forget_files(&self.ui.document);
+        }
     }
 
     /// Applies an input of one of the panels (the history, the analysis panel, the search boxes,

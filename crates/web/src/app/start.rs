@@ -66,6 +66,8 @@ pub fn install() -> Result<(), JsValue> {
         let App { ui, memo, .. } = &mut *app;
         bindings.extend(crate::pools::bindings(ui, &mut memo.pools));
         bindings.extend(crate::stack::bindings(ui, &mut memo.stack));
+        bindings.extend(crate::chrome::bindings(ui, &mut memo.chrome));
+        (app.state.theme, app.state.stack_collapsed) = crate::chrome::stored(&app.ui);
         app.listeners = bindings.into_iter().map(|b| listen_binding(&weak, b)).collect();
         let w = weak.clone();
         crate::tasks::set_redraw_hook(Box::new(move || {
@@ -176,7 +178,15 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
             let share = 1.0 / f64::from(1 + k % 4);
             v.set_window(full.x0, full.x0 + (full.x1 - full.x0) * share);
             file.viewport = v;
-            drop(render::draw_timeline_base(Some(&file), (1000.0, 600.0), 1.0, (&canvas, &ctx, &image), None, None));
+            drop(render::draw_timeline_base(
+                Some(&file),
+                &memviz_view::theme::LIGHT,
+                (1000.0, 600.0),
+                1.0,
+                (&canvas, &ctx, &image),
+                None,
+                None,
+            ));
             next_tick().await;
         }
         file.viewport = full;

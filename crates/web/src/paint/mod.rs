@@ -1,5 +1,5 @@
 //! What painting reads and shares: [`Frame`] (the page's elements, its state and what was
-//! derived from it, all read-only), the colours and fonts, what a frame drew ([`FrameInfo`]), and
+//! derived from it, all read-only), the theme's colours ([`Palette`]) and the fonts, what a frame drew ([`FrameInfo`]), and
 //! [`edges`]: the band edges of the visible window in device pixels, which everything that
 //! outlines or colours bands over the timeline uses.
 
@@ -8,7 +8,6 @@ pub mod edges;
 pub use crate::canvas::HeldWhat;
 
 use memviz_core::timeline::{BandEdges, Layout};
-use memviz_view::raster::{rgb, Rgb};
 use memviz_view::state::{OpenFile, ViewState};
 use memviz_view::viewport::PlotRect;
 
@@ -43,57 +42,21 @@ impl Frame<'_> {
         self.state.minimap_rect()
     }
 
+    /// The colours of the theme shown.
+    pub fn palette(&self) -> &'static Palette {
+        self.state.theme.palette()
+    }
+
     /// Whether the base of the timeline is shown from the held copies now.
     pub fn previewing(&self) -> bool {
         self.state.previewing(self.ui.now_ms())
     }
 }
 
-/// Tableau10, as PyTorch's viewer uses; a band's colour is `PALETTE[element % 10]`.
-pub const PALETTE: [&str; 10] =
-    ["#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7", "#9c755f", "#bab0ab"];
+/// The canvases' colours: [`memviz_view::theme::Palette`], chosen from the state
+/// ([`Frame::palette`]), never read from the DOM.
+pub use memviz_view::theme::Palette;
 
-/// [`PALETTE`] as pixels.
-pub(crate) const PALETTE_RGB: [Rgb; 10] = [
-    rgb(PALETTE[0]),
-    rgb(PALETTE[1]),
-    rgb(PALETTE[2]),
-    rgb(PALETTE[3]),
-    rgb(PALETTE[4]),
-    rgb(PALETTE[5]),
-    rgb(PALETTE[6]),
-    rgb(PALETTE[7]),
-    rgb(PALETTE[8]),
-    rgb(PALETTE[9]),
-];
-
-/// Tableau10 at 35 % opacity, for annotations.
-pub(crate) const PALETTE_LIGHT: [&str; 10] = [
-    "rgba(78,121,167,0.35)",
-    "rgba(242,142,44,0.35)",
-    "rgba(225,87,89,0.35)",
-    "rgba(118,183,178,0.35)",
-    "rgba(89,161,79,0.35)",
-    "rgba(237,201,73,0.35)",
-    "rgba(175,122,161,0.35)",
-    "rgba(255,157,167,0.35)",
-    "rgba(156,117,95,0.35)",
-    "rgba(186,176,171,0.35)",
-];
-
-/// Annotations of several names merged into one box where each is narrower than a pixel.
-pub(crate) const MIXED_ANNOTATIONS_FILL: &str = "rgba(140,140,140,0.28)";
-pub(crate) const MIXED_ANNOTATIONS_STROKE: &str = "#9a9a9a";
-
-/// The summarized band.
-pub const SUMMARIZED_FILL: &str = "#c9c9c9";
-/// The area under the drawn stack (shows where bands are thinner than half a pixel).
-pub const STACK_FILL: &str = "#9db0c4";
-/// OOM markers.
-pub const OOM_COLOUR: &str = "#d62728";
-pub(crate) const GRID: &str = "#ececec";
-pub(crate) const AXIS: &str = "#555";
-pub(crate) const TEXT: &str = "#222";
 pub(crate) const FONT: &str = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 pub(crate) const SMALL_FONT: &str = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 

@@ -17,9 +17,6 @@ use memviz_view::state::panels::Profile;
 
 /// Size of the stacked chart when it is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
-/// Colour of the pointer's marker.
-const MARKER: RGBColor = chart::rgb(0x222222);
-
 /// Colours of the categories, in order (the swatches `.sw.cat-N` in style.css): ColorBrewer's
 /// Dark2, unlike the Tableau colours of the timeline's ordinary bands, so a coloured timeline is
 /// told from a plain one at a glance; the eighth (`unknown`) is grey.
@@ -262,7 +259,7 @@ fn draw_profile(
         let (_, ticks) = memviz_view::axis::linear_ticks(0.0, t1 - t0, 6);
         let label = |x: f64| time_text(x as i64);
         let axes = chart::Axes { x: 0.0..t1 - t0, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 6 };
-        let area = chart::draw(&canvas, dpr, &axes, |c, pen| {
+        let area = chart::draw(&canvas, dpr, fr.palette(), &axes, |c, pen| {
             // Bands, bottom to top.
             let mut below: Vec<(f64, f64)> = times.iter().map(|&t| (t - t0, 0.0)).collect();
             for k in 0..tl.categories.len() {
@@ -293,7 +290,7 @@ fn draw_profile(
     let t = t0 + area.x_at(hx);
     let i = times.partition_point(|&v| v < t).min(n - 1);
     let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() { i - 1 } else { i };
-    chart::marker(&canvas, dpr, &area, times[i] - t0, MARKER);
+    chart::marker(&canvas, dpr, &area, times[i] - t0, chart::rgb(fr.palette().chart_marker));
     let mut s = format!("t = {}: ", time_text((times[i] - t0) as i64));
     for (k, name) in tl.categories.iter().enumerate() {
         let b = tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0);

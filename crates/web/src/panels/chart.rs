@@ -72,10 +72,6 @@ const Y_LABELS_PX: f64 = 60.0;
 const X_LABELS_PX: f64 = 16.0;
 /// Margin around the plot (room for the last x label), CSS px.
 const MARGIN_PX: f64 = 6.0;
-/// Colour of labels and axes.
-const INK: RGBColor = RGBColor(0x55, 0x55, 0x55);
-/// Colour of the grid lines at the y ticks.
-const GRID: RGBColor = RGBColor(0xec, 0xec, 0xec);
 
 /// A colour from `0xRRGGBB`.
 pub const fn rgb(hex: u32) -> RGBColor {
@@ -230,11 +226,13 @@ impl Pen {
     }
 }
 
-/// Draws a chart on a canvas already sized by [`fit`]: white background, grid lines at the byte
-/// ticks, axes and labels, then `series` clipped to the plot area. Returns the plot area.
+/// Draws a chart on a canvas already sized by [`fit`]: the theme's background, grid lines at the
+/// byte ticks, axes and labels (in `pal`'s chart colours), then `series` clipped to the plot
+/// area. Returns the plot area.
 pub fn draw(
     canvas: &HtmlCanvasElement,
     dpr: f64,
+    pal: &crate::paint::Palette,
     axes: &Axes<'_>,
     series: impl FnOnce(&mut Chart<'_>, Pen),
 ) -> Option<Area> {
@@ -242,7 +240,8 @@ pub fn draw(
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     let backend = CanvasBackend::with_canvas_object(canvas.clone())?;
     let root = backend.into_drawing_area();
-    root.fill(&WHITE).ok()?;
+    let (ink, grid) = (rgb(pal.chart_ink), rgb(pal.chart_grid));
+    root.fill(&rgb(pal.chart_back)).ok()?;
     let px = |css: f64| (css * dpr).round() as i32;
     let y_ticks = binary_ticks(axes.max_bytes.max(1), axes.y_ticks);
     let y_top = (axes.max_bytes.max(1) as f64 * 1.04).max(1.0);
@@ -256,7 +255,7 @@ pub fn draw(
         .y_label_area_size(px(Y_LABELS_PX))
         .build_cartesian_2d(x_axis, Ticked::new(0.0, y_top, &y_ticks))
         .ok()?;
-    let font = (FONT_FAMILY, LABEL_FONT_PX * dpr).into_font().color(&INK);
+    let font = (FONT_FAMILY, LABEL_FONT_PX * dpr).into_font().color(&ink);
     let x_label = |x: &f64| (axes.x_label)(*x);
     // All y labels in one unit.
     let y_step = y_ticks.get(1).copied().unwrap_or(1.0);
@@ -265,9 +264,9 @@ pub fn draw(
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .bold_line_style(GRID.stroke_width(px(1.0).max(1) as u32))
+        .bold_line_style(grid.stroke_width(px(1.0).max(1) as u32))
         .light_line_style(TRANSPARENT)
-        .axis_style(INK.mix(0.6).stroke_width(px(1.0).max(1) as u32))
+        .axis_style(ink.mix(0.6).stroke_width(px(1.0).max(1) as u32))
         .set_all_tick_mark_size(px(3.0))
         .label_style(font)
         .x_label_formatter(&x_label)

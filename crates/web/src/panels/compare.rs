@@ -8,7 +8,6 @@ use std::fmt::Write;
 
 use memviz_core::analysis::compare::{self, Alignment, StackDiff};
 use memviz_core::analysis::{signed_size_text, size_text};
-use plotters::style::RGBColor;
 use web_sys::HtmlCanvasElement;
 
 use super::{chart, entry_link, esc};
@@ -16,9 +15,6 @@ use crate::paint::Frame;
 
 /// Chart size when the canvas is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
-/// Colours of A and B (the swatches `.sw.cmp-a` and `.sw.cmp-b` in style.css).
-const A_COLOUR: RGBColor = chart::rgb(0x4e79a7);
-const B_COLOUR: RGBColor = chart::rgb(0xe15759);
 
 fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
     let _ = write!(
@@ -156,8 +152,9 @@ pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
         c.curve.iter().map(|p| (p.x + half, pick(p) as f64)).collect()
     };
     let axes = chart::Axes { x: 0.0..x_max, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
-    chart::draw(canvas, dpr, &axes, |ch, pen| {
-        pen.line(ch, curve(|p| p.a_bytes), A_COLOUR, 2.0);
-        pen.line(ch, curve(|p| p.b_bytes), B_COLOUR, 2.0);
+    let (a_rgb, b_rgb) = (chart::rgb(fr.palette().series[0]), chart::rgb(fr.palette().series[2]));
+    chart::draw(canvas, dpr, fr.palette(), &axes, |ch, pen| {
+        pen.line(ch, curve(|p| p.a_bytes), a_rgb, 2.0);
+        pen.line(ch, curve(|p| p.b_bytes), b_rgb, 2.0);
     });
 }

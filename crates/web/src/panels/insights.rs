@@ -10,7 +10,7 @@ use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
 use memviz_core::analysis::fragmentation::{step_of_row, FragSeries, TrackValues};
-use plotters::style::{RGBAColor, RGBColor};
+use plotters::style::RGBAColor;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
@@ -154,13 +154,8 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
 
 /// Chart size when the canvas is not laid out, CSS px.
 const FRAG_CSS_PX: (f64, f64) = (390.0, 120.0);
-/// Colours of the fragmentation chart (the legend's swatches in style.css).
-const RESERVED: RGBColor = chart::rgb(0x4e79a7);
-const ALLOCATED: RGBColor = chart::rgb(0x59a14f);
-const LARGEST: RGBColor = chart::rgb(0xe15759);
+/// Memory reserved but not allocated: red, faint over either theme's background.
 const UNUSED: RGBAColor = RGBAColor(214, 39, 40, 0.22);
-const WORST: RGBColor = chart::rgb(0xd62728);
-const MARKER: RGBColor = chart::rgb(0x222222);
 
 fn frag_html(fs: &FragSeries, s: &mut String) {
     let m = fs.max_unused.as_ref();
@@ -316,17 +311,20 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let worst_x = a.fragmentation.max_unused.and_then(|m| m.row).map(|r| xm.pos(step_of_row(layout, Some(r))));
         let axes = chart::Axes { x: v.x0..v.x1, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 4 };
         let (x0, x1) = (v.x0, v.x1);
-        st.area = chart::draw(&canvas, dpr, &axes, |c, pen| {
+        let s = fr.palette().series;
+        let (reserved_rgb, allocated_rgb) = (chart::rgb(s[0]), chart::rgb(s[1]));
+        let (largest_rgb, worst_rgb) = (chart::rgb(s[2]), chart::rgb(s[3]));
+        st.area = chart::draw(&canvas, dpr, fr.palette(), &axes, |c, pen| {
             // Each value holds until the next entry.
             let stairs = |value: &dyn Fn(&TrackValues) -> u64| chart::stairs(&series(value), x0, x1);
             let reserved = stairs(&|t| t.reserved_bytes);
             let allocated = stairs(&|t| t.allocated_bytes.min(t.reserved_bytes));
             pen.band(c, &reserved, &allocated, UNUSED);
-            pen.line(c, reserved, RESERVED, 1.5);
-            pen.line(c, stairs(&|t| t.allocated_bytes), ALLOCATED, 1.2);
-            pen.line(c, stairs(&|t| t.largest_free_bytes), LARGEST, 1.2);
+            pen.line(c, reserved, reserved_rgb, 1.5);
+            pen.line(c, stairs(&|t| t.allocated_bytes), allocated_rgb, 1.2);
+            pen.line(c, stairs(&|t| t.largest_free_bytes), largest_rgb, 1.2);
             if let Some(x) = worst_x.filter(|x| (x0..=x1).contains(x)) {
-                pen.vline(c, x, WORST, 1.0);
+                pen.vline(c, x, worst_rgb, 1.0);
             }
         });
         let _ = canvas.set_attribute("data-window-points", &points.len().to_string());
@@ -345,7 +343,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let text = match (marker, fr.derived.analysis_of(fr.state)) {
             (Some((x, step)), Some(a)) => {
                 if let Some(area) = &st.area {
-                    chart::marker(&canvas, fr.state.dpr, area, x, MARKER);
+                    chart::marker(&canvas, fr.state.dpr, area, x, chart::rgb(fr.palette().chart_marker));
                 }
                 a.frag_track
                     .at_step(&f.plot.layout, step)

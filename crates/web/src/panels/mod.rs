@@ -26,9 +26,6 @@ use crate::paint::{Frame, FrameInfo};
 pub use memviz_view::state::panels::{Action, ExportKind, Highlight, Tab};
 use memviz_view::state::ViewState;
 
-/// Fill of highlighted allocations.
-pub const HIGHLIGHT_FILL: &str = "#c2185b";
-
 /// What the panel's DOM shows now, and the charts drawn in it.
 #[derive(Default)]
 pub struct Memo {
@@ -262,9 +259,6 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
     l
 }
 
-/// Colour of the cursor on a cited entry.
-const CURSOR_COLOUR: &str = "#b35900";
-
 /// Outlines the highlighted elements and marks the live set's moment and the cursor on a cited
 /// entry on the timeline.
 pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
@@ -279,15 +273,16 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
         return;
     }
     let dpr = fr.state.dpr;
+    let pal = fr.palette();
     let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), dpr).reusing(drawn);
     let (rect, layout) = (plot.rect, plot.layout);
     plot.clip(ctx);
     if let Some(h) = &p.highlight {
         // Everything else fades; what the row names is drawn in one strong colour.
-        ctx.set_fill_style_str("rgba(255, 255, 255, 0.72)");
+        ctx.set_fill_style_str(pal.dim);
         ctx.fill_rect(rect.left_px * dpr, rect.top_px * dpr, rect.width_px * dpr, rect.height_px * dpr);
-        ctx.set_fill_style_str(HIGHLIGHT_FILL);
-        ctx.set_stroke_style_str("#5c0a2e");
+        ctx.set_fill_style_str(pal.highlight_fill);
+        ctx.set_stroke_style_str(pal.highlight_stroke);
         ctx.set_line_width(0.5 * dpr);
         let bands: Vec<u32> =
             h.elements.iter().filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band)).collect();
@@ -304,7 +299,7 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
         if let Some(row) = row {
             let step = layout.step_of_row(row).unwrap_or_else(|| layout.step_for_row(row));
             let (x, _) = plot.to_dev(f64::from(step), 0.0);
-            ctx.set_stroke_style_str("#6a3d9a");
+            ctx.set_stroke_style_str(pal.moment);
             ctx.set_line_width(1.5 * dpr);
             let dash = js_sys::Array::of2(&(4.0 * dpr).into(), &(3.0 * dpr).into());
             let _ = ctx.set_line_dash(&dash);
@@ -334,8 +329,9 @@ fn draw_cursor(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d
         let _ = fr.ui.plot.set_attribute("data-cursor", &format!("{entry}:{step}:outside"));
         return;
     }
+    let pal = fr.palette();
     plot.clip(ctx);
-    ctx.set_stroke_style_str(CURSOR_COLOUR);
+    ctx.set_stroke_style_str(pal.cursor);
     ctx.set_line_width(1.5 * dpr);
     ctx.begin_path();
     ctx.move_to(x, rect.top_px * dpr);
@@ -346,9 +342,9 @@ fn draw_cursor(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d
     let w = ctx.measure_text(&label).map_or(80.0 * dpr, |m| m.width());
     let right = rect.right_px() * dpr;
     let lx = if x + 4.0 * dpr + w > right { x - 4.0 * dpr - w } else { x + 4.0 * dpr };
-    ctx.set_fill_style_str("rgba(255,255,255,0.9)");
+    ctx.set_fill_style_str(pal.cursor_back);
     ctx.fill_rect(lx - 2.0 * dpr, (rect.top_px + 2.0) * dpr, w + 4.0 * dpr, 14.0 * dpr);
-    ctx.set_fill_style_str(CURSOR_COLOUR);
+    ctx.set_fill_style_str(pal.cursor);
     ctx.set_text_align("left");
     ctx.set_text_baseline("top");
     let _ = ctx.fill_text(&label, lx, (rect.top_px + 3.0) * dpr);

@@ -7,10 +7,11 @@ use crate::model::column_envelopes;
 
 /// Draws everything of the timeline that does not depend on the pointer.
 ///
-/// `file` is drawn on `canvas` of `css` size (CSS px) at `dpr`.
+/// `file` is drawn on `canvas` of `css` size (CSS px) at `dpr`, in the colours of `pal`.
 #[allow(clippy::too_many_lines)] // one exact frame of the base layer, step by step
 pub fn draw_timeline_base(
     file: Option<&OpenFile>,
+    pal: &Palette,
     css: (f64, f64),
     dpr: f64,
     (canvas, ctx, image): (&HtmlCanvasElement, &CanvasRenderingContext2d, &ImageBuffer),
@@ -69,7 +70,7 @@ pub fn draw_timeline_base(
             info.preview = true;
         }
         _ => {
-            let pixels = prepared.unwrap_or_else(|| compute_plot(f, rect, dpr));
+            let pixels = prepared.unwrap_or_else(|| compute_plot(f, pal, rect, dpr));
             put_plot(&mut info, ctx, image, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
@@ -80,7 +81,7 @@ pub fn draw_timeline_base(
 
     // The grid, behind what is drawn.
     let _ = ctx.set_global_composite_operation("destination-over");
-    ctx.set_stroke_style_str(GRID);
+    ctx.set_stroke_style_str(pal.grid);
     ctx.set_line_width(1.0);
     ctx.begin_path();
     for &t in &y_ticks {
@@ -104,7 +105,7 @@ pub fn draw_timeline_base(
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
 
     // 4. OOM markers.
-    ctx.set_stroke_style_str(OOM_COLOUR);
+    ctx.set_stroke_style_str(pal.oom);
     ctx.set_line_width(1.5 * dpr);
     ctx.begin_path();
     for o in &f.plot.ooms {
@@ -117,7 +118,7 @@ pub fn draw_timeline_base(
 
     // Axes.
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    ctx.set_stroke_style_str(AXIS);
+    ctx.set_stroke_style_str(pal.axis);
     ctx.set_line_width(1.0);
     ctx.begin_path();
     let bx = crisp(rect.left_px, dpr);
@@ -136,7 +137,7 @@ pub fn draw_timeline_base(
         ctx.line_to(x, by + 4.0);
     }
     ctx.stroke();
-    ctx.set_fill_style_str(TEXT);
+    ctx.set_fill_style_str(pal.text);
     ctx.set_font(FONT);
     ctx.set_text_align("right");
     ctx.set_text_baseline("middle");
@@ -156,7 +157,7 @@ pub fn draw_timeline_base(
         let _ = ctx.fill_text(&label, x, by + 7.0);
         info.x_labels.push(label);
     }
-    ctx.set_fill_style_str("#666");
+    ctx.set_fill_style_str(pal.muted);
     match kind {
         PlotKind::Timeline => {
             ctx.set_text_align("right");
@@ -181,7 +182,7 @@ pub fn draw_timeline_base(
     }
 
     // Annotation strip.
-    draw_annotations(ctx, f, &rect, &xm);
+    draw_annotations(ctx, f, pal, &rect, &xm);
 
     // OOM labels.
     ctx.set_font(SMALL_FONT);
@@ -195,9 +196,9 @@ pub fn draw_timeline_base(
         let label = "OOM";
         let tw = ctx.measure_text(label).map_or(24.0, |m| m.width());
         let lx = if x + 4.0 + tw > rect.right_px() { x - 4.0 - tw } else { x + 4.0 };
-        ctx.set_fill_style_str("rgba(255,255,255,0.85)");
+        ctx.set_fill_style_str(pal.label_back);
         ctx.fill_rect(lx - 2.0, rect.top_px + 3.0, tw + 4.0, 14.0);
-        ctx.set_fill_style_str(OOM_COLOUR);
+        ctx.set_fill_style_str(pal.oom);
         ctx.set_text_align("left");
         let _ = ctx.fill_text(label, lx, rect.top_px + 4.0);
     }
@@ -286,6 +287,8 @@ pub struct PlotPixels {
     /// under the drawn stack.
     summarized_path: Option<String>,
     stack_path: String,
+    /// Their colours.
+    fills: (&'static str, &'static str),
     bands_drawn: usize,
     vertices_drawn: usize,
     edges: ViewEdges,
@@ -309,7 +312,7 @@ pub fn prepare_plot(fr: &Frame<'_>, memo: &mut PaintMemo) {
         return;
     }
     let rect = f.plot_rect(fr.state.plot_css);
-    let pixels = compute_plot(f, rect, fr.state.dpr);
+    let pixels = compute_plot(f, fr.palette(), rect, fr.state.dpr);
     memo.prepared = Some((key, pixels));
 }
 
@@ -324,7 +327,7 @@ pub(crate) fn raster_area(rect: &PlotRect, dpr: f64) -> (f64, f64, usize, usize)
 
 /// Computes the plot area exactly: the bands rasterized, and the outlines of the summarized
 /// band and of the area under the drawn stack.
-pub(crate) fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels {
+pub(crate) fn compute_plot(f: &OpenFile, pal: &Palette, rect: PlotRect, dpr: f64) -> PlotPixels {
     let (ox, oy, rw, rh) = raster_area(&rect, dpr);
     let mut raster = Raster::new(rw, rh);
     let v = &f.viewport;
@@ -357,7 +360,7 @@ pub(crate) fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels
         if edge.len() < 2 {
             continue;
         }
-        let colour = PALETTE_RGB[(layout.band_element[band as usize] % 10) as usize];
+        let colour = pal.bands_rgb[(layout.band_element[band as usize] % 10) as usize];
         raster.band(&edge, layout.band_size(band) as f64 * px_per_byte_dev, colour);
         bands_drawn += 1;
         vertices_drawn += edge.len() * 2;
@@ -390,6 +393,7 @@ pub(crate) fn compute_plot(f: &OpenFile, rect: PlotRect, dpr: f64) -> PlotPixels
         raster,
         summarized_path,
         stack_path,
+        fills: (pal.summarized, pal.stack),
         bands_drawn,
         vertices_drawn,
         edges: ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges },
@@ -431,9 +435,9 @@ pub(crate) fn put_plot(
         }
     };
     if let Some(d) = &p.summarized_path {
-        fill_outline(SUMMARIZED_FILL, d);
+        fill_outline(p.fills.0, d);
     }
-    fill_outline(STACK_FILL, &p.stack_path);
+    fill_outline(p.fills.1, &p.stack_path);
     ctx.restore();
     info.bands_drawn = p.bands_drawn;
     info.vertices_drawn = p.vertices_drawn;

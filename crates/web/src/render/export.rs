@@ -1,7 +1,7 @@
 //! The timeline as a PNG: drawn again at twice the page's pixel density, with a title (file,
 //! view, device, peak, window) above it and a legend below; what the pointer points at and the
 //! panel's dimming are left out, the pinned allocation and the search matches are not shown
-//! either (the image is of the memory, not of the page's state).
+//! either (the image is of the memory, not of the page's state). It is in the theme shown.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -33,13 +33,14 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
         return Err(JsValue::from_str("the timeline is not shown"));
     }
     let doc = &fr.ui.document;
+    let pal = fr.palette();
     // The base layer, drawn exactly at the export's density.
     let (plot, plot_ctx) = canvas(doc, w, h)?;
     let image = crate::canvas::ImageBuffer::default();
-    let _ = draw_timeline_base(Some(f), (w, h), EXPORT_DPR, (&plot, &plot_ctx, &image), None, None);
+    let _ = draw_timeline_base(Some(f), pal, (w, h), EXPORT_DPR, (&plot, &plot_ctx, &image), None, None);
     let (out, ctx) = canvas(doc, w, TITLE_PX + h + LEGEND_PX)?;
     let _ = ctx.set_transform(EXPORT_DPR, 0.0, 0.0, EXPORT_DPR, 0.0, 0.0);
-    ctx.set_fill_style_str("#fff");
+    ctx.set_fill_style_str(pal.background);
     ctx.fill_rect(0.0, 0.0, w, TITLE_PX + h + LEGEND_PX);
     // Title.
     let device = f.snap.devices.get(f.plot.device_pos).map_or_else(String::new, |d| d.name());
@@ -58,7 +59,7 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     } else {
         format!("entries {}..{}", entry(s0), entry(s1))
     };
-    ctx.set_fill_style_str(TEXT);
+    ctx.set_fill_style_str(pal.text);
     ctx.set_text_baseline("top");
     ctx.set_text_align("left");
     ctx.set_font("bold 14px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif");
@@ -78,17 +79,17 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     let mut key = |fill: &str, text: &str, ctx: &CanvasRenderingContext2d| {
         ctx.set_fill_style_str(fill);
         ctx.fill_rect(x, y + 1.0, 11.0, 11.0);
-        ctx.set_fill_style_str(TEXT);
+        ctx.set_fill_style_str(pal.text);
         let _ = ctx.fill_text(text, x + 15.0, y);
         x += 15.0 + ctx.measure_text(text).map_or(80.0, |m| m.width()) + 16.0;
     };
-    key(PALETTE[0], "an allocation (colour by address)", &ctx);
-    key(SUMMARIZED_FILL, "smaller allocations, summarized", &ctx);
-    key(STACK_FILL, "allocations thinner than a pixel", &ctx);
+    key(pal.bands[0], "an allocation (colour by address)", &ctx);
+    key(pal.summarized, "smaller allocations, summarized", &ctx);
+    key(pal.stack, "allocations thinner than a pixel", &ctx);
     if !f.plot.ooms.is_empty() {
-        key(OOM_COLOUR, "out of memory", &ctx);
+        key(pal.oom, "out of memory", &ctx);
     }
-    ctx.set_fill_style_str("#888");
+    ctx.set_fill_style_str(pal.muted);
     ctx.set_text_align("right");
     let _ = ctx.fill_text("memviz", w - 10.0, y);
     Ok(out)

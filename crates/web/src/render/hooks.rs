@@ -72,6 +72,7 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
+    set("data-theme", fr.state.theme.theme().name());
     let hover = fr.state.hover.or(fr.state.pinned).map_or_else(String::new, crate::stack::target_hook);
     set("data-hover", &hover);
     // The keyboard's selection by its key: address label and allocation entry.

@@ -75,6 +75,8 @@ pub struct PaintMemo {
     pub pools: crate::pools::Memo,
     /// The rank overview.
     pub ranks: crate::ranks::Memo,
+    /// The theme control, the details panel's fold and the coverage banner.
+    pub chrome: crate::chrome::Memo,
 }
 
 impl PaintMemo {
@@ -146,6 +148,7 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
         f.x_axis,
         f.viewport.y_max_bytes.to_bits(),
         (fr.state.plot_css.0.to_bits(), fr.state.plot_css.1.to_bits(), fr.state.dpr.to_bits()),
+        fr.state.theme.theme(),
     ))
 }
 
@@ -159,6 +162,7 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_dom(fr, memo);
+    crate::chrome::sync(fr, &mut memo.chrome);
     sync_landing(fr);
     crate::search::sync(fr, &mut memo.search);
     crate::stack::sync(fr, &mut memo.stack);
@@ -202,7 +206,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
         let prepared = if preview { None } else { memo.prepared.take() };
         let prepared = prepared.filter(|p| Some(p.0) == pixels_key(fr)).map(|p| p.1);
         let layer = (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image);
-        let info = draw_timeline_base(fr.file(), fr.state.plot_css, fr.state.dpr, layer, holding, prepared);
+        let info =
+            draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, prepared);
         draw_minimap(fr);
         memo.frame = info;
     }
@@ -249,6 +254,7 @@ pub struct CanvasKey {
     search: memviz_core::search::Query,
     pool_hover: Option<usize>,
     cursor_entry: Option<u32>,
+    theme: memviz_view::theme::Theme,
     /// Drawn from the held copies ([`HeldPlot`]) rather than exactly.
     preview: bool,
 }
@@ -287,6 +293,7 @@ impl CanvasKey {
             search: fr.state.search.clone(),
             pool_hover: fr.state.pool_hover,
             cursor_entry: fr.state.cursor_entry,
+            theme: fr.state.theme.theme(),
         }
     }
 }

@@ -4,11 +4,6 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-/// Fill of the pinned band: a warm yellow, unlike the palette's colours.
-const PINNED_FILL: &str = "rgb(255, 214, 0)";
-/// Outline of the pinned band.
-const PINNED_STROKE: &str = "#5c4400";
-
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
 /// allocations, the hovered annotation's region, the hovered OOM marker.
 pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
@@ -17,6 +12,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
+    let pal = fr.palette();
     let plot = PlotDev::new(f, rect, dpr).reusing(drawn);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
@@ -28,18 +24,18 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
                     // A pinned band is filled in a colour no band has, within a dark rim, and
                     // drawn at least 3 px tall, so even a thin one stands out; a hovered one is
                     // outlined.
-                    ctx.set_fill_style_str(PINNED_FILL);
+                    ctx.set_fill_style_str(pal.pinned_fill);
                     plot.trace_bands(ctx, &[b], |_| {
                         if pinned {
-                            ctx.set_stroke_style_str(PINNED_STROKE);
+                            ctx.set_stroke_style_str(pal.pinned_stroke);
                             ctx.set_line_width(5.0 * dpr);
                             ctx.stroke();
-                            ctx.set_stroke_style_str(PINNED_FILL);
+                            ctx.set_stroke_style_str(pal.pinned_fill);
                             ctx.set_line_width(3.0 * dpr);
                             ctx.stroke();
                             ctx.fill();
                         } else {
-                            ctx.set_stroke_style_str("#000");
+                            ctx.set_stroke_style_str(pal.outline);
                             ctx.set_line_width(1.5 * dpr);
                             ctx.stroke();
                         }
@@ -51,10 +47,10 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
                 if let (Some(a), Some(&row)) = (f.plot.annotations.get(i), f.plot.annotation_rows.get(i)) {
                     let (x0, x1) = annotation_x_px(a, f.plot.time.as_ref(), &xm, v, &rect);
                     let (x0, x1) = (x0.max(rect.left_px), x1.min(rect.right_px()).max(x0.max(rect.left_px) + 1.0));
-                    ctx.set_fill_style_str("rgba(0,0,0,0.07)");
+                    ctx.set_fill_style_str(pal.region);
                     ctx.fill_rect(x0 * dpr, rect.top_px * dpr, (x1 - x0) * dpr, rect.height_px * dpr);
                     let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
-                    ctx.set_stroke_style_str(PALETTE[colour_of_name(&a.name)]);
+                    ctx.set_stroke_style_str(pal.bands[colour_of_name(&a.name)]);
                     ctx.set_line_width(2.0 * dpr);
                     ctx.stroke_rect(
                         (x0 + 1.0) * dpr,
@@ -67,7 +63,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
             Some(Target::Oom(i)) => {
                 if let Some(o) = f.plot.ooms.get(i) {
                     let x = clamp_px(v.x_px(&rect, xm.pos(o.step)), rect.left_px + 1.0, rect.right_px() - 1.0) * dpr;
-                    ctx.set_stroke_style_str(OOM_COLOUR);
+                    ctx.set_stroke_style_str(pal.oom);
                     ctx.set_line_width(3.5 * dpr);
                     ctx.begin_path();
                     ctx.move_to(x, rect.top_px * dpr);
@@ -84,7 +80,13 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
 /// Letters of a name an annotation's label shows at least (else it shows none).
 const MIN_LABEL_CHARS: usize = 6;
 
-pub(crate) fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rect: &PlotRect, xm: &XMap<'_>) {
+pub(crate) fn draw_annotations(
+    ctx: &CanvasRenderingContext2d,
+    f: &OpenFile,
+    pal: &Palette,
+    rect: &PlotRect,
+    xm: &XMap<'_>,
+) {
     let v = &f.viewport;
     ctx.set_font(SMALL_FONT);
     ctx.set_text_align("left");
@@ -97,9 +99,11 @@ pub(crate) fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rec
     let mut runs: Vec<Option<(f64, f64, Option<usize>)>> = Vec::new();
     let draw_box = |(x0, x1, c): (f64, f64, Option<usize>), row: usize| {
         let y = TOP_PX + row as f64 * ANNOTATION_ROW_PX;
-        ctx.set_fill_style_str(c.map_or(MIXED_ANNOTATIONS_FILL, |c| PALETTE_LIGHT[c]));
+        ctx.set_fill_style_str(c.map_or(pal.mixed_annotations_fill, |c| pal.bands[c]));
+        ctx.set_global_alpha(if c.is_some() { pal.annotation_alpha } else { 1.0 });
         ctx.fill_rect(x0, y, x1 - x0, ANNOTATION_ROW_PX - 2.0);
-        ctx.set_stroke_style_str(c.map_or(MIXED_ANNOTATIONS_STROKE, |c| PALETTE[c]));
+        ctx.set_global_alpha(1.0);
+        ctx.set_stroke_style_str(c.map_or(pal.mixed_annotations_stroke, |c| pal.bands[c]));
         ctx.stroke_rect(x0 + 0.5, y + 0.5, (x1 - x0 - 1.0).max(0.5), ANNOTATION_ROW_PX - 3.0);
     };
     for (i, a) in f.plot.annotations.iter().enumerate() {
@@ -145,7 +149,7 @@ pub(crate) fn draw_annotations(ctx: &CanvasRenderingContext2d, f: &OpenFile, rec
         ctx.begin_path();
         ctx.rect(cx0, y, cx1 - cx0, ANNOTATION_ROW_PX);
         ctx.clip();
-        ctx.set_fill_style_str(TEXT);
+        ctx.set_fill_style_str(pal.text);
         // A label cut to a few letters ("O…", "Opti…") says nothing: such a box stays unlabelled
         // (hovering it names it, a click zooms to it).
         let label = fit_text(ctx, &a.name, room);
@@ -199,15 +203,16 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
     let Some(f) = fr.file() else { return };
+    let pal = fr.palette();
     let rect = fr.minimap_rect();
     let v = &f.viewport;
     let xm = f.xmap();
-    ctx.set_fill_style_str("#f6f6f6");
+    ctx.set_fill_style_str(pal.minimap_back);
     ctx.fill_rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
     let kind = plot_kind(f);
     if kind != PlotKind::Timeline {
         // No run to give an overview of.
-        ctx.set_fill_style_str("#888");
+        ctx.set_fill_style_str(pal.muted);
         ctx.set_font(SMALL_FONT);
         ctx.set_text_align("center");
         ctx.set_text_baseline("middle");
@@ -220,7 +225,7 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     let n = fr.derived.minimap_cols.len().max(1) as f64;
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     let (l, b, wd, hd) = (rect.left_px * dpr, rect.bottom_px() * dpr, rect.width_px * dpr, rect.height_px * dpr);
-    ctx.set_fill_style_str(PALETTE[0]);
+    ctx.set_fill_style_str(pal.bands[0]);
     ctx.begin_path();
     ctx.move_to(l, b);
     for (c, &m) in fr.derived.minimap_cols.iter().enumerate() {
@@ -232,7 +237,7 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     ctx.line_to(l + wd, b);
     ctx.close_path();
     ctx.fill();
-    ctx.set_stroke_style_str(OOM_COLOUR);
+    ctx.set_stroke_style_str(pal.oom);
     ctx.set_line_width(1.5 * dpr);
     for o in &f.plot.ooms {
         let x = clamp_px(l + xm.pos(o.step) / v.full_x1 * wd, l + dpr, l + wd - dpr);
@@ -245,21 +250,21 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     // The window: everything outside it dimmed.
     let px = |pos: f64| rect.left_px + pos / v.full_x1 * rect.width_px;
     let (x0, x1) = (px(v.x0), px(v.x1).max(px(v.x0) + 1.0));
-    ctx.set_fill_style_str("rgba(40,40,40,0.18)");
+    ctx.set_fill_style_str(pal.minimap_dim);
     ctx.fill_rect(rect.left_px, rect.top_px, x0 - rect.left_px, rect.height_px);
     ctx.fill_rect(x1, rect.top_px, rect.right_px() - x1, rect.height_px);
-    ctx.set_stroke_style_str("#333");
+    ctx.set_stroke_style_str(pal.minimap_window);
     ctx.set_line_width(1.0);
     ctx.stroke_rect(x0 + 0.5, rect.top_px + 0.5, (x1 - x0 - 1.0).max(0.5), rect.height_px - 1.0);
     if let Some(Drag::Brush { start, end, .. }) = fr.state.drag {
         let (a, b) = (px(start.min(end)), px(start.max(end)));
-        ctx.set_fill_style_str("rgba(78,121,167,0.3)");
+        ctx.set_fill_style_str(pal.brush);
         ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);
-        ctx.set_stroke_style_str(PALETTE[0]);
+        ctx.set_stroke_style_str(pal.bands[0]);
         ctx.stroke_rect(a + 0.5, rect.top_px + 0.5, (b - a - 1.0).max(0.5), rect.height_px - 1.0);
     }
     // Scale: the run's peak.
-    ctx.set_fill_style_str("#666");
+    ctx.set_fill_style_str(pal.muted);
     ctx.set_font(SMALL_FONT);
     ctx.set_text_align("right");
     ctx.set_text_baseline("top");

@@ -21,14 +21,12 @@ use web_sys::{CanvasRenderingContext2d, Document, Element, HtmlCanvasElement, Ht
 
 use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
-use crate::paint::{Frame, PALETTE};
+use crate::paint::{Frame, Palette};
 
 /// Height of one event row, CSS px (matches `#event-rows > div` in style.css).
 pub const EVENT_ROW_PX: f64 = 18.0;
 /// Tallest scrollable height given to the event list (browsers cap element heights), CSS px.
 pub const MAX_LIST_PX: f64 = 8_000_000.0;
-/// Red of rounding waste and pending-free blocks.
-pub const WASTE_RED: &str = "#d62728";
 /// Margin around the segment map, CSS px.
 const MAP_MARGIN_PX: f64 = 8.0;
 /// Tallest row pitch of the segment map, CSS px.
@@ -407,7 +405,7 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
     let map_key = (fi, d, k, size_key, hit);
     if memo.drawn_map != Some(map_key) {
         memo.drawn_map = Some(map_key);
-        draw_map(&els.map, &els.map_ctx, &at.map, &geom, css, state.dpr, hit);
+        draw_map(&els.map, &els.map_ctx, &at.map, (&geom, fr.palette()), css, state.dpr, hit);
         let _ = els.map.set_attribute("data-segments", &at.map.segments.len().to_string());
         let _ = els.map.set_attribute("data-blocks", &at.map.blocks.len().to_string());
         let _ = els.map.set_attribute(
@@ -469,7 +467,7 @@ fn draw_map(
     canvas: &HtmlCanvasElement,
     ctx: &CanvasRenderingContext2d,
     m: &MapLayout,
-    g: &MapGeom,
+    (g, pal): (&MapGeom, &Palette),
     css: (f64, f64),
     dpr: f64,
     hit: Option<MapHit>,
@@ -490,8 +488,8 @@ fn draw_map(
             (s.size_bytes as f64 * g.x_per_byte).max(one_px),
         )
     };
-    ctx.set_fill_style_str("#fff");
-    ctx.set_stroke_style_str("#000");
+    ctx.set_fill_style_str(pal.background);
+    ctx.set_stroke_style_str(pal.outline);
     ctx.set_line_width(one_px);
     for s in &m.segments {
         let (x, y, wd) = seg_rect(s);
@@ -503,12 +501,12 @@ fn draw_map(
         let y = g.top_px + f64::from(s.row) * g.pitch_px;
         let x = g.left_px + b.offset_bytes * g.x_per_byte;
         let wr = (b.requested_bytes as f64 * g.x_per_byte).max(one_px);
-        let colour = if b.pending_free { WASTE_RED } else { PALETTE[state_history::block_colour(b.addr)] };
+        let colour = if b.pending_free { pal.waste } else { pal.bands[state_history::block_colour(b.addr)] };
         ctx.set_fill_style_str(colour);
         ctx.fill_rect(x, y, wr, bar);
     }
     // Rounding waste on top, at least one CSS pixel wide so it can be seen and pointed at.
-    ctx.set_fill_style_str(WASTE_RED);
+    ctx.set_fill_style_str(pal.waste);
     for b in &m.blocks {
         let Some(s) = m.segments.get(b.segment) else { continue };
         if b.size_bytes > b.requested_bytes {
@@ -542,12 +540,12 @@ fn draw_map(
         None => None,
     };
     if let Some((x, y, wd)) = outline {
-        ctx.set_stroke_style_str(WASTE_RED);
+        ctx.set_stroke_style_str(pal.waste);
         ctx.set_line_width(2.0);
         ctx.stroke_rect(x, y, wd, bar);
     }
     if m.segments.is_empty() {
-        ctx.set_fill_style_str("#666");
+        ctx.set_fill_style_str(pal.muted);
         ctx.set_font("13px system-ui, sans-serif");
         let _ = ctx.fill_text("No segments reserved at this point.", g.left_px + 4.0, g.top_px + 16.0);
     }
