@@ -10,6 +10,21 @@ use super::*;
 use memviz_view::state::flame::FlameChange;
 
 impl App {
+    /// Applies an input about a training run (its overview and the rank in focus).
+    fn run_input(&mut self, input: Input) {
+        match input {
+            Input::OpenRun(files) => self.open_run(files),
+            Input::FocusRank(i) => self.focus_rank(i),
+            Input::CompareRank(i) => self.compare_rank(i),
+            Input::ToggleOverview => {
+                let on = !self.state.overview_shown();
+                self.state.show_overview(on);
+                self.settle_layout();
+            }
+            _ => {}
+        }
+    }
+
     /// Applies one input.
     pub fn handle(&mut self, input: Input) {
         let effects = match input {
@@ -46,22 +61,8 @@ impl App {
                 self.select_file(i);
                 Vec::new()
             }
-            Input::OpenRun(files) => {
-                self.open_run(files);
-                Vec::new()
-            }
-            Input::FocusRank(i) => {
-                self.focus_rank(i);
-                Vec::new()
-            }
-            Input::CompareRank(i) => {
-                self.compare_rank(i);
-                Vec::new()
-            }
-            Input::ToggleOverview => {
-                let on = !self.state.overview_shown();
-                self.state.show_overview(on);
-                self.settle_layout();
+            Input::OpenRun(_) | Input::FocusRank(_) | Input::CompareRank(_) | Input::ToggleOverview => {
+                self.run_input(input);
                 Vec::new()
             }
             Input::SelectDevice(d) => {
