@@ -45,7 +45,8 @@ for (const name of ['pinned_host.pickle', 'pinned_host_lists.pickle']) {
       assert.equal(await page.inputValue('#device-select'), options[1].value, `${view} keeps the device`);
     }
     await page.waitForSelector('#event-rows > div.sel');
-    const rows = await page.$$eval('#event-rows > div', (d) => d.map((x) => x.textContent).join('\n'));
+    // Each row starts with its entry number (a link), then the row's text.
+  const rows = await page.$$eval('#event-rows > div', (d) => d.map((x) => x.textContent.replace(/^\d+/, '')).join('\n'));
     assert.match(rows, /^alloc +b[0-9a-f]+_\d+ /m, rows);
     await shot(page, `newer-formats-${name.replace('.pickle', '')}`);
     assert.deepEqual(page.memviz.errors, []);
@@ -69,10 +70,10 @@ test('annotate entries show on their allocation: tooltip, stack panel, history r
   assert.match(await page.textContent('#stack'), /kv-cache layer 3/);
   await shot(page, 'newer-formats-annotate');
   const status = await page.textContent('#status');
-  const allocations = Number(status.match(/(\d+) allocations/)?.[1]);
+  const allocations = Number(status.match(/([\d,]+) allocations/)?.[1].replaceAll(',', ''));
   await showView(page, 'allocator-state-history');
   await page.waitForSelector('#event-rows > div.sel');
-  const rows = await page.$$eval('#event-rows > div', (d) => d.map((x) => x.textContent));
+  const rows = await page.$$eval('#event-rows > div', (d) => d.map((x) => x.textContent.replace(/^\d+/, '')));
   const annotate = rows.filter((r) => r.startsWith('annotate'));
   assert.equal(annotate.length, 3, rows.join('\n'));
   assert.match(annotate[0], /^annotate +b[0-9a-f]+_\d+ +"kv-cache layer 3"$/);

@@ -189,7 +189,7 @@ test('? shows the keys, Esc or a click beside them closes them; keyboard focus c
   await page.mouse.click(5, 5);
   await frames(page);
   assert.equal(await page.isVisible('#help'), false, 'a click on the backdrop closes it');
-  // Tab to the file input: its ring is on its label (Open snapshots…), not on "Try a demo".
+  // Tab to the file input: its ring is on its label (Open files…), not on "Try a demo".
   await page.evaluate(() => document.activeElement?.blur());
   await page.keyboard.press('Tab');
   const ring = await page.evaluate(() => ({
