@@ -55,6 +55,7 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   assert.match(await page.textContent('#ranks-rule'), /8 ranks · .*rankN.* · 8 of 8 read/);
   assert.equal(await page.isVisible('#ranks'), true);
   assert.equal(await page.isVisible('#plot'), false, 'the overview takes the timeline\'s place');
+  assert.equal(await page.textContent('#status'), 'A run of 8 ranks · the rank overview');
   const b = await bars(page);
   assert.equal(b.length, 8);
   for (const [i, bar] of b.entries()) {

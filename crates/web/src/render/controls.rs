@@ -48,7 +48,11 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         None => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            let text = fr.file().map_or_else(String::new, status_text);
+            let text = match fr.state.run.as_ref().filter(|_| fr.state.overview_shown()) {
+                // The overview is of the run, not of the file last shown.
+                Some(run) => format!("A run of {} ranks · the rank overview", run.ranks.len()),
+                None => fr.file().map_or_else(String::new, status_text),
+            };
             set_text(&ui.status, &text);
             // The bar may cut a long name: the whole line is its title.
             if ui.status.title() != text {
