@@ -35,3 +35,6 @@ pub mod theme;
 pub mod view;
 pub mod viewport;
 pub mod xmap;
+
+#[cfg(test)]
+mod test_state;

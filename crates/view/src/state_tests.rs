@@ -3,9 +3,6 @@
 
 #![allow(clippy::expect_used)]
 
-use memviz_core::plot::{choose_device, PlotData};
-use memviz_core::timeline::Options;
-
 use super::*;
 use crate::layout_px::{ANNOTATION_ROW_PX, TOP_PX};
 
@@ -14,26 +11,7 @@ static OOM: &[u8] = include_bytes!("../../../tests/data/synth/oom.pickle");
 
 /// A state with `bytes` open on a 1000 × 500 px plot and a 1000 × 60 px overview.
 fn state_with(bytes: &[u8]) -> ViewState {
-    let snap = memviz_core::load(bytes).expect("the snapshot loads");
-    let device = choose_device(&snap, None);
-    let plot = PlotData::build(&snap, device, Options::default());
-    let mut f = OpenFile {
-        name: "x.pickle".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-    };
-    f.viewport = f.full_viewport();
-    ViewState {
-        files: vec![f],
-        current: Some(0),
-        plot_css: (1000.0, 500.0),
-        minimap_css: (1000.0, 60.0),
-        dpr: 1.0,
-        ..ViewState::default()
-    }
+    crate::test_state::open_state(bytes, "x.pickle", 15_000, (1000.0, 60.0))
 }
 
 fn demo() -> ViewState {

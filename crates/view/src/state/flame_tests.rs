@@ -4,12 +4,8 @@
 
 use memviz_core::analysis::flame::{flame_of, FlameFrames, FlameNode};
 use memviz_core::analysis::Replay;
-use memviz_core::plot::{choose_device, PlotData};
-use memviz_core::timeline::Options;
 
 use super::*;
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
@@ -33,19 +29,7 @@ fn small() -> FlameGraph {
 }
 
 fn state() -> ViewState {
-    let snap = memviz_core::load(DEMO).unwrap();
-    let device = choose_device(&snap, None);
-    let plot = PlotData::build(&snap, device, Options::default());
-    let mut f = OpenFile {
-        name: "demo.pickle".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-    };
-    f.viewport = f.full_viewport();
-    ViewState { files: vec![f], current: Some(0), plot_css: (1000.0, 500.0), dpr: 1.0, ..ViewState::default() }
+    crate::test_state::open_state(DEMO, "demo.pickle", 15_000, ViewState::default().minimap_css)
 }
 
 #[test]

@@ -4,30 +4,15 @@
 #![allow(clippy::expect_used)]
 
 use memviz_core::analysis::categories::CategoryTimeline;
-use memviz_core::plot::{choose_device, PlotData};
-use memviz_core::timeline::Options;
 
 use super::*;
 use crate::state::{Target, ViewState};
-use crate::viewport::Viewport;
 use crate::xmap::XAxis;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
 fn demo() -> ViewState {
-    let snap = memviz_core::load(DEMO).expect("the demo loads");
-    let device = choose_device(&snap, None);
-    let plot = PlotData::build(&snap, device, Options::default());
-    let mut f = OpenFile {
-        name: "x.pickle".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-    };
-    f.viewport = f.full_viewport();
-    ViewState { files: vec![f], current: Some(0), plot_css: (1000.0, 500.0), dpr: 1.0, ..ViewState::default() }
+    crate::test_state::open_state(DEMO, "x.pickle", 15_000, ViewState::default().minimap_css)
 }
 
 fn apply(s: &mut ViewState, a: Action) -> Vec<Effect> {

@@ -4,31 +4,17 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::plot::PlotData;
 use memviz_core::timeline::{ElementKey, Mode, Options};
 
 use super::{parse_pin, pin_text};
-use crate::state::{OpenFile, Target, TimelineInput, ViewState};
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
+use crate::state::{Target, TimelineInput, ViewState};
 
 static REUSE: &[u8] = include_bytes!("../../../../tests/data/synth/segment_reuse.pickle");
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
 fn state_with(bytes: &[u8]) -> ViewState {
-    let snap = memviz_core::load(bytes).expect("the snapshot loads");
-    let device = choose_device(&snap, None);
-    let plot = PlotData::build(&snap, device, Options::default());
-    let mut f = OpenFile {
-        name: "x.pickle".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-    };
-    f.viewport = f.full_viewport();
-    ViewState { files: vec![f], current: Some(0), plot_css: (1000.0, 500.0), dpr: 1.0, ..ViewState::default() }
+    crate::test_state::open_state(bytes, "x.pickle", 15_000, ViewState::default().minimap_css)
 }
 
 fn relayout(s: &mut ViewState, options: Options) {

@@ -2,38 +2,17 @@
 
 #![allow(clippy::expect_used)]
 
-use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::plot::PlotData;
 use memviz_core::timeline::Options;
 
-use super::super::{OpenFile, Target, TimelineInput, ViewState};
+use super::super::{Target, TimelineInput, ViewState};
 use crate::entries::step_of_entry;
 use crate::keys::{Command, Surface};
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
 fn demo_with(max_entries: usize) -> ViewState {
-    let snap = memviz_core::load(DEMO).expect("the demo loads");
-    let device = choose_device(&snap, None);
-    let plot = PlotData::build(&snap, device, Options { max_entries, ..Options::default() });
-    let mut f = OpenFile {
-        name: "demo".into(),
-        snap,
-        plot,
-        max_entries,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-    };
-    f.viewport = f.full_viewport();
-    ViewState {
-        files: vec![f],
-        current: Some(0),
-        plot_css: (1000.0, 500.0),
-        minimap_css: (1000.0, 60.0),
-        dpr: 1.0,
-        ..ViewState::default()
-    }
+    crate::test_state::open_state(DEMO, "demo", max_entries, (1000.0, 60.0))
 }
 
 fn key(s: &mut ViewState, c: Command) {

@@ -1,0 +1,35 @@
+//! A page state with one snapshot open on a 1000 × 500 px plot, for the crate's tests.
+
+#![allow(clippy::expect_used)]
+
+use memviz_core::plot::{choose_device, PlotData};
+use memviz_core::timeline::Options;
+
+use crate::state::{OpenFile, ViewState};
+use crate::viewport::Viewport;
+use crate::xmap::XAxis;
+
+/// `bytes` opened as `name` on its default device with Detail `max_entries`, the whole trace
+/// in view; the overview `minimap_css` px (zero: none measured).
+pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_css: (f64, f64)) -> ViewState {
+    let snap = memviz_core::load(bytes).expect("the snapshot loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options { max_entries, ..Options::default() });
+    let mut f = OpenFile {
+        name: name.into(),
+        snap,
+        plot,
+        max_entries,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    };
+    f.viewport = f.full_viewport();
+    ViewState {
+        files: vec![f],
+        current: Some(0),
+        plot_css: (1000.0, 500.0),
+        minimap_css,
+        dpr: 1.0,
+        ..ViewState::default()
+    }
+}
