@@ -266,4 +266,19 @@ mod tests {
         let snap = load(&crate::test_fixtures::fixture("external", "cranberrii__memory_snapshot.pickle"));
         assert!(!coverage(&snap, 0).starts_mid_run());
     }
+
+    /// A real ring buffer that wrapped (`max_entries=64`, PyTorch 2.11, which writes no overflow
+    /// flag): the 5 frees of allocations made before its first entry give it away.
+    #[test]
+    fn a_real_wrapped_ring_buffer_is_inferred() {
+        let snap = load(&crate::test_fixtures::fixture("real", "ring_buffer_wrapped.pickle"));
+        let c = coverage(&snap, 0);
+        assert_eq!((c.entries, c.start, c.unseen_frees), (64, TraceStart::StartedLate, 5));
+        let reason = c.reason().unwrap_or_default();
+        assert!(
+            reason.starts_with("the trace starts mid-run (5 frees of allocations never seen allocated"),
+            "{reason}"
+        );
+        assert!(reason.ends_with(RAISE_MAX_ENTRIES), "{reason}");
+    }
 }

@@ -7,6 +7,8 @@
 //! Elements and segment events take their pool from the entry's `pool_id` where the trace records
 //! it (PyTorch 2.12+, on every entry), else by binary search over the device's final segments
 //! sorted by address (segments already gone at snapshot time cannot be resolved that way).
+//! A pool's allocations too small to get a band of their own (below Detail) are folded into one
+//! stripe per pool ([`PoolEnvelope::small`]), which the view draws inside the summarized band.
 
 use crate::snapshot::{Action, Snapshot};
 use crate::timeline::Layout;
@@ -26,6 +28,11 @@ pub struct PoolEnvelope {
     pub height: Vec<(u32, u64)>,
     /// Elements (layout indices) allocated in the pool.
     pub elements: Vec<u32>,
+    /// The pool's summarized (not drawn, not hidden) live bytes over time: (step, bytes from
+    /// that step on), steps ascending; empty when every allocation of the pool has a band.
+    pub small: Vec<(u32, u64)>,
+    /// How many of the pool's allocations are summarized.
+    pub small_count: u32,
 }
 
 impl PoolEnvelope {
@@ -48,6 +55,39 @@ impl PoolEnvelope {
             self.height.get(i - 1).map_or(0, |h| h.1)
         }
     }
+
+    /// The pool's summarized live bytes at a step (its stripe's height there).
+    pub fn small_at(&self, step: f64) -> u64 {
+        let i = self.small.partition_point(|h| f64::from(h.0) <= step);
+        i.checked_sub(1).and_then(|i| self.small.get(i)).map_or(0, |h| h.1)
+    }
+}
+
+/// The summarized live bytes of `elements` as a step function (see [`PoolEnvelope::small`]) and
+/// how many there are.
+fn small_series(layout: &Layout, elements: &[u32]) -> (Vec<(u32, u64)>, u32) {
+    let mut changes: Vec<(u32, i128)> = Vec::new();
+    let mut count = 0u32;
+    for el in elements.iter().filter_map(|&e| layout.elements.get(e as usize)) {
+        if el.band.is_some() || layout.is_hidden(el) {
+            continue;
+        }
+        count += 1;
+        changes.push((el.alloc_step, i128::from(el.size_bytes)));
+        if let Some(f) = el.free_step {
+            changes.push((f, -i128::from(el.size_bytes)));
+        }
+    }
+    changes.sort_unstable_by_key(|c| c.0);
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    let mut live: i128 = 0;
+    for chunk in changes.chunk_by(|a, b| a.0 == b.0) {
+        live += chunk.iter().map(|c| c.1).sum::<i128>();
+        if let Some(&(step, _)) = chunk.first() {
+            out.push((step, u64::try_from(live).unwrap_or(0)));
+        }
+    }
+    (out, count)
 }
 
 /// Envelopes of the private pools of one device, and each element's pool.
@@ -206,7 +246,17 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
             snap.pools.get(pool as usize).copied().unwrap_or((0, 0)),
             snap.streams.get(stream as usize).copied().unwrap_or(0),
         );
-        out.envelopes.push(PoolEnvelope { pool_id, stream_id, first_step: first, offset_bytes, height, elements });
+        let (small, small_count) = small_series(layout, &elements);
+        out.envelopes.push(PoolEnvelope {
+            pool_id,
+            stream_id,
+            first_step: first,
+            offset_bytes,
+            height,
+            elements,
+            small,
+            small_count,
+        });
     }
     out
 }
@@ -240,6 +290,50 @@ mod tests {
                 })
             });
             assert!(found, "{name}: no private pool envelope");
+        }
+    }
+
+    /// Each pool's stripe of small allocations is, at every step, the bytes of its summarized
+    /// allocations live then (counted here from the elements alone), and the stripes fit in the
+    /// summarized band.
+    #[test]
+    fn small_allocations_fold_into_one_stripe_per_pool() {
+        for name in ["multistream.pickle", "metadata_mempool.pickle"] {
+            let snap = load(name);
+            let mut checked = 0;
+            for d in 0..snap.devices.len() {
+                let l = Layout::build(&snap, d, Options { max_entries: 4, ..Options::default() });
+                let p = pools(&snap, d, &l);
+                for s in 0..=l.steps {
+                    let step = f64::from(s);
+                    let mut in_pools = 0;
+                    for (i, e) in p.envelopes.iter().enumerate() {
+                        let expect: u64 = l
+                            .elements
+                            .iter()
+                            .enumerate()
+                            .filter(|(k, x)| {
+                                p.of_element(*k as u32) == Some(i)
+                                    && x.band.is_none()
+                                    && x.alloc_step <= s
+                                    && x.free_step.is_none_or(|f| f > s)
+                            })
+                            .map(|(_, x)| x.size_bytes)
+                            .sum();
+                        assert_eq!(e.small_at(step), expect, "{name} pool {i} step {s}");
+                        in_pools += expect;
+                        checked += usize::from(expect > 0);
+                    }
+                    let ev = l.event_step.partition_point(|&x| x <= s);
+                    let band = ev.checked_sub(1).map_or(l.initial_summarized_bytes, |i| l.event_summarized_bytes[i]);
+                    assert!(in_pools <= band, "{name} step {s}: stripes {in_pools} > band {band}");
+                }
+                for e in &p.envelopes {
+                    let small = e.elements.iter().filter(|&&x| l.elements[x as usize].band.is_none()).count();
+                    assert_eq!(e.small_count as usize, small);
+                }
+            }
+            assert!(checked > 0, "{name}: no pool has small allocations at Detail 4");
         }
     }
 }

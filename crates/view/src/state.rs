@@ -185,6 +185,16 @@ pub enum Target {
     Annotation(usize),
 }
 
+/// What of a private pool the pointer is on (private-pools view).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolHover {
+    /// The pool's envelope (index in its device's pools).
+    pub envelope: usize,
+    /// On the pool's stripe of small allocations in the summarized band: their live bytes at
+    /// the pointer.
+    pub small_bytes: Option<u64>,
+}
+
 /// A drag in progress.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Drag {
@@ -390,8 +400,8 @@ pub struct ViewState {
     pub restore_file: Option<String>,
     /// The keyboard help is shown.
     pub help_open: bool,
-    /// The private pool envelope under the pointer (private-pools view).
-    pub pool_hover: Option<usize>,
+    /// The private pool under the pointer (private-pools view).
+    pub pool_hover: Option<PoolHover>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
     pub native_frames_open: bool,
     /// The trace entry the cursor is on (a cited entry's link, or the keyboard's selection).

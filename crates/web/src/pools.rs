@@ -1,7 +1,8 @@
 //! The "Allocated Memory (incl. Private Pools)" view: private pools drawn as envelopes of their
-//! reserved-bytes high-water mark over the allocations timeline, with a note above the plot on
-//! how to read them (as PyTorch's viewer has), and the other view notes (a Mapped Pages view
-//! without any mapped pages, a timeline of a device without history).
+//! reserved-bytes high-water mark over the allocations timeline, each pool's small allocations
+//! (below Detail) folded into one stripe of its colour in the summarized band, with a note above
+//! the plot on how to read them (as PyTorch's viewer has), and the other view notes (a Mapped
+//! Pages view without any mapped pages, a timeline of a device without history).
 
 use memviz_core::describe::viewer_size;
 use memviz_core::timeline_pools::Pools;
@@ -10,8 +11,9 @@ use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
 
 use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
+use crate::model::column_envelopes;
 use crate::paint::Frame;
-use memviz_view::state::{Target, ViewState};
+use memviz_view::state::{PoolHover, Target, ViewState};
 use memviz_view::view::View;
 
 /// Text shown in the Mapped Pages view when the trace maps no pages.
@@ -112,8 +114,47 @@ pub fn envelope_text(snap: &memviz_core::snapshot::Snapshot, e: &memviz_core::ti
     )
 }
 
+/// The hover text of a pool's stripe of small allocations.
+pub fn stripe_text(
+    snap: &memviz_core::snapshot::Snapshot,
+    e: &memviz_core::timeline_pools::PoolEnvelope,
+    live_bytes: u64,
+) -> String {
+    let stream = snap.streams.iter().position(|&s| s == e.stream_id).unwrap_or(0);
+    format!(
+        "Private Pool ({},{},s{stream}): small allocations, folded into one stripe\n{} live here, of {} allocations of this pool too small to draw one by one (below Detail). Raise Detail to draw them.\n",
+        e.pool_id.0,
+        e.pool_id.1,
+        memviz_core::format::human_size(live_bytes as f64),
+        e.small_count
+    )
+}
+
+/// The pool at a pointer position (CSS px): its stripe of small allocations, where the pointer
+/// is in the summarized band, else its envelope, unless the pointer is on one of its
+/// allocations.
+pub fn pool_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<PoolHover> {
+    if let (Some(Target::Summarized), Some(p), Some(f)) = (state.hover, pools, state.file()) {
+        if state.view == View::AllocatedMemoryPools && state.drag.is_none() {
+            let rect = state.plot_rect();
+            let v = &f.viewport;
+            let step = f.xmap().step(v.pos_at(&rect, x_px));
+            let bytes = v.bytes_at(&rect, y_px);
+            let mut top = f.plot.layout.live_bytes_at(step.floor().max(0.0)) as f64;
+            for (i, e) in p.envelopes.iter().enumerate().rev() {
+                let small = e.small_at(step.floor().max(0.0));
+                if small > 0 && bytes <= top && bytes >= top - small as f64 {
+                    return Some(PoolHover { envelope: i, small_bytes: Some(small) });
+                }
+                top -= small as f64;
+            }
+        }
+    }
+    envelope_at(state, pools, x_px, y_px).map(|envelope| PoolHover { envelope, small_bytes: None })
+}
+
 /// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
-pub fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<usize> {
+fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<usize> {
     if state.view != View::AllocatedMemoryPools || state.drag.is_some() {
         return None;
     }
@@ -143,6 +184,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
         return;
     }
     let (Some(f), Some(p)) = (fr.file(), fr.derived.pools_of(fr.state)) else { return };
+    draw_stripes(fr, p, ctx);
     let dpr = fr.state.dpr;
     let rect = fr.plot_rect();
     let v = &f.viewport;
@@ -190,7 +232,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
         ctx.fill();
         ctx.set_global_alpha(1.0);
         ctx.set_stroke_style_str(colour);
-        ctx.set_line_width(if fr.state.pool_hover == Some(i) { 3.0 } else { 1.5 } * dpr);
+        let hovered = fr.state.pool_hover.is_some_and(|h| h.envelope == i && h.small_bytes.is_none());
+        ctx.set_line_width(if hovered { 3.0 } else { 1.5 } * dpr);
         let dash = js_sys::Array::of2(&(5.0 * dpr).into(), &(3.0 * dpr).into());
         let _ = ctx.set_line_dash(&dash);
         ctx.stroke();
@@ -214,10 +257,85 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     if fr.ui.plot.get_attribute("data-pool-keys").as_deref() != Some(keys.as_str()) {
         let _ = fr.ui.plot.set_attribute("data-pool-keys", &keys);
     }
-    if let Some(e) = fr.state.pool_hover.and_then(|i| p.envelopes.get(i)) {
-        let text = envelope_text(&f.snap, e);
-        fr.ui.stack.set_text_content(Some(&text));
+    let stripes: Vec<String> =
+        p.envelopes.iter().filter(|e| e.small_count > 0).map(|e| format!("{}:{}", e.key(), e.small_count)).collect();
+    let stripes = stripes.join(";");
+    if fr.ui.plot.get_attribute("data-pool-stripes").as_deref() != Some(stripes.as_str()) {
+        let _ = fr.ui.plot.set_attribute("data-pool-stripes", &stripes);
     }
+    if let Some(h) = fr.state.pool_hover {
+        if let Some(e) = p.envelopes.get(h.envelope) {
+            let text = match h.small_bytes {
+                Some(b) => stripe_text(&f.snap, e, b),
+                None => envelope_text(&f.snap, e),
+            };
+            fr.ui.stack.set_text_content(Some(&text));
+        }
+    }
+}
+
+/// Each pool's small allocations as one stripe of its colour in the summarized band, stacked
+/// from the band's top in the envelopes' order (the default pool's keep the band's colour, at
+/// its bottom). Each pixel column takes the stripes at its middle step, cut to the band there.
+fn draw_stripes(fr: &Frame<'_>, p: &Pools, ctx: &CanvasRenderingContext2d) {
+    let Some(f) = fr.file() else { return };
+    if p.envelopes.iter().all(|e| e.small.is_empty()) {
+        return;
+    }
+    let dpr = fr.state.dpr;
+    let rect = fr.plot_rect();
+    let v = &f.viewport;
+    let xm = f.xmap();
+    let width_dev = rect.width_px * dpr;
+    let left_dev = rect.left_px * dpr;
+    let cols = width_dev.ceil().max(1.0) as usize;
+    let bounds: Vec<f64> = (0..=cols).map(|c| xm.step(v.x0 + v.width() * (c as f64 / width_dev).min(1.0))).collect();
+    let envs = column_envelopes(&f.plot.layout, &bounds);
+    let y_dev = |bytes: f64| v.y_px(&rect, bytes) * dpr;
+    // (lower, upper) bytes of each pool's stripe, column by column.
+    let n = p.envelopes.len();
+    let mut spans = vec![Vec::with_capacity(envs.len()); n];
+    for (c, env) in envs.iter().enumerate() {
+        let mid = bounds.get(c..c + 2).map_or(0.0, |w| (0.5 * (w[0] + w[1])).floor().max(0.0));
+        let (floor, mut top) = (env.drawn_at_peak_bytes, env.total_max_bytes);
+        for (i, e) in p.envelopes.iter().enumerate().rev() {
+            let h = (e.small_at(mid) as f64).min(top - floor).max(0.0);
+            spans[i].push((top - h, top));
+            top -= h;
+        }
+    }
+    ctx.save();
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.begin_path();
+    ctx.rect(rect.left_px * dpr, rect.top_px * dpr, width_dev, rect.height_px * dpr);
+    ctx.clip();
+    let colours = &fr.palette().envelopes;
+    for (i, span) in spans.iter().enumerate() {
+        if span.iter().all(|s| s.1 <= s.0) {
+            continue;
+        }
+        let hovered = fr.state.pool_hover.is_some_and(|h| h.envelope == i && h.small_bytes.is_some());
+        ctx.begin_path();
+        for (c, &(_, hi)) in span.iter().enumerate() {
+            let x = left_dev + c as f64;
+            if c == 0 {
+                ctx.move_to(x, y_dev(hi));
+            } else {
+                ctx.line_to(x, y_dev(hi));
+            }
+            ctx.line_to(x + 1.0, y_dev(hi));
+        }
+        for (c, &(lo, _)) in span.iter().enumerate().rev() {
+            let x = left_dev + c as f64;
+            ctx.line_to(x + 1.0, y_dev(lo));
+            ctx.line_to(x, y_dev(lo));
+        }
+        ctx.close_path();
+        ctx.set_global_alpha(if hovered { 0.85 } else { 0.55 });
+        ctx.set_fill_style_str(colours[i % colours.len()]);
+        ctx.fill();
+    }
+    ctx.restore();
 }
 
 fn draw_note(fr: &Frame<'_>, memo: &mut Memo) {

@@ -99,6 +99,11 @@ test('a trace whose ring buffer overflowed says so above the plot, with what to 
   assert.match(note, /starts mid-run/);
   assert.match(note, /raise max_entries in torch\.cuda\.memory\._record_memory_history\(max_entries=\.\.\.\)/);
   await shot(page, 'newer-formats-overflowed');
+  // A real ring buffer that wrapped (PyTorch 2.11 writes no flag): inferred from its frees.
+  await openFiles(page, join(ROOT, 'tests/data/real/ring_buffer_wrapped.pickle'));
+  await page.waitForFunction(() => /5 frees of allocations never seen/.test(document.getElementById('coverage-note').textContent), null, { polling: 50 });
+  const inferred = await page.textContent('#coverage-note');
+  assert.match(inferred, /^Partial history \(cuda:0\): the trace starts mid-run \(5 frees of allocations never seen allocated/, inferred);
   // A trace from the start has no such banner.
   await openFiles(page, synth('annotate_entries.pickle'));
   await frames(page);

@@ -187,6 +187,31 @@ test('private pools: a real CUDA-graph pool and the synthetic pools each drawn a
   }
 });
 
+test('private pools: each pool\'s small allocations fold into one stripe of its colour, with its own hover text', async () => {
+  const page = await env.newPage();
+  await openFiles(page, MULTISTREAM);
+  await showView(page, 'allocated-memory-private-pools');
+  await page.waitForFunction(() => document.getElementById('plot').dataset.poolKeys, null, { polling: 50 });
+  // Every allocation has a band at full Detail: nothing to fold.
+  assert.equal((await plotData(page)).poolStripes, '');
+  await setDetail(page, 4);
+  const d = await plotData(page);
+  const keys = d.poolKeys.split(';').map((e) => e.split(':')[0]);
+  const stripes = d.poolStripes.split(';');
+  assert.ok(stripes.length >= 1, d.poolStripes);
+  for (const s of stripes) {
+    const [key, count] = s.split(':');
+    assert.ok(keys.includes(key), `${key} is a pool of ${d.poolKeys}`);
+    assert.ok(Number(count) > 0, s);
+  }
+  const hit = await findPoint(page, (f) => /small allocations, folded into one stripe/.test(f.stack), { cols: 24, rows: 20 });
+  assert.ok(hit, 'no pointer position over a pool\'s stripe');
+  assert.match(hit.stack, /^Private Pool \(-?\d+,-?\d+,s\d+\): small allocations, folded into one stripe\n[\d.]+ [KMGT]?i?B live here, of \d+ allocations of this pool/, hit.stack);
+  await shot(page, 'pools-flame-stripes');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('insights: stalled frees of the record_stream file are a problem whose entries are links to the timeline', async () => {
   const page = await env.newPage();
   await openFiles(page, join(ROOT, 'tests/data/synth/record_stream.pickle'));

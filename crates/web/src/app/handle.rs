@@ -173,7 +173,7 @@ impl App {
             }
             Input::PoolPointer(p) => {
                 let pools = self.derived.pools_of(&self.state).map(|p| &**p);
-                let h = p.and_then(|(x, y)| crate::pools::envelope_at(&self.state, pools, x, y));
+                let h = p.and_then(|(x, y)| crate::pools::pool_at(&self.state, pools, x, y));
                 if self.state.pool_hover != h {
                     self.state.pool_hover = h;
                     // The envelope's text replaces the stack text, and back.

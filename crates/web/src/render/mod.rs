@@ -252,7 +252,7 @@ pub struct CanvasKey {
     minimap_columns: usize,
     analysis: usize,
     search: memviz_core::search::Query,
-    pool_hover: Option<usize>,
+    pool_hover: Option<memviz_view::state::PoolHover>,
     cursor_entry: Option<u32>,
     theme: memviz_view::theme::Theme,
     /// Drawn from the held copies ([`HeldPlot`]) rather than exactly.
