@@ -341,6 +341,15 @@ pub struct Loading {
     pub left_ms: Option<f64>,
 }
 
+/// A file whose model was let go: its name and what it was opened from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleasedFile {
+    /// Its name in the file menu.
+    pub name: String,
+    /// What it was opened from ([`ViewState::sources`]), to read it again.
+    pub source: String,
+}
+
 /// The timeline's user state.
 #[derive(Default)]
 pub struct ViewState {
@@ -350,6 +359,9 @@ pub struct ViewState {
     /// file opened again from a new one; same length as `files` once they are pushed with
     /// [`ViewState::push_file`].
     pub sources: Vec<Option<String>>,
+    /// Files whose models were let go to keep at most two ([`ViewState::release_file`]): still
+    /// listed, to be read again from their source when chosen. Oldest first.
+    pub released: Vec<ReleasedFile>,
     /// Index of the file shown.
     pub current: Option<usize>,
     /// The view shown.
@@ -460,8 +472,25 @@ impl ViewState {
         out
     }
 
+    /// Lets file `i`'s model go: it is closed, and listed in [`ViewState::released`] when it
+    /// has a source to be read again from. Whether a file was closed.
+    pub fn release_file(&mut self, i: usize) -> bool {
+        let (name, source) = (self.files.get(i).map(|f| f.name.clone()), self.sources.get(i).cloned().flatten());
+        if !self.close_file(i) {
+            return false;
+        }
+        if let (Some(name), Some(source)) = (name, source) {
+            self.released.retain(|r| r.source != source);
+            self.released.push(ReleasedFile { name, source });
+        }
+        true
+    }
+
     /// Adds an opened file (opened from `source`) and shows it when `show`.
     pub fn push_file(&mut self, f: OpenFile, source: Option<String>, show: bool) {
+        if let Some(s) = &source {
+            self.released.retain(|r| &r.source != s);
+        }
         self.sources.resize(self.files.len(), None);
         self.files.push(f);
         self.sources.push(source);

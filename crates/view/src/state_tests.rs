@@ -541,3 +541,36 @@ fn at_most_two_models_stay_and_never_the_one_shown() {
     // Four files: two go, the oldest first, never file 1; highest index first.
     assert_eq!(s.files_to_release(), vec![2, 0]);
 }
+
+#[test]
+fn a_released_file_stays_listed_until_it_is_read_again() {
+    let mut s = state_with(OOM);
+    s.sources = vec![Some("a|1|0".into())];
+    for key in ["b|2|0", "c|3|0"] {
+        let mut f = state_with(OOM).files.remove(0);
+        f.name = key[..1].to_string();
+        s.push_file(f, Some(key.into()), true);
+    }
+    assert_eq!(s.current, Some(2));
+    for i in s.files_to_release() {
+        assert!(s.release_file(i));
+    }
+    assert_eq!(s.files.len(), 2);
+    assert_eq!(s.released, [ReleasedFile { name: s_name(OOM), source: "a|1|0".into() }]);
+    // Released again (a second time) it is listed once.
+    let f = state_with(OOM).files.remove(0);
+    s.push_file(f, Some("a|1|0".into()), true);
+    assert!(s.released.is_empty(), "read again: no longer listed as released");
+    assert!(s.release_file(0));
+    assert!(s.release_file(0));
+    assert_eq!(s.released.iter().map(|r| r.source.as_str()).collect::<Vec<_>>(), ["b|2|0", "c|3|0"]);
+    // A file with no source (the demo) is closed, not listed.
+    s.sources[0] = None;
+    assert!(s.release_file(0));
+    assert_eq!(s.released.len(), 2);
+    assert!(!s.release_file(5));
+}
+
+fn s_name(snapshot: &[u8]) -> String {
+    state_with(snapshot).files.remove(0).name
+}

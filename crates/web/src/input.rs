@@ -97,6 +97,8 @@ pub enum Input {
     DragHover(bool),
     /// Show another loaded file.
     SelectFile(usize),
+    /// Read again a file whose model was let go (index into `ViewState::released`).
+    ReopenFile(usize),
     /// Show another device (index into the snapshot's devices).
     SelectDevice(usize),
     /// Show another view.

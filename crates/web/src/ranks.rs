@@ -202,7 +202,17 @@ fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String 
             esc(&e.label()),
             esc(&m.label())
         );
-        for (label, a, b) in stack_differences(d, md) {
+        let rows = stack_differences(d, md);
+        if rows.is_empty() {
+            let _ = write!(
+                s,
+                "<tr class=\"differs-none\"><td colspan=\"4\">Their peaks hold the same bytes for every stack: {} is an \
+                 outlier for {}, not for what is live at its peak. Compare the two in full to see every moment.</td></tr>",
+                esc(&e.label()),
+                esc(&reasons.join(", "))
+            );
+        }
+        for (label, a, b) in rows {
             let sign = if a >= b { "+" } else { "−" };
             let _ = write!(
                 s,

@@ -72,6 +72,15 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   assert.equal(await page.$$eval('#ranks-differs .differs', (e) => e.length), 3);
   const more = await page.$$eval('.differs[data-rank="3"] tr[data-more-bytes]', (r) => r.map((x) => Number(x.dataset.moreBytes)));
   assert.ok(more.some((m) => m === 2 * 8 * 32 * MIB), `rank 3 holds 512 MiB more activations: ${more}`);
+  // Rank 6 peaks as the median does (its OOM is what marks it): its table says so, not empty.
+  const oom = await page.$$eval('.differs[data-rank="6"] tr', (r) => r.map((x) => x.textContent));
+  if (oom.length === 1) assert.match(oom[0], /^stack/);
+  const none = await page.$$eval('.differs tr.differs-none', (r) => r.map((x) => x.closest('.differs').dataset.rank + ': ' + x.textContent));
+  for (const t of none) assert.match(t, /^\d+: Their peaks hold the same bytes for every stack: .* is an outlier for (oom|growth|peak)/, t);
+  for (const rank of ['3', '5', '6']) {
+    const rows = await page.$$eval(`.differs[data-rank="${rank}"] tr`, (r) => r.length);
+    assert.ok(rows >= 2, `rank ${rank}'s table has a row under its header`);
+  }
   await shot(page, 'ranks-overview');
   // The address says the overview is shown; a reload says what it waits for.
   assert.match(await hash(page), /ranks=overview/);
@@ -156,7 +165,7 @@ test('a click opens a rank\'s timeline, [ and ] move the focus, the address keep
   await page.close();
 });
 
-test('files opened one after another keep two full models; the same file again is not added; close works', async () => {
+test('files opened one after another keep two full models, the others listed to be read again; the same file again is not added; close works', async () => {
   const page = await env.newPage();
   // Copies under names that give no ranks, opened one at a time.
   const singles = [];
@@ -168,15 +177,24 @@ test('files opened one after another keep two full models; the same file again i
   for (const f of singles) await openFiles(page, f);
   const models = async () => Number(await page.getAttribute('#main', 'data-resident-models'));
   const names = () => page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  const closed = (n) => `${n}.pickle (closed: choose to read again)`;
   assert.ok((await models()) <= 2, `resident models: ${await models()}`);
-  assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle']);
+  assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle', closed('alpha'), closed('bravo'), closed('charlie')]);
   // The same file again: read into its place and shown, not a third entry and no "(2)".
   await openFiles(page, singles[3]);
-  assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle']);
+  assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle', closed('alpha'), closed('bravo'), closed('charlie')]);
   assert.match(await page.textContent('#status'), /^delta\.pickle/);
+  // A closed file chosen in the menu is read again from its file and shown; the oldest other
+  // model goes in its place.
+  const n = await readyCount(page);
+  await page.selectOption('#file-select', 'r0');
+  await waitReady(page, n);
+  assert.match(await page.textContent('#status'), /^alpha\.pickle/);
+  assert.ok((await models()) <= 2, `resident models: ${await models()}`);
+  assert.deepEqual(await names(), ['echo.pickle', 'alpha.pickle', closed('bravo'), closed('charlie'), closed('delta')]);
   await page.click('#close-file');
   await frames(page);
-  assert.deepEqual(await names(), ['echo.pickle']);
+  assert.deepEqual(await names(), ['echo.pickle', closed('bravo'), closed('charlie'), closed('delta')]);
   assert.equal(await models(), 1);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();

@@ -61,6 +61,10 @@ impl App {
                 self.select_file(i);
                 Vec::new()
             }
+            Input::ReopenFile(j) => {
+                self.reopen_file(j);
+                Vec::new()
+            }
             Input::OpenRun(_) | Input::FocusRank(_) | Input::CompareRank(_) | Input::ToggleOverview => {
                 self.run_input(input);
                 Vec::new()
@@ -232,6 +236,7 @@ impl App {
         if !self.state.close_file(i) {
             return;
         }
+        self.prune_handles();
         // What was derived or written was keyed by file index.
         self.derived = Derived::default();
         self.memo.forget_files(&self.ui.document);

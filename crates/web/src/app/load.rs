@@ -13,6 +13,7 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
         let Some(Some(source)) = with_app(&weak, |app| {
             let source = app.queue.pop_front()?;
             app.loading_source = input::source_key(&source);
+            app.keep_handle(&source);
             Some(source)
         }) else {
             break;

@@ -95,6 +95,9 @@ pub struct App {
     /// The files of the run opened ([`memviz_view::ranks::RankEntry::source`] indexes them):
     /// a rank's model is read again from its file when it is focused.
     run_files: Vec<web_sys::File>,
+    /// The picked files loaded or listed to be read again, by [`input::source_key`]: a file
+    /// whose model was let go is read again from its handle (bounded by the file menu).
+    file_handles: Vec<(String, web_sys::File)>,
     /// Runs opened so far (each run's id).
     runs_opened: u64,
     /// A run's entries to compare once both are loaded: (shown, compared with).
@@ -124,6 +127,7 @@ impl App {
             cancel_requested: false,
             cancel_load: None,
             run_files: Vec::new(),
+            file_handles: Vec::new(),
             runs_opened: 0,
             pending_compare: None,
             self_ref: Weak::new(),

@@ -143,16 +143,26 @@ impl App {
         a.compare_with = Some(fm);
     }
 
-    /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay.
+    /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay: a run's
+    /// ranks are closed (the overview lists them), other files stay in the file menu, to be
+    /// read again when chosen.
     pub(crate) fn release_models(&mut self) {
         let release = self.state.files_to_release();
         if release.is_empty() {
             return;
         }
         debug_assert!(self.state.files.len() - release.len() <= MAX_RESIDENT_MODELS);
+        let run_keys: Vec<String> =
+            self.run_files.iter().filter_map(|f| input::source_key(&Source::File(f.clone()))).collect();
         for i in release {
-            self.state.close_file(i);
+            let of_run = self.state.sources.get(i).cloned().flatten().is_some_and(|k| run_keys.contains(&k));
+            if of_run {
+                self.state.close_file(i);
+            } else {
+                self.state.release_file(i);
+            }
         }
+        self.prune_handles();
         // What was derived or written was keyed by file index.
         self.derived = Derived::default();
         self.memo.forget_files(&self.ui.document);
@@ -211,5 +221,45 @@ async fn summarize_here(file: &web_sys::File, name: &str) -> Summarized {
     match memviz_core::load(&bytes) {
         Ok(snap) => Summarized::Done(RankDigest::of(&memviz_core::ranks::summarize(&snap))),
         Err(e) => Summarized::Failed(crate::feed::open_error(name, &e)),
+    }
+}
+
+impl App {
+    /// Keeps the handle of a picked file being loaded, to read it again once its model is let go.
+    pub(crate) fn keep_handle(&mut self, source: &Source) {
+        if let (Source::File(f), Some(k)) = (source, input::source_key(source)) {
+            if !self.file_handles.iter().any(|(h, _)| *h == k) {
+                self.file_handles.push((k, f.clone()));
+            }
+        }
+    }
+
+    /// Lets go of the handles of files neither open, loading nor listed to be read again.
+    pub(crate) fn prune_handles(&mut self) {
+        let s = &self.state;
+        let keep = |k: &String| {
+            s.sources.iter().flatten().any(|x| x == k)
+                || s.released.iter().any(|r| &r.source == k)
+                || self.loading_source.as_ref() == Some(k)
+                || self.queue.iter().any(|q| input::source_key(q).as_ref() == Some(k))
+        };
+        let kept: Vec<(String, web_sys::File)> = self.file_handles.iter().filter(|(k, _)| keep(k)).cloned().collect();
+        self.file_handles = kept;
+    }
+
+    /// Reads again the released file `j` (listed in the file menu) and shows it.
+    pub(crate) fn reopen_file(&mut self, j: usize) {
+        let Some(r) = self.state.released.get(j) else { return };
+        match self.file_handles.iter().find(|(k, _)| *k == r.source) {
+            Some((_, f)) => {
+                let f = f.clone();
+                self.open(vec![Source::File(f)]);
+            }
+            None => {
+                // No handle to read it from (never expected): it leaves the menu.
+                self.state.released.remove(j);
+                self.request_redraw();
+            }
+        }
     }
 }

@@ -75,7 +75,12 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let devices = fr.file().map_or(0, |f| f.snap.devices.len());
     let views = fr.derived.views_of(fr.state);
     let key = (
-        fr.state.files.len(),
+        (fr.state.files.len(), {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            fr.state.released.iter().for_each(|r| r.name.hash(&mut h));
+            h.finish()
+        }),
         fr.state.current,
         devices,
         fr.file().map(|f| f.plot.device_pos),
@@ -86,7 +91,13 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         fill_select(
             ui,
             &ui.file_select,
-            fr.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())),
+            fr.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())).chain(
+                fr.state
+                    .released
+                    .iter()
+                    .enumerate()
+                    .map(|(j, r)| (format!("r{j}"), format!("{} (closed: choose to read again)", r.name))),
+            ),
         );
         if let Some(f) = fr.file() {
             fill_select(
@@ -122,7 +133,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     set_select(
         &ui.file_select,
         &fr.state.current.map_or(String::new(), |i| i.to_string()),
-        fr.state.files.len() < 2 || busy,
+        fr.state.files.len() + fr.state.released.len() < 2 || busy,
     );
     set_select(&ui.view_select, fr.state.view.value(), fr.file().is_none() || busy);
     match fr.file() {

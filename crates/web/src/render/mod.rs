@@ -37,8 +37,9 @@ use hooks::*;
 use landing::sync_landing;
 use overlay::*;
 
-/// What the menus were filled for.
-pub type MenusKey = (usize, Option<usize>, usize, Option<usize>, Option<(bool, bool)>);
+/// What the menus were filled for: (open files, a hash of the released files' names), the file
+/// shown, its devices, the device shown, which views show something.
+pub type MenusKey = ((usize, u64), Option<usize>, usize, Option<usize>, Option<(bool, bool)>);
 
 /// What the painters remember of what they wrote, so frames only touch what changed; and the
 /// first frames of a file just opened.
