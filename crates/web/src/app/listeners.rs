@@ -24,6 +24,15 @@ pub(crate) fn select_index(e: &web_sys::Event) -> Option<usize> {
     s.value().parse().ok()
 }
 
+/// The file menu's choice: a loaded file, or a released one (listed as "r<index>").
+fn file_choice(e: &web_sys::Event) -> Option<Input> {
+    let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+    match s.value().strip_prefix('r') {
+        Some(j) => j.parse().ok().map(Input::ReopenFile),
+        None => s.value().parse().ok().map(Input::SelectFile),
+    }
+}
+
 pub(crate) fn input_number(e: &web_sys::Event) -> Option<usize> {
     let i: HtmlInputElement = e.target()?.dyn_into().ok()?;
     i.value().parse().ok()
@@ -104,14 +113,7 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
         Some(if files.is_empty() { Input::DragHover(false) } else { Input::Open(files) })
     }));
     // Menus.
-    l.push(bind(ui.file_select.as_ref(), "change", |e: &web_sys::Event| {
-        // Released files are listed as "r<index>".
-        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-        match s.value().strip_prefix('r') {
-            Some(j) => j.parse().ok().map(Input::ReopenFile),
-            None => s.value().parse().ok().map(Input::SelectFile),
-        }
-    }));
+    l.push(bind(ui.file_select.as_ref(), "change", file_choice));
     l.push(bind(ui.device_select.as_ref(), "change", |e: &web_sys::Event| select_index(e).map(Input::SelectDevice)));
     l.push(bind(ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
         let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
