@@ -123,6 +123,17 @@ function endWhenIdle(end) {
 const unavailable = (why) => ({ kind: KIND.UNAVAILABLE, message: why });
 const failed = (message) => ({ kind: KIND.ERROR, message });
 
+/** What the page says when the loading worker died reading `file`: most likely its model did not
+ * fit in one tab's WebAssembly heap (at most 4 GiB), so it says so and what reads it instead. */
+function stoppedMessage(file, why) {
+  const size = file.size >= 2 ** 30 ? `${(file.size / 2 ** 30).toFixed(1)} GiB` : `${Math.round(file.size / 2 ** 20)} MiB`;
+  return `The loader stopped reading ${file.name} (${size}): ${why}. The file most likely holds more ` +
+    `than one browser tab can (a tab's WebAssembly memory is at most 4 GiB). The command line reads ` +
+    `files of any size: memviz info ${file.name} (peaks and devices), memviz oom / live / insights (the ` +
+    `answers), or memviz trace-plot ${file.name} -o page.html for a page of its timeline; or record ` +
+    `fewer entries (max_entries).`;
+}
+
 /**
  * Loads a File in a Web Worker (crates/web/src/worker.rs says what it sends; www/protocol.js
  * lists the kinds). Returns `{ next, cancel, shown }`: `next()` resolves to the next of the
@@ -257,7 +268,7 @@ function loadInWorker(module, file, request, onProgress) {
   worker.onerror = (e) => {
     e.preventDefault();
     const why = e.message || 'it stopped';
-    fail(started ? failed(`The loader stopped: ${why}. The file may be too large for this browser tab.`) : unavailable(why));
+    fail(started ? failed(stoppedMessage(file, why)) : unavailable(why));
   };
   if (port) worker.postMessage({ kind: KIND.LOAD, file, request, port }, [port]);
   else worker.postMessage({ kind: KIND.LOAD, file, request });

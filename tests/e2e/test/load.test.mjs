@@ -172,6 +172,34 @@ test('a broken file shows an error in words, and the page keeps working', { skip
   await page.close();
 });
 
+test('a loader that dies mid-file (out of memory, as a 4 GB snapshot does) says what to use instead; the page keeps working', { skip: needFixtures }, async () => {
+  const page = await env.newPage();
+  // A loading worker that starts, reports progress, then dies the way a tab out of WebAssembly
+  // memory does.
+  await page.context().route('**/worker.js', (route) => route.fulfill({
+    contentType: 'text/javascript',
+    body: `self.onmessage = (e) => {
+      if (e.data.kind !== 'load') return;
+      self.postMessage({ kind: 'progress', readBytes: 1 << 20, phase: 'reading' });
+      setTimeout(() => { throw new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded'); }, 50);
+    };`,
+  }));
+  await page.setInputFiles('#file-input', { name: 'huge.pickle', mimeType: 'application/octet-stream', buffer: Buffer.alloc(12 << 20, 0x80) });
+  await page.waitForSelector('#error:not([hidden])', { timeout: 30000 });
+  const text = await page.textContent('#error');
+  assert.match(text, /The loader stopped reading huge\.pickle \(12 MiB\): .*Maximum memory size exceeded/, text);
+  assert.match(text, /more than one browser tab can .*memviz info huge\.pickle/, text);
+  assert.match(text, /memviz trace-plot huge\.pickle -o page\.html/, text);
+  await shot(page, 'error-loader-died');
+  // The page is still usable: the demo opens (on the page, no worker needed).
+  await page.context().unroute('**/worker.js');
+  const n = await readyCount(page);
+  await page.click('#demo');
+  await waitReady(page, n);
+  assert.ok(Number((await plotData(page)).bands) > 10);
+  await page.close();
+});
+
 test('a long load shows bytes read and time left, and can be cancelled', async () => {
   const page = await env.newPage();
   // 300 MB: one long string, valid until its end, so reading takes a while.
