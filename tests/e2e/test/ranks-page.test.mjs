@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, frames, openFiles, readyCount, shot, start, waitReady } from '../lib/harness.mjs';
@@ -113,6 +113,42 @@ test('a folder opens as a run ("Open folder…"), its other files left out', asy
   await page.waitForFunction((n) => performance.getEntriesByName('memviz:ranks-ready').length > n, before, { timeout: 60000, polling: 50 });
   const b = await bars(page);
   assert.deepEqual(b.map((x) => Number(x.rank)), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.equal(await page.getAttribute('#ranks-rule', 'data-rule'), 'rank-in-name');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a folder dropped on the page opens as a run: its directory entries are walked, nested folders too', async () => {
+  const page = await env.newPage();
+  const before = await ranksReady(page);
+  // The bytes of the run's files, given to the page; the drop carries one directory entry
+  // (FileSystemDirectoryEntry's shape: isDirectory, createReader().readEntries in batches, a
+  // nested folder) as Chromium's drop of a folder does. No script can make real entries.
+  const blobs = files.map((f) => ({ name: f.split('/').pop(), b64: readFileSync(f).toString('base64') }));
+  await page.evaluate((list) => {
+    const file = (x) => new File([Uint8Array.from(atob(x.b64), (c) => c.charCodeAt(0))], x.name);
+    const fileEntry = (x, dir) => ({ isFile: true, isDirectory: false, name: x.name, fullPath: `/${dir}/${x.name}`, file: (ok) => ok(file(x)) });
+    const dirEntry = (name, path, children) => ({
+      isFile: false,
+      isDirectory: true,
+      name,
+      fullPath: `/${path}`,
+      createReader() {
+        // Two batches, then an empty one, as readEntries answers.
+        const batches = [children.slice(0, 3), children.slice(3), []];
+        return { readEntries: (ok) => ok(batches.shift() ?? []) };
+      },
+    });
+    const inner = dirEntry('late', 'run/late', list.slice(6).map((x) => fileEntry(x, 'run/late')));
+    const top = dirEntry('run', 'run', [...list.slice(0, 6).map((x) => fileEntry(x, 'run')), inner, fileEntry({ name: 'notes.txt', b64: btoa('not a snapshot') }, 'run')]);
+    const e = new Event('drop', { bubbles: true, cancelable: true });
+    Object.defineProperty(e, 'dataTransfer', { value: { items: [{ kind: 'file', webkitGetAsEntry: () => top }], files: [] } });
+    document.getElementById('main').dispatchEvent(e);
+  }, blobs);
+  await page.waitForFunction((n) => performance.getEntriesByName('memviz:ranks-ready').length > n, before, { timeout: 60000, polling: 50 });
+  const b = await bars(page);
+  assert.deepEqual(b.map((x) => Number(x.rank)), [0, 1, 2, 3, 4, 5, 6, 7]);
+  for (const [i, bar] of b.entries()) assert.equal(Number(bar.peakAllocatedBytes), expectedPeak(i), `rank ${i}`);
   assert.equal(await page.getAttribute('#ranks-rule', 'data-rule'), 'rank-in-name');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
