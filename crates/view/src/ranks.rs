@@ -37,6 +37,8 @@ pub struct RankDigest {
     pub problems: Vec<String>,
     /// The stacks with the most bytes live at the peak: (label, bytes), most first.
     pub top_stacks: Vec<(String, u64)>,
+    /// The same at each iteration's peak (the first iterations, as core keeps them).
+    pub iteration_peak_stacks: Vec<Vec<(String, u64)>>,
 }
 
 memviz_core::wire_struct!(RankDigest {
@@ -50,7 +52,8 @@ memviz_core::wire_struct!(RankDigest {
     iteration_starts,
     grows,
     problems,
-    top_stacks
+    top_stacks,
+    iteration_peak_stacks
 });
 
 impl RankDigest {
@@ -68,6 +71,7 @@ impl RankDigest {
             grows: s.grows(),
             problems: s.problem_kinds().into_iter().map(str::to_string).collect(),
             top_stacks: s.top_stacks.iter().map(|t| (t.label.clone(), t.bytes)).collect(),
+            iteration_peak_stacks: s.iteration_peak_stacks.clone(),
         }
     }
 
@@ -98,6 +102,7 @@ impl RankDigest {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            iteration_peak_stacks: Vec::new(),
             findings: if self.grows { vec![growth] } else { Vec::new() },
         }
     }
@@ -435,11 +440,25 @@ fn per_column(pts: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-/// How the top stacks at an outlier's peak differ from the median rank's at its peak: (label,
-/// outlier's bytes, median's bytes), the largest difference first.
+/// Where the median rank is read against an outlier's peak: the peak of the iteration the
+/// outlier peaks in (`Some(k)`, 0-based), as the compare analysis matches moments, where both
+/// have it; else the median's own peak (`None`).
+pub fn matched_iteration(outlier: &RankDigest, median: &RankDigest) -> Option<usize> {
+    let peak = outlier.peak_allocated_entry?;
+    let k = outlier.iteration_starts.partition_point(|&s| s <= peak).checked_sub(1)?;
+    (median.iteration_peak_stacks.len() > k && median.iteration_starts.len() > k).then_some(k)
+}
+
+/// How the top stacks at an outlier's peak differ from the median rank's at the matched moment
+/// ([`matched_iteration`]): (label, outlier's bytes, median's bytes), the largest difference
+/// first.
 pub fn stack_differences(outlier: &RankDigest, median: &RankDigest) -> Vec<(String, u64, u64)> {
+    let theirs = match matched_iteration(outlier, median).and_then(|k| median.iteration_peak_stacks.get(k)) {
+        Some(s) => s,
+        None => &median.top_stacks,
+    };
     let mut rows: Vec<(String, u64, u64)> = outlier.top_stacks.iter().map(|(l, b)| (l.clone(), *b, 0)).collect();
-    for (l, b) in &median.top_stacks {
+    for (l, b) in theirs {
         match rows.iter_mut().find(|r| r.0 == *l) {
             Some(r) => r.2 = *b,
             None => rows.push((l.clone(), 0, *b)),

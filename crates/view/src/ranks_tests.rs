@@ -168,4 +168,16 @@ fn stacks_that_differ_largest_first() {
         stack_differences(&a, &m),
         vec![("forward".to_string(), 300, 100), ("keep".to_string(), 16, 0), ("other".to_string(), 0, 8)]
     );
+    // With iterations, the median is read at the peak of the iteration the outlier peaks in.
+    a.iteration_starts = vec![0, 10, 20];
+    a.peak_allocated_entry = Some(14);
+    m.iteration_starts = vec![0, 12, 24];
+    m.iteration_peak_stacks = vec![vec![("forward".into(), 1)], vec![("forward".into(), 200), ("params".into(), 100)]];
+    assert_eq!(matched_iteration(&a, &m), Some(1));
+    assert_eq!(stack_differences(&a, &m), vec![("forward".to_string(), 300, 200), ("keep".to_string(), 16, 0)]);
+    // A median with fewer iterations: its own peak.
+    m.iteration_peak_stacks.truncate(1);
+    assert_eq!(matched_iteration(&a, &m), None);
+    a.peak_allocated_entry = None;
+    assert_eq!(matched_iteration(&a, &m), None);
 }

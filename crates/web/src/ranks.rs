@@ -182,7 +182,8 @@ fn curves_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
     s
 }
 
-/// For each outlier, the stacks live at its peak against the median rank's at its peak.
+/// For each outlier, the stacks live at its peak against the median rank's at the matched
+/// moment (the peak of the same iteration, else its own peak).
 fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
     let mut s = String::from("<div id=\"ranks-differs\">");
     for (i, reasons) in outliers {
@@ -190,11 +191,23 @@ fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String 
             continue;
         };
         let (Some(d), Some(md)) = (e.digest(), m.digest()) else { continue };
+        let (at, matched) = match memviz_view::ranks::matched_iteration(d, md) {
+            Some(k) => (
+                format!(
+                    "at {}'s peak and the median's peak in the same iteration (iteration {})",
+                    esc(&e.label()),
+                    k + 1
+                ),
+                k + 1,
+            ),
+            None => ("at their peaks".to_string(), 0),
+        };
         let _ = write!(
             s,
-            "<section class=\"differs\" data-rank=\"{}\"><h3>What differs: {} ({}) against {}, the median, at their \
-             peaks</h3><button type=\"button\" data-compare=\"{i}\">Compare the two in full (Insights, Compare: \
-             matched by iteration)</button><table><tr><th>stack</th><th>{}</th><th>{}</th><th>difference</th></tr>",
+            "<section class=\"differs\" data-rank=\"{}\" data-matched-iteration=\"{matched}\"><h3>What differs: {} ({}) \
+             against {}, the median, {at}</h3><button type=\"button\" data-compare=\"{i}\">Compare the two in full \
+             (Insights, Compare: matched by iteration)</button><table><tr><th>stack</th><th>{}</th><th>{}</th>\
+             <th>difference</th></tr>",
             e.rank,
             esc(&e.label()),
             esc(&reasons.join(", ")),

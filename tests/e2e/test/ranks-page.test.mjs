@@ -72,6 +72,10 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   assert.equal(await page.$$eval('#ranks-differs .differs', (e) => e.length), 3);
   const more = await page.$$eval('.differs[data-rank="3"] tr[data-more-bytes]', (r) => r.map((x) => Number(x.dataset.moreBytes)));
   assert.ok(more.some((m) => m === 2 * 8 * 32 * MIB), `rank 3 holds 512 MiB more activations: ${more}`);
+  // Against the median at the matched moment: its peak in the iteration rank 3 peaks in.
+  const matched = await page.getAttribute('.differs[data-rank="3"]', 'data-matched-iteration');
+  assert.ok(Number(matched) >= 1, `matched iteration: ${matched}`);
+  assert.match(await page.textContent('.differs[data-rank="3"] h3'), new RegExp(`the median's peak in the same iteration \\(iteration ${matched}\\)`));
   // Rank 6 peaks as the median does (its OOM is what marks it): its table says so, not empty.
   const oom = await page.$$eval('.differs[data-rank="6"] tr', (r) => r.map((x) => x.textContent));
   if (oom.length === 1) assert.match(oom[0], /^stack/);

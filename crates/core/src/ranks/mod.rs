@@ -1,9 +1,11 @@
 //! A whole training run: a snapshot per rank. [`naming`] tells ranks and iterations from the
 //! files' paths (no filesystem: path strings in); [`summary`] reduces one rank's snapshot to a
-//! small [`RankSummary`] and picks the [`Outlier`]s among the ranks. The command line's
+//! small [`RankSummary`] and picks the [`Outlier`]s among the ranks; [`moments`] gives the stacks
+//! live at chosen moments (each iteration's peak) in one pass. The command line's
 //! `memviz ranks` and the page's rank overview share both ([`sorted_by_key`] orders their small
 //! lists).
 
+pub mod moments;
 pub mod naming;
 pub mod summary;
 

@@ -16,6 +16,9 @@ pub const CURVE_POINTS: usize = 4096;
 /// Stacks kept in [`RankSummary::top_stacks`].
 pub const TOP_STACKS: usize = 5;
 
+/// Iterations whose peaks' stacks are kept in [`RankSummary::iteration_peak_stacks`].
+pub const MAX_ITERATION_MOMENTS: usize = 256;
+
 /// Frames kept per stack in [`PeakStack::frames`].
 const STACK_FRAMES: usize = 8;
 
@@ -72,6 +75,10 @@ pub struct RankSummary {
     pub iteration_source: Option<&'static str>,
     /// The stacks with the most bytes live at the peak, most first.
     pub top_stacks: Vec<PeakStack>,
+    /// The top stacks (label, bytes) live at each iteration's peak, for the first
+    /// [`MAX_ITERATION_MOMENTS`] iterations ([`crate::ranks::moments`]): the moments another
+    /// rank's peak is matched with.
+    pub iteration_peak_stacks: Vec<Vec<(String, u64)>>,
     /// The insights' findings, problems first (their element lists left empty).
     pub findings: Vec<Finding>,
 }
@@ -156,6 +163,7 @@ pub fn summarize(snap: &Snapshot) -> RankSummary {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            iteration_peak_stacks: Vec::new(),
             findings: Vec::new(),
         };
     };
@@ -166,6 +174,12 @@ pub fn summarize(snap: &Snapshot) -> RankSummary {
         BoundarySource::Annotation { .. } => "annotation",
         BoundarySource::Periodic { .. } => "periodic",
     });
+    let peaks: Vec<u32> = insights.iterations.list.iter().take(MAX_ITERATION_MOMENTS).map(|i| i.peak_row).collect();
+    let iteration_peak_stacks = if peaks.windows(2).all(|w| w[0] <= w[1]) {
+        super::moments::stacks_at_rows(snap, &replay, &peaks, TOP_STACKS)
+    } else {
+        Vec::new()
+    };
     let findings = insights.findings.into_iter().map(|f| Finding { elements: Vec::new(), ..f }).collect();
     RankSummary {
         device: Some(replay.device),
@@ -183,6 +197,7 @@ pub fn summarize(snap: &Snapshot) -> RankSummary {
         iteration_starts: insights.iterations.list.iter().map(|i| i.start_row).collect(),
         iteration_source,
         top_stacks: top_stacks(snap, &replay),
+        iteration_peak_stacks,
         findings,
     }
 }
@@ -297,6 +312,7 @@ mod tests {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            iteration_peak_stacks: Vec::new(),
             findings: Vec::new(),
         }
     }
