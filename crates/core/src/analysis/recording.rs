@@ -11,7 +11,7 @@
 //! finishing; 10 ms is long against kernels of microseconds to milliseconds, so the memory was
 //! held for a noticeable part of a step.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::finding::Finding;
 use super::Replay;
@@ -23,6 +23,9 @@ use crate::snapshot::{Action, Snapshot};
 pub const STALL_ENTRIES: u32 = 8;
 /// Microseconds between a free's request and its completion from which it counts as stalled.
 pub const STALL_US: i64 = 10_000;
+
+/// No lifetime allocated at this row (in [`stalled_frees`]' index of rows).
+const NO_LIFE: u32 = u32::MAX;
 
 /// One stalled free.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,12 +49,17 @@ pub struct StalledFree {
 /// Every stalled free of the replay's device, in request order. O(n).
 pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
     let Some(t) = snap.devices.get(replay.device_pos).map(|d| &d.trace) else { return Vec::new() };
-    let life_of_alloc: HashMap<u32, u32> =
-        replay.lives.iter().enumerate().filter_map(|(i, l)| l.alloc_row.map(|r| (r, i as u32))).collect();
-    let mut open: HashMap<u64, u32> = HashMap::new();
-    let mut pending: HashMap<u64, (u32, u64, Option<u32>)> = HashMap::new();
-    let mut out = Vec::new();
     let n = t.len() as u32;
+    // The lifetime allocated at each row (`NO_LIFE`: none), indexed by row rather than hashed.
+    let mut life_of_alloc = vec![NO_LIFE; n as usize];
+    for (i, l) in replay.lives.iter().enumerate() {
+        if let Some(slot) = l.alloc_row.and_then(|r| life_of_alloc.get_mut(r as usize)) {
+            *slot = i as u32;
+        }
+    }
+    let mut open: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut pending: FxHashMap<u64, (u32, u64, Option<u32>)> = FxHashMap::default();
+    let mut out = Vec::new();
     let stalled = |from: u32, to: u32| -> (bool, u32, Option<i64>) {
         let entries = to.saturating_sub(from);
         let us = match (t.time_us_at(from as usize), t.time_us_at(to as usize)) {
@@ -65,7 +73,7 @@ pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
         let size = t.size_bytes.get(row as usize).copied().unwrap_or(0);
         match a {
             Action::Alloc => {
-                if let Some(&e) = life_of_alloc.get(&row) {
+                if let Some(&e) = life_of_alloc.get(row as usize).filter(|&&e| e != NO_LIFE) {
                     open.insert(addr, e);
                 }
             }
