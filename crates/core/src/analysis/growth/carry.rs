@@ -1,13 +1,13 @@
 //! Carried over: allocations made in one iteration and still live at the next one's peak, and
 //! what kind of memory they are (optimizer state, gradients never freed, held-over tensors, ...).
 
-use std::collections::{BTreeMap, HashMap};
-
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use super::iterations::{Iteration, Iterations};
 use crate::analysis::Replay;
 use crate::snapshot::Snapshot;
+
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// What kind of memory crosses an iteration boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub(super) fn has_autograd_frames(snap: &Snapshot, stack: u32) -> bool {
 /// Memory carried from each iteration into the next one's peak.
 pub fn carry_over(snap: &Snapshot, replay: &Replay, its: &Iterations, growing: &HashSet<u32>) -> Vec<CarryOver> {
     let list = &its.list;
-    let mut optim_stacks: HashMap<u32, bool> = HashMap::new();
+    let mut optim_stacks: HashMap<u32, bool> = HashMap::default();
     for l in &replay.lives {
         optim_stacks.entry(l.stack).or_insert_with(|| is_optimizer_stack(snap, l.stack));
     }
@@ -92,7 +92,7 @@ pub fn carry_over(snap: &Snapshot, replay: &Replay, its: &Iterations, growing: &
         l.alloc_row.is_some_and(|a| its.in_optimizer(a)) || optim_stacks.get(&l.stack).copied().unwrap_or(false)
     };
     // Reference sizes: the optimizer's persistent state, else what was live before the trace.
-    let mut reference: HashMap<u64, usize> = HashMap::new();
+    let mut reference: HashMap<u64, usize> = HashMap::default();
     let mut reference_name = "optimizer state tensors";
     for l in &replay.lives {
         let Some(a) = l.alloc_row else { continue };
@@ -200,13 +200,13 @@ fn make_carry(
         .collect();
     // Bytes and count per (stack, live before the trace) first, so each label is made once (a
     // label walks the stack's frames), then per label.
-    let mut by_stack: HashMap<(u32, bool), (u64, usize)> = HashMap::new();
+    let mut by_stack: HashMap<(u32, bool), (u64, usize)> = HashMap::default();
     for l in &lives {
         let s = by_stack.entry((l.stack, crate::analysis::is_unrecorded(l))).or_default();
         s.0 = s.0.saturating_add(l.size_bytes);
         s.1 += 1;
     }
-    let mut sites: HashMap<String, (u64, usize)> = HashMap::new();
+    let mut sites: HashMap<String, (u64, usize)> = HashMap::default();
     for ((stack, unrecorded), (b, c)) in by_stack {
         let label = if unrecorded {
             crate::analysis::BEFORE_TRACE_LABEL.to_string()
