@@ -307,14 +307,16 @@ impl BlockMap for FxHashMap<u64, LiveBlock> {
     }
 }
 
+/// A block of `size` requested bytes, its size rounded as the allocator rounds it.
+fn new_block(size: u64, pending_free: bool, stack: u32) -> LiveBlock {
+    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free, stack }
+}
+
 /// Applies a block event (alloc, free request, free) forward; `false` for any other event.
 fn apply_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, stack: u32) -> bool {
     match action {
         Action::Alloc => {
-            blocks.put(
-                addr,
-                LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
-            );
+            blocks.put(addr, new_block(size, false, stack));
         }
         Action::FreeRequested => {
             if let Some(b) = blocks.get_block_mut(addr) {
@@ -337,16 +339,10 @@ fn undo_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, 
             }
         }
         Action::FreeCompleted => {
-            blocks.put(
-                addr,
-                LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: true, stack },
-            );
+            blocks.put(addr, new_block(size, true, stack));
         }
         Action::Free => {
-            blocks.put(
-                addr,
-                LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
-            );
+            blocks.put(addr, new_block(size, false, stack));
         }
         _ => return false,
     }
@@ -390,6 +386,24 @@ impl HashedState {
     pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
         if !apply_block(&mut self.blocks, action, addr, size, stack) {
             self.segments.apply_segment(action, addr, size, stream, stack);
+        }
+    }
+
+    /// [`HashedState::apply`], returning the requested bytes of the block at `addr` before and
+    /// after the event (0: none).
+    pub fn apply_counted(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) -> (u64, u64) {
+        match action {
+            // One lookup: the block replaced or removed is the one before.
+            Action::Alloc => {
+                let before = self.blocks.insert(addr, new_block(size, false, stack));
+                (before.map_or(0, |b| b.requested_bytes), size)
+            }
+            Action::FreeCompleted | Action::Free => (self.blocks.remove(&addr).map_or(0, |b| b.requested_bytes), 0),
+            _ => {
+                let before = self.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
+                self.apply(action, addr, size, stream, stack);
+                (before, self.blocks.get(&addr).map_or(0, |b| b.requested_bytes))
+            }
         }
     }
 

@@ -46,9 +46,7 @@ pub fn max_unused_moment(snap: &Snapshot, history: &History, device_pos: usize) 
         let Some((a, addr, size, stream, stack)) = entry(t, row) else { continue };
         match a {
             Action::Alloc | Action::FreeCompleted | Action::Free => {
-                let before = st.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
-                st.apply(a, addr, size, stream, stack);
-                let after = st.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
+                let (before, after) = st.apply_counted(a, addr, size, stream, stack);
                 allocated = allocated.saturating_sub(before).saturating_add(after);
             }
             Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap => {
