@@ -1,9 +1,12 @@
 //! Allocator state (segments and blocks) just after any trace event, the way PyTorch's
 //! "Allocator State History" shows it (reference study, section 3.6), without replaying the whole
 //! trace per seek: one backward pass from the final snapshot stores checkpoints, and a seek undoes
-//! at most one checkpoint interval of events.
+//! at most one checkpoint interval of events. Long replays (that pass, and the analyses' passes
+//! over a whole trace) keep the blocks hashed ([`HashedState`]), which changes as the state does.
 
 use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::snapshot::{Action, BlockState, Snapshot};
 
@@ -198,21 +201,14 @@ impl AllocatorState {
 
     /// Applies one event forward.
     pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        if !apply_block(&mut self.blocks, action, addr, size, stack) {
+            self.apply_segment(action, addr, size, stream, stack);
+        }
+    }
+
+    /// The segment half of [`AllocatorState::apply`] (block events do nothing).
+    fn apply_segment(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
         match action {
-            Action::Alloc => {
-                self.blocks.insert(
-                    addr,
-                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
-                );
-            }
-            Action::FreeRequested => {
-                if let Some(b) = self.blocks.get_mut(&addr) {
-                    b.pending_free = true;
-                }
-            }
-            Action::FreeCompleted | Action::Free => {
-                self.blocks.remove(&addr);
-            }
             Action::SegmentAlloc => {
                 self.segments
                     .insert(addr, SegmentRange { addr, size_bytes: size, stream, pool: 0, expandable: false, stack });
@@ -228,27 +224,14 @@ impl AllocatorState {
 
     /// Undoes one event (the state before it, from the state after it).
     pub fn undo(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        if !undo_block(&mut self.blocks, action, addr, size, stack) {
+            self.undo_segment(action, addr, size, stream, stack);
+        }
+    }
+
+    /// The segment half of [`AllocatorState::undo`] (block events do nothing).
+    fn undo_segment(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
         match action {
-            Action::Alloc => {
-                self.blocks.remove(&addr);
-            }
-            Action::FreeRequested => {
-                if let Some(b) = self.blocks.get_mut(&addr) {
-                    b.pending_free = false;
-                }
-            }
-            Action::FreeCompleted => {
-                self.blocks.insert(
-                    addr,
-                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: true, stack },
-                );
-            }
-            Action::Free => {
-                self.blocks.insert(
-                    addr,
-                    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free: false, stack },
-                );
-            }
             Action::SegmentAlloc => {
                 self.segments.remove(&addr);
             }
@@ -292,6 +275,146 @@ impl AllocatorState {
     }
 }
 
+/// Live blocks by address: [`AllocatorState::blocks`] (a B-tree, for walks in address order) or
+/// [`HashedState::blocks`] (a hash map, for replays over many events); both change the same way.
+trait BlockMap {
+    fn put(&mut self, addr: u64, block: LiveBlock);
+    fn take(&mut self, addr: u64);
+    fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock>;
+}
+
+impl BlockMap for BTreeMap<u64, LiveBlock> {
+    fn put(&mut self, addr: u64, block: LiveBlock) {
+        self.insert(addr, block);
+    }
+    fn take(&mut self, addr: u64) {
+        self.remove(&addr);
+    }
+    fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock> {
+        self.get_mut(&addr)
+    }
+}
+
+impl BlockMap for FxHashMap<u64, LiveBlock> {
+    fn put(&mut self, addr: u64, block: LiveBlock) {
+        self.insert(addr, block);
+    }
+    fn take(&mut self, addr: u64) {
+        self.remove(&addr);
+    }
+    fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock> {
+        self.get_mut(&addr)
+    }
+}
+
+/// A block of `size` requested bytes, its size rounded as the allocator rounds it.
+fn new_block(size: u64, pending_free: bool, stack: u32) -> LiveBlock {
+    LiveBlock { size_bytes: rounded_size(size), requested_bytes: size, pending_free, stack }
+}
+
+/// Applies a block event (alloc, free request, free) forward; `false` for any other event.
+fn apply_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, stack: u32) -> bool {
+    match action {
+        Action::Alloc => {
+            blocks.put(addr, new_block(size, false, stack));
+        }
+        Action::FreeRequested => {
+            if let Some(b) = blocks.get_block_mut(addr) {
+                b.pending_free = true;
+            }
+        }
+        Action::FreeCompleted | Action::Free => blocks.take(addr),
+        _ => return false,
+    }
+    true
+}
+
+/// Undoes a block event; `false` for any other event.
+fn undo_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, stack: u32) -> bool {
+    match action {
+        Action::Alloc => blocks.take(addr),
+        Action::FreeRequested => {
+            if let Some(b) = blocks.get_block_mut(addr) {
+                b.pending_free = false;
+            }
+        }
+        Action::FreeCompleted => {
+            blocks.put(addr, new_block(size, true, stack));
+        }
+        Action::Free => {
+            blocks.put(addr, new_block(size, false, stack));
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// An [`AllocatorState`] for replaying many events: its blocks in a hash map (a lookup costs a
+/// fraction of a B-tree's search; nothing here needs them in address order), its segments as
+/// they are there. It changes exactly as an [`AllocatorState`] does.
+#[derive(Clone, Debug, Default)]
+pub struct HashedState {
+    /// The segments (its blocks left empty).
+    pub segments: AllocatorState,
+    /// Live blocks by address.
+    pub blocks: FxHashMap<u64, LiveBlock>,
+}
+
+impl HashedState {
+    /// The same state, hashed.
+    pub fn new(st: &AllocatorState) -> HashedState {
+        HashedState {
+            segments: AllocatorState { segments: st.segments.clone(), blocks: BTreeMap::new() },
+            blocks: st.blocks.iter().map(|(&a, b)| (a, b.clone())).collect(),
+        }
+    }
+
+    /// The same state, its blocks in address order.
+    pub fn to_state(&self) -> AllocatorState {
+        AllocatorState {
+            segments: self.segments.segments.clone(),
+            blocks: self.blocks.iter().map(|(&a, b)| (a, b.clone())).collect(),
+        }
+    }
+
+    /// Sum of segment bytes, as [`AllocatorState::reserved_bytes`].
+    pub fn reserved_bytes(&self) -> u64 {
+        self.segments.reserved_bytes()
+    }
+
+    /// [`AllocatorState::apply`].
+    pub fn apply(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        if !apply_block(&mut self.blocks, action, addr, size, stack) {
+            self.segments.apply_segment(action, addr, size, stream, stack);
+        }
+    }
+
+    /// [`HashedState::apply`], returning the requested bytes of the block at `addr` before and
+    /// after the event (0: none).
+    pub fn apply_counted(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) -> (u64, u64) {
+        match action {
+            // One lookup: the block replaced or removed is the one before.
+            Action::Alloc => {
+                let before = self.blocks.insert(addr, new_block(size, false, stack));
+                (before.map_or(0, |b| b.requested_bytes), size)
+            }
+            Action::FreeCompleted | Action::Free => (self.blocks.remove(&addr).map_or(0, |b| b.requested_bytes), 0),
+            _ => {
+                let before = self.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
+                self.apply(action, addr, size, stream, stack);
+                (before, self.blocks.get(&addr).map_or(0, |b| b.requested_bytes))
+            }
+        }
+    }
+
+    /// [`AllocatorState::undo`].
+    pub fn undo(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
+        if !undo_block(&mut self.blocks, action, addr, size, stack) {
+            self.segments.undo_segment(action, addr, size, stream, stack);
+        }
+    }
+}
+
 /// Checkpointed history of one device's allocator state.
 #[derive(Clone, Debug)]
 pub struct History {
@@ -310,18 +433,18 @@ impl History {
     pub fn build(snap: &Snapshot, device_pos: usize) -> History {
         let n = snap.devices.get(device_pos).map_or(0, |d| d.trace.len());
         let interval = (n / 64).max(2048);
-        let mut st = AllocatorState::from_snapshot(snap, device_pos);
+        let mut st = HashedState::new(&AllocatorState::from_snapshot(snap, device_pos));
         let mut checkpoints = Vec::new();
         if let Some(dev) = snap.devices.get(device_pos) {
             let t = &dev.trace;
             for k in (0..n).rev() {
                 if (n - 1 - k) % interval == 0 {
-                    checkpoints.push((k, st.clone()));
+                    checkpoints.push((k, st.to_state()));
                 }
                 st.undo(t.action[k], t.addr[k], t.size_bytes[k], t.stream[k], t.stack[k]);
             }
         }
-        checkpoints.push((usize::MAX, st));
+        checkpoints.push((usize::MAX, st.to_state()));
         History { device_pos, checkpoints, interval, len: n }
     }
 

@@ -14,7 +14,7 @@ use super::finding::Finding;
 use super::fragmentation::{final_block_sizes, unused_at_peak_with, FragPoint, FreeTracker};
 use super::{size_text, Replay};
 use crate::snapshot::{Action, Snapshot};
-use crate::state::{AllocatorState, History};
+use crate::state::{HashedState, History};
 
 /// Reserved minus allocated must reach this many bytes for a note (256 MiB: less is the ordinary
 /// slack of the allocator's rounding and of its 2 MiB and 20 MiB segments).
@@ -36,8 +36,9 @@ fn after(row: Option<u32>) -> String {
 /// the row `None` for the state before the first entry; the first of equal moments, as
 /// [`super::fragmentation::fragmentation_series`] picks it.
 pub fn max_unused_moment(snap: &Snapshot, history: &History, device_pos: usize) -> (Option<u32>, u64, u64) {
-    let mut st = history.initial().clone();
-    let (mut reserved, mut allocated) = (st.reserved_bytes(), st.allocated_bytes());
+    let initial = history.initial();
+    let (mut reserved, mut allocated) = (initial.reserved_bytes(), initial.allocated_bytes());
+    let mut st = HashedState::new(initial);
     let mut best = (None, reserved.saturating_sub(allocated), reserved);
     let Some(dev) = snap.devices.get(device_pos) else { return best };
     let t = &dev.trace;
@@ -45,9 +46,7 @@ pub fn max_unused_moment(snap: &Snapshot, history: &History, device_pos: usize) 
         let Some((a, addr, size, stream, stack)) = entry(t, row) else { continue };
         match a {
             Action::Alloc | Action::FreeCompleted | Action::Free => {
-                let before = st.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
-                st.apply(a, addr, size, stream, stack);
-                let after = st.blocks.get(&addr).map_or(0, |b| b.requested_bytes);
+                let (before, after) = st.apply_counted(a, addr, size, stream, stack);
                 allocated = allocated.saturating_sub(before).saturating_add(after);
             }
             Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap => {
@@ -72,7 +71,7 @@ fn entry(t: &crate::snapshot::Trace, row: usize) -> Option<(Action, u64, u64, u3
 /// The allocator's memory just after `row`, as the fragmentation series has it there (blocks
 /// still live at the end take their real size from the final segments).
 pub fn point_after(snap: &Snapshot, history: &History, device_pos: usize, row: Option<u32>) -> FragPoint {
-    let mut st: AllocatorState = history.initial().clone();
+    let mut st = HashedState::new(history.initial());
     let dev = snap.devices.get(device_pos);
     if let (Some(dev), Some(last)) = (dev, row) {
         let real = final_block_sizes(snap, device_pos);
@@ -87,7 +86,7 @@ pub fn point_after(snap: &Snapshot, history: &History, device_pos: usize, row: O
             }
         }
     }
-    let tr = FreeTracker::new(st);
+    let tr = FreeTracker::new(st.to_state());
     FragPoint {
         row,
         time_us: row.and_then(|r| dev.and_then(|d| d.trace.time_us_at(r as usize))),

@@ -6,8 +6,9 @@
 //! multiset of their sizes; each entry recomputes only the free ranges around the address range
 //! it touches, so a whole trace costs O(n log n), not O(events × segments).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
 use super::{size_text, Replay};
@@ -492,11 +493,11 @@ impl FragTrack {
 
 /// Real block sizes of the allocs whose blocks are still live in the final segments, by alloc
 /// row: the same block sizes [`History`] gives when it undoes the trace from the final state.
-pub fn final_block_sizes(snap: &Snapshot, device_pos: usize) -> HashMap<u32, u64> {
-    let mut out = HashMap::new();
+pub fn final_block_sizes(snap: &Snapshot, device_pos: usize) -> FxHashMap<u32, u64> {
+    let mut out = FxHashMap::default();
     let Some(dev) = snap.devices.get(device_pos) else { return out };
     let t = &dev.trace;
-    let mut open: HashMap<u64, u32> = HashMap::new();
+    let mut open: FxHashMap<u64, u32> = FxHashMap::default();
     for row in 0..t.len() {
         let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
         match a {

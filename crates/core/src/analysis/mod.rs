@@ -24,7 +24,6 @@ pub mod live;
 pub mod oom;
 pub mod recording;
 
-use std::collections::HashMap;
 use std::fmt;
 
 use crate::format::frame_visible;
@@ -203,7 +202,7 @@ impl Replay {
         let t = &dev.trace;
         let n = t.len();
         r.rows = n;
-        let mut open: HashMap<u64, u32> = HashMap::new();
+        let mut open: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
         for row in 0..n {
             let Some(&a) = t.action.get(row) else { continue };
             if !matches!(a, Action::Alloc | Action::FreeCompleted | Action::Free) {

@@ -11,7 +11,7 @@
 //! finishing; 10 ms is long against kernels of microseconds to milliseconds, so the memory was
 //! held for a noticeable part of a step.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::finding::Finding;
 use super::Replay;
@@ -23,6 +23,9 @@ use crate::snapshot::{Action, Snapshot};
 pub const STALL_ENTRIES: u32 = 8;
 /// Microseconds between a free's request and its completion from which it counts as stalled.
 pub const STALL_US: i64 = 10_000;
+
+/// No lifetime allocated at this row (in [`find_lifetimes`]' index of rows).
+const NO_LIFE: u32 = u32::MAX;
 
 /// One stalled free.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,13 +46,11 @@ pub struct StalledFree {
     pub element: Option<u32>,
 }
 
-/// Every stalled free of the replay's device, in request order. O(n).
+/// Every stalled free of the replay's device, in request order. O(n): one pass pairs requests
+/// with completions; only when some free stalled does a second pass find their lifetimes.
 pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
     let Some(t) = snap.devices.get(replay.device_pos).map(|d| &d.trace) else { return Vec::new() };
-    let life_of_alloc: HashMap<u32, u32> =
-        replay.lives.iter().enumerate().filter_map(|(i, l)| l.alloc_row.map(|r| (r, i as u32))).collect();
-    let mut open: HashMap<u64, u32> = HashMap::new();
-    let mut pending: HashMap<u64, (u32, u64, Option<u32>)> = HashMap::new();
+    let mut pending: FxHashMap<u64, (u32, u64)> = FxHashMap::default();
     let mut out = Vec::new();
     let n = t.len() as u32;
     let stalled = |from: u32, to: u32| -> (bool, u32, Option<i64>) {
@@ -62,19 +63,13 @@ pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
     };
     for row in 0..n {
         let (Some(&a), Some(&addr)) = (t.action.get(row as usize), t.addr.get(row as usize)) else { continue };
-        let size = t.size_bytes.get(row as usize).copied().unwrap_or(0);
         match a {
-            Action::Alloc => {
-                if let Some(&e) = life_of_alloc.get(&row) {
-                    open.insert(addr, e);
-                }
-            }
             Action::FreeRequested => {
-                pending.insert(addr, (row, size, open.get(&addr).copied()));
+                let size = t.size_bytes.get(row as usize).copied().unwrap_or(0);
+                pending.insert(addr, (row, size));
             }
             Action::FreeCompleted | Action::Free => {
-                open.remove(&addr);
-                if let Some((from, size_bytes, element)) = pending.remove(&addr) {
+                if let Some((from, size_bytes)) = pending.remove(&addr) {
                     let (yes, waited_entries, waited_us) = stalled(from, row);
                     if yes {
                         out.push(StalledFree {
@@ -84,7 +79,7 @@ pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
                             completed_row: Some(row),
                             waited_entries,
                             waited_us,
-                            element,
+                            element: None,
                         });
                     }
                 }
@@ -93,7 +88,7 @@ pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
         }
     }
     let last = n.saturating_sub(1);
-    for (addr, (from, size_bytes, element)) in pending {
+    for (addr, (from, size_bytes)) in pending {
         let (yes, waited_entries, waited_us) = stalled(from, last);
         if yes {
             out.push(StalledFree {
@@ -103,12 +98,49 @@ pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
                 completed_row: None,
                 waited_entries,
                 waited_us,
-                element,
+                element: None,
             });
         }
     }
+    if !out.is_empty() {
+        find_lifetimes(t, replay, &mut out);
+    }
     out.sort_by_key(|s| (s.requested_row, s.addr));
     out
+}
+
+/// Sets each stalled free's [`StalledFree::element`]: the lifetime whose alloc was the last one
+/// at its address, not freed since, when the free was requested.
+fn find_lifetimes(t: &crate::snapshot::Trace, replay: &Replay, out: &mut [StalledFree]) {
+    // The lifetime allocated at each row (`NO_LIFE`: none), indexed by row rather than hashed.
+    let mut life_of_alloc = vec![NO_LIFE; t.len()];
+    for (i, l) in replay.lives.iter().enumerate() {
+        if let Some(slot) = l.alloc_row.and_then(|r| life_of_alloc.get_mut(r as usize)) {
+            *slot = i as u32;
+        }
+    }
+    // A row holds one request, so each stalled free has a row of its own.
+    let by_request: FxHashMap<u32, usize> = out.iter().enumerate().map(|(i, s)| (s.requested_row, i)).collect();
+    let mut open: FxHashMap<u64, u32> = FxHashMap::default();
+    for row in 0..t.len() {
+        let (Some(&a), Some(&addr)) = (t.action.get(row), t.addr.get(row)) else { continue };
+        match a {
+            Action::Alloc => {
+                if let Some(&e) = life_of_alloc.get(row).filter(|&&e| e != NO_LIFE) {
+                    open.insert(addr, e);
+                }
+            }
+            Action::FreeRequested => {
+                if let Some(s) = by_request.get(&(row as u32)).and_then(|&i| out.get_mut(i)) {
+                    s.element = open.get(&addr).copied();
+                }
+            }
+            Action::FreeCompleted | Action::Free => {
+                open.remove(&addr);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The findings of this module for the replay's device: the trace's coverage, stalled frees.

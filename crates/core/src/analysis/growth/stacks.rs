@@ -1,10 +1,10 @@
 //! Growth: live bytes by stack at the end of every iteration, and the stacks that keep growing
 //! with their least-squares bytes per iteration.
 
-use std::collections::HashMap;
-
 use super::iterations::Iterations;
 use crate::analysis::Replay;
+
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// A stack whose live bytes grow from iteration to iteration.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,7 +70,7 @@ pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
         return None;
     }
     let ends: Vec<u32> = its.list.iter().map(|i| i.end_row.saturating_sub(1)).collect();
-    let mut diffs: HashMap<(u32, u32), i128> = HashMap::new();
+    let mut diffs: HashMap<(u32, u32), i128> = HashMap::default();
     for l in &replay.lives {
         let lo = match l.alloc_row {
             None => 0,
