@@ -283,29 +283,24 @@ trait BlockMap {
     fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock>;
 }
 
-impl BlockMap for BTreeMap<u64, LiveBlock> {
-    fn put(&mut self, addr: u64, block: LiveBlock) {
-        self.insert(addr, block);
-    }
-    fn take(&mut self, addr: u64) {
-        self.remove(&addr);
-    }
-    fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock> {
-        self.get_mut(&addr)
-    }
+/// The same three calls for each map type (their own `insert`, `remove`, `get_mut`).
+macro_rules! block_map {
+    ($($map:ty),*) => {$(
+        impl BlockMap for $map {
+            fn put(&mut self, addr: u64, block: LiveBlock) {
+                self.insert(addr, block);
+            }
+            fn take(&mut self, addr: u64) {
+                self.remove(&addr);
+            }
+            fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock> {
+                self.get_mut(&addr)
+            }
+        }
+    )*};
 }
 
-impl BlockMap for FxHashMap<u64, LiveBlock> {
-    fn put(&mut self, addr: u64, block: LiveBlock) {
-        self.insert(addr, block);
-    }
-    fn take(&mut self, addr: u64) {
-        self.remove(&addr);
-    }
-    fn get_block_mut(&mut self, addr: u64) -> Option<&mut LiveBlock> {
-        self.get_mut(&addr)
-    }
-}
+block_map!(BTreeMap<u64, LiveBlock>, FxHashMap<u64, LiveBlock>);
 
 /// A block of `size` requested bytes, its size rounded as the allocator rounds it.
 fn new_block(size: u64, pending_free: bool, stack: u32) -> LiveBlock {
