@@ -180,7 +180,7 @@ async fn load(
     let snap = loader.finish().map_err(|e| open_error(name, &e))?;
     if request.summary_only {
         // A rank of a run: its digest (a few kilobytes) goes to the page, the model stays here.
-        let digest = RankDigest::of(&memviz_core::ranks::summarize(&snap));
+        let digest = RankDigest::of(&memviz_core::ranks::summarize_for_overview(&snap));
         drop(snap);
         post_value(scope, &digest, SUMMARY_GROUP);
         post(scope, Message::Done);

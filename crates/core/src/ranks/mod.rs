@@ -23,7 +23,9 @@ pub fn sorted_by_key<T, K: Ord>(items: impl IntoIterator<Item = T>, key: impl Fn
 }
 
 pub use naming::{assign_ranks, is_snapshot_name, NamingRule, RankFile, RankFiles};
-pub use summary::{outliers, summarize, OomEvent, Outlier, PeakStack, RankSummary, CURVE_POINTS};
+pub use summary::{
+    outliers, summarize, summarize_for_overview, OomEvent, Outlier, PeakStack, RankSummary, CURVE_POINTS,
+};
 
 #[cfg(test)]
 mod tests {

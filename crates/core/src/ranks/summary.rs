@@ -149,7 +149,18 @@ fn top_stacks(snap: &Snapshot, replay: &Replay) -> Vec<PeakStack> {
 }
 
 /// Summarizes a snapshot's default device (the longest trace). O(n log n) in its entries.
+/// [`RankSummary::iteration_peak_stacks`] stays empty: [`summarize_for_overview`] fills it.
 pub fn summarize(snap: &Snapshot) -> RankSummary {
+    summarize_with(snap, false)
+}
+
+/// [`summarize`], with the stacks at each iteration's peak that the page's rank overview matches
+/// an outlier's peak with (the command line prints none of them).
+pub fn summarize_for_overview(snap: &Snapshot) -> RankSummary {
+    summarize_with(snap, true)
+}
+
+fn summarize_with(snap: &Snapshot, iteration_moments: bool) -> RankSummary {
     let Some(pos) = snap.default_device() else {
         return RankSummary {
             device: None,
@@ -175,7 +186,7 @@ pub fn summarize(snap: &Snapshot) -> RankSummary {
         BoundarySource::Periodic { .. } => "periodic",
     });
     let peaks: Vec<u32> = insights.iterations.list.iter().take(MAX_ITERATION_MOMENTS).map(|i| i.peak_row).collect();
-    let iteration_peak_stacks = if peaks.windows(2).all(|w| w[0] <= w[1]) {
+    let iteration_peak_stacks = if iteration_moments && peaks.windows(2).all(|w| w[0] <= w[1]) {
         super::moments::stacks_at_rows(snap, &replay, &peaks, TOP_STACKS)
     } else {
         Vec::new()
@@ -283,6 +294,10 @@ mod tests {
     fn summary_agrees_with_info_and_insights() {
         let snap = fixture("oom.pickle");
         let s = summarize(&snap);
+        assert!(s.iteration_peak_stacks.is_empty(), "the command line's summary keeps no moments");
+        let o = summarize_for_overview(&snap);
+        assert_eq!(o.iteration_peak_stacks.len(), o.iteration_starts.len().min(MAX_ITERATION_MOMENTS));
+        assert_eq!(RankSummary { iteration_peak_stacks: Vec::new(), ..o }, s);
         let i = crate::info::info(&snap);
         let d = i.devices.iter().find(|d| Some(d.device) == s.device).expect("device");
         assert_eq!(s.entries, d.entries);

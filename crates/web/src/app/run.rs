@@ -219,7 +219,7 @@ async fn summarize_here(file: &web_sys::File, name: &str) -> Summarized {
         Err(e) => return Summarized::Failed(format!("Could not read {name}: {e}")),
     };
     match memviz_core::load(&bytes) {
-        Ok(snap) => Summarized::Done(RankDigest::of(&memviz_core::ranks::summarize(&snap))),
+        Ok(snap) => Summarized::Done(RankDigest::of(&memviz_core::ranks::summarize_for_overview(&snap))),
         Err(e) => Summarized::Failed(crate::feed::open_error(name, &e)),
     }
 }
