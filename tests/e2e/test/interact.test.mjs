@@ -1,7 +1,11 @@
 // Pointing, zooming, panning, keys, the minimap, the Detail control, the x axis, OOM markers.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findPoint, fixture, frames, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, findPoint, fixture, frames, openFiles, plotArea, plotData, readyCount, shot, start, waitPlotChange, waitReady } from '../lib/harness.mjs';
 
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
@@ -66,9 +70,42 @@ test('the wheel zooms around the pointer and the x axis labels follow', { skip: 
   await page.close();
 });
 
-test('a zoom shows in the next frame, stretched from the last exact one, then exactly', { skip: needFixtures }, async () => {
+/** A 150,000-entry snapshot (more steps than the page draws exactly on every wheel: its
+ * timeline keeps held copies) in a fresh folder. */
+function largeTimeline() {
+  const dir = mkdtempSync(join(tmpdir(), 'memviz-zoom-'));
+  const out = join(dir, 'big-150k.pickle');
+  execFileSync('python3', [join(ROOT, 'tests/gen/big_snapshot.py'), '--entries', '150000', '--out', out], { stdio: 'pipe' });
+  return { dir, out };
+}
+
+test('a small timeline zooms exactly in the next frame, with no stretched copy', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
+  const d0 = await plotData(page);
+  assert.ok(Number(d0.steps) < 100000, `steps ${d0.steps}`);
+  const area = await plotArea(page);
+  await page.mouse.move(area.x + area.width * 0.6, area.y + area.height / 2);
+  await frames(page);
+  await page.evaluate(() => {
+    globalThis.__previews = [];
+    const plot = document.getElementById('plot');
+    new MutationObserver(() => globalThis.__previews.push(plot.dataset.preview)).observe(plot, { attributes: true, attributeFilter: ['data-preview'] });
+  });
+  await page.mouse.wheel(0, -600);
+  const d1 = await waitPlotChange(page, 'view', d0.view);
+  const previews = await page.evaluate(() => globalThis.__previews);
+  assert.ok(previews.length > 0 && !previews.includes('1'), `frames drawn: ${JSON.stringify(previews)}`);
+  assert.equal(await page.getAttribute('#plot', 'data-preview'), '0');
+  assert.ok(Number(d1.bands) > 0);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a zoom shows in the next frame, stretched from the last exact one, then exactly', async () => {
+  const big = largeTimeline();
+  const page = await env.newPage();
+  await openFiles(page, big.out);
   const d0 = await plotData(page);
   const area = await plotArea(page);
   await page.mouse.move(area.x + area.width * 0.6, area.y + area.height / 2);
@@ -95,6 +132,7 @@ test('a zoom shows in the next frame, stretched from the last exact one, then ex
   assert.ok(Number(d1.bands) > 0);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
+  rmSync(big.dir, { recursive: true, force: true });
 });
 
 test('dragging pans; keys zoom, pan and reset', { skip: needFixtures }, async () => {

@@ -189,11 +189,11 @@ impl App {
         before != (self.state.dpr, self.state.plot_css, self.state.minimap_css)
     }
 
-    /// Writes the controls and status line now and measures the canvases again, so the next
-    /// frame draws at the size the page will have (the status line can change the layout).
+    /// Writes the page around the canvases now and measures them again, so the next frame draws
+    /// at the size the page will have (the status line or the stack panel can change it).
     fn settle_layout(&mut self) {
         let (fr, memo) = self.frame();
-        render::sync_dom(&fr, memo);
+        render::sync_page(&fr, memo);
         self.on_resize();
     }
 
@@ -356,10 +356,30 @@ impl App {
         self.memo.bands_next_frame = true;
         self.memo.canvases_pending = true;
         self.settle();
+        // What was derived for the new file (its notes and panels) can change the layout too.
+        self.settle_layout();
         if detail.is_some() {
             self.relayout(None, detail);
         }
         let weak = self.self_ref.clone();
+        if detail.is_none() && self.file().is_some_and(render::is_small) {
+            // A small timeline: canvases and bands now, so the next frame is the complete one.
+            let (fr, memo) = self.frame();
+            for step in 0..render::SHOWN_CANVASES {
+                render::prepare_canvas(&fr, step);
+            }
+            render::prepare_plot(&fr, memo);
+            memo.canvases_pending = false;
+            memo.bands_next_frame = false;
+            self.request_redraw();
+            if let Some(f) = shown {
+                wasm_bindgen_futures::spawn_local(async move {
+                    next_frame().await;
+                    let _ = f.call0(&JsValue::NULL);
+                });
+            }
+            return;
+        }
         wasm_bindgen_futures::spawn_local(async move {
             for step in 0..render::CANVAS_STEPS {
                 next_tick().await;

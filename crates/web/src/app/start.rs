@@ -189,6 +189,9 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
             ));
             next_tick().await;
         }
+        // Its pixels go now rather than whenever the canvas is collected.
+        canvas.set_width(0);
+        canvas.set_height(0);
         file.viewport = full;
     }
     let (snap, plot) = (&file.snap, &file.plot);

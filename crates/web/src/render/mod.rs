@@ -95,6 +95,19 @@ impl PaintMemo {
 /// How many steps [`prepare_canvas`] takes: the timeline's two canvases, the minimap and the
 /// two held copies.
 pub const CANVAS_STEPS: usize = 5;
+/// Of those, the canvases in the page (the rest are the held copies).
+pub const SHOWN_CANVASES: usize = 3;
+
+/// Timelines of at most this many steps are small: drawn exactly in a few ms, they keep no
+/// held copies (two canvases of the plot's size) and a load prepares their canvases and bands
+/// in the task that shows them, so the next frame is the complete one. Larger ones take a task
+/// per canvas and one for the bands, each of which can take tens of ms.
+pub const SMALL_MAX_STEPS: u32 = 100_000;
+
+/// Whether `f`'s timeline is small ([`SMALL_MAX_STEPS`]).
+pub fn is_small(f: &OpenFile) -> bool {
+    f.plot.layout.steps <= SMALL_MAX_STEPS
+}
 
 /// Sizes one of the timeline's and the minimap's canvases (`step` < [`CANVAS_STEPS`]) for the
 /// state and has the browser allocate its pixels now, rather than in the first frame that draws
@@ -141,7 +154,7 @@ impl Holding<'_> {
 
 /// What the held copies of the base layer are of, for the file shown.
 fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
-    let f = fr.file()?;
+    let f = fr.file().filter(|f| !is_small(f))?;
     Some((
         fr.state.current,
         fr.state.generation,
@@ -153,6 +166,21 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
     ))
 }
 
+/// Writes every part of the page outside the canvases from the state (controls, status line,
+/// landing, search, stack panel, panels, pool note, which controls show): what decides the
+/// canvases' sizes.
+pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    sync_dom(fr, memo);
+    crate::chrome::sync(fr, &mut memo.chrome);
+    sync_landing(fr);
+    crate::search::sync(fr, &mut memo.search);
+    crate::stack::sync(fr, &mut memo.stack);
+    crate::panels::sync(fr, &mut memo.panels);
+    crate::pools::sync_note(fr, &mut memo.pools);
+    // The body's classes show the controls that need a file (two rows of the status bar).
+    crate::views::show_panel_or_timeline(fr.ui, fr.state, &memo.views);
+}
+
 /// Draws everything from the state.
 ///
 /// The timeline is two canvases: the base (`#plot-base`: axes, bands, annotations, OOM
@@ -162,13 +190,7 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
 /// frame rasterizes only what it drew.
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
-    sync_dom(fr, memo);
-    crate::chrome::sync(fr, &mut memo.chrome);
-    sync_landing(fr);
-    crate::search::sync(fr, &mut memo.search);
-    crate::stack::sync(fr, &mut memo.stack);
-    crate::panels::sync(fr, &mut memo.panels);
-    crate::pools::sync_note(fr, &mut memo.pools);
+    sync_page(fr, memo);
     if memo.canvases_pending {
         return;
     }
