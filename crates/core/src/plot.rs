@@ -54,14 +54,13 @@ pub struct TimeMap {
 impl TimeMap {
     /// Builds the map from a layout's events and their trace times; `None` without times.
     pub fn build(layout: &Layout, trace: &Trace) -> Option<TimeMap> {
-        let times: Vec<Option<i64>> =
-            layout.event_row.iter().map(|&r| if r == u32::MAX { None } else { trace.time_us_at(r as usize) }).collect();
-        let first = times.iter().flatten().next().copied()?;
-        let mut knot_step = Vec::with_capacity(times.len() + 1);
-        let mut knot_us = Vec::with_capacity(times.len() + 1);
+        let time_of = |r: u32| if r == u32::MAX { None } else { trace.time_us_at(r as usize) };
+        let first = layout.event_row.iter().find_map(|&r| time_of(r))?;
+        let mut knot_step = Vec::with_capacity(layout.event_row.len() + 1);
+        let mut knot_us = Vec::with_capacity(layout.event_row.len() + 1);
         let mut last = first;
-        for (i, t) in times.iter().enumerate() {
-            let t = t.unwrap_or(last).max(last);
+        for (i, &r) in layout.event_row.iter().enumerate() {
+            let t = time_of(r).unwrap_or(last).max(last);
             last = t;
             knot_step.push(f64::from(layout.event_step.get(i).copied().unwrap_or(0)));
             knot_us.push((t - first) as f64);
