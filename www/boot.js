@@ -2,7 +2,7 @@
 // Content-Security-Policy can forbid inline scripts.
 import init, { start, open_run as openRun } from './memviz-web.js';
 import { KIND } from './protocol.js';
-import { readSlices } from './slices.js';
+import { readSlices, sliceQueue, SLICE_BYTES } from './slices.js';
 
 // The theme before the WebAssembly starts (then crates/web/src/chrome.rs keeps it).
 try {
@@ -276,6 +276,86 @@ function loadInWorker(module, file, request, onProgress) {
   return { next, cancel, shown: () => finish(false), end: () => finish(true) };
 }
 
+/**
+ * Reads `file` for the page's own decoding (the files that load on the page, see
+ * ON_PAGE_MAX_BYTES in crates/web/src/app/mod.rs): a reading worker reads it into buffers that
+ * come over a MessagePort, so the page's thread only decodes (reading a Blob on it costs a task
+ * per chunk of the browser's pipe); where no reading worker starts, the page reads it.
+ * Returns `{ next(offset), stop() }`: `next` resolves to the ArrayBuffer of the slice at
+ * `offset` (asking for it gives the one before back, to be read into again); `stop()` ends the
+ * reading, whether or not it is done.
+ */
+/** Bytes read on the page at the start of a file it loads itself, while the reading worker
+ * starts, in pieces asked for together (decoding starts with the first piece). */
+const HEAD_BYTES = SLICE_BYTES;
+const HEAD_PIECE_BYTES = 2 << 20;
+
+/** Starts the reading worker for a file the page will load itself when a large file comes:
+ * as it is dragged over the page or chosen (before the page's own handler runs), since a worker
+ * takes about 60 ms to read its first slice. */
+function readerAhead() {
+  const ahead = (files) => {
+    const big = [...(files ?? [])].some((f) => f.size > HEAD_BYTES);
+    if (big && !spareReader) spareReader = spawnReader();
+  };
+  document.getElementById('file-input')?.addEventListener('change', (e) => ahead(e.target.files), { capture: true });
+  window.addEventListener('drop', (e) => ahead(e.dataTransfer?.files), { capture: true });
+}
+
+function readForPage(file) {
+  const queue = sliceQueue();
+  let reading = null;
+  let stopped = false;
+  // The first HEAD_BYTES are read here at once, in small slices all asked for together, while
+  // the reading worker starts (about 60 ms to its first slice); it reads from there on.
+  const nowhere = { postMessage() {} };
+  const from = Math.min(HEAD_BYTES, file.size);
+  for (let at = 0; at < from; at += HEAD_PIECE_BYTES) {
+    file.slice(at, Math.min(at + HEAD_PIECE_BYTES, from)).arrayBuffer().then(
+      (slice) => queue.take({ kind: KIND.SLICE, slice, offset: at }, nowhere),
+      (err) => queue.take({ kind: KIND.SLICE_ERROR, message: `${err.message || err}` }, nowhere),
+    );
+  }
+  // Buffers of slices read on the page go back to the page's own reader.
+  const back = { postMessage: (m) => reading?.giveBack(m.slice) };
+  const readHere = () => readSlices(file, (m) => queue.take(m, back), from);
+  const reader = from >= file.size ? null : spareReader && !spareReader.broken ? spareReader : spawnReader();
+  spareReader = null;
+  if (reader) {
+    const channel = new MessageChannel();
+    const port = channel.port2;
+    let got = false;
+    port.onmessage = (e) => {
+      got = true;
+      queue.take(e.data, port);
+    };
+    reader.postMessage({ kind: KIND.READ, file, port: channel.port1, from }, [channel.port1]);
+    reading = { stop: () => { reader.terminate(); port.close(); }, giveBack() {} };
+    // A reading worker that stopped before it sent anything: the page reads instead.
+    reader.onerror = (e) => {
+      e.preventDefault();
+      reader.terminate();
+      if (stopped) return;
+      if (!got) reading = readHere();
+      else queue.take({ kind: KIND.SLICE_ERROR, message: `the reading worker stopped (${e.message || 'no reason given'})` }, back);
+    };
+  } else {
+    reading = from < file.size ? readHere() : { stop() {}, giveBack() {} };
+  }
+  return {
+    next: (offset) => queue.next(offset),
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      reading.stop();
+      // A slice waited for now, or asked for later, fails.
+      queue.take({ kind: KIND.SLICE_ERROR, message: 'the reading was stopped' }, nowhere);
+      // The next large file's reader starts ahead of time.
+      setTimeout(() => { spareReader ??= spawnReader(); }, 500);
+    },
+  };
+}
+
 /** The snapshot files under a dropped folder's entry (FileSystemEntry), with their paths. */
 async function filesOfEntry(entry, out) {
   if (entry.isFile) {
@@ -349,9 +429,11 @@ try {
   // Bytes of the WebAssembly heap, for the benchmark's page-memory figure.
   globalThis.memvizWasmBytes = () => wasm.memory.buffer.byteLength;
   globalThis.memvizLoadInWorker = (file, request, onProgress) => loadInWorker(module, file, request, onProgress);
+  globalThis.memvizReadForPage = readForPage;
   handEarlyDrops();
   // No worker starts before a file needs one: small files load on the page (see ON_PAGE_MAX_BYTES
   // in crates/web/src/app/mod.rs), and an idle worker's heap would only weigh on the tab.
+  readerAhead();
   start();
   watchFolders();
 } catch (e) {

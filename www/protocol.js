@@ -12,7 +12,8 @@ export const KIND = Object.freeze({
    * `port` from a reading worker, or from the page when there is no port. */
   LOAD: 'load',
   // The page to the reading worker.
-  /** `{ kind, file, port }`: read `file` and send its slices over `port`. */
+  /** `{ kind, file, port, from }`: read `file` from byte `from` (0 if absent) and send its
+   * slices over `port`. */
   READ: 'read',
   // The page or the reading worker to the loading worker.
   /** `{ kind, slice, offset }`: the file's bytes at `offset` (the buffer is transferred). */

@@ -8,8 +8,8 @@ import { readSlices } from './slices.js';
 
 self.onmessage = (e) => {
   if (e.data.kind !== KIND.READ) return;
-  const { file, port } = e.data;
-  const reading = readSlices(file, (m, transfer) => port.postMessage(m, transfer ?? []));
+  const { file, port, from } = e.data;
+  const reading = readSlices(file, (m, transfer) => port.postMessage(m, transfer ?? []), from ?? 0);
   port.onmessage = (m) => {
     if (m.data.kind === KIND.SLICE_BACK) reading.giveBack(m.data.slice);
   };

@@ -1,5 +1,6 @@
-// Reading a File front to back in slices, for the loading worker (www/worker.js): used by the
-// reading worker (www/reader.js) and, where that cannot start, by the page itself (www/boot.js).
+// Reading a File front to back in slices: `readSlices` reads them (in the reading worker,
+// www/reader.js, or, where that cannot start, on the page, www/boot.js); `sliceQueue` takes them
+// in wherever they are decoded (the loading worker, www/worker.js, or the page itself).
 import { KIND } from './protocol.js';
 
 /** Bytes of one slice of a file sent to the loading worker (crates/web/src/model.rs, CHUNK_BYTES). */
@@ -14,10 +15,10 @@ export const SLICES_AHEAD = 3;
  * browser's Blob streams take buffers of the reader's own (BYOB), nothing is allocated per read;
  * elsewhere each slice is read with Blob.arrayBuffer().
  */
-function sliceReader(file) {
+function sliceReader(file, from) {
   let reader = null;
   try {
-    reader = file.stream().getReader({ mode: 'byob' });
+    reader = (from > 0 ? file.slice(from) : file).stream().getReader({ mode: 'byob' });
   } catch {
     reader = null;
   }
@@ -50,19 +51,20 @@ function sliceReader(file) {
 }
 
 /**
- * Reads `file` into SLICES_AHEAD buffers and hands each over as it is filled:
+ * Reads `file` from byte `from` (0 unless given; a multiple of SLICE_BYTES) into SLICES_AHEAD
+ * buffers and hands each over as it is filled:
  * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
  * message })` if reading fails. The loading worker gives each buffer back once it has copied it
  * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
  * `stop()` stops reading and lets the buffers go.
  */
-export function readSlices(file, send) {
-  const slices = sliceReader(file);
+export function readSlices(file, send, from = 0) {
+  const slices = sliceReader(file, from);
   const free = [];
-  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil(file.size / SLICE_BYTES)); i++) {
-    free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size)));
+  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil((file.size - from) / SLICE_BYTES)); i++) {
+    free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size - from)));
   }
-  let readTo = 0;
+  let readTo = from;
   let reading = false;
   let stopped = false;
   const readAhead = async () => {
@@ -95,6 +97,60 @@ export function readSlices(file, send) {
       stopped = true;
       free.length = 0;
       slices.cancel();
+    },
+  };
+}
+
+/**
+ * Slices as they come to whoever decodes them, handed out in order: `next(offset)` resolves to
+ * the slice's ArrayBuffer at `offset` once it has come; asking for the next one sends the one
+ * before back to whoever sent it (`{ kind: KIND.SLICE_BACK, slice }`), to be read into again.
+ * `take(message, from)` takes a KIND.SLICE or KIND.SLICE_ERROR message from `from` (a port or a
+ * worker, anything with postMessage) and says whether it was one.
+ */
+export function sliceQueue() {
+  // Slices that came before they were asked for, by offset.
+  const early = new Map();
+  let waiting = null;
+  let readError = null;
+  // The slice handed out last, and who sent it.
+  let lent = null;
+  return {
+    next(offset) {
+      if (lent) lent.from.postMessage({ kind: KIND.SLICE_BACK, slice: lent.slice }, [lent.slice]);
+      lent = null;
+      return new Promise((resolve, reject) => {
+        if (early.has(offset)) {
+          lent = early.get(offset);
+          early.delete(offset);
+          resolve(lent.slice);
+        } else if (readError !== null) {
+          reject(new Error(readError));
+        } else {
+          waiting = { offset, resolve, reject };
+        }
+      });
+    },
+    take(m, from) {
+      if (m.kind === KIND.SLICE) {
+        const slice = { slice: m.slice, from };
+        if (waiting && waiting.offset === m.offset) {
+          const w = waiting;
+          waiting = null;
+          lent = slice;
+          w.resolve(m.slice);
+        } else {
+          early.set(m.offset, slice);
+        }
+        return true;
+      }
+      if (m.kind === KIND.SLICE_ERROR) {
+        readError = m.message;
+        if (waiting) waiting.reject(new Error(readError));
+        waiting = null;
+        return true;
+      }
+      return false;
     },
   };
 }

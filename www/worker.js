@@ -8,59 +8,13 @@
 // into again. www/protocol.js has every message.
 import init, { worker_load } from './memviz-web.js';
 import { KIND } from './protocol.js';
+import { sliceQueue } from './slices.js';
 
 let ready = null;
 let failure = null;
 
-/** Slices that came before they were asked for, by offset. */
-const early = new Map();
-let waiting = null;
-let readError = null;
-
-/** The slice handed out last, and who sent it: asking for the next one means it has been
- * copied. */
-let lent = null;
-
-/** The slice at `offset`, once it has come. The one before goes back, to be read into again. */
-function nextSlice(offset) {
-  if (lent) lent.from.postMessage({ kind: KIND.SLICE_BACK, slice: lent.slice }, [lent.slice]);
-  lent = null;
-  return new Promise((resolve, reject) => {
-    if (early.has(offset)) {
-      lent = early.get(offset);
-      early.delete(offset);
-      resolve(lent.slice);
-    } else if (readError !== null) {
-      reject(new Error(readError));
-    } else {
-      waiting = { offset, resolve, reject };
-    }
-  });
-}
-
-/** Takes a slice (or the news that reading failed) from whoever reads the file (`from`: the
- * page, or the reading worker's port), to whom its buffer goes back. */
-function takeSlice(m, from) {
-  if (m.kind === KIND.SLICE) {
-    const slice = { slice: m.slice, from };
-    if (waiting && waiting.offset === m.offset) {
-      const w = waiting;
-      waiting = null;
-      lent = slice;
-      w.resolve(m.slice);
-    } else {
-      early.set(m.offset, slice);
-    }
-    return true;
-  }
-  if (m.kind === KIND.SLICE_ERROR) {
-    readError = m.message;
-    if (waiting) waiting.reject(new Error(readError));
-    waiting = null;
-    return true;
-  }
-  return false;
-}
+/** The file's slices as they come (from the reading worker or the page). */
+const slices = sliceQueue();
 
 self.onmessage = async (e) => {
   const m = e.data;
@@ -70,12 +24,12 @@ self.onmessage = async (e) => {
     });
     return;
   }
-  if (takeSlice(m, self) || m.kind !== KIND.LOAD) return;
-  if (m.port) m.port.onmessage = (p) => takeSlice(p.data, m.port);
+  if (slices.take(m, self) || m.kind !== KIND.LOAD) return;
+  if (m.port) m.port.onmessage = (p) => slices.take(p.data, m.port);
   await ready;
   if (failure !== null || ready === null) {
     self.postMessage({ kind: KIND.UNAVAILABLE, message: failure ?? 'no WebAssembly module' });
     return;
   }
-  await worker_load(m.file, m.request, nextSlice);
+  await worker_load(m.file, m.request, (offset) => slices.next(offset));
 };

@@ -123,9 +123,15 @@ impl Feed<'_> {
         let mut offset = 0u64;
         let mut last_yield_ms = host.now_ms();
         while offset < total_bytes {
-            let end = (offset + self.slice_bytes.max(1)).min(total_bytes);
+            let asked_end = (offset + self.slice_bytes.max(1)).min(total_bytes);
             let t0 = host.now_ms();
-            let chunk = slices.slice(offset, end).await.map_err(|why| read_error(name, &why))?;
+            let chunk = slices.slice(offset, asked_end).await.map_err(|why| read_error(name, &why))?;
+            // A source may hand out slices of other lengths (the page reads the first MiBs of a
+            // file itself, in small slices): the next one starts where this one ends.
+            let end = offset + chunk.len() as u64;
+            if chunk.is_empty() || end > total_bytes {
+                return Err(read_error(name, "a slice came back with the wrong length"));
+            }
             let t1 = host.now_ms();
             timings.read_ms += t1 - t0;
             if t1 - t0 > 1.0 {
@@ -236,3 +242,65 @@ impl Slices for BlobSlices {
 #[cfg(test)]
 #[path = "feed_tests.rs"]
 mod tests;
+
+/// A file's slices as they come from whoever reads it (`www/slices.js`'s `sliceQueue`):
+/// `next(offset)` resolves to an `ArrayBuffer` of the slice at `offset`, of whatever length the
+/// reader chose; the next one starts where it ends. The next one is asked for once this one has
+/// been copied: asking tells the reader that this slice's buffer can be read into again. `stop`,
+/// if any, is called when these slices are dropped (the reading ends).
+pub struct QueueSlices {
+    next: js_sys::Function,
+    stop: Option<js_sys::Function>,
+    total_bytes: u64,
+    pending: Option<wasm_bindgen_futures::JsFuture>,
+    slice: Vec<u8>,
+}
+
+impl QueueSlices {
+    /// The slices of a file of `total_bytes`; the first one is asked for now.
+    pub fn new(next: js_sys::Function, total_bytes: u64, stop: Option<js_sys::Function>) -> QueueSlices {
+        let pending = Self::read(&next, 0);
+        QueueSlices { next, stop, total_bytes, pending, slice: Vec::new() }
+    }
+
+    fn read(next: &js_sys::Function, offset: u64) -> Option<wasm_bindgen_futures::JsFuture> {
+        use wasm_bindgen::JsCast;
+        let p = next.call1(&wasm_bindgen::JsValue::NULL, &wasm_bindgen::JsValue::from_f64(offset as f64)).ok()?;
+        Some(wasm_bindgen_futures::JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
+    }
+}
+
+impl Slices for QueueSlices {
+    async fn slice(&mut self, offset: u64, _end: u64) -> Result<&[u8], String> {
+        let reading = self.pending.take().ok_or("the browser refused to read it")?;
+        let slice = reading.await.map_err(|e| js_text(&e))?;
+        let arr = js_sys::Uint8Array::new(&slice);
+        let end = offset + u64::from(arr.length());
+        if arr.length() == 0 || end > self.total_bytes {
+            return Err("a slice came back with the wrong length".into());
+        }
+        self.slice.resize(arr.length() as usize, 0);
+        arr.copy_to(&mut self.slice);
+        if end < self.total_bytes {
+            self.pending = Self::read(&self.next, end);
+        }
+        Ok(&self.slice)
+    }
+}
+
+impl Drop for QueueSlices {
+    fn drop(&mut self) {
+        if let Some(stop) = &self.stop {
+            let _ = stop.call0(&wasm_bindgen::JsValue::NULL);
+        }
+    }
+}
+
+/// An error value's message.
+pub fn js_text(e: &wasm_bindgen::JsValue) -> String {
+    js_sys::Reflect::get(e, &wasm_bindgen::JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}

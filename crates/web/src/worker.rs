@@ -17,15 +17,14 @@
 //!   [`Message::Profile`] when the file is a profiler memory timeline (the page reads those
 //!   itself).
 
-use js_sys::{Array, ArrayBuffer, Reflect, Uint8Array};
+use js_sys::{Array, ArrayBuffer, Uint8Array};
 use memviz_core::snapshot::Trace;
 use memviz_core::wire::{ByField, Encoder, Wire};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 use web_sys::DedicatedWorkerGlobalScope;
 
-use crate::feed::{open_error, Fed, Feed, Host, OnProfile, Slices};
+use crate::feed::{open_error, Fed, Feed, Host, OnProfile, QueueSlices};
 use crate::model::{choose_device, PlotData};
 use crate::protocol::{
     decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, SUMMARY_GROUP, TIME_MAP_GROUP,
@@ -79,53 +78,6 @@ pub async fn worker_load(file: web_sys::File, request: Vec<u8>, next_slice: js_s
 /// Most time decoding goes on without taking events (ms).
 const YIELD_EVERY_MS: f64 = 4.0;
 
-/// Resolves after the events waiting now (a message to itself, which no timer clamping delays).
-pub(crate) async fn yield_to_events() {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        if let Ok(ch) = web_sys::MessageChannel::new() {
-            ch.port1().set_onmessage(Some(&resolve));
-            let _ = ch.port2().post_message(&JsValue::NULL);
-        } else {
-            let _ = resolve.call0(&JsValue::NULL);
-        }
-    });
-    let _ = JsFuture::from(p).await;
-}
-
-/// The file's slices as the page sends them: `next_slice(offset)` resolves to an `ArrayBuffer`
-/// of the slice at `offset`. The next one is asked for once this one has been copied: asking
-/// tells the page that this slice's buffer can be read into again.
-struct PageSlices<'a> {
-    next_slice: &'a js_sys::Function,
-    total_bytes: u64,
-    pending: Option<JsFuture>,
-    slice: Vec<u8>,
-}
-
-impl PageSlices<'_> {
-    fn read(next_slice: &js_sys::Function, offset: u64) -> Option<JsFuture> {
-        let p = next_slice.call1(&JsValue::NULL, &JsValue::from_f64(offset as f64)).ok()?;
-        Some(JsFuture::from(p.dyn_into::<js_sys::Promise>().ok()?))
-    }
-}
-
-impl Slices for PageSlices<'_> {
-    async fn slice(&mut self, offset: u64, end: u64) -> Result<&[u8], String> {
-        let reading = self.pending.take().ok_or("the browser refused to read it")?;
-        let slice = reading.await.map_err(|e| js_text(&e))?;
-        let arr = Uint8Array::new(&slice);
-        if u64::from(arr.length()) != end - offset {
-            return Err("a slice came back with the wrong length".into());
-        }
-        self.slice.resize(arr.length() as usize, 0);
-        arr.copy_to(&mut self.slice);
-        if end < self.total_bytes {
-            self.pending = Self::read(self.next_slice, end);
-        }
-        Ok(&self.slice)
-    }
-}
-
 /// The worker's thread: progress goes to the page as messages; nothing stops the load (the page
 /// ends the worker instead).
 struct WorkerHost<'a>(&'a DedicatedWorkerGlobalScope);
@@ -136,7 +88,7 @@ impl Host for WorkerHost<'_> {
     }
 
     async fn take_events(&mut self) {
-        yield_to_events().await;
+        crate::tasks::yield_to_events().await;
     }
 
     fn progress(&mut self, read_bytes: u64) -> bool {
@@ -155,8 +107,7 @@ async fn load(
     let total_bytes = file.size() as u64;
     let feed = Feed::new(name, total_bytes, YIELD_EVERY_MS, OnProfile::Stop);
     // The page reads slices ahead while this one is decoded.
-    let mut slices =
-        PageSlices { next_slice, total_bytes, pending: PageSlices::read(next_slice, 0), slice: Vec::new() };
+    let mut slices = QueueSlices::new(next_slice.clone(), total_bytes, None);
     let (fed, fed_timings) = feed.run(&mut slices, &mut WorkerHost(scope)).await?;
     drop(slices);
     let loader = match fed {
@@ -250,13 +201,4 @@ fn post_value<T: Wire>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32) {
 /// Sends a value field by field ([`ByField`]).
 fn post_by_field<T: ByField>(scope: &DedicatedWorkerGlobalScope, v: &T, group: u32) {
     v.put_by_field(MESSAGE_BYTES, &mut |field, put| post_message(scope, group, field, put));
-}
-
-/// An error value's message.
-pub fn js_text(e: &JsValue) -> String {
-    Reflect::get(e, &JsValue::from_str("message"))
-        .ok()
-        .and_then(|m| m.as_string())
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"))
 }

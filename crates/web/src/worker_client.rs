@@ -13,12 +13,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use crate::feed::{js_text, QueueSlices};
 use crate::model::PlotData;
 use crate::protocol::{
     encode_request, from_js, LoadRequest, Message, Phase, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP,
     SUMMARY_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP, TRACE_GROUP,
 };
-use crate::worker::js_text;
 use memviz_view::ranks::RankDigest;
 use memviz_view::xmap::TimeMap;
 
@@ -115,6 +115,19 @@ impl JsParts {
 
 fn load_fn() -> Option<Function> {
     Reflect::get(&js_sys::global(), &JsValue::from_str("memvizLoadInWorker")).ok()?.dyn_into().ok()
+}
+
+/// The slices of `file` read by a reading worker for the page's own decoding (`www/boot.js`'s
+/// `memvizReadForPage`), and the function that stops that reading (a slice waited for then
+/// fails), or `None` on pages without it (the page then reads the file itself).
+pub fn read_for_page(file: &web_sys::File) -> Option<(QueueSlices, Option<Function>)> {
+    let read: Function =
+        Reflect::get(&js_sys::global(), &JsValue::from_str("memvizReadForPage")).ok()?.dyn_into().ok()?;
+    let reading = read.call1(&JsValue::NULL, file).ok()?;
+    let next: Function = Reflect::get(&reading, &JsValue::from_str("next")).ok()?.dyn_into().ok()?;
+    let stop: Option<Function> =
+        Reflect::get(&reading, &JsValue::from_str("stop")).ok().and_then(|f| f.dyn_into().ok());
+    Some((QueueSlices::new(next, file.size() as u64, stop.clone()), stop))
 }
 
 /// Whether this page can load in a worker.
@@ -370,7 +383,7 @@ async fn receive(next: &Function) -> Outcome {
         decode_ms += spent;
         since_yield_ms += spent;
         if since_yield_ms > COPY_SLICE_MS {
-            crate::worker::yield_to_events().await;
+            crate::tasks::yield_to_events().await;
             since_yield_ms = 0.0;
         }
     }

@@ -184,6 +184,8 @@ test('a loader that dies mid-file (out of memory, as a 4 GB snapshot does) says 
       setTimeout(() => { throw new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded'); }, 50);
     };`,
   }));
+  // Files above 4 MiB go to a worker (the page's own limit is higher).
+  await page.evaluate(() => { globalThis.memvizOnPageMaxBytes = 4 << 20; });
   await page.setInputFiles('#file-input', { name: 'huge.pickle', mimeType: 'application/octet-stream', buffer: Buffer.alloc(12 << 20, 0x80) });
   await page.waitForSelector('#error:not([hidden])', { timeout: 30000 });
   const text = await page.textContent('#error');
@@ -237,9 +239,34 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   await waitReady(page, before);
   assert.ok(Number((await plotData(page)).bands) > 100);
   await page.close();
+  // A file the page loads itself (under its limit) stops the same way, also while it waits for
+  // a slice (its reading worker is slow to start here).
+  const slow = await env.newPage();
+  await slow.route('**/reader.js', async (route) => {
+    await new Promise((r) => setTimeout(r, 20000));
+    await route.continue().catch(() => {});
+  });
+  await slow.evaluate(() => {
+    const dt = new DataTransfer();
+    // One long string, as above: the page holds up reading nothing but it.
+    const n = 100_000_000 - 11;
+    const head = new Uint8Array(11);
+    head.set([0x80, 0x04, 0x8d]);
+    new DataView(head.buffer).setBigUint64(3, BigInt(n), true);
+    dt.items.add(new File([head, new Uint8Array(n).fill(97)], 'long3.pickle'));
+    document.getElementById('plot').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await slow.waitForFunction(() => /Reading long3\.pickle: 8 MiB of 95\.4 MiB$/.test(document.getElementById('status').textContent), null, { timeout: 10000 }).catch(async (e) => {
+    throw new Error(`${e}; status: ${await slow.textContent('#status')}; error: ${await slow.textContent('#error')}`);
+  });
+  await slow.click('#cancel-load');
+  await slow.waitForFunction(() => document.getElementById('status').textContent === 'Stopped loading long3.pickle.', null, { timeout: 5000 });
+  assert.equal(await slow.isVisible('#error'), false);
+  await slow.unroute('**/reader.js');
+  await slow.close();
 });
 
-test('small files load on the page and start no worker; large ones load in a Web Worker', { skip: needFixtures }, async () => {
+test('small files load and are read on the page and start no worker', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   const started = (name) => page.evaluate((n) => performance.getEntriesByType('resource').some((r) => r.name.endsWith(n)), name);
   // Nothing but the page runs before a file needs more.
@@ -269,7 +296,7 @@ function bigSnapshot(dir) {
   }
 }
 
-test('a file of many slices reads the same in a reading worker, on the page, and without BYOB streams', { skip: needFixtures }, async (t) => {
+test('a file of many slices reads the same on the page and in a worker, with a reading worker, on the page, and without BYOB streams', { skip: needFixtures }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'memviz-slices-'));
   try {
     const file = bigSnapshot(dir);
@@ -279,19 +306,28 @@ test('a file of many slices reads the same in a reading worker, on the page, and
       return { bands: Number(d.bands), steps: Number(d.steps), transfer: JSON.parse(d.timings).transfer_ms };
     };
     const readerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/reader.js')));
-    // A reading worker reads the file into buffers that go back and forth with the loading worker.
+    const workerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/worker.js')));
+    // Files up to the page's limit load on the page: a reading worker reads all but the first
+    // slice into buffers that go back and forth with the page; no loading worker starts.
     const page = await env.newPage();
     assert.equal(await readerStarted(page), false, 'no worker before a file needs one');
     await openFiles(page, file);
     assert.ok(await readerStarted(page));
-    const inReader = await drawn(page);
-    assert.ok(inReader.transfer > 0, 'loaded in the worker');
-    assert.ok(inReader.steps > 100000, `steps ${inReader.steps}`);
-    const same = async (p, what) => {
+    assert.equal(await workerStarted(page), false, 'no loading worker for a file the page loads');
+    const onPage = await drawn(page);
+    assert.equal(onPage.transfer, 0, 'loaded on the page');
+    assert.ok(onPage.steps > 100000, `steps ${onPage.steps}`);
+    const same = async (p, what, inWorker) => {
       const d = await drawn(p);
-      assert.ok(d.transfer > 0, `${what}: loaded in the worker`);
-      assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: inReader.bands, steps: inReader.steps }, what);
+      if (inWorker) assert.ok(d.transfer > 0, `${what}: loaded in the worker`);
+      else assert.equal(d.transfer, 0, `${what}: loaded on the page`);
+      assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: onPage.bands, steps: onPage.steps }, what);
     };
+    // Above the limit, a loading worker decodes it, fed by the reading worker: the same plot.
+    const workerLimit = (p) => p.evaluate(() => { globalThis.memvizOnPageMaxBytes = 4 << 20; });
+    await workerLimit(page);
+    await openFiles(page, file);
+    await same(page, 'in the loading worker', true);
     assert.deepEqual(page.memviz.errors, []);
     await page.close();
     // Where no reading worker can start, the page reads the file itself, and where a Blob's
@@ -308,18 +344,19 @@ test('a file of many slices reads the same in a reading worker, on the page, and
     await here.waitForSelector('#demo:not([disabled])');
     assert.equal(await readerStarted(here), false);
     await openFiles(here, file);
-    await same(here, 'read on the page');
+    await same(here, 'read and decoded on the page', false);
+    await workerLimit(here);
+    await openFiles(here, file);
+    await same(here, 'read on the page for the loading worker', true);
     await here.evaluate(() => {
       Object.defineProperty(Blob.prototype, 'stream', { value() { throw new TypeError('no streams here'); } });
     });
     await openFiles(here, file);
-    await same(here, 'read on the page without streams');
+    await same(here, 'read on the page without streams', true);
     // The page's own loading (no worker at all) draws the same.
     await here.evaluate(() => { delete globalThis.memvizLoadInWorker; });
     await openFiles(here, file);
-    const d = await drawn(here);
-    assert.equal(d.transfer, 0);
-    assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: inReader.bands, steps: inReader.steps });
+    await same(here, 'no loading worker at all', false);
     assert.deepEqual(here.memviz.errors, []);
     await here.close();
     // A reading worker whose script fails: the page reads instead, and its buffers come back to it.
@@ -328,7 +365,10 @@ test('a file of many slices reads the same in a reading worker, on the page, and
     await broken.reload();
     await broken.waitForSelector('#demo:not([disabled])');
     await openFiles(broken, file);
-    await same(broken, 'read on the page after the reading worker failed');
+    await same(broken, 'read on the page after the reading worker failed', false);
+    await workerLimit(broken);
+    await openFiles(broken, file);
+    await same(broken, 'read on the page for the loading worker after the reading worker failed', true);
     await broken.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -4,8 +4,9 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
-use crate::feed::{open_error, BlobSlices, Fed, Feed, Host, MemorySlices, OnProfile};
+use crate::feed::{open_error, BlobSlices, Fed, Feed, FeedTimings, Host, MemorySlices, OnProfile};
 use crate::protocol::Phase;
+use crate::tasks::yield_to_events;
 
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
@@ -62,7 +63,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         });
     };
     if let Source::File(file) = &source {
-        if worker_client::available() && total_bytes > ON_PAGE_MAX_BYTES {
+        if worker_client::available() && total_bytes > on_page_max_bytes() {
             match load_in_worker(weak, file, &name, total_bytes, &mut timings).await {
                 WorkerEnd::Finished => return,
                 // Profiler timelines and pages without workers load below.
@@ -73,12 +74,26 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
     let mut host = PageHost { weak, started_ms, total_bytes };
     let fed = match &source {
-        Source::File(f) => feed.run(&mut BlobSlices::new(f, &feed), &mut host).await,
+        Source::File(f) => {
+            match (total_bytes > READ_ON_PAGE_MAX_BYTES).then(|| worker_client::read_for_page(f)).flatten() {
+                Some((mut slices, stop)) => {
+                    // Cancel stops the reading at once, also while a slice is awaited.
+                    with_app(weak, |app| app.cancel_load = stop);
+                    let fed = feed.run(&mut slices, &mut host).await;
+                    with_app(weak, |app| app.cancel_load = None);
+                    fed
+                }
+                None => feed.run(&mut BlobSlices::new(f, &feed), &mut host).await,
+            }
+        }
         Source::Demo => feed.run(&mut MemorySlices(DEMO_SNAPSHOT), &mut host).await,
         Source::Bytes { bytes, .. } => feed.run(&mut MemorySlices(bytes), &mut host).await,
     };
+    let cancelled = || with_app(weak, |app| app.cancel_requested).unwrap_or(false);
     let (fed, fed_timings) = match fed {
         Ok(f) => f,
+        // A read stopped by Cancel.
+        Err(_) if cancelled() => (Fed::Stopped, FeedTimings::default()),
         Err(msg) => return fail(msg),
     };
     timings.read_ms += fed_timings.read_ms;
@@ -165,6 +180,16 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     });
 }
 
+/// Files above this size load in a worker ([`ON_PAGE_MAX_BYTES`], or the page's
+/// `memvizOnPageMaxBytes`).
+fn on_page_max_bytes() -> u64 {
+    js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("memvizOnPageMaxBytes"))
+        .ok()
+        .and_then(|v| v.as_f64())
+        .filter(|v| *v >= 0.0)
+        .map_or(ON_PAGE_MAX_BYTES, |v| v as u64)
+}
+
 /// How [`load_in_worker`] ended.
 pub(crate) enum WorkerEnd {
     /// Loaded, failed or cancelled: nothing more to do.
@@ -187,7 +212,7 @@ impl Host for PageHost<'_> {
     }
 
     async fn take_events(&mut self) {
-        next_tick().await;
+        yield_to_events().await;
     }
 
     fn progress(&mut self, read_bytes: u64) -> bool {

@@ -43,11 +43,19 @@ pub use crate::model::{DEMO_NAME, DEMO_SNAPSHOT};
 /// (which costs a frame); quicker loads go straight through.
 const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
-/// While reading a file, give the page a chance to repaint at least this often (ms).
-const YIELD_EVERY_MS: f64 = 40.0;
-/// Files up to this size (bytes) load on the page itself: they take a few tens of ms in slices of
-/// at most YIELD_EVERY_MS, and no loading worker (its own heap) has to start for them.
-const ON_PAGE_MAX_BYTES: u64 = 4 << 20;
+/// While reading a file on the page, give it a chance to take input and repaint at least this
+/// often (ms).
+const YIELD_EVERY_MS: f64 = 20.0;
+/// Files up to this size (bytes) load on the page itself, in slices of at most YIELD_EVERY_MS:
+/// one WebAssembly heap holds the parse and the model (a loading worker's heap would hold the
+/// parse's peak beside the page's copy of the model), and nothing is handed over (at 1M entries,
+/// 85 MiB, the handing over cost 240 ms and the two heaps 150 MB: docs/performance.md). Larger
+/// files load in a worker: a model too large for a tab ends the worker, not the page. Pages may
+/// set `globalThis.memvizOnPageMaxBytes` to another limit (tests of the worker's path do).
+const ON_PAGE_MAX_BYTES: u64 = 128 << 20;
+/// Files up to this size (bytes) that load on the page are read on the page (a few slices), and
+/// no reading worker starts for them; larger ones are read by a reading worker.
+const READ_ON_PAGE_MAX_BYTES: u64 = 4 << 20;
 /// Time the phases after reading (model, layout, first frame) take, as a share of the reading
 /// time, for the estimate of the time left.
 const LATER_PHASES_SHARE: f64 = 0.35;
@@ -361,9 +369,20 @@ impl App {
         if detail.is_some() {
             self.relayout(None, detail);
         }
+        self.prepare_shown(detail.is_none(), shown);
+    }
+
+    /// Has the browser allocate the newly shown file's canvases and computes its bands: at once
+    /// where `now_ok` (no relayout is on its way) and the timeline is small or was loaded on the
+    /// page; else in tasks of their own. `shown` is the loading worker's: called after the first
+    /// complete frame.
+    fn prepare_shown(&mut self, now_ok: bool, shown: Option<js_sys::Function>) {
         let weak = self.self_ref.clone();
-        if detail.is_none() && self.file().is_some_and(render::is_small) {
-            // A small timeline: canvases and bands now, so the next frame is the complete one.
+        let small = self.file().is_some_and(render::is_small);
+        // A small timeline, or one loaded on the page (no worker is still freeing its heap, which
+        // would hold up touching the canvases' fresh memory): canvases and bands now, so the next
+        // frame is the complete one; a large timeline's held copies follow in tasks of their own.
+        if now_ok && (small || shown.is_none()) {
             let (fr, memo) = self.frame();
             for step in 0..render::SHOWN_CANVASES {
                 render::prepare_canvas(&fr, step);
@@ -372,6 +391,15 @@ impl App {
             memo.canvases_pending = false;
             memo.bands_next_frame = false;
             self.request_redraw();
+            if !small {
+                wasm_bindgen_futures::spawn_local(async move {
+                    next_frame().await;
+                    for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
+                        next_tick().await;
+                        with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
+                    }
+                });
+            }
             if let Some(f) = shown {
                 wasm_bindgen_futures::spawn_local(async move {
                     next_frame().await;
