@@ -156,16 +156,22 @@ impl PlainLoader {
     }
 
     /// Ends the input and builds the model.
-    pub fn finish(mut self) -> Result<Snapshot, Error> {
+    pub fn finish(self) -> Result<Snapshot, Error> {
+        Ok(self.finish_unchecked()?.check())
+    }
+
+    /// Ends the input and builds the model but for the checks of its traces
+    /// ([`snapshot::Unchecked::check`] runs them).
+    pub fn finish_unchecked(mut self) -> Result<snapshot::Unchecked, Error> {
         if self.kind.is_none() {
             let held = std::mem::take(&mut self.json);
-            return load(&held);
+            return load(&held).map(snapshot::Unchecked::checked);
         }
         match self.kind {
-            Some(Kind::Json) => json::load(&self.json),
+            Some(Kind::Json) => json::load(&self.json).map(snapshot::Unchecked::checked),
             _ => {
                 let doc = self.parser.finish()?;
-                Snapshot::from_owned_document(doc)
+                Snapshot::from_owned_document_unchecked(doc)
             }
         }
     }

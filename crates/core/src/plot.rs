@@ -196,7 +196,12 @@ pub fn assign_rows(spans: &[(f64, f64)], max_rows: usize) -> (Vec<usize>, usize)
 impl PlotData {
     /// Lays out one device.
     pub fn build(snap: &Snapshot, device_pos: usize, options: Options) -> PlotData {
-        let layout = Layout::build(snap, device_pos, options);
+        PlotData::from_layout(snap, device_pos, Layout::build(snap, device_pos, options))
+    }
+
+    /// The plot of one device around its layout (built by [`Layout::build`] or in steps by
+    /// [`crate::timeline::LayoutBuilder`]).
+    pub fn from_layout(snap: &Snapshot, device_pos: usize, layout: Layout) -> PlotData {
         let Some(dev) = snap.devices.get(device_pos) else {
             return PlotData {
                 device_pos,

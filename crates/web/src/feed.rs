@@ -134,10 +134,6 @@ impl Feed<'_> {
             }
             let t1 = host.now_ms();
             timings.read_ms += t1 - t0;
-            if t1 - t0 > 1.0 {
-                // Waiting for the slice let the thread take events.
-                last_yield_ms = t1;
-            }
             if offset == 0 && maybe_profile(chunk) {
                 match self.on_profile {
                     OnProfile::Stop => return Ok((Fed::Profile { bytes: Vec::new(), loader }, timings)),

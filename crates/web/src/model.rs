@@ -48,6 +48,12 @@ impl ModelLoader {
     pub fn finish(self) -> Result<Snapshot, Error> {
         self.loader.finish()
     }
+
+    /// Ends the input and builds the model but for the checks of its traces, which
+    /// [`memviz_core::snapshot::Unchecked::check`] runs.
+    pub fn finish_unchecked(self) -> Result<memviz_core::snapshot::Unchecked, Error> {
+        self.loader.finish_unchecked()
+    }
 }
 
 /// Loads a snapshot from chunks in one go.

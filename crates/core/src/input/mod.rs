@@ -296,14 +296,20 @@ impl Loader {
     }
 
     /// Ends the input and builds the model.
-    pub fn finish(mut self) -> Result<Snapshot, Error> {
+    pub fn finish(self) -> Result<Snapshot, Error> {
+        Ok(self.finish_unchecked()?.check())
+    }
+
+    /// Ends the input and builds the model but for the checks of its traces
+    /// ([`crate::snapshot::Unchecked::check`] runs them).
+    pub fn finish_unchecked(mut self) -> Result<crate::snapshot::Unchecked, Error> {
         {
             let mut sink = Self::sink(&mut self.plain, self.total_len);
             self.unpacker.finish(&mut sink)?;
         }
         let container = self.unpacker.container().unwrap_or(Container::Plain);
         match self.plain {
-            Some(l) => l.finish().map_err(|e| in_container(container, e)),
+            Some(l) => l.finish_unchecked().map_err(|e| in_container(container, e)),
             None if container == Container::Plain => Err(Error::Empty),
             None => Err(in_container(container, Error::Empty)),
         }

@@ -11,7 +11,7 @@ mod build;
 mod model;
 mod wire;
 
-pub use build::MAX_DEVICES;
+pub use build::{Unchecked, MAX_DEVICES};
 pub use model::{
     Action, Annotation, Block, BlockState, Device, DeviceKind, Frame, FrameExtra, Segment, Snapshot, SourceInfo,
     SparseColumn, StackTable, Strings, Trace, Warning, WarningKind, PINNED_HOST_INDEX,

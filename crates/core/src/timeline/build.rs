@@ -1,9 +1,11 @@
 //! [`Layout::build`]: one pass over a device's trace that gives every allocation its life, band
 //! and stack position, the per-event totals, the interval index and the block maxima.
+//! [`LayoutBuilder`] does the same work in steps of a bounded number of trace rows and events,
+//! for a caller that must take events between them (the page's main thread).
 
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-use crate::snapshot::{Action, BlockState, Snapshot};
+use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
 use super::interval::IntervalIndex;
 use super::maxima::{BlockMaxima, BLOCK, SMALL};
@@ -11,35 +13,154 @@ use super::{Element, Layout, Mode, Options, Origin, SLIDE_STEPS};
 
 impl Layout {
     /// Lays out device `device_pos` (an index into `snap.devices`).
-    #[allow(clippy::too_many_lines)] // the layout's single pass over the trace; not split yet
     pub fn build(snap: &Snapshot, device_pos: usize, options: Options) -> Layout {
-        let mut l = Layout { options, ..Layout::default() };
-        let Some(dev) = snap.devices.get(device_pos) else { return l };
-        let t = &dev.trace;
-        let (alloc_action, free_actions): (Action, &[Action]) = match options.mode {
+        LayoutBuilder::new(snap, device_pos, options).finish()
+    }
+}
+
+/// Where a [`LayoutBuilder`] is.
+enum Stage {
+    /// Phase 1: pairing the trace's rows into lifetimes, from this row on.
+    Pairing(usize),
+    /// Phase 2 and the start of phase 3: elements live before the trace, the drawn ones chosen.
+    Choosing,
+    /// Phase 3: replaying the events in order, from this event on.
+    Replaying(usize),
+    /// The bands to end, sort and index.
+    Ending,
+    /// Bands ended, sorted and indexed.
+    Done,
+}
+
+/// The replay's running state (phase 3).
+#[derive(Default)]
+struct Replay {
+    drawn: Vec<bool>,
+    drawn_stack: Stack,
+    full: Stack,
+    order: Vec<u32>,
+    drawn_total: u64,
+    summarized_total: u64,
+    live: Vec<bool>,
+    step: u32,
+    peak: u64,
+    peak_step: u32,
+    moment: bool,
+}
+
+/// A [`Layout`] built in steps: [`LayoutBuilder::step`] does at most a given number of trace rows
+/// or events of work and says whether the layout is complete; [`LayoutBuilder::finish`] does what
+/// is left. The result is the same as [`Layout::build`]'s whatever the steps.
+pub struct LayoutBuilder<'a> {
+    snap: &'a Snapshot,
+    trace: Option<&'a Trace>,
+    device_index: i64,
+    alloc_action: Action,
+    free_actions: &'static [Action],
+    l: Layout,
+    open: HashMap<u64, u32>,
+    versions: HashMap<u64, u32>,
+    /// (element, trace row) of every alloc and free, in trace order.
+    actions: Vec<(u32, u32)>,
+    initially: Vec<u32>,
+    replay: Replay,
+    stage: Stage,
+}
+
+impl<'a> LayoutBuilder<'a> {
+    /// A builder for device `device_pos` (an index into `snap.devices`); no work done yet but
+    /// making room (one pass over the actions).
+    pub fn new(snap: &'a Snapshot, device_pos: usize, options: Options) -> LayoutBuilder<'a> {
+        let (alloc_action, free_actions): (Action, &'static [Action]) = match options.mode {
             Mode::Allocations => (Action::Alloc, &[Action::FreeCompleted, Action::Free]),
             Mode::Segments => (Action::SegmentAlloc, &[Action::SegmentFree]),
             Mode::MappedPages => (Action::SegmentMap, &[Action::SegmentUnmap]),
         };
-        // Room made once: a growing vector is copied whole at each doubling (WebAssembly's
-        // realloc cannot remap), 27 ms of a 1M-entry layout in the page.
-        let allocs = t.action.iter().filter(|&&a| a == alloc_action).count();
-        let frees = t.action.iter().filter(|a| free_actions.contains(a)).count();
-        l.elements.reserve(allocs);
-        // Phase 1: pair events into lifetimes.
-        let mut open: HashMap<u64, u32> = HashMap::default();
-        open.reserve(allocs.min(1 << 16));
-        let mut versions: HashMap<u64, u32> = HashMap::default();
-        let mut actions: Vec<(u32, u32)> = Vec::with_capacity(allocs + frees); // (element, trace row)
-        let mut initially: Vec<u32> = Vec::new();
-        for row in 0..t.len() {
+        let dev = snap.devices.get(device_pos);
+        let mut b = LayoutBuilder {
+            snap,
+            trace: dev.map(|d| &d.trace),
+            device_index: dev.map_or(0, |d| d.index),
+            alloc_action,
+            free_actions,
+            l: Layout { options, ..Layout::default() },
+            open: HashMap::default(),
+            versions: HashMap::default(),
+            actions: Vec::new(),
+            initially: Vec::new(),
+            replay: Replay::default(),
+            stage: if dev.is_some() { Stage::Pairing(0) } else { Stage::Done },
+        };
+        if let Some(t) = b.trace {
+            // Room made once: a growing vector is copied whole at each doubling (WebAssembly's
+            // realloc cannot remap), 27 ms of a 1M-entry layout in the page.
+            let allocs = t.action.iter().filter(|&&a| a == alloc_action).count();
+            let frees = t.action.iter().filter(|a| free_actions.contains(a)).count();
+            // Every element is an alloc, a free without one, or a block live before the trace:
+            // room for all of them (room never touched costs no memory).
+            let before: usize = snap
+                .segments
+                .iter()
+                .filter(|s| s.device == b.device_index)
+                .map(|s| match options.mode {
+                    Mode::Allocations => snap.segment_blocks(s).len(),
+                    _ => 1,
+                })
+                .sum();
+            b.l.elements.reserve(allocs + frees + before);
+            b.open.reserve(allocs.min(1 << 16));
+            b.actions.reserve(allocs + frees);
+        }
+        b
+    }
+
+    /// Does at most about `budget` rows or events of work; whether the layout is complete.
+    pub fn step(&mut self, budget: usize) -> bool {
+        let budget = budget.max(1);
+        match self.stage {
+            Stage::Pairing(from) => {
+                let rows = self.trace.map_or(0, Trace::len);
+                let to = from.saturating_add(budget).min(rows);
+                self.pair(from, to);
+                self.stage = if to < rows { Stage::Pairing(to) } else { Stage::Choosing };
+            }
+            Stage::Choosing => {
+                self.add_ghosts();
+                self.start_replay();
+                self.stage = Stage::Replaying(0);
+            }
+            Stage::Replaying(from) => {
+                let to = from.saturating_add(budget).min(self.actions.len());
+                self.replay(from, to);
+                self.stage = if to < self.actions.len() { Stage::Replaying(to) } else { Stage::Ending };
+            }
+            Stage::Ending => {
+                self.end();
+                self.stage = Stage::Done;
+            }
+            Stage::Done => {}
+        }
+        matches!(self.stage, Stage::Done)
+    }
+
+    /// The layout, once what is left has been done.
+    pub fn finish(mut self) -> Layout {
+        while !self.step(usize::MAX) {}
+        self.l
+    }
+
+    /// Phase 1 over trace rows `from..to`: pair events into lifetimes.
+    fn pair(&mut self, from: usize, to: usize) {
+        let Some(t) = self.trace else { return };
+        let l = &mut self.l;
+        for row in from..to {
             let Some(&a) = t.action.get(row) else { continue };
             let addr = t.addr.get(row).copied().unwrap_or(0);
             let size = t.size_bytes.get(row).copied().unwrap_or(0);
             let stack = t.stack.get(row).copied().unwrap_or(0);
             let stream = t.stream.get(row).copied().unwrap_or(0);
-            if a == alloc_action {
-                let v = versions.get(&addr).copied().unwrap_or(0);
+            if a == self.alloc_action {
+                let v = self.versions.get(&addr).copied().unwrap_or(0);
                 let e = l.elements.len() as u32;
                 l.elements.push(Element {
                     addr,
@@ -55,18 +176,18 @@ impl Layout {
                     total_after_alloc_bytes: 0,
                     band: None,
                 });
-                open.insert(addr, e);
-                actions.push((e, row as u32));
-            } else if free_actions.contains(&a) {
-                let v = versions.entry(addr).or_insert(0);
+                self.open.insert(addr, e);
+                self.actions.push((e, row as u32));
+            } else if self.free_actions.contains(&a) {
+                let v = self.versions.entry(addr).or_insert(0);
                 let ver = *v;
                 *v += 1;
-                match open.remove(&addr) {
+                match self.open.remove(&addr) {
                     Some(e) => {
                         if let Some(el) = l.elements.get_mut(e as usize) {
                             el.free_row = Some(row as u32);
                         }
-                        actions.push((e, row as u32));
+                        self.actions.push((e, row as u32));
                     }
                     None => {
                         let e = l.elements.len() as u32;
@@ -84,50 +205,60 @@ impl Layout {
                             total_after_alloc_bytes: 0,
                             band: None,
                         });
-                        initially.push(e);
-                        actions.push((e, row as u32));
+                        self.initially.push(e);
+                        self.actions.push((e, row as u32));
                     }
                 }
             }
         }
-        // Phase 2: live state of the final snapshot that the trace never saw.
-        for s in snap.segments.iter().filter(|s| s.device == dev.index) {
-            match options.mode {
+    }
+
+    /// Phase 2: live state of the final snapshot that the trace never saw.
+    fn add_ghosts(&mut self) {
+        let (snap, l) = (self.snap, &mut self.l);
+        for s in snap.segments.iter().filter(|s| s.device == self.device_index) {
+            match l.options.mode {
                 Mode::Allocations => {
                     for b in snap.segment_blocks(s) {
-                        if b.state == BlockState::ActiveAllocated && !open.contains_key(&b.address) {
+                        if b.state == BlockState::ActiveAllocated && !self.open.contains_key(&b.address) {
                             let e = l.elements.len() as u32;
                             l.elements.push(ghost(
                                 b.address,
                                 b.requested_size,
                                 b.stack,
                                 s.stream,
-                                versions.get(&b.address).copied().unwrap_or(0),
+                                self.versions.get(&b.address).copied().unwrap_or(0),
                             ));
-                            initially.push(e);
+                            self.initially.push(e);
                         }
                     }
                 }
                 // Mapped pages are those of expandable segments only.
                 Mode::MappedPages if !s.is_expandable => {}
                 Mode::Segments | Mode::MappedPages => {
-                    if !open.contains_key(&s.address) {
+                    if !self.open.contains_key(&s.address) {
                         let e = l.elements.len() as u32;
                         l.elements.push(ghost(s.address, s.total_size, s.stack, s.stream, 0));
-                        initially.push(e);
+                        self.initially.push(e);
                     }
                 }
             }
         }
-        initially.reverse();
-        // Hidden allocations keep their events (and so their steps: the x axis does not depend on
-        // what is shown) but add nothing to any band or total.
+        self.initially.reverse();
+        self.open = HashMap::default();
+        self.versions = HashMap::default();
+    }
+
+    /// Chooses the drawn elements and lays out those live before the trace.
+    fn start_replay(&mut self) {
+        let l = &mut self.l;
+        let options = l.options;
         let hidden = |e: &Element| options.hides(e);
         // Elements that are freed in the trace appear in `actions`; an initial element freed in the
         // trace must not be re-added when its free comes (it is already live).
-        if actions.is_empty() {
-            if let Some(e) = initially.pop() {
-                actions.push((e, u32::MAX));
+        if self.actions.is_empty() {
+            if let Some(e) = self.initially.pop() {
+                self.actions.push((e, u32::MAX));
             }
         }
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
@@ -143,9 +274,10 @@ impl Layout {
         if keep > 0 && keep < by_size.len() {
             by_size.select_nth_unstable(keep - 1);
         }
-        let mut drawn = vec![false; l.elements.len()];
+        let r = &mut self.replay;
+        r.drawn = vec![false; l.elements.len()];
         for &(_, e) in by_size.iter().take(keep) {
-            drawn[e as usize] = true;
+            r.drawn[e as usize] = true;
         }
         drop(by_size);
         // Phase 3: replay. Bands are numbered in stack order, so "is anything drawn above the
@@ -157,123 +289,116 @@ impl Layout {
         // implies one in the full picture (drawn bands are a subset, in the same order).
         // A trace of at most one entry (enabled='state') has no history: its one free, if any,
         // takes no slide, so every step shows the state when the snapshot was taken.
-        let moment = t.len() <= 1;
-        let events = actions.len();
+        r.moment = self.trace.map_or(0, Trace::len) <= 1;
+        r.full = Stack::with_capacity(l.elements.len());
+        r.order = vec![u32::MAX; l.elements.len()];
+        r.live = vec![false; l.elements.len()];
+        let events = self.actions.len();
         l.event_step.reserve(events);
         l.event_row.reserve(events);
         l.event_drawn_before.reserve(events);
         l.event_slides.reserve(events);
         l.event_drawn_bytes.reserve(events);
         l.event_summarized_bytes.reserve(events);
-        l.row_event.reserve(t.len());
-        let mut drawn_stack = Stack::default();
-        let mut full = Stack::with_capacity(l.elements.len());
-        let mut order = vec![u32::MAX; l.elements.len()];
-        let mut drawn_total: u64 = 0;
-        let mut summarized_total: u64 = 0;
-        let mut live = vec![false; l.elements.len()];
-        let mut step: u32 = 0;
-        let mut peak = 0u64;
-        let mut peak_step = 0u32;
-
-        let add_band = |l: &mut Layout, e: u32, step: u32, drawn_total: &mut u64, drawn_stack: &mut Stack| {
-            let b = l.band_element.len() as u32;
-            l.band_element.push(e);
-            l.band_start.push(step);
-            l.band_end.push(u32::MAX);
-            l.band_slides.push(false);
-            drawn_stack.push();
-            if let Some(el) = l.elements.get_mut(e as usize) {
-                el.band = Some(b);
-                *drawn_total += el.size_bytes;
-            }
-        };
-
-        for &e in &initially {
-            live[e as usize] = true;
-            order[e as usize] = full.push();
-            if drawn[e as usize] {
-                add_band(&mut l, e, 0, &mut drawn_total, &mut drawn_stack);
+        l.row_event.reserve(self.trace.map_or(0, Trace::len));
+        for &e in &self.initially {
+            r.live[e as usize] = true;
+            r.order[e as usize] = r.full.push();
+            if r.drawn[e as usize] {
+                add_band(l, e, 0, &mut r.drawn_total, &mut r.drawn_stack);
             } else {
-                summarized_total += l.elements[e as usize].size_bytes;
+                r.summarized_total += l.elements[e as usize].size_bytes;
             }
         }
-        l.initial_drawn_bytes = drawn_total;
-        l.initial_summarized_bytes = summarized_total;
-        peak = peak.max(drawn_total + summarized_total);
+        l.initial_drawn_bytes = r.drawn_total;
+        l.initial_summarized_bytes = r.summarized_total;
+        r.peak = r.peak.max(r.drawn_total + r.summarized_total);
+    }
 
-        for &(e, row) in &actions {
+    /// Phase 3 over events `from..to`.
+    fn replay(&mut self, from: usize, to: usize) {
+        let (l, r) = (&mut self.l, &mut self.replay);
+        let options = l.options;
+        let hidden = |e: &Element| options.hides(e);
+        for &(e, row) in self.actions.get(from..to).unwrap_or(&[]) {
             let ei = e as usize;
             let size = l.elements[ei].size_bytes;
             let ev = l.event_step.len() as u32;
-            l.event_step.push(step);
+            l.event_step.push(r.step);
             l.event_row.push(row);
             if row != u32::MAX {
-                let r = row as usize;
-                if l.row_event.len() <= r {
-                    l.row_event.resize(r + 1, u32::MAX);
+                let ri = row as usize;
+                if l.row_event.len() <= ri {
+                    l.row_event.resize(ri + 1, u32::MAX);
                 }
-                l.row_event[r] = ev;
+                l.row_event[ri] = ev;
             }
-            l.event_drawn_before.push(drawn_total);
+            l.event_drawn_before.push(r.drawn_total);
             let mut slides = false;
-            if !live[ei] {
+            if !r.live[ei] {
                 // Alloc.
-                live[ei] = true;
-                order[ei] = full.push();
+                r.live[ei] = true;
+                r.order[ei] = r.full.push();
                 if hidden(&l.elements[ei]) {
-                    l.elements[ei].alloc_step = step;
-                    step += 1;
+                    l.elements[ei].alloc_step = r.step;
+                    r.step += 1;
                     l.event_slides.push(false);
-                    l.event_drawn_bytes.push(drawn_total);
-                    l.event_summarized_bytes.push(summarized_total);
+                    l.event_drawn_bytes.push(r.drawn_total);
+                    l.event_summarized_bytes.push(r.summarized_total);
                     continue;
                 }
-                if drawn[ei] {
-                    add_band(&mut l, e, step, &mut drawn_total, &mut drawn_stack);
+                if r.drawn[ei] {
+                    add_band(l, e, r.step, &mut r.drawn_total, &mut r.drawn_stack);
                 } else {
-                    summarized_total += size;
+                    r.summarized_total += size;
                 }
                 let el = &mut l.elements[ei];
-                el.alloc_step = step;
-                el.total_after_alloc_bytes = drawn_total + summarized_total;
-                if drawn_total + summarized_total > peak {
-                    peak = drawn_total + summarized_total;
-                    peak_step = step;
+                el.alloc_step = r.step;
+                el.total_after_alloc_bytes = r.drawn_total + r.summarized_total;
+                if r.drawn_total + r.summarized_total > r.peak {
+                    r.peak = r.drawn_total + r.summarized_total;
+                    r.peak_step = r.step;
                 }
-                step += 1;
+                r.step += 1;
             } else {
                 // Free.
-                live[ei] = false;
-                let full_slides = full.pop(order[ei]) && !moment;
-                l.elements[ei].free_step = Some(step);
+                r.live[ei] = false;
+                let full_slides = r.full.pop(r.order[ei]) && !r.moment;
+                l.elements[ei].free_step = Some(r.step);
                 if hidden(&l.elements[ei]) {
                     // Nothing drawn or summarized changes.
                 } else if let Some(b) = l.elements[ei].band {
                     let bi = b as usize;
-                    l.band_end[bi] = step;
-                    slides = drawn_stack.pop(b) && !moment;
+                    l.band_end[bi] = r.step;
+                    slides = r.drawn_stack.pop(b) && !r.moment;
                     l.band_slides[bi] = slides;
-                    drawn_total -= size;
+                    r.drawn_total -= size;
                 } else {
-                    summarized_total = summarized_total.saturating_sub(size);
+                    r.summarized_total = r.summarized_total.saturating_sub(size);
                 }
                 debug_assert!(full_slides || !slides, "a drawn slide without one in the full picture");
-                step += if full_slides { 1 + SLIDE_STEPS } else { 1 };
+                r.step += if full_slides { 1 + SLIDE_STEPS } else { 1 };
             }
             l.event_slides.push(slides);
-            l.event_drawn_bytes.push(drawn_total);
-            l.event_summarized_bytes.push(summarized_total);
+            l.event_drawn_bytes.push(r.drawn_total);
+            l.event_summarized_bytes.push(r.summarized_total);
         }
-        l.steps = step.max(1);
-        // Bands still live end with the trace.
+    }
+
+    /// Bands still live end with the trace; the bands sorted by end, indexed, and the block maxima.
+    fn end(&mut self) {
+        let r = std::mem::take(&mut self.replay);
+        self.actions = Vec::new();
+        self.initially = Vec::new();
+        let l = &mut self.l;
+        l.steps = r.step.max(1);
         for end in &mut l.band_end {
             if *end == u32::MAX {
                 *end = l.steps;
             }
         }
-        l.peak_bytes = peak;
-        l.peak_step = peak_step;
+        l.peak_bytes = r.peak;
+        l.peak_step = r.peak_step;
         let mut by_end: Vec<u32> = (0..l.band_end.len() as u32).collect();
         by_end.sort_by_key(|&b| l.band_end[b as usize]);
         l.bands_by_end = by_end;
@@ -282,9 +407,22 @@ impl Layout {
             (0..l.band_element.len() as u32).map(|b| (l.band_start[b as usize], l.band_reach(b), b)).collect();
         l.index = IntervalIndex::build(items);
         // Block maxima of live bytes per event, for range-max queries.
-        l.small_blocks = BlockMaxima::of_events(&l, SMALL);
+        l.small_blocks = BlockMaxima::of_events(l, SMALL);
         l.blocks = BlockMaxima::of_blocks(&l.small_blocks, BLOCK / SMALL);
-        l
+    }
+}
+
+/// A new band for element `e` from `step`, on top of the drawn stack.
+fn add_band(l: &mut Layout, e: u32, step: u32, drawn_total: &mut u64, drawn_stack: &mut Stack) {
+    let b = l.band_element.len() as u32;
+    l.band_element.push(e);
+    l.band_start.push(step);
+    l.band_end.push(u32::MAX);
+    l.band_slides.push(false);
+    drawn_stack.push();
+    if let Some(el) = l.elements.get_mut(e as usize) {
+        el.band = Some(b);
+        *drawn_total += el.size_bytes;
     }
 }
 

@@ -28,6 +28,7 @@
 //!   [`Layout::max_live_between`] (block maxima), [`Layout::live_bytes_at`].
 
 mod build;
+pub use build::LayoutBuilder;
 mod edges;
 mod interval;
 mod maxima;

@@ -508,3 +508,42 @@ fn a_state_only_snapshot_is_one_moment() {
     let mapped = Layout::build(&snap, 0, Options { mode: Mode::MappedPages, ..Options::default() });
     assert!(mapped.elements.is_empty() && mapped.band_count() == 0);
 }
+
+/// A layout built in steps of any size is the one built in one go, field for field, in every
+/// mode and with hide freed.
+#[test]
+fn built_in_steps_equals_built_at_once() {
+    for path in fixtures() {
+        let snap = crate::load(&std::fs::read(&path).expect("read")).expect("load");
+        for device_pos in 0..snap.devices.len() {
+            for (mode, hide_freed) in [
+                (Mode::Allocations, false),
+                (Mode::Allocations, true),
+                (Mode::Segments, false),
+                (Mode::MappedPages, false),
+            ] {
+                let options = Options { max_entries: 100, mode, hide_freed };
+                let whole = format!("{:?}", Layout::build(&snap, device_pos, options));
+                for budget in [1, 7, 1000] {
+                    let mut b = LayoutBuilder::new(&snap, device_pos, options);
+                    let mut steps = 0usize;
+                    while !b.step(budget) {
+                        steps += 1;
+                    }
+                    let rows = snap.devices[device_pos].trace.len();
+                    assert!(
+                        budget > rows || rows < 2 || steps > 0,
+                        "{}: {rows} rows in one step of {budget}",
+                        path.display()
+                    );
+                    assert_eq!(
+                        format!("{:?}", b.finish()),
+                        whole,
+                        "{} device {device_pos} {mode:?} budget {budget}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -7,6 +7,7 @@ use super::*;
 use crate::feed::{open_error, BlobSlices, Fed, Feed, FeedTimings, Host, MemorySlices, OnProfile};
 use crate::protocol::Phase;
 use crate::tasks::yield_to_events;
+use memviz_core::timeline::LayoutBuilder;
 
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
@@ -141,11 +142,17 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         timings.wait_ms += now() - tw;
     }
     let t0 = now();
-    let snap = match loader.finish() {
+    let unchecked = match loader.finish_unchecked() {
         Ok(s) => s,
         Err(e) => return fail(open_error(&name, &e)),
     };
-    timings.model_ms = now() - t0;
+    // The traces' checks in a task of their own (a 1M-entry model is 50 ms in all).
+    let t1 = now();
+    yield_to_events().await;
+    let t2 = now();
+    timings.wait_ms += t2 - t1;
+    let snap = unchecked.check();
+    timings.model_ms = now() - t0 - (t2 - t1);
     if slow(now()) {
         with_app(weak, |app| {
             if let Some(l) = &mut app.state.loading {
@@ -158,27 +165,56 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         timings.wait_ms += now() - tw;
     }
     let t0 = now();
+    let wait_before_layout = timings.wait_ms;
     let Some(view) = with_app(weak, |app| app.state.view) else {
         return;
     };
     let preferred = with_app(weak, |app| app.state.preferred_device).flatten();
     let device_pos = choose_device(&snap, preferred);
-    let plot = PlotData::build(
-        &snap,
-        device_pos,
-        Options {
-            max_entries: DEFAULT_MAX_ENTRIES,
-            mode: view.mode(),
-            hide_freed: with_app(weak, |app| app.state.history.hide_freed).unwrap_or(false),
-        },
-    );
-    timings.layout_ms = now() - t0;
+    let options = Options {
+        max_entries: DEFAULT_MAX_ENTRIES,
+        mode: view.mode(),
+        hide_freed: with_app(weak, |app| app.state.history.hide_freed).unwrap_or(false),
+    };
+    // Laid out in steps, taking events between them, so a large layout makes no long task.
+    let mut builder = LayoutBuilder::new(&snap, device_pos, options);
+    let mut last_yield_ms = now();
+    while !builder.step(LAYOUT_STEP) {
+        let t = now();
+        if t - last_yield_ms > YIELD_EVERY_MS {
+            yield_to_events().await;
+            last_yield_ms = now();
+            timings.wait_ms += last_yield_ms - t;
+            if cancelled() {
+                with_app(weak, |app| {
+                    app.state.loading = None;
+                    app.cancel_requested = false;
+                    app.state.status_note = Some(format!("Stopped loading {name}."));
+                    app.request_redraw();
+                });
+                return;
+            }
+        }
+    }
+    let layout = builder.finish();
+    // The time map and marks, and then showing the file, each in a task of its own.
+    let tw = now();
+    yield_to_events().await;
+    timings.wait_ms += now() - tw;
+    let plot = PlotData::from_layout(&snap, device_pos, layout);
+    let tw = now();
+    yield_to_events().await;
+    timings.wait_ms += now() - tw;
+    timings.layout_ms = now() - t0 - timings.wait_ms + wait_before_layout;
     timings.laid_out_ms = now();
     with_app(weak, |app| {
         app.finish_load(name, snap, plot, timings, None);
         app.request_redraw();
     });
 }
+
+/// Trace rows or events laid out between chances to take events (a few ms in the page).
+const LAYOUT_STEP: usize = 1 << 16;
 
 /// Files above this size load in a worker ([`ON_PAGE_MAX_BYTES`], or the page's
 /// `memvizOnPageMaxBytes`).

@@ -29,7 +29,7 @@ pub use crate::model::Timings;
 use crate::model::{choose_device, PlotData, CHUNK_BYTES};
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
-use crate::tasks::{next_frame, next_tick};
+use crate::tasks::{next_frame, next_tick, yield_to_events};
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
 use memviz_view::state::{Effect, TimelineInput, ViewState};
@@ -45,7 +45,7 @@ const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file on the page, give it a chance to take input and repaint at least this
 /// often (ms).
-const YIELD_EVERY_MS: f64 = 20.0;
+const YIELD_EVERY_MS: f64 = 12.0;
 /// Files up to this size (bytes) load on the page itself, in slices of at most YIELD_EVERY_MS:
 /// one WebAssembly heap holds the parse and the model (a loading worker's heap would hold the
 /// parse's peak beside the page's copy of the model), and nothing is handed over (at 1M entries,
@@ -379,10 +379,8 @@ impl App {
     fn prepare_shown(&mut self, now_ok: bool, shown: Option<js_sys::Function>) {
         let weak = self.self_ref.clone();
         let small = self.file().is_some_and(render::is_small);
-        // A small timeline, or one loaded on the page (no worker is still freeing its heap, which
-        // would hold up touching the canvases' fresh memory): canvases and bands now, so the next
-        // frame is the complete one; a large timeline's held copies follow in tasks of their own.
-        if now_ok && (small || shown.is_none()) {
+        if now_ok && small {
+            // A small timeline: canvases and bands now, so the next frame is the complete one.
             let (fr, memo) = self.frame();
             for step in 0..render::SHOWN_CANVASES {
                 render::prepare_canvas(&fr, step);
@@ -391,21 +389,36 @@ impl App {
             memo.canvases_pending = false;
             memo.bands_next_frame = false;
             self.request_redraw();
-            if !small {
-                wasm_bindgen_futures::spawn_local(async move {
-                    next_frame().await;
-                    for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
-                        next_tick().await;
-                        with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
-                    }
-                });
-            }
             if let Some(f) = shown {
                 wasm_bindgen_futures::spawn_local(async move {
                     next_frame().await;
                     let _ = f.call0(&JsValue::NULL);
                 });
             }
+            return;
+        }
+        if now_ok && shown.is_none() {
+            // A large timeline loaded on the page (no worker is freeing its heap, which would hold
+            // up touching the canvases' fresh memory): the shown canvases and the bands in the next
+            // task, so the frame after it is the complete one; the held copies after that frame.
+            wasm_bindgen_futures::spawn_local(async move {
+                yield_to_events().await;
+                with_app(&weak, |app| {
+                    let (fr, memo) = app.frame();
+                    for step in 0..render::SHOWN_CANVASES {
+                        render::prepare_canvas(&fr, step);
+                    }
+                    render::prepare_plot(&fr, memo);
+                    memo.canvases_pending = false;
+                    memo.bands_next_frame = false;
+                    app.request_redraw();
+                });
+                next_frame().await;
+                for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
+                    next_tick().await;
+                    with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
+                }
+            });
             return;
         }
         wasm_bindgen_futures::spawn_local(async move {

@@ -395,7 +395,13 @@ impl Snapshot {
 
     /// Builds the model from a decoded pickle it may take columns from: a trace's `addr`,
     /// `size_bytes` and `time_us` columns are moved out of the document rather than copied.
-    pub(crate) fn from_owned_document(mut doc: Document) -> Result<Snapshot, Error> {
+    pub(crate) fn from_owned_document(doc: Document) -> Result<Snapshot, Error> {
+        Ok(Snapshot::from_owned_document_unchecked(doc)?.check())
+    }
+
+    /// [`Snapshot::from_owned_document`] but for the consistency checks of the traces, which
+    /// [`Unchecked::check`] runs (a caller that takes events between long steps runs them apart).
+    pub(crate) fn from_owned_document_unchecked(mut doc: Document) -> Result<Unchecked, Error> {
         let mut built = Builder::new(&doc, true).build()?;
         if let Some(pending) = built.deferred_columns.take() {
             let wide =
@@ -404,7 +410,31 @@ impl Snapshot {
                 pending.fill(&mut d.trace, wide);
             }
         }
-        Ok(built.finish(&doc.oddities))
+        Ok(Unchecked(UncheckedInner::Built { built, oddities: std::mem::take(&mut doc.oddities) }))
+    }
+}
+
+/// A model built but for the checks of its traces (which add warnings): [`Unchecked::check`]
+/// runs them. Building in two steps gives the same model as building in one.
+pub struct Unchecked(UncheckedInner);
+
+enum UncheckedInner {
+    Built { built: Built, oddities: Vec<String> },
+    Checked(Snapshot),
+}
+
+impl Unchecked {
+    /// A model that needs no more checks.
+    pub(crate) fn checked(snap: Snapshot) -> Unchecked {
+        Unchecked(UncheckedInner::Checked(snap))
+    }
+
+    /// Checks the traces and adds the reader's oddities as warnings: the model.
+    pub fn check(self) -> Snapshot {
+        match self.0 {
+            UncheckedInner::Built { built, oddities } => built.finish(&oddities),
+            UncheckedInner::Checked(snap) => snap,
+        }
     }
 }
 
