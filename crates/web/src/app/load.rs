@@ -73,7 +73,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         }
     }
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
-    let mut host = PageHost { weak, started_ms, total_bytes };
+    let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms };
     let fed = match &source {
         Source::File(f) => {
             match (total_bytes > READ_ON_PAGE_MAX_BYTES).then(|| worker_client::read_for_page(f)).flatten() {
@@ -240,7 +240,12 @@ struct PageHost<'a> {
     weak: &'a Weak<RefCell<App>>,
     started_ms: f64,
     total_bytes: u64,
+    /// When progress was last drawn.
+    drawn_ms: f64,
 }
+
+/// Least time between two frames that show a page load's progress (ms).
+const PROGRESS_EVERY_MS: f64 = 100.0;
 
 impl Host for PageHost<'_> {
     fn now_ms(&self) -> f64 {
@@ -253,8 +258,15 @@ impl Host for PageHost<'_> {
 
     fn progress(&mut self, read_bytes: u64) -> bool {
         let (started_ms, total_bytes) = (self.started_ms, self.total_bytes);
+        let now_ms = self.now_ms();
+        // A frame drawn while decoding costs the decoding its time (style, layout and paint of
+        // the status line): progress is drawn at most every PROGRESS_EVERY_MS.
+        let redraw = now_ms - self.drawn_ms >= PROGRESS_EVERY_MS;
+        if redraw {
+            self.drawn_ms = now_ms;
+        }
         let cancelled = with_app(self.weak, |app| {
-            show_progress(app, started_ms, total_bytes, read_bytes, Phase::Reading);
+            show_progress(app, started_ms, total_bytes, read_bytes, Phase::Reading, redraw);
             app.cancel_requested
         });
         !cancelled.unwrap_or(true)
@@ -263,7 +275,7 @@ impl Host for PageHost<'_> {
 
 /// Shows how far a load that started at `started_ms` is, with an estimate of the time left
 /// while it reads.
-fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u64, phase: Phase) {
+fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u64, phase: Phase, redraw: bool) {
     let fraction = if total_bytes == 0 { 1.0 } else { (read_bytes as f64 / total_bytes as f64).min(1.0) };
     let elapsed_ms = app.ui.now_ms() - started_ms;
     // Reading is most of the time; the rest (model, layout) takes about a third as long.
@@ -275,7 +287,9 @@ fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u
         l.left_ms = left_ms;
         l.phase = phase.label();
     }
-    app.request_redraw();
+    if redraw {
+        app.request_redraw();
+    }
 }
 
 /// Loads a file in a Web Worker: the page's main thread only shows progress and, at the end,
@@ -301,7 +315,7 @@ pub(crate) async fn load_in_worker(
     let started_ms = timings.started_ms;
     let progress_weak = weak.clone();
     let on_progress = move |read_bytes: u64, phase: Phase| {
-        with_app(&progress_weak, |app| show_progress(app, started_ms, total_bytes, read_bytes, phase));
+        with_app(&progress_weak, |app| show_progress(app, started_ms, total_bytes, read_bytes, phase, true));
     };
     let set_cancel = |cancel| {
         with_app(weak, |app| app.cancel_load = cancel);
