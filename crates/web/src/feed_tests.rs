@@ -103,6 +103,43 @@ fn the_host_can_stop_the_load() {
     assert_eq!(host.progress.len(), 2);
 }
 
+/// Slices of the lengths a reader chose, whatever was asked for (the page reads a file's first
+/// MiBs in pieces of its own): the next one starts where the last one ended.
+struct Pieces<'a> {
+    bytes: &'a [u8],
+    lengths: Vec<usize>,
+    asked: Vec<u64>,
+}
+
+impl Slices for Pieces<'_> {
+    async fn slice(&mut self, offset: u64, _end: u64) -> Result<&[u8], String> {
+        self.asked.push(offset);
+        let at = offset as usize;
+        let len = self.lengths.get(self.asked.len() - 1).copied().unwrap_or(usize::MAX);
+        Ok(&self.bytes[at..at.saturating_add(len).min(self.bytes.len())])
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn slices_of_any_length_give_the_same_model() {
+    let whole = memviz_core::load(DEMO).expect("load");
+    let total = DEMO.len() as u64;
+    let mut pieces = Pieces { bytes: DEMO, lengths: vec![1, 7, 100, 4096], asked: Vec::new() };
+    let mut host = TestHost::new(0.5);
+    let (fed, _) =
+        block_on(feed("demo", total, total / 3 + 1, OnProfile::Keep).run(&mut pieces, &mut host)).expect("fed");
+    let Fed::Decoded(loader) = fed else { panic!("not decoded") };
+    let snap = loader.finish().expect("model");
+    assert_eq!(snap.devices[0].trace.len(), whole.devices[0].trace.len());
+    assert_eq!(format!("{:?}", snap.devices[0].trace), format!("{:?}", whole.devices[0].trace));
+    assert_eq!(&pieces.asked[..5], &[0, 1, 8, 108, 4204]);
+    assert_eq!(host.progress.last(), Some(&total));
+    // An empty slice before the end is an error, not a loop.
+    let mut empty = Pieces { bytes: DEMO, lengths: vec![10, 0], asked: Vec::new() };
+    let e = block_on(feed("e.pickle", total, 64, OnProfile::Keep).run(&mut empty, &mut host)).err().expect("empty");
+    assert!(e.starts_with("Could not read e.pickle: a slice came back with the wrong length"), "{e}");
+}
+
 #[wasm_bindgen_test(unsupported = test)]
 fn errors_name_the_file_and_say_what_to_do() {
     struct Broken;
