@@ -73,7 +73,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         }
     }
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
-    let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms };
+    let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms, later: false };
     let fed = match &source {
         Source::File(f) => {
             match (total_bytes > READ_ON_PAGE_MAX_BYTES).then(|| worker_client::read_for_page(f)).flatten() {
@@ -242,6 +242,8 @@ struct PageHost<'a> {
     total_bytes: u64,
     /// When progress was last drawn.
     drawn_ms: f64,
+    /// A frame is asked for later, to draw progress not drawn then.
+    later: bool,
 }
 
 /// Least time between two frames that show a page load's progress (ms).
@@ -264,6 +266,11 @@ impl Host for PageHost<'_> {
         let redraw = now_ms - self.drawn_ms >= PROGRESS_EVERY_MS;
         if redraw {
             self.drawn_ms = now_ms;
+            self.later = false;
+        } else if !self.later {
+            // The progress not drawn now is drawn later, also if the next slice is slow to come.
+            self.later = true;
+            crate::tasks::redraw_after(PROGRESS_EVERY_MS as i32);
         }
         let cancelled = with_app(self.weak, |app| {
             show_progress(app, started_ms, total_bytes, read_bytes, Phase::Reading, redraw);
