@@ -103,12 +103,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let loader = match fed {
         Fed::Decoded(loader) => loader,
         Fed::Stopped => {
-            with_app(weak, |app| {
-                app.state.loading = None;
-                app.cancel_requested = false;
-                app.state.status_note = Some(format!("Stopped loading {name}."));
-                app.request_redraw();
-            });
+            with_app(weak, |app| show_stopped(app, &name));
             return;
         }
         // A profiler memory timeline (JSON list, maybe gzipped) is kept whole and read at the end.
@@ -186,12 +181,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             last_yield_ms = now();
             timings.wait_ms += last_yield_ms - t;
             if cancelled() {
-                with_app(weak, |app| {
-                    app.state.loading = None;
-                    app.cancel_requested = false;
-                    app.state.status_note = Some(format!("Stopped loading {name}."));
-                    app.request_redraw();
-                });
+                with_app(weak, |app| show_stopped(app, &name));
                 return;
             }
         }
@@ -280,6 +270,14 @@ impl Host for PageHost<'_> {
     }
 }
 
+/// Says that the load of `name` was stopped by the user.
+fn show_stopped(app: &mut App, name: &str) {
+    app.state.loading = None;
+    app.cancel_requested = false;
+    app.state.status_note = Some(format!("Stopped loading {name}."));
+    app.request_redraw();
+}
+
 /// Shows how far a load that started at `started_ms` is, with an estimate of the time left
 /// while it reads.
 fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u64, phase: Phase, redraw: bool) {
@@ -355,12 +353,7 @@ pub(crate) async fn load_in_worker(
             WorkerEnd::Finished
         }
         Outcome::Cancelled => {
-            with_app(weak, |app| {
-                app.state.loading = None;
-                app.cancel_requested = false;
-                app.state.status_note = Some(format!("Stopped loading {name}."));
-                app.request_redraw();
-            });
+            with_app(weak, |app| show_stopped(app, name));
             WorkerEnd::Finished
         }
         Outcome::Profile | Outcome::Unavailable => WorkerEnd::LoadHere,
