@@ -1,5 +1,5 @@
 //! Canvas resources the page keeps from frame to frame: the held copies of the plot area
-//! ([`HeldPlot`]), the `ImageData` the plot's pixels go through ([`ImageBuffer`]), and sizing a
+//! ([`HeldPlot`]), putting the plot's pixels on a canvas ([`ImageBuffer`]), and sizing a
 //! canvas' backing store ([`fit_canvas`]).
 
 use memviz_view::theme::Theme;
@@ -95,28 +95,21 @@ impl HeldPlot {
     }
 }
 
-/// An `ImageData` of the plot area's size kept from frame to frame: each exact frame copies its
-/// pixels into it and puts it on the canvas. A fresh `ImageData` (a few MB) per frame meant
-/// fresh memory each time, and where touching fresh memory is slow such a frame took 50-80 ms
-/// instead of 10.
+/// Puts the plot area's pixels on a canvas through an `ImageData` that views them where they
+/// are, in the WebAssembly memory: no copy, and no pixel buffer of the plot's size held in
+/// JavaScript between frames (one was 2.5 MB of a small file's renderer memory).
 #[derive(Default)]
-pub struct ImageBuffer(std::cell::RefCell<Option<(u32, u32, ImageData, js_sys::Uint8ClampedArray)>>);
+pub struct ImageBuffer;
 
 impl ImageBuffer {
     /// Puts `bytes` (RGBA rows of `size` px) on `ctx` at device px `at`.
     pub(crate) fn put(&self, ctx: &CanvasRenderingContext2d, bytes: &[u8], size: (u32, u32), at: (f64, f64)) {
-        let Ok(mut slot) = self.0.try_borrow_mut() else { return };
-        if !matches!(&*slot, Some((w, h, ..)) if (*w, *h) == size) {
-            let data = js_sys::Uint8ClampedArray::new_with_length(size.0.saturating_mul(size.1).saturating_mul(4));
-            *slot = ImageData::new_with_js_u8_clamped_array_and_sh(&data, size.0, size.1)
-                .ok()
-                .map(|img| (size.0, size.1, img, data));
+        if bytes.len() as u64 != u64::from(size.0) * u64::from(size.1) * 4 {
+            return;
         }
-        if let Some((_, _, img, data)) = &*slot {
-            if data.length() as usize == bytes.len() {
-                data.copy_from(bytes);
-                let _ = ctx.put_image_data(img, at.0, at.1);
-            }
+        // Nothing is allocated between making the view and putting it, so it stays valid.
+        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(wasm_bindgen::Clamped(bytes), size.0, size.1) {
+            let _ = ctx.put_image_data(&img, at.0, at.1);
         }
     }
 }

@@ -57,7 +57,7 @@ pub struct Ui {
     /// Copies of the last exact plot area and of the last exact one of the whole window, that
     /// a zoom or pan stretches into its first frame ([`HeldPlot`]).
     pub held: [HeldPlot; 2],
-    /// The pixels put on the base layer, kept from frame to frame ([`ImageBuffer`]).
+    /// How the bands' pixels are put on a canvas ([`ImageBuffer`]).
     pub plot_image: ImageBuffer,
     /// The overview canvas.
     pub minimap: HtmlCanvasElement,
@@ -108,7 +108,7 @@ impl Ui {
         let held = [HeldPlot::new(&document)?, HeldPlot::new(&document)?];
         Ok(Ui {
             held,
-            plot_image: ImageBuffer::default(),
+            plot_image: ImageBuffer,
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
             performance: window.performance(),

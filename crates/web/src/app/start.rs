@@ -168,7 +168,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     })
     .flatten();
     if let Some((canvas, ctx)) = canvas {
-        let image = crate::canvas::ImageBuffer::default();
+        let image = crate::canvas::ImageBuffer;
         let full = file.viewport;
         for k in 0..WARM_DRAWS {
             if !idle(&weak) {
@@ -185,7 +185,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
                 1.0,
                 (&canvas, &ctx, &image),
                 None,
-                None,
+                &mut None,
             ));
             next_tick().await;
         }

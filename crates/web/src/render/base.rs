@@ -16,7 +16,7 @@ pub fn draw_timeline_base(
     dpr: f64,
     (canvas, ctx, image): (&HtmlCanvasElement, &CanvasRenderingContext2d, &ImageBuffer),
     holding: Option<Holding<'_>>,
-    prepared: Option<PlotPixels>,
+    pixels: &mut Option<PlotPixels>,
 ) -> FrameInfo {
     let mut info = FrameInfo::default();
     // With no file the canvas shows nothing: it keeps no pixels, so that the page's size changes
@@ -70,7 +70,7 @@ pub fn draw_timeline_base(
             info.preview = true;
         }
         _ => {
-            let pixels = prepared.unwrap_or_else(|| compute_plot(f, pal, rect, dpr));
+            let pixels = pixels.get_or_insert_with(|| compute_plot(f, pal, rect, dpr));
             put_plot(&mut info, ctx, image, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
@@ -298,10 +298,17 @@ pub struct PlotPixels {
 /// `(x0, x1)`, bit for bit.
 pub type PixelsKey = (HeldWhat, u64, u64);
 
-/// The key of the plot area of the file shown, in its window.
+/// The key of the plot area of the file shown, in its window, where the file is not small
+/// (what [`prepare_plot`] computes ahead).
 pub(crate) fn pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
     let v = &fr.file()?.viewport;
     Some((held_what(fr)?, v.x0.to_bits(), v.x1.to_bits()))
+}
+
+/// The key of the plot area of the file shown, in its window, small or not.
+pub(crate) fn shown_pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
+    let v = &fr.file()?.viewport;
+    Some((shown_what(fr)?, v.x0.to_bits(), v.x1.to_bits()))
 }
 
 /// Computes the plot area of the next exact frame now and keeps it for that frame, when the
@@ -409,7 +416,7 @@ pub(crate) fn put_plot(
     image: &ImageBuffer,
     rect: PlotRect,
     dpr: f64,
-    p: PlotPixels,
+    p: &PlotPixels,
 ) {
     let (ox, oy, _, _) = raster_area(&rect, dpr);
     let raster = &p.raster;
@@ -441,5 +448,5 @@ pub(crate) fn put_plot(
     ctx.restore();
     info.bands_drawn = p.bands_drawn;
     info.vertices_drawn = p.vertices_drawn;
-    info.edges = Some(p.edges);
+    info.edges = Some(p.edges.clone());
 }

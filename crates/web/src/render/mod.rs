@@ -54,7 +54,8 @@ pub struct PaintMemo {
     pub canvas: Option<CanvasKey>,
     /// What the base layer of the timeline holds.
     pub frame: FrameInfo,
-    /// The plot area of the next exact frame, computed ahead of it.
+    /// The plot area of the next exact frame, computed ahead of it (a small timeline's: of the
+    /// last frame, for the next ones that change only the marks over it).
     pub prepared: Option<(PixelsKey, PlotPixels)>,
     /// Timings of a load whose first complete draw is still to come (then `memviz:ready`).
     pub ready_pending: Option<Timings>,
@@ -115,6 +116,11 @@ pub fn is_small(f: &OpenFile) -> bool {
 /// is slow, five canvases in one task took up to 50 ms, a single one up to 140 ms.
 pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
     let ui = &fr.ui;
+    if step == 0 && fr.file().is_some_and(is_small) {
+        // A small timeline is drawn on `#plot` alone (see [`draw`]): the base layer keeps no pixels.
+        fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr);
+        return;
+    }
     let canvases = [
         (&ui.plot_layer, &ui.plot_layer_ctx, fr.state.plot_css),
         (&ui.plot, &ui.plot_ctx, fr.state.plot_css),
@@ -152,9 +158,14 @@ impl Holding<'_> {
     }
 }
 
-/// What the held copies of the base layer are of, for the file shown.
+/// What the held copies of the base layer are of, for the file shown (none for a small one).
 fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
-    let f = fr.file().filter(|f| !is_small(f))?;
+    shown_what(fr).filter(|_| fr.file().is_some_and(|f| !is_small(f)))
+}
+
+/// What the timeline shows of the file shown, but for its window.
+fn shown_what(fr: &Frame<'_>) -> Option<HeldWhat> {
+    let f = fr.file()?;
     Some((
         fr.state.current,
         fr.state.generation,
@@ -187,7 +198,9 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
 /// markers), drawn only when what it shows changed (a zoom, a pan, a new layout), and over it the
 /// page's `#plot` with what the pointer points at and the other marks (pins, highlights, search
 /// matches, pools), cleared and drawn again every frame. Neither is copied into the other, so a
-/// frame rasterizes only what it drew.
+/// frame rasterizes only what it drew. A small timeline ([`is_small`]) is drawn whole on `#plot`
+/// instead, base and marks, at each change (a few ms): a second canvas of the plot's size
+/// weighed about 7 MB of renderer memory (its pixels and the compositor's copies of them).
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_page(fr, memo);
@@ -223,22 +236,37 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
         return;
     }
     let base_changed = memo.canvas.as_ref().map(CanvasKey::base) != Some(key.base());
-    if base_changed {
+    let single = fr.file().is_some_and(is_small);
+    if base_changed || single {
         let holding = what.map(|what| Holding { plots: &ui.held, what, preview });
-        // The plot area computed ahead for this very view, if there is one.
+        // The plot area computed ahead for this very view, if there is one; a small timeline's
+        // is kept for the frames that change only the marks over it.
+        let key = if single { shown_pixels_key(fr) } else { pixels_key(fr) };
         let prepared = if preview { None } else { memo.prepared.take() };
-        let prepared = prepared.filter(|p| Some(p.0) == pixels_key(fr)).map(|p| p.1);
-        let layer = (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image);
+        let mut pixels = prepared.filter(|p| Some(p.0) == key).map(|p| p.1);
+        let layer = if single {
+            fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr);
+            (&ui.plot, &ui.plot_ctx, &ui.plot_image)
+        } else {
+            (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image)
+        };
         let info =
-            draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, prepared);
-        draw_minimap(fr);
+            draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, &mut pixels);
+        if single {
+            memo.prepared = key.zip(pixels);
+        }
+        if base_changed {
+            draw_minimap(fr);
+        }
         memo.frame = info;
     }
-    let (w, h) = if fr.file().is_some() { fr.state.plot_css } else { (0.0, 0.0) };
-    fit_canvas(&ui.plot, w, h, fr.state.dpr);
     let ctx = &ui.plot_ctx;
-    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
+    if !single {
+        let (w, h) = if fr.file().is_some() { fr.state.plot_css } else { (0.0, 0.0) };
+        fit_canvas(&ui.plot, w, h, fr.state.dpr);
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
+    }
     memo.canvas = Some(key);
     let _ = ui.plot.set_attribute("data-preview", if preview { "1" } else { "0" });
     if preview {
