@@ -54,6 +54,11 @@ pub struct Ui {
     pub plot_layer: HtmlCanvasElement,
     /// Its context.
     pub plot_layer_ctx: CanvasRenderingContext2d,
+    /// `#plot-hover`: the hovered band's outline over a small timeline, an SVG of the outline's
+    /// size (made by the page's code).
+    pub hover_svg: web_sys::SvgElement,
+    /// Its one path.
+    pub hover_path: web_sys::Element,
     /// Copies of the last exact plot area and of the last exact one of the whole window, that
     /// a zoom or pan stretches into its first frame ([`HeldPlot`]).
     pub held: [HeldPlot; 2],
@@ -105,12 +110,26 @@ impl Ui {
         if let Some(parent) = plot.parent_node() {
             parent.insert_before(&plot_layer, Some(&plot))?;
         }
+        let svg_ns = Some("http://www.w3.org/2000/svg");
+        let hover_svg: web_sys::SvgElement =
+            document.create_element_ns(svg_ns, "svg")?.dyn_into().map_err(|_| JsValue::from_str("no svg element"))?;
+        hover_svg.set_id("plot-hover");
+        hover_svg.set_attribute("aria-hidden", "true")?;
+        hover_svg.style().set_property("display", "none")?;
+        let hover_path = document.create_element_ns(svg_ns, "path")?;
+        hover_path.set_attribute("fill", "none")?;
+        hover_svg.append_child(&hover_path)?;
+        if let Some(parent) = plot.parent_node() {
+            parent.append_child(&hover_svg)?;
+        }
         let held = [HeldPlot::new(&document)?, HeldPlot::new(&document)?];
         Ok(Ui {
             held,
             plot_image: ImageBuffer,
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
+            hover_svg,
+            hover_path,
             performance: window.performance(),
             file_input: by_id(&document, "file-input")?,
             demo_button: by_id(&document, "demo")?,

@@ -1,5 +1,5 @@
 //! The band edges of the visible window in device pixels ([`PlotDev`]), sampled per pixel
-//! column, and the paths that trace them.
+//! column, and the paths that trace them (on a canvas, or as SVG path data: [`PathSink`]).
 
 use memviz_core::timeline::{BandEdges, Layout};
 use memviz_view::decimate::decimate_into;
@@ -133,7 +133,7 @@ impl<'a> PlotDev<'a> {
 
     /// Traces the polygon of each of `bands` that shows in the window (at least one device pixel
     /// tall) and calls `paint(band)` to fill or stroke it.
-    pub(crate) fn trace_bands(&self, ctx: &CanvasRenderingContext2d, bands: &[u32], mut paint: impl FnMut(u32)) {
+    pub(crate) fn trace_bands(&self, ctx: &impl PathSink, bands: &[u32], mut paint: impl FnMut(u32)) {
         let to_dev = |step: f64, bytes: f64| self.to_dev(step, bytes);
         let width_dev = self.rect.width_px * self.dpr;
         let height_of = |b: u32| (self.layout.band_size(b) as f64 * self.px_per_byte_dev).max(1.0);
@@ -172,9 +172,67 @@ impl<'a> PlotDev<'a> {
     }
 }
 
+/// Where a traced path goes: a canvas' current path, or the data of an SVG path ([`SvgPath`]).
+pub(crate) trait PathSink {
+    fn begin_path(&self);
+    fn move_to(&self, x: f64, y: f64);
+    fn line_to(&self, x: f64, y: f64);
+    fn close_path(&self);
+}
+
+impl PathSink for CanvasRenderingContext2d {
+    fn begin_path(&self) {
+        CanvasRenderingContext2d::begin_path(self);
+    }
+    fn move_to(&self, x: f64, y: f64) {
+        CanvasRenderingContext2d::move_to(self, x, y);
+    }
+    fn line_to(&self, x: f64, y: f64) {
+        CanvasRenderingContext2d::line_to(self, x, y);
+    }
+    fn close_path(&self) {
+        CanvasRenderingContext2d::close_path(self);
+    }
+}
+
+/// An SVG path's data (device px, as on the canvas) and the box around its points.
+#[derive(Default)]
+pub(crate) struct SvgPath {
+    d: std::cell::RefCell<String>,
+    /// `(x0, y0, x1, y1)` of the points so far.
+    bounds: std::cell::Cell<Option<(f64, f64, f64, f64)>>,
+}
+
+impl SvgPath {
+    fn point(&self, op: char, x: f64, y: f64) {
+        use std::fmt::Write as _;
+        let _ = write!(self.d.borrow_mut(), "{op}{x:.1} {y:.1}");
+        let b = self.bounds.get().map_or((x, y, x, y), |(x0, y0, x1, y1)| (x0.min(x), y0.min(y), x1.max(x), y1.max(y)));
+        self.bounds.set(Some(b));
+    }
+
+    /// The path data and the box around it, if it has a point.
+    pub(crate) fn finish(self) -> Option<(String, (f64, f64, f64, f64))> {
+        Some((self.d.into_inner(), self.bounds.get()?))
+    }
+}
+
+impl PathSink for SvgPath {
+    fn begin_path(&self) {}
+    fn move_to(&self, x: f64, y: f64) {
+        self.point('M', x, y);
+    }
+    fn line_to(&self, x: f64, y: f64) {
+        self.point('L', x, y);
+    }
+    fn close_path(&self) {
+        self.d.borrow_mut().push('Z');
+    }
+}
+
 /// Traces a band's polygon as a path of its own: the lower edge left to right, then the upper
 /// edge back.
-pub(crate) fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+pub(crate) fn trace_band(ctx: &impl PathSink, edge: &[(f64, f64)], height_dev: f64) {
     ctx.begin_path();
     add_band_polygon(ctx, edge, height_dev);
     ctx.close_path();
@@ -183,7 +241,7 @@ pub(crate) fn trace_band(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], he
 /// Adds a band's polygon to the current path as a subpath left open: a fill closes it (and
 /// closing each of thousands of subpaths costs the canvas more than the rest). Every band's
 /// polygon winds the same way, so a path of several is filled where any of them is.
-pub(crate) fn add_band_polygon(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64)], height_dev: f64) {
+pub(crate) fn add_band_polygon(ctx: &impl PathSink, edge: &[(f64, f64)], height_dev: f64) {
     let Some(&(x0, y0)) = edge.first() else {
         return;
     };
@@ -193,5 +251,20 @@ pub(crate) fn add_band_polygon(ctx: &CanvasRenderingContext2d, edge: &[(f64, f64
     }
     for &(x, y) in edge.iter().rev() {
         ctx.line_to(x, y - height_dev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_band_traced_as_svg_path_data_and_its_box() {
+        let path = SvgPath::default();
+        trace_band(&path, &[(10.0, 50.0), (20.0, 40.5), (30.0, 40.5)], 5.0);
+        let (d, bounds) = path.finish().expect("points");
+        assert_eq!(d, "M10.0 50.0L20.0 40.5L30.0 40.5L30.0 35.5L20.0 35.5L10.0 45.0Z");
+        assert_eq!(bounds, (10.0, 35.5, 30.0, 50.0));
+        assert!(SvgPath::default().finish().is_none(), "no point, no box");
     }
 }

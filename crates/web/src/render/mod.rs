@@ -57,6 +57,8 @@ pub struct PaintMemo {
     /// The plot area of the next exact frame, computed ahead of it (a small timeline's: of the
     /// last frame, for the next ones that change only the marks over it).
     pub prepared: Option<(PixelsKey, PlotPixels)>,
+    /// What `#plot-hover` shows.
+    pub hover_svg: Option<HoverSvg>,
     /// Timings of a load whose first complete draw is still to come (then `memviz:ready`).
     pub ready_pending: Option<Timings>,
     /// The first frame of a file just opened draws the page around the timeline but not its
@@ -192,7 +194,68 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
     crate::views::show_panel_or_timeline(fr.ui, fr.state, &memo.views);
 }
 
-/// Draws everything from the state.
+/// Draws everything from the state: the page, the canvases ([`draw_frame`]) and the hovered
+/// band's outline over a small timeline ([`sync_hover_outline`]).
+pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    draw_frame(fr, memo);
+    sync_hover_outline(fr, memo);
+    // Also when no canvas was drawn (a hover outlined in `#plot-hover`, or ending there).
+    if fr.file().is_some() {
+        write_hover_hooks(fr);
+    }
+}
+
+/// Shows the hovered band's outline in `#plot-hover` where [`hover_on_svg`] says so, and hides
+/// it elsewhere; writes the DOM only when it changes.
+fn sync_hover_outline(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    let shown = if hover_on_svg(fr) && fr.state.plot_css.0 >= 1.0 && memo.canvas.is_some() {
+        hover_outline(fr, &memo.frame).map(|(d, view_box, place)| HoverSvg {
+            d,
+            view_box,
+            place: place.map(f64::to_bits),
+            stroke: (fr.palette().outline, (1.5 * fr.state.dpr).to_bits()),
+        })
+    } else {
+        None
+    };
+    if memo.hover_svg == shown {
+        return;
+    }
+    // Styles go through the CSSOM: the page's content security policy refuses style attributes.
+    let (svg, path) = (&fr.ui.hover_svg, &fr.ui.hover_path);
+    let style = svg.style();
+    match &shown {
+        Some(h) => {
+            let _ = path.set_attribute("d", &h.d);
+            let _ = path.set_attribute("stroke", h.stroke.0);
+            let _ = path.set_attribute("stroke-width", &f64::from_bits(h.stroke.1).to_string());
+            let _ = svg.set_attribute("viewBox", &h.view_box);
+            for (name, v) in ["left", "top", "width", "height"].iter().zip(h.place) {
+                let _ = style.set_property(name, &format!("{}px", f64::from_bits(v)));
+            }
+            let _ = style.remove_property("display");
+        }
+        None => {
+            let _ = style.set_property("display", "none");
+        }
+    }
+    memo.hover_svg = shown;
+}
+
+/// What `#plot-hover` shows ([`sync_hover_outline`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HoverSvg {
+    /// The path's data (device px).
+    d: String,
+    /// The SVG's viewBox (device px).
+    view_box: String,
+    /// Its left, top, width and height (CSS px), bit for bit.
+    place: [u64; 4],
+    /// The stroke's colour and width (device px, bit for bit).
+    stroke: (&'static str, u64),
+}
+
+/// Draws the page and the canvases from the state.
 ///
 /// The timeline is two canvases: the base (`#plot-base`: axes, bands, annotations, OOM
 /// markers), drawn only when what it shows changed (a zoom, a pan, a new layout), and over it the
@@ -201,7 +264,7 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
 /// frame rasterizes only what it drew. A small timeline ([`is_small`]) is drawn whole on `#plot`
 /// instead, base and marks, at each change (a few ms): a second canvas of the plot's size
 /// weighed about 7 MB of renderer memory (its pixels and the compositor's copies of them).
-pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
+fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_page(fr, memo);
     if memo.canvases_pending {
@@ -332,7 +395,7 @@ impl CanvasKey {
             generation: fr.state.generation,
             view: fr.state.view,
             viewport: fr.file().map(|f| (f.viewport, f.x_axis)),
-            hover: fr.state.hover,
+            hover: if hover_on_svg(fr) { None } else { fr.state.hover },
             pinned: fr.state.pinned,
             brush: match fr.state.drag {
                 Some(Drag::Brush { start, end, .. }) => Some((start, end)),

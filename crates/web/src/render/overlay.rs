@@ -16,7 +16,8 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     let plot = PlotDev::new(f, rect, dpr).reusing(drawn);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    for (t, pinned) in [(fr.state.pinned, true), (fr.state.hover, false)] {
+    let hover = if hover_on_svg(fr) { None } else { fr.state.hover };
+    for (t, pinned) in [(fr.state.pinned, true), (hover, false)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
@@ -75,6 +76,40 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
         }
     }
     ctx.restore();
+}
+
+/// Whether the hovered band's outline goes to `#plot-hover` rather than the canvas: over a small
+/// timeline (drawn whole on one canvas, see [`super::draw`]), so that a hover draws no canvas
+/// again (each new frame of a canvas took about 3 MB more of the compositor's memory, and a few ms).
+pub(crate) fn hover_on_svg(fr: &Frame<'_>) -> bool {
+    matches!(fr.state.hover, Some(Target::Element(_)))
+        && fr.state.hover != fr.state.pinned
+        && !fr.state.view.is_panel()
+        && fr.file().is_some_and(is_small)
+}
+
+/// The hovered band's outline for `#plot-hover`: its path data (device px, as on the canvas),
+/// the SVG's `viewBox` (the path's box and the stroke around it, clipped to the plot area) and
+/// its place over the plot (that box in CSS px: left, top, width, height).
+pub(crate) fn hover_outline(fr: &Frame<'_>, drawn: &FrameInfo) -> Option<(String, String, [f64; 4])> {
+    let Some(Target::Element(e)) = fr.state.hover else { return None };
+    let f = fr.file()?;
+    let b = f.plot.layout.elements.get(e as usize)?.band?;
+    let dpr = fr.state.dpr;
+    let rect = fr.plot_rect();
+    let path = SvgPath::default();
+    PlotDev::new(f, rect, dpr).reusing(drawn).trace_bands(&path, &[b], |_| {});
+    let (d, (x0, y0, x1, y1)) = path.finish()?;
+    let m = 2.0 * dpr;
+    let x0 = (x0 - m).max(rect.left_px * dpr).floor();
+    let y0 = (y0 - m).max(rect.top_px * dpr).floor();
+    let x1 = (x1 + m).min(rect.right_px() * dpr).ceil();
+    let y1 = (y1 + m).min(rect.bottom_px() * dpr).ceil();
+    if x1 <= x0 || y1 <= y0 {
+        return None;
+    }
+    let view_box = format!("{x0} {y0} {} {}", x1 - x0, y1 - y0);
+    Some((d, view_box, [x0 / dpr, y0 / dpr, (x1 - x0) / dpr, (y1 - y0) / dpr]))
 }
 
 /// Letters of a name an annotation's label shows at least (else it shows none).
