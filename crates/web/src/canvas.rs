@@ -1,5 +1,5 @@
 //! Canvas resources the page keeps from frame to frame: the held copies of the plot area
-//! ([`HeldPlot`]), putting the plot's pixels on a canvas ([`ImageBuffer`]), and sizing a
+//! ([`HeldPlot`]), putting the plot's pixels on a canvas ([`put_pixels`]), and sizing a
 //! canvas' backing store ([`fit_canvas`]).
 
 use memviz_view::theme::Theme;
@@ -95,21 +95,16 @@ impl HeldPlot {
     }
 }
 
-/// Puts the plot area's pixels on a canvas through an `ImageData` that views them where they
-/// are, in the WebAssembly memory: no copy, and no pixel buffer of the plot's size held in
-/// JavaScript between frames (one was 2.5 MB of a small file's renderer memory).
-#[derive(Default)]
-pub struct ImageBuffer;
-
-impl ImageBuffer {
-    /// Puts `bytes` (RGBA rows of `size` px) on `ctx` at device px `at`.
-    pub(crate) fn put(&self, ctx: &CanvasRenderingContext2d, bytes: &[u8], size: (u32, u32), at: (f64, f64)) {
-        if bytes.len() as u64 != u64::from(size.0) * u64::from(size.1) * 4 {
-            return;
-        }
-        // Nothing is allocated between making the view and putting it, so it stays valid.
-        if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(wasm_bindgen::Clamped(bytes), size.0, size.1) {
-            let _ = ctx.put_image_data(&img, at.0, at.1);
-        }
+/// Puts `bytes` (RGBA rows of `size` px) on `ctx` at device px `at`, through an `ImageData`
+/// that views them where they are, in the WebAssembly memory: no copy, and no pixel buffer of
+/// the plot's size held in JavaScript between frames (one was 2.5 MB of a small file's renderer
+/// memory).
+pub fn put_pixels(ctx: &CanvasRenderingContext2d, bytes: &[u8], size: (u32, u32), at: (f64, f64)) {
+    if bytes.len() as u64 != u64::from(size.0) * u64::from(size.1) * 4 {
+        return;
+    }
+    // Nothing is allocated between making the view and putting it, so it stays valid.
+    if let Ok(img) = ImageData::new_with_u8_clamped_array_and_sh(wasm_bindgen::Clamped(bytes), size.0, size.1) {
+        let _ = ctx.put_image_data(&img, at.0, at.1);
     }
 }

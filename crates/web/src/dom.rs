@@ -7,7 +7,7 @@ use web_sys::{
     HtmlSelectElement, Performance, Window,
 };
 
-use crate::canvas::{HeldPlot, ImageBuffer};
+use crate::canvas::HeldPlot;
 
 /// The page's elements.
 pub struct Ui {
@@ -62,8 +62,6 @@ pub struct Ui {
     /// Copies of the last exact plot area and of the last exact one of the whole window, that
     /// a zoom or pan stretches into its first frame ([`HeldPlot`]).
     pub held: [HeldPlot; 2],
-    /// How the bands' pixels are put on a canvas ([`ImageBuffer`]).
-    pub plot_image: ImageBuffer,
     /// The overview canvas.
     pub minimap: HtmlCanvasElement,
     /// Its context.
@@ -125,7 +123,6 @@ impl Ui {
         let held = [HeldPlot::new(&document)?, HeldPlot::new(&document)?];
         Ok(Ui {
             held,
-            plot_image: ImageBuffer,
             plot_layer_ctx: context_2d(&plot_layer)?,
             plot_layer,
             hover_svg,

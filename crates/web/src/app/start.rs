@@ -168,7 +168,6 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     })
     .flatten();
     if let Some((canvas, ctx)) = canvas {
-        let image = crate::canvas::ImageBuffer;
         let full = file.viewport;
         for k in 0..WARM_DRAWS {
             if !idle(&weak) {
@@ -183,7 +182,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
                 &memviz_view::theme::LIGHT,
                 (1000.0, 600.0),
                 1.0,
-                (&canvas, &ctx, &image),
+                (&canvas, &ctx),
                 None,
                 &mut None,
             ));

@@ -82,8 +82,9 @@ pub struct FrameInfo {
     /// x of each OOM marker in view (CSS px from the canvas' left edge).
     pub oom_x_px: Vec<f64>,
     /// The band edges drawn, for the marks drawn over the same view (a hovered band's outline
-    /// takes its edge from here rather than sweeping the layout again).
-    pub edges: Option<ViewEdges>,
+    /// takes its edge from here rather than sweeping the layout again), shared with the plot
+    /// area a small timeline keeps.
+    pub edges: Option<std::rc::Rc<ViewEdges>>,
     /// Drawn from the held copies of earlier frames, not from the layout.
     pub preview: bool,
 }

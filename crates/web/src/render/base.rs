@@ -14,7 +14,7 @@ pub fn draw_timeline_base(
     pal: &Palette,
     css: (f64, f64),
     dpr: f64,
-    (canvas, ctx, image): (&HtmlCanvasElement, &CanvasRenderingContext2d, &ImageBuffer),
+    (canvas, ctx): (&HtmlCanvasElement, &CanvasRenderingContext2d),
     holding: Option<Holding<'_>>,
     pixels: &mut Option<PlotPixels>,
 ) -> FrameInfo {
@@ -71,7 +71,7 @@ pub fn draw_timeline_base(
         }
         _ => {
             let pixels = pixels.get_or_insert_with(|| compute_plot(f, pal, rect, dpr));
-            put_plot(&mut info, ctx, image, rect, dpr, pixels);
+            put_plot(&mut info, ctx, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
                 h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)].keep(canvas, area, h.what, (v.x0, v.x1));
@@ -291,30 +291,23 @@ pub struct PlotPixels {
     fills: (&'static str, &'static str),
     bands_drawn: usize,
     vertices_drawn: usize,
-    edges: ViewEdges,
+    edges: std::rc::Rc<ViewEdges>,
 }
 
 /// What the plot area of the file shown is of: what a held copy would be of, and the window
 /// `(x0, x1)`, bit for bit.
 pub type PixelsKey = (HeldWhat, u64, u64);
 
-/// The key of the plot area of the file shown, in its window, where the file is not small
-/// (what [`prepare_plot`] computes ahead).
+/// The key of the plot area of the file shown, in its window.
 pub(crate) fn pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
-    let v = &fr.file()?.viewport;
-    Some((held_what(fr)?, v.x0.to_bits(), v.x1.to_bits()))
-}
-
-/// The key of the plot area of the file shown, in its window, small or not.
-pub(crate) fn shown_pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
     let v = &fr.file()?.viewport;
     Some((shown_what(fr)?, v.x0.to_bits(), v.x1.to_bits()))
 }
 
 /// Computes the plot area of the next exact frame now and keeps it for that frame, when the
-/// timeline is what the page shows.
+/// timeline is what the page shows and not small (a small one's is computed in its frame).
 pub fn prepare_plot(fr: &Frame<'_>, memo: &mut PaintMemo) {
-    let (Some(f), Some(key)) = (fr.file(), pixels_key(fr)) else { return };
+    let (Some(f), Some(key)) = (fr.file().filter(|f| !is_small(f)), pixels_key(fr)) else { return };
     if fr.state.view.is_panel() || memo.prepared.as_ref().is_some_and(|p| p.0 == key) {
         return;
     }
@@ -403,25 +396,18 @@ pub(crate) fn compute_plot(f: &OpenFile, pal: &Palette, rect: PlotRect, dpr: f64
         fills: (pal.summarized, pal.stack),
         bands_drawn,
         vertices_drawn,
-        edges: ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges },
+        edges: std::rc::Rc::new(ViewEdges { layout: layout_key, window, min_size_bytes: min_size, edges }),
     }
 }
 
 /// Puts a computed plot area on the canvas: the bands' pixels, and behind them (each behind what
 /// is drawn before it) the summarized band on top of the drawn stack and the area under the
 /// drawn stack (where bands are too thin to draw one by one).
-pub(crate) fn put_plot(
-    info: &mut FrameInfo,
-    ctx: &CanvasRenderingContext2d,
-    image: &ImageBuffer,
-    rect: PlotRect,
-    dpr: f64,
-    p: &PlotPixels,
-) {
+pub(crate) fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, rect: PlotRect, dpr: f64, p: &PlotPixels) {
     let (ox, oy, _, _) = raster_area(&rect, dpr);
     let raster = &p.raster;
     if raster.width_px() > 0 && raster.height_px() > 0 {
-        image.put(
+        put_pixels(
             ctx,
             bytemuck::cast_slice(raster.rows()),
             (raster.width_px() as u32, raster.height_px() as u32),
@@ -448,5 +434,5 @@ pub(crate) fn put_plot(
     ctx.restore();
     info.bands_drawn = p.bands_drawn;
     info.vertices_drawn = p.vertices_drawn;
-    info.edges = Some(p.edges.clone());
+    info.edges = Some(std::rc::Rc::clone(&p.edges));
 }

@@ -36,8 +36,7 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     let pal = fr.palette();
     // The base layer, drawn exactly at the export's density.
     let (plot, plot_ctx) = canvas(doc, w, h)?;
-    let image = crate::canvas::ImageBuffer;
-    let _ = draw_timeline_base(Some(f), pal, (w, h), EXPORT_DPR, (&plot, &plot_ctx, &image), None, &mut None);
+    let _ = draw_timeline_base(Some(f), pal, (w, h), EXPORT_DPR, (&plot, &plot_ctx), None, &mut None);
     let (out, ctx) = canvas(doc, w, TITLE_PX + h + LEGEND_PX)?;
     let _ = ctx.set_transform(EXPORT_DPR, 0.0, 0.0, EXPORT_DPR, 0.0, 0.0);
     ctx.set_fill_style_str(pal.background);

@@ -73,11 +73,10 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
     set("data-theme", fr.state.theme.theme().name());
-    write_hover_hooks(fr);
 }
 
-/// The hooks of what the pointer points at, pinned or selected: also written by frames that
-/// draw no canvas (a hover outlined in `#plot-hover`).
+/// The hooks of what the pointer points at, pinned or selected, written by every frame
+/// ([`super::draw`]).
 pub(crate) fn write_hover_hooks(fr: &Frame<'_>) {
     let c = &fr.ui.plot;
     let set = |k: &str, v: &str| {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use memviz_core::format::human_size;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Path2d};
 
-use crate::canvas::{fit_canvas, HeldPlot, ImageBuffer};
+use crate::canvas::{fit_canvas, put_pixels, HeldPlot};
 use crate::model::Timings;
 pub(crate) use crate::paint::edges::*;
 pub use crate::paint::*;
@@ -199,10 +199,8 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     draw_frame(fr, memo);
     sync_hover_outline(fr, memo);
-    // Also when no canvas was drawn (a hover outlined in `#plot-hover`, or ending there).
-    if fr.file().is_some() {
-        write_hover_hooks(fr);
-    }
+    // Every frame, also one that draws no canvas (a hover outlined in `#plot-hover`).
+    write_hover_hooks(fr);
 }
 
 /// Shows the hovered band's outline in `#plot-hover` where [`hover_on_svg`] says so, and hides
@@ -304,19 +302,19 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
         let holding = what.map(|what| Holding { plots: &ui.held, what, preview });
         // The plot area computed ahead for this very view, if there is one; a small timeline's
         // is kept for the frames that change only the marks over it.
-        let key = if single { shown_pixels_key(fr) } else { pixels_key(fr) };
+        let pixels_key = pixels_key(fr);
         let prepared = if preview { None } else { memo.prepared.take() };
-        let mut pixels = prepared.filter(|p| Some(p.0) == key).map(|p| p.1);
+        let mut pixels = prepared.filter(|p| Some(p.0) == pixels_key).map(|p| p.1);
         let layer = if single {
             fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr);
-            (&ui.plot, &ui.plot_ctx, &ui.plot_image)
+            (&ui.plot, &ui.plot_ctx)
         } else {
-            (&ui.plot_layer, &ui.plot_layer_ctx, &ui.plot_image)
+            (&ui.plot_layer, &ui.plot_layer_ctx)
         };
         let info =
             draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, &mut pixels);
         if single {
-            memo.prepared = key.zip(pixels);
+            memo.prepared = pixels_key.zip(pixels);
         }
         if base_changed {
             draw_minimap(fr);
