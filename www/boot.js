@@ -292,7 +292,7 @@ const HEAD_PIECE_BYTES = 2 << 20;
 
 /** Starts the reading worker for a file the page will load itself when a large file comes:
  * as it is dragged over the page or chosen (before the page's own handler runs), since a worker
- * takes about 60 ms to read its first slice. */
+ * takes 60-160 ms to start and read its first slice. */
 function readerAhead() {
   const ahead = (files) => {
     const big = [...(files ?? [])].some((f) => f.size > HEAD_BYTES);
@@ -307,7 +307,7 @@ function readForPage(file) {
   let reading = null;
   let stopped = false;
   // The first HEAD_BYTES are read here at once, in small slices all asked for together, while
-  // the reading worker starts (about 60 ms to its first slice); it reads from there on.
+  // the reading worker starts (60-160 ms to its first slice); it reads from there on.
   const nowhere = { postMessage() {} };
   const from = Math.min(HEAD_BYTES, file.size);
   for (let at = 0; at < from; at += HEAD_PIECE_BYTES) {
