@@ -20,6 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
+use super::raw_lists::{RawLists, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -43,6 +44,8 @@ pub(super) struct LeafCache {
     lists: FxHashMap<Box<[u8]>, KnownList>,
     /// The memo slots of the known lists' inline dicts.
     list_slots: Vec<u32>,
+    /// The known lists whose key is their bytes, to be found without scanning them.
+    raw: RawLists,
     /// Bytes held by both maps (they are cleared when it reaches [`CACHE_BYTES_MAX`]).
     bytes: usize,
     /// `Parser::memo_overwrites` and `Parser::dict_moves` when it was last valid.
@@ -51,12 +54,12 @@ pub(super) struct LeafCache {
 
 /// What reading a known list does.
 #[derive(Clone, Copy, Debug)]
-struct KnownList {
+pub(super) struct KnownList {
     /// Its items in `Document::list_items`.
-    span: (u32, u32),
+    pub(super) span: (u32, u32),
     /// The memo slots of its inline dicts in `LeafCache::list_slots`.
-    slots: (u32, u32),
-    last_shape: u32,
+    pub(super) slots: (u32, u32),
+    pub(super) last_shape: u32,
 }
 
 impl LeafCache {
@@ -71,6 +74,7 @@ impl LeafCache {
         self.by_body.clear();
         self.lists.clear();
         self.list_slots.clear();
+        self.raw.clear();
         self.bytes = 0;
     }
 
@@ -90,22 +94,29 @@ impl LeafCache {
         self.by_body.insert(body.into(), (canon, shape));
     }
 
-    fn insert_list(&mut self, key: &[u8], span: (u32, u32), slots: &[u32], last_shape: u32) {
+    /// Notes a list read whole; `raw` when its key is its own bytes.
+    fn insert_list(&mut self, key: &[u8], raw: bool, span: (u32, u32), slots: &[u32], last_shape: u32) {
         if key.len() > LIST_KEY_MAX {
             return;
         }
-        self.room(key.len() + 4 * slots.len() + 48);
+        // Twice the key when it is also entered by its bytes, and its nodes (one per block at most).
+        let raw_bytes = if raw { key.len() + NODE_BYTES * (key.len() / 64 + 1) } else { 0 };
+        self.room(key.len() + raw_bytes + 4 * slots.len() + 48);
         let (Ok(start), Ok(len)) = (u32::try_from(self.list_slots.len()), u32::try_from(slots.len())) else {
             return;
         };
         self.list_slots.extend_from_slice(slots);
-        self.lists.insert(key.into(), KnownList { span, slots: (start, len), last_shape });
+        let known = KnownList { span, slots: (start, len), last_shape };
+        self.lists.insert(key.into(), known);
+        if raw {
+            self.raw.insert(key, known);
+        }
     }
 }
 
 /// A memo GET at the start of `rest`: (slot, bytes taken).
 #[inline(always)]
-fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
+pub(super) fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
     match *rest.first()? {
         b'h' => Some((u64::from(*rest.get(1)?), 2)),
         b'j' => {
@@ -273,6 +284,10 @@ impl Parser {
             return None;
         }
         self.leaf_cache.check_epoch((self.memo_overwrites, self.dict_moves));
+        if let Some((known, end)) = self.leaf_cache.raw.find(rest) {
+            self.commit_known_list(known);
+            return Some(end);
+        }
         let base = self.memo_len();
         let mut gets = std::mem::take(&mut self.list_gets);
         gets.clear();
@@ -280,13 +295,7 @@ impl Parser {
         let scanned = Self::scan_list(rest, base, &mut gets);
         let key = scanned.and_then(|end| Self::list_key(rest.get(..end)?, &gets, &mut buf));
         if let Some(&known) = key.and_then(|k| self.leaf_cache.lists.get(k)) {
-            let (s0, n) = known.slots;
-            let mut slots = std::mem::take(&mut self.inline_slots);
-            slots.clear();
-            slots.extend_from_slice(self.leaf_cache.list_slots.get(s0 as usize..(s0 + n) as usize).unwrap_or(&[]));
-            let list = self.doc.push_span(known.span.0, known.span.1);
-            self.commit_inline_list(list, &slots, Some(known.last_shape));
-            self.inline_slots = slots;
+            self.commit_known_list(known);
             self.list_gets = gets;
             self.list_key_buf = buf;
             return scanned;
@@ -307,13 +316,24 @@ impl Parser {
         self.commit_inline_list(list, &read.slots, read.last_shape);
         if let (Some(key), Some(shape), Some(span)) = (key, read.last_shape, self.doc.shared_span(list)) {
             if scanned == Some(used) {
-                self.leaf_cache.insert_list(key, span, &read.slots, shape);
+                self.leaf_cache.insert_list(key, gets.is_empty(), span, &read.slots, shape);
             }
         }
         self.inline_slots = read.slots;
         self.list_gets = gets;
         self.list_key_buf = buf;
         Some(used)
+    }
+
+    /// Reads a list known from before: its items are shared, its dicts' memo slots written again.
+    fn commit_known_list(&mut self, known: KnownList) {
+        let (s0, n) = known.slots;
+        let mut slots = std::mem::take(&mut self.inline_slots);
+        slots.clear();
+        slots.extend_from_slice(self.leaf_cache.list_slots.get(s0 as usize..(s0 + n) as usize).unwrap_or(&[]));
+        let list = self.doc.push_span(known.span.0, known.span.1);
+        self.commit_inline_list(list, &slots, Some(known.last_shape));
+        self.inline_slots = slots;
     }
 
     /// The effects of the general path for a list read inline as `list`: the list on the stack,

@@ -15,6 +15,7 @@ mod entry_template;
 mod fast_paths;
 mod inline_frames;
 mod opcodes;
+mod raw_lists;
 
 use entry_template::EntryTemplate;
 use inline_frames::LeafCache;

@@ -1,0 +1,199 @@
+//! Frame lists read before, found by their bytes without scanning them item by item.
+//!
+//! [`Parser::inline_frame_list`](super::Parser::inline_frame_list) finds a list it has read
+//! before by scanning it to its end, opcode by opcode, and looking its bytes up. That scan is a
+//! chain of dependent reads (each opcode's length says where the next one starts), about 1 ns a
+//! byte, and in a file of inline frame dicts nearly every byte is in such a list. A list whose
+//! cache key is its own bytes (no GET of a dict copied within it) is also entered here, under the
+//! chained hash of each whole [`BLOCK`] of its start: a lookup hashes the input block by block,
+//! compares the lists that end within the next block with the input byte for byte, and checks
+//! that the input's list ends where theirs did ([`ends_here`], the scan's own test). Equal bytes
+//! up to an equal end make the scan's result equal, so a match is exactly the list the scan would
+//! have found; anything else is left to the scan.
+
+use rustc_hash::FxHashMap;
+
+use super::inline_frames::{get_at, KnownList};
+
+/// Bytes hashed per step of a lookup.
+const BLOCK: usize = 64;
+/// The hash of no bytes: the root node's key.
+const SEED: u64 = 0x243f_6a88_85a3_08d3;
+/// No list.
+const NONE: u32 = u32::MAX;
+/// Bytes a node takes in the index (for the cache's size limit).
+pub(super) const NODE_BYTES: usize = 32;
+
+/// The lists entered, by the hashes of their leading blocks.
+#[derive(Debug, Default)]
+pub(super) struct RawLists {
+    /// By the chained hash of a list's first `d` blocks: the lists of `d` to `d + 1` blocks with
+    /// that start, and whether a longer one has it.
+    nodes: FxHashMap<u64, Node>,
+    lists: Vec<RawList>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// The first of the lists that end in the next block (`RawList::next` links the others).
+    first: u32,
+    /// Whether a list goes on past the next block.
+    deeper: bool,
+}
+
+#[derive(Debug)]
+struct RawList {
+    /// Its bytes from its `EMPTY_LIST` to its end.
+    bytes: Box<[u8]>,
+    known: KnownList,
+    next: u32,
+}
+
+/// `h` followed by the 8-byte words of `block`, in four lanes so the multiplies overlap.
+#[inline(always)]
+fn chain(h: u64, block: &[u8]) -> u64 {
+    const K: u64 = 0xf135_7aea_2e62_a9c5;
+    let mut lanes = [h, h ^ 0x9e37_79b9_7f4a_7c15, h.rotate_left(17), !h];
+    for (i, w) in block.chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let lane = &mut lanes[i & 3];
+        *lane = (*lane ^ u64::from_le_bytes(b)).wrapping_mul(K).rotate_left(26);
+    }
+    let [a, b, c, d] = lanes;
+    (a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48)).wrapping_mul(K)
+}
+
+/// Whether a list's items stop at `p` (top level, after an item or a batch): the test
+/// `Parser::scan_list` makes there. `false` also where the scan would give up (a GET cut short),
+/// which leaves the list to it.
+#[inline]
+fn ends_here(rest: &[u8], p: usize) -> bool {
+    match rest.get(p) {
+        Some(b'(' | b'}') => false,
+        Some(b'h' | b'j') => match rest.get(p..).and_then(get_at) {
+            Some((_, used)) => rest.get(p + used) != Some(&b'a'),
+            None => false,
+        },
+        _ => true,
+    }
+}
+
+impl RawLists {
+    pub(super) fn clear(&mut self) {
+        self.nodes.clear();
+        self.lists.clear();
+    }
+
+    /// The list at the start of `rest` if its bytes and end are those of a list entered; the
+    /// bytes it takes.
+    #[inline]
+    pub(super) fn find(&self, rest: &[u8]) -> Option<(KnownList, usize)> {
+        if self.lists.is_empty() {
+            return None;
+        }
+        let mut h = SEED;
+        let mut at = 0;
+        loop {
+            let node = self.nodes.get(&h)?;
+            let mut i = node.first;
+            while let Some(list) = self.lists.get(i as usize) {
+                let n = list.bytes.len();
+                if rest.get(at..n) == list.bytes.get(at..)
+                    && rest.get(..at) == list.bytes.get(..at)
+                    && ends_here(rest, n)
+                {
+                    return Some((list.known, n));
+                }
+                i = list.next;
+            }
+            if !node.deeper {
+                return None;
+            }
+            h = chain(h, rest.get(at..at + BLOCK)?);
+            at += BLOCK;
+        }
+    }
+
+    /// Enters the list whose bytes are `bytes`; the index's nodes it added.
+    pub(super) fn insert(&mut self, bytes: &[u8], known: KnownList) -> usize {
+        let Ok(id) = u32::try_from(self.lists.len()) else {
+            return 0;
+        };
+        if id == NONE {
+            return 0;
+        }
+        let before = self.nodes.len();
+        let mut h = SEED;
+        let whole = bytes.len() / BLOCK;
+        for block in bytes.chunks_exact(BLOCK).take(whole) {
+            self.nodes.entry(h).or_insert(Node { first: NONE, deeper: false }).deeper = true;
+            h = chain(h, block);
+        }
+        let node = self.nodes.entry(h).or_insert(Node { first: NONE, deeper: false });
+        let next = std::mem::replace(&mut node.first, id);
+        self.lists.push(RawList { bytes: bytes.into(), known, next });
+        self.nodes.len() - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ends_here, RawLists, BLOCK};
+    use crate::pickle::parser::inline_frames::KnownList;
+
+    fn known(tag: u32) -> KnownList {
+        KnownList { span: (tag, 1), slots: (0, 0), last_shape: 0 }
+    }
+
+    /// A list's bytes: `EMPTY_LIST MEMOIZE MARK` and `n` GETs, then `APPENDS`.
+    fn list(n: usize, salt: u8) -> Vec<u8> {
+        let mut b = vec![b']', 0x94, b'('];
+        for i in 0..n {
+            b.extend_from_slice(&[b'h', (i as u8).wrapping_add(salt)]);
+        }
+        b.push(b'e');
+        b
+    }
+
+    #[test]
+    fn a_list_is_found_only_with_its_own_bytes_and_end() {
+        let mut raw = RawLists::default();
+        let short = list(40, 0); // 84 bytes: ends in the second block
+        let long = list(100, 0); // the same start, 204 bytes
+        let other = list(40, 1);
+        raw.insert(&short, known(1));
+        raw.insert(&long, known(2));
+        raw.insert(&other, known(3));
+        let found = |input: &[u8]| raw.find(input).map(|(k, n)| (k.span.0, n));
+        // Followed by something that is not an item: each is found, with its length.
+        for (bytes, tag) in [(&short, 1), (&long, 2), (&other, 3)] {
+            let mut input = bytes.clone();
+            input.extend_from_slice(b"u.");
+            assert_eq!(found(&input), Some((tag, bytes.len())));
+            // Cut where it ends (the next chunk may hold more): the scan ends there too.
+            assert_eq!(found(bytes), Some((tag, bytes.len())));
+        }
+        // Followed by another batch or item: the list goes on, so no entry is it.
+        for more in [&b"(h\x01e"[..], b"h\x05a", b"}\x94"] {
+            let mut input = short.clone();
+            input.extend_from_slice(more);
+            assert_eq!(found(&input), None, "{more:?}");
+        }
+        // A GET that is not an item (no APPEND after it) ends the list; one cut short does not.
+        let mut input = short.clone();
+        input.extend_from_slice(b"h\x05s");
+        assert_eq!(found(&input), Some((1, short.len())));
+        assert!(!ends_here(b"j\x01\x02", 0));
+        // One byte changed anywhere (before, in and after the first block): not found.
+        for at in [3, BLOCK - 1, BLOCK + 3, long.len() - 2] {
+            let mut input = long.clone();
+            input[at] ^= 0x40;
+            input.push(b'u');
+            assert_eq!(found(&input), None, "byte {at}");
+        }
+        let mut cleared = raw;
+        cleared.clear();
+        assert!(cleared.find(&short).is_none());
+    }
+}
