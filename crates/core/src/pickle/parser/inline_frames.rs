@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::raw_lists::{RawLists, NODE_BYTES};
+use super::raw_lists::{ListsByKey, RawLists, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -41,7 +41,7 @@ pub(super) struct LeafCache {
     by_body: FxHashMap<Box<[u8]>, (u32, u32)>,
     /// Lists by their bytes after `EMPTY_LIST MEMOIZE`, with GETs of dicts copied earlier in the
     /// same list written as their distance from the list's own slot ([`Parser::list_key`]).
-    lists: FxHashMap<Box<[u8]>, KnownList>,
+    lists: ListsByKey,
     /// The memo slots of the known lists' inline dicts.
     list_slots: Vec<u32>,
     /// The known lists whose key is their bytes, to be found without scanning them.
@@ -107,7 +107,7 @@ impl LeafCache {
         };
         self.list_slots.extend_from_slice(slots);
         let known = KnownList { span, slots: (start, len), last_shape };
-        self.lists.insert(key.into(), known);
+        self.lists.insert(key, known);
         if raw {
             self.raw.insert(key, known);
         }
@@ -294,7 +294,7 @@ impl Parser {
         let mut buf = std::mem::take(&mut self.list_key_buf);
         let scanned = Self::scan_list(rest, base, &mut gets);
         let key = scanned.and_then(|end| Self::list_key(rest.get(..end)?, &gets, &mut buf));
-        if let Some(&known) = key.and_then(|k| self.leaf_cache.lists.get(k)) {
+        if let Some(known) = key.and_then(|k| self.leaf_cache.lists.get(k)) {
             self.commit_known_list(known);
             self.list_gets = gets;
             self.list_key_buf = buf;

@@ -11,7 +11,9 @@
 //! up to an equal end make the scan's result equal, so a match is exactly the list the scan would
 //! have found; anything else is left to the scan.
 
-use rustc_hash::FxHashMap;
+use std::hash::Hasher;
+
+use rustc_hash::{FxHashMap, FxHasher};
 
 use super::inline_frames::{get_at, KnownList};
 
@@ -23,6 +25,58 @@ const SEED: u64 = 0x243f_6a88_85a3_08d3;
 const NONE: u32 = u32::MAX;
 /// Bytes a node takes in the index (for the cache's size limit).
 pub(super) const NODE_BYTES: usize = 32;
+
+/// Lists by their cache key, compared word by word ([`same_bytes`]) where a map of byte keys
+/// would compare them a byte at a time in WebAssembly.
+#[derive(Debug, Default)]
+pub(super) struct ListsByKey {
+    /// The first list with a key of this hash (`KeyedList::next` links the others).
+    first: FxHashMap<u64, u32>,
+    lists: Vec<KeyedList>,
+}
+
+#[derive(Debug)]
+struct KeyedList {
+    key: Box<[u8]>,
+    known: KnownList,
+    next: u32,
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(key);
+    h.finish()
+}
+
+impl ListsByKey {
+    pub(super) fn clear(&mut self) {
+        self.first.clear();
+        self.lists.clear();
+    }
+
+    pub(super) fn get(&self, key: &[u8]) -> Option<KnownList> {
+        let mut i = *self.first.get(&key_hash(key))?;
+        while let Some(list) = self.lists.get(i as usize) {
+            if same_bytes(&list.key, key) {
+                return Some(list.known);
+            }
+            i = list.next;
+        }
+        None
+    }
+
+    /// Enters a list not entered yet.
+    pub(super) fn insert(&mut self, key: &[u8], known: KnownList) {
+        let Ok(id) = u32::try_from(self.lists.len()) else {
+            return;
+        };
+        if id == NONE {
+            return;
+        }
+        let next = self.first.insert(key_hash(key), id).unwrap_or(NONE);
+        self.lists.push(KeyedList { key: key.into(), known, next });
+    }
+}
 
 /// The lists entered, by the hashes of their leading blocks.
 #[derive(Debug, Default)]
@@ -155,7 +209,7 @@ impl RawLists {
 
 #[cfg(test)]
 mod tests {
-    use super::{ends_here, RawLists, BLOCK};
+    use super::{ends_here, ListsByKey, RawLists, BLOCK};
     use crate::pickle::parser::inline_frames::KnownList;
 
     fn known(tag: u32) -> KnownList {
@@ -211,5 +265,21 @@ mod tests {
         let mut cleared = raw;
         cleared.clear();
         assert!(cleared.find(&short).is_none());
+    }
+
+    #[test]
+    fn lists_by_key_are_found_by_their_whole_key() {
+        let mut by_key = ListsByKey::default();
+        let (a, b) = (list(40, 0), list(41, 0));
+        by_key.insert(&a, known(1));
+        by_key.insert(&b, known(2));
+        assert_eq!(by_key.get(&a).map(|k| k.span.0), Some(1));
+        assert_eq!(by_key.get(&b).map(|k| k.span.0), Some(2));
+        assert!(by_key.get(&a[..a.len() - 1]).is_none());
+        let mut changed = a.clone();
+        changed[9] ^= 1;
+        assert!(by_key.get(&changed).is_none());
+        by_key.clear();
+        assert!(by_key.get(&a).is_none());
     }
 }
