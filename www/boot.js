@@ -286,8 +286,9 @@ function loadInWorker(module, file, request, onProgress) {
  * reading, whether or not it is done.
  */
 /** Bytes read on the page at the start of a file it loads itself, while the reading worker
- * starts, in pieces asked for together (decoding starts with the first piece). */
-const HEAD_BYTES = SLICE_BYTES;
+ * starts, in pieces asked for together (decoding starts with the first piece): two slices, since
+ * the page decodes one in less time than the worker takes to send its first. */
+const HEAD_BYTES = 2 * SLICE_BYTES;
 const HEAD_PIECE_BYTES = 2 << 20;
 
 /** Starts the reading worker for a file the page will load itself when a large file comes:

@@ -256,7 +256,7 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
     dt.items.add(new File([head, new Uint8Array(n).fill(97)], 'long3.pickle'));
     document.getElementById('plot').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
   });
-  await slow.waitForFunction(() => /Reading long3\.pickle: 8 MiB of 95\.4 MiB$/.test(document.getElementById('status').textContent), null, { timeout: 10000 }).catch(async (e) => {
+  await slow.waitForFunction(() => /Reading long3\.pickle: 16 MiB of 95\.4 MiB$/.test(document.getElementById('status').textContent), null, { timeout: 10000 }).catch(async (e) => {
     throw new Error(`${e}; status: ${await slow.textContent('#status')}; error: ${await slow.textContent('#error')}`);
   });
   await slow.click('#cancel-load');
@@ -308,7 +308,8 @@ test('a file of many slices reads the same on the page and in a worker, with a r
     const readerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/reader.js')));
     const workerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/worker.js')));
     // Files up to the page's limit load on the page: a reading worker reads all but the first
-    // slice into buffers that go back and forth with the page; no loading worker starts.
+    // 16 MiB (which the page reads itself) into buffers that go back and forth with the page; no
+    // loading worker starts.
     const page = await env.newPage();
     assert.equal(await readerStarted(page), false, 'no worker before a file needs one');
     await openFiles(page, file);
