@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::raw_lists::{ListsByKey, RawLists, NODE_BYTES};
+use super::raw_lists::{ListsByKey, RawLists, BLOCK, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -46,7 +46,7 @@ pub(super) struct LeafCache {
     list_slots: Vec<u32>,
     /// The known lists whose key is their bytes, to be found without scanning them.
     raw: RawLists,
-    /// Bytes held by both maps (they are cleared when it reaches [`CACHE_BYTES_MAX`]).
+    /// Bytes held by all of the above (they are cleared when it reaches [`CACHE_BYTES_MAX`]).
     bytes: usize,
     /// `Parser::memo_overwrites` and `Parser::dict_moves` when it was last valid.
     epoch: (u64, u64),
@@ -100,7 +100,7 @@ impl LeafCache {
             return;
         }
         // Twice the key when it is also entered by its bytes, and its nodes (one per block at most).
-        let raw_bytes = if raw { key.len() + NODE_BYTES * (key.len() / 64 + 1) } else { 0 };
+        let raw_bytes = if raw { key.len() + NODE_BYTES * (key.len() / BLOCK + 1) } else { 0 };
         self.room(key.len() + raw_bytes + 4 * slots.len() + 48);
         let (Ok(start), Ok(len)) = (u32::try_from(self.list_slots.len()), u32::try_from(slots.len())) else {
             return;

@@ -18,7 +18,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 use super::inline_frames::{get_at, KnownList};
 
 /// Bytes hashed per step of a lookup.
-const BLOCK: usize = 64;
+pub(super) const BLOCK: usize = 64;
 /// The hash of no bytes: the root node's key.
 const SEED: u64 = 0x243f_6a88_85a3_08d3;
 /// No list.
