@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::raw_lists::{ListsByKey, RawLists, BLOCK, NODE_BYTES};
+use super::raw_lists::{KnownList, ListsByKey, RawLists, BLOCK, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -50,16 +50,6 @@ pub(super) struct LeafCache {
     bytes: usize,
     /// `Parser::memo_overwrites` and `Parser::dict_moves` when it was last valid.
     epoch: (u64, u64),
-}
-
-/// What reading a known list does.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct KnownList {
-    /// Its items in `Document::list_items`.
-    pub(super) span: (u32, u32),
-    /// The memo slots of its inline dicts in `LeafCache::list_slots`.
-    pub(super) slots: (u32, u32),
-    pub(super) last_shape: u32,
 }
 
 impl LeafCache {
@@ -116,7 +106,7 @@ impl LeafCache {
 
 /// A memo GET at the start of `rest`: (slot, bytes taken).
 #[inline(always)]
-pub(super) fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
+fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
     match *rest.first()? {
         b'h' => Some((u64::from(*rest.get(1)?), 2)),
         b'j' => {

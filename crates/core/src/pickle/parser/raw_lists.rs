@@ -15,7 +15,15 @@ use std::hash::Hasher;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::inline_frames::{get_at, KnownList};
+/// What reading a known list does (`Parser::inline_frame_list`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KnownList {
+    /// Its items in `Document::list_items`.
+    pub(super) span: (u32, u32),
+    /// The memo slots of its inline dicts in `LeafCache::list_slots`.
+    pub(super) slots: (u32, u32),
+    pub(super) last_shape: u32,
+}
 
 /// Bytes hashed per step of a lookup.
 pub(super) const BLOCK: usize = 64;
@@ -139,10 +147,11 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 fn ends_here(rest: &[u8], p: usize) -> bool {
     match rest.get(p) {
         Some(b'(' | b'}') => false,
-        Some(b'h' | b'j') => match rest.get(p..).and_then(get_at) {
-            Some((_, used)) => rest.get(p + used) != Some(&b'a'),
-            None => false,
-        },
+        // A memo GET (`BINGET` 2 bytes, `LONG_BINGET` 5): an item only if `APPEND` follows.
+        Some(&op @ (b'h' | b'j')) => {
+            let used = if op == b'h' { 2 } else { 5 };
+            p + used <= rest.len() && rest.get(p + used) != Some(&b'a')
+        }
         _ => true,
     }
 }
@@ -209,8 +218,7 @@ impl RawLists {
 
 #[cfg(test)]
 mod tests {
-    use super::{ends_here, ListsByKey, RawLists, BLOCK};
-    use crate::pickle::parser::inline_frames::KnownList;
+    use super::{ends_here, KnownList, ListsByKey, RawLists, BLOCK};
 
     fn known(tag: u32) -> KnownList {
         KnownList { span: (tag, 1), slots: (0, 0), last_shape: 0 }
