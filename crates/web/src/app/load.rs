@@ -72,6 +72,9 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             }
         }
     }
+    if total_bytes >= RESERVE_FROM_BYTES {
+        reserve_memory(total_bytes);
+    }
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
     let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms, later: false };
     let fed = match &source {
@@ -201,6 +204,24 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         app.finish_load(name, snap, plot, timings, None);
         app.request_redraw();
     });
+}
+
+/// Files from this size on have their memory made in one step ([`reserve_memory`]).
+const RESERVE_FROM_BYTES: u64 = 16 << 20;
+
+/// The WebAssembly memory that loading a file of `total_bytes` on the page uses (the decoded
+/// document, then the model and layout: 1.5 times the file at 1M entries), made in one step.
+///
+/// Every growth of a module's memory counts as new external memory for the JavaScript heap,
+/// which then runs its full collections (5-17 ms each) in the middle of decoding; one growth
+/// up front leaves one. The room is handed back to the allocator at once and taken again as
+/// the load fills it; pages never written take no memory of the machine.
+fn reserve_memory(total_bytes: u64) {
+    let Ok(bytes) = usize::try_from(total_bytes.saturating_mul(3) / 2) else { return };
+    let mut room: Vec<u8> = Vec::new();
+    if room.try_reserve_exact(bytes).is_ok() {
+        drop(std::hint::black_box(room));
+    }
 }
 
 /// Trace rows or events laid out between chances to take events (a few ms in the page).
