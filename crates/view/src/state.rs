@@ -339,6 +339,9 @@ pub struct Loading {
     pub total_bytes: u64,
     /// Estimated time left (ms), once there is enough to go by.
     pub left_ms: Option<f64>,
+    /// Whether the page shows it yet: a load that ends within a moment goes from the drop to
+    /// its timeline with no card and progress bar flashing in between.
+    pub shown: bool,
 }
 
 /// A file whose model was let go: its name and what it was opened from.
@@ -570,6 +573,11 @@ impl ViewState {
     /// What is under a point of the plot (CSS px).
     pub fn target_at(&self, x_px: f64, y_px: f64) -> Option<Target> {
         self.file()?.target_at(&self.plot_rect(), x_px, y_px)
+    }
+
+    /// The load in progress once the page shows it ([`Loading::shown`]).
+    pub fn loading_shown(&self) -> Option<&Loading> {
+        self.loading.as_ref().filter(|l| l.shown)
     }
 
     /// Whether the timeline is drawn from the held copies at `now_ms`.

@@ -241,9 +241,30 @@ fn esc_while_loading_asks_to_cancel_and_keeps_the_pin() {
         read_bytes: 1,
         total_bytes: 2,
         left_ms: None,
+        shown: true,
     });
     assert_eq!(key(&mut s, Command::Unpin), vec![Effect::CancelLoad]);
     assert_eq!(s.pinned, Some(Target::Summarized));
+}
+
+#[test]
+fn a_load_is_shown_once_marked_so() {
+    let mut s = demo();
+    let loading = Loading {
+        name: "x".into(),
+        fraction: 0.0,
+        phase: "Reading",
+        read_bytes: 0,
+        total_bytes: 2,
+        left_ms: None,
+        shown: false,
+    };
+    s.loading = Some(loading.clone());
+    assert_eq!(s.loading_shown(), None);
+    // Esc still stops it.
+    assert_eq!(key(&mut s, Command::Unpin), vec![Effect::CancelLoad]);
+    s.loading = Some(Loading { shown: true, ..loading });
+    assert_eq!(s.loading_shown().map(|l| l.name.as_str()), Some("x"));
 }
 
 #[test]
@@ -257,6 +278,7 @@ fn the_unpin_button_unpins_even_while_loading_and_the_fold_toggles() {
         read_bytes: 1,
         total_bytes: 2,
         left_ms: None,
+        shown: true,
     });
     assert!(s.update(TimelineInput::Unpin, 0.0).is_empty(), "the load goes on");
     assert_eq!(s.pinned, None);
@@ -454,6 +476,7 @@ fn question_mark_shows_the_help_and_esc_closes_it_before_anything_else() {
         read_bytes: 1,
         total_bytes: 9,
         left_ms: None,
+        shown: true,
     });
     assert!(s.update(TimelineInput::Key(Command::Unpin), 0.0).is_empty(), "Esc closes the help, not the load");
     assert!(!s.help_open);

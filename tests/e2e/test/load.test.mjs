@@ -36,6 +36,27 @@ test('the page starts empty, with a drop zone and no errors', async () => {
   await page.close();
 });
 
+test('a load shows its card and progress bar only after a moment: none flashes for a quick one', async () => {
+  const page = await env.newPage();
+  await page.evaluate(() => {
+    window.__shown = [];
+    window.__chosen = null;
+    addEventListener('change', () => { window.__chosen ??= performance.now(); }, { capture: true });
+    const watch = (id) => new MutationObserver(() => {
+      if (!document.getElementById(id).hidden) window.__shown.push(performance.now() - window.__chosen);
+    }).observe(document.getElementById(id), { attributes: true, attributeFilter: ['hidden'] });
+    watch('load-card');
+    watch('progress');
+  });
+  await openFiles(page, join(ROOT, 'tests/data/real/gpt_amp_annotated.pickle'));
+  assert.match(await page.textContent('#status'), /gpt_amp_annotated\.pickle/);
+  // Shown at once before; now, if the load is slow, 120 ms after the file was chosen.
+  const shown = await page.evaluate(() => window.__shown);
+  assert.ok(shown.every((ms) => ms >= 100), `shown after ${shown} ms`);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('a snapshot opened through the file input is drawn', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);

@@ -6,7 +6,7 @@
 use super::*;
 use crate::feed::{open_error, BlobSlices, Fed, Feed, FeedTimings, Host, MemorySlices, OnProfile};
 use crate::protocol::Phase;
-use crate::tasks::yield_to_events;
+use crate::tasks::{sleep_ms, yield_to_events};
 use memviz_core::timeline::LayoutBuilder;
 
 /// Loads queued sources one after the other.
@@ -41,6 +41,12 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Source::Demo => (DEMO_NAME.to_string(), DEMO_SNAPSHOT.len() as u64),
         Source::Bytes { name, bytes } => (name.clone(), bytes.len() as u64),
     };
+    let Some(serial) = with_app(weak, |app| {
+        app.loads_started += 1;
+        app.loads_started
+    }) else {
+        return;
+    };
     with_app(weak, |app| {
         app.state.error = None;
         app.cancel_requested = false;
@@ -52,9 +58,11 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             read_bytes: 0,
             total_bytes,
             left_ms: None,
+            shown: false,
         });
         app.request_redraw();
     });
+    wasm_bindgen_futures::spawn_local(show_loading_later(weak.clone(), serial));
     let mut timings = Timings { started_ms, ..Timings::default() };
     let fail = |msg: String| {
         with_app(weak, |app| {
@@ -139,18 +147,19 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         next_frame().await;
         timings.wait_ms += now() - tw;
     }
+    // From here on the load takes events once it has run YIELD_EVERY_MS since it last did: a
+    // large model and layout in tasks of their own, a small file in one task to its first frame.
+    let mut last_yield_ms = now();
     let t0 = now();
+    let wait_before_model = timings.wait_ms;
     let unchecked = match loader.finish_unchecked() {
         Ok(s) => s,
         Err(e) => return fail(open_error(&name, &e)),
     };
-    // The traces' checks in a task of their own (a 1M-entry model is 50 ms in all).
-    let t1 = now();
-    yield_to_events().await;
-    let t2 = now();
-    timings.wait_ms += t2 - t1;
+    // The traces' checks (a 1M-entry model is 50 ms in all).
+    pace(weak, &mut last_yield_ms, &mut timings.wait_ms).await;
     let snap = unchecked.check();
-    timings.model_ms = now() - t0 - (t2 - t1);
+    timings.model_ms = now() - t0 - (timings.wait_ms - wait_before_model);
     if slow(now()) {
         with_app(weak, |app| {
             if let Some(l) = &mut app.state.loading {
@@ -161,6 +170,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         let tw = now();
         next_frame().await;
         timings.wait_ms += now() - tw;
+        last_yield_ms = now();
     }
     let t0 = now();
     let wait_before_layout = timings.wait_ms;
@@ -176,35 +186,56 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     // Laid out in steps, taking events between them, so a large layout makes no long task.
     let mut builder = LayoutBuilder::new(&snap, device_pos, options);
-    let mut last_yield_ms = now();
     while !builder.step(LAYOUT_STEP) {
-        let t = now();
-        if t - last_yield_ms > YIELD_EVERY_MS {
-            yield_to_events().await;
-            last_yield_ms = now();
-            timings.wait_ms += last_yield_ms - t;
-            if cancelled() {
-                with_app(weak, |app| show_stopped(app, &name));
-                return;
-            }
+        if pace(weak, &mut last_yield_ms, &mut timings.wait_ms).await && cancelled() {
+            with_app(weak, |app| show_stopped(app, &name));
+            return;
         }
     }
     let layout = builder.finish();
-    // The time map and marks, and then showing the file, each in a task of its own.
-    let tw = now();
-    yield_to_events().await;
-    timings.wait_ms += now() - tw;
+    // Then the time map and marks, and then showing the file.
+    pace(weak, &mut last_yield_ms, &mut timings.wait_ms).await;
     let plot = PlotData::from_layout(&snap, device_pos, layout);
-    let tw = now();
-    yield_to_events().await;
-    timings.wait_ms += now() - tw;
-    timings.layout_ms = now() - t0 - timings.wait_ms + wait_before_layout;
+    pace(weak, &mut last_yield_ms, &mut timings.wait_ms).await;
+    timings.layout_ms = now() - t0 - (timings.wait_ms - wait_before_layout);
     timings.laid_out_ms = now();
     with_app(weak, |app| {
         app.finish_load(name, snap, plot, timings, None);
         app.request_redraw();
     });
 }
+
+/// Shows load number `serial` if it still runs after [`SHOW_LOADING_AFTER_MS`].
+async fn show_loading_later(weak: Weak<RefCell<App>>, serial: u64) {
+    sleep_ms(SHOW_LOADING_AFTER_MS).await;
+    with_app(&weak, |app| {
+        if app.loads_started != serial {
+            return;
+        }
+        if let Some(l) = app.state.loading.as_mut().filter(|l| !l.shown) {
+            l.shown = true;
+            app.request_redraw();
+        }
+    });
+}
+
+/// Takes events if the load has run [`YIELD_EVERY_MS`] since `last_ms`, adding the wait to
+/// `wait_ms`; whether it did.
+async fn pace(weak: &Weak<RefCell<App>>, last_ms: &mut f64, wait_ms: &mut f64) -> bool {
+    let now = || with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    let t = now();
+    if t - *last_ms <= YIELD_EVERY_MS {
+        return false;
+    }
+    yield_to_events().await;
+    *last_ms = now();
+    *wait_ms += *last_ms - t;
+    true
+}
+
+/// A load shows its card and progress after this long (ms): under a tenth of a second a
+/// change feels immediate, and the card's own frame cost a small file a sixth of its load.
+const SHOW_LOADING_AFTER_MS: i32 = 120;
 
 /// Files from this size on have their memory made in one step ([`reserve_memory`]).
 const RESERVE_FROM_BYTES: u64 = 16 << 20;

@@ -96,6 +96,8 @@ pub struct App {
     batch_first: Option<usize>,
     /// What the file being loaded was opened from ([`input::source_key`]).
     loading_source: Option<String>,
+    /// Loads started so far: which one a timer started for is still running.
+    loads_started: u64,
     /// The user asked to stop loading.
     cancel_requested: bool,
     /// Stops the load running in a Web Worker, while one runs.
@@ -132,6 +134,7 @@ impl App {
             loader_running: false,
             batch_first: None,
             loading_source: None,
+            loads_started: 0,
             cancel_requested: false,
             cancel_load: None,
             run_files: Vec::new(),
@@ -221,6 +224,7 @@ impl App {
             read_bytes: 0,
             total_bytes: 0,
             left_ms: None,
+            shown: true,
         });
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {

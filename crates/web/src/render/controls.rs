@@ -32,7 +32,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     // The rank overview first: whether it is shown decides the canvases' size.
     crate::ranks::sync(fr, &mut memo.ranks);
     // Progress and status.
-    match &fr.state.loading {
+    match fr.state.loading_shown() {
         Some(l) => {
             ui.progress.set_hidden(false);
             // Only reading a file can be stopped (a relayout is one frame).

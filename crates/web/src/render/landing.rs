@@ -13,7 +13,7 @@ pub(crate) fn sync_landing(fr: &Frame<'_>) {
     };
     if let Some(card) = by_id("load-card") {
         // A relayout (no bytes to read) is one frame: only reading a file gets the card.
-        let reading = fr.state.loading.as_ref().filter(|l| l.total_bytes > 0);
+        let reading = fr.state.loading_shown().filter(|l| l.total_bytes > 0);
         card.set_hidden(reading.is_none());
         if let Some(empty) = doc.get_element_by_id("empty") {
             let _ = empty.class_list().toggle_with_force("loading", reading.is_some());
