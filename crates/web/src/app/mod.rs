@@ -392,7 +392,8 @@ impl App {
             render::prepare_plot(&fr, memo);
             memo.canvases_pending = false;
             memo.bands_next_frame = false;
-            self.request_redraw();
+            // Drawn now: the next frame only shows it.
+            render::draw(&fr, memo);
             if let Some(f) = shown {
                 wasm_bindgen_futures::spawn_local(async move {
                     next_frame().await;
@@ -415,7 +416,7 @@ impl App {
                     render::prepare_plot(&fr, memo);
                     memo.canvases_pending = false;
                     memo.bands_next_frame = false;
-                    app.request_redraw();
+                    render::draw(&fr, memo);
                 });
                 next_frame().await;
                 for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
