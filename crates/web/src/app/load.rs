@@ -143,8 +143,10 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             }
             app.request_redraw();
         });
+        // A turn of the event loop, in which a frame that is due shows the phase (waiting for
+        // the next frame left the thread idle 10-30 ms).
         let tw = now();
-        next_frame().await;
+        yield_to_events().await;
         timings.wait_ms += now() - tw;
     }
     // From here on the load takes events once it has run YIELD_EVERY_MS since it last did: a
@@ -168,7 +170,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             app.request_redraw();
         });
         let tw = now();
-        next_frame().await;
+        yield_to_events().await;
         timings.wait_ms += now() - tw;
         last_yield_ms = now();
     }
