@@ -15,7 +15,7 @@ use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries,
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
-use memviz_core::coverage::{coverage, Coverage};
+use memviz_core::coverage::{coverage, coverage_from_layout, Coverage};
 use memviz_core::plot::{device_views, DeviceViews};
 use memviz_core::search::StackTexts;
 use memviz_core::snapshot::Snapshot;
@@ -170,7 +170,9 @@ impl Derived {
         }
         let Some(f) = s.file() else { return };
         self.device_views = Some((key, device_views(&f.snap, key.1)));
-        self.coverage = Some((key, coverage(&f.snap, key.1)));
+        // The key's device is the plot's: its layout of allocations has paired the trace already.
+        let c = coverage_from_layout(&f.snap, key.1, &f.plot.layout).unwrap_or_else(|| coverage(&f.snap, key.1));
+        self.coverage = Some((key, c));
     }
 
     /// How much of the run the shown device's trace covers, when it is known.
