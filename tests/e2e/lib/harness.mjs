@@ -67,22 +67,23 @@ export async function start(contextOptions = {}) {
 /** Number of `memviz:ready` marks so far. */
 export const readyCount = (page) => page.evaluate(() => performance.getEntriesByName('memviz:ready').length);
 
-/** Waits until there are more than `before` ready marks, or an error shows. */
-export async function waitReady(page, before, timeout = 60000) {
+/** Waits until there are more than `before` ready marks (at least `before + count`), or an error shows. */
+export async function waitReady(page, before, timeout = 60000, count = 1) {
   await page.waitForFunction(
-    (n) => performance.getEntriesByName('memviz:ready').length > n || !document.getElementById('error').hidden,
-    before,
+    (n) => performance.getEntriesByName('memviz:ready').length >= n || !document.getElementById('error').hidden,
+    before + count,
     { timeout, polling: 50 },
   );
   const err = await page.evaluate(() => (document.getElementById('error').hidden ? null : document.getElementById('error').textContent));
   if (err) throw new Error(`the page shows an error: ${err}`);
 }
 
-/** Opens files through the first file input and waits for the timeline. */
+/** Opens files through the first file input and waits for the timeline and, for several, until
+ * each has opened (the first is shown while the others still load behind it). */
 export async function openFiles(page, files) {
   const before = await readyCount(page);
   await page.setInputFiles('input[type=file] >> nth=0', files);
-  await waitReady(page, before);
+  await waitReady(page, before, 60000, Array.isArray(files) ? files.length : 1);
 }
 
 /** The plot canvas' data-* attributes. */
