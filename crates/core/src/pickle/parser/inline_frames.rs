@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::raw_lists::{KnownList, ListsByKey, RawLists, BLOCK, NODE_BYTES};
+use super::raw_lists::{get_at, KnownList, ListsByKey, RawLists, BLOCK, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -101,19 +101,6 @@ impl LeafCache {
         if raw {
             self.raw.insert(key, known);
         }
-    }
-}
-
-/// A memo GET at the start of `rest`: (slot, bytes taken).
-#[inline(always)]
-fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
-    match *rest.first()? {
-        b'h' => Some((u64::from(*rest.get(1)?), 2)),
-        b'j' => {
-            let b = rest.get(1..5)?;
-            Some((u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5))
-        }
-        _ => None,
     }
 }
 

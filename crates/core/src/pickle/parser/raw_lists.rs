@@ -25,6 +25,19 @@ pub(super) struct KnownList {
     pub(super) last_shape: u32,
 }
 
+/// A memo GET at the start of `rest` (`BINGET` or `LONG_BINGET`): (slot, bytes taken).
+#[inline(always)]
+pub(super) fn get_at(rest: &[u8]) -> Option<(u64, usize)> {
+    match *rest.first()? {
+        b'h' => Some((u64::from(*rest.get(1)?), 2)),
+        b'j' => {
+            let b = rest.get(1..5)?;
+            Some((u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5))
+        }
+        _ => None,
+    }
+}
+
 /// Bytes hashed per step of a lookup.
 pub(super) const BLOCK: usize = 64;
 /// The hash of no bytes: the root node's key.
@@ -147,11 +160,11 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 fn ends_here(rest: &[u8], p: usize) -> bool {
     match rest.get(p) {
         Some(b'(' | b'}') => false,
-        // A memo GET (`BINGET` 2 bytes, `LONG_BINGET` 5): an item only if `APPEND` follows.
-        Some(&op @ (b'h' | b'j')) => {
-            let used = if op == b'h' { 2 } else { 5 };
-            p + used <= rest.len() && rest.get(p + used) != Some(&b'a')
-        }
+        // A memo GET: an item only if `APPEND` follows.
+        Some(b'h' | b'j') => match rest.get(p..).and_then(get_at) {
+            Some((_, used)) => rest.get(p + used) != Some(&b'a'),
+            None => false,
+        },
         _ => true,
     }
 }
