@@ -43,11 +43,6 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     let Some(serial) = with_app(weak, |app| {
         app.loads_started += 1;
-        app.loads_started
-    }) else {
-        return;
-    };
-    with_app(weak, |app| {
         app.state.error = None;
         app.cancel_requested = false;
         app.state.status_note = None;
@@ -61,7 +56,10 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             shown: false,
         });
         app.request_redraw();
-    });
+        app.loads_started
+    }) else {
+        return;
+    };
     wasm_bindgen_futures::spawn_local(show_loading_later(weak.clone(), serial));
     let mut timings = Timings { started_ms, ..Timings::default() };
     let fail = |msg: String| {
@@ -137,17 +135,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     let slow = |t: f64| t - started_ms > SHOW_PHASES_AFTER_MS;
     if slow(now()) {
-        with_app(weak, |app| {
-            if let Some(l) = &mut app.state.loading {
-                l.phase = Phase::BuildingModel.label();
-            }
-            app.request_redraw();
-        });
-        // A turn of the event loop, in which a frame that is due shows the phase (waiting for
-        // the next frame left the thread idle 10-30 ms).
-        let tw = now();
-        yield_to_events().await;
-        timings.wait_ms += now() - tw;
+        show_phase(weak, Phase::BuildingModel, &mut timings.wait_ms).await;
     }
     // From here on the load takes events once it has run YIELD_EVERY_MS since it last did: a
     // large model and layout in tasks of their own, a small file in one task to its first frame.
@@ -163,15 +151,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let snap = unchecked.check();
     timings.model_ms = now() - t0 - (timings.wait_ms - wait_before_model);
     if slow(now()) {
-        with_app(weak, |app| {
-            if let Some(l) = &mut app.state.loading {
-                l.phase = Phase::LayingOut.label();
-            }
-            app.request_redraw();
-        });
-        let tw = now();
-        yield_to_events().await;
-        timings.wait_ms += now() - tw;
+        show_phase(weak, Phase::LayingOut, &mut timings.wait_ms).await;
         last_yield_ms = now();
     }
     let t0 = now();
@@ -219,6 +199,21 @@ async fn show_loading_later(weak: Weak<RefCell<App>>, serial: u64) {
             app.request_redraw();
         }
     });
+}
+
+/// Names the load's phase and takes a turn of the event loop, in which a frame that is due
+/// shows it (waiting for the next frame left the thread idle 10-30 ms); adds the wait to `wait_ms`.
+async fn show_phase(weak: &Weak<RefCell<App>>, phase: Phase, wait_ms: &mut f64) {
+    let now = || with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
+    with_app(weak, |app| {
+        if let Some(l) = &mut app.state.loading {
+            l.phase = phase.label();
+        }
+        app.request_redraw();
+    });
+    let t = now();
+    yield_to_events().await;
+    *wait_ms += now() - t;
 }
 
 /// Takes events if the load has run [`YIELD_EVERY_MS`] since `last_ms`, adding the wait to
