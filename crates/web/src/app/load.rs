@@ -78,6 +78,11 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             }
         }
     }
+    // The reading is asked for first: the memory is made while the first bytes come.
+    let read_for_page = match &source {
+        Source::File(f) if total_bytes > READ_ON_PAGE_MAX_BYTES => worker_client::read_for_page(f),
+        _ => None,
+    };
     if total_bytes >= RESERVE_FROM_BYTES {
         reserve_memory(total_bytes);
     }
@@ -85,7 +90,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms, later: false };
     let fed = match &source {
         Source::File(f) => {
-            match (total_bytes > READ_ON_PAGE_MAX_BYTES).then(|| worker_client::read_for_page(f)).flatten() {
+            match read_for_page {
                 Some((mut slices, stop)) => {
                     // Cancel stops the reading at once, also while a slice is awaited.
                     with_app(weak, |app| app.cancel_load = stop);
