@@ -8,6 +8,7 @@ use rustc_hash::FxHasher;
 
 use crate::error::Error;
 
+use super::memo_runs::MemoAt;
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
 use crate::pickle::document::{DictRec, Document, GenericDict, HashKey, ListStore};
@@ -80,10 +81,16 @@ impl Parser {
         }
         if let Some(idx) = slot {
             self.memo_rebinds += 1;
-            if idx < self.memo_tags.len() as u64 {
-                self.memo_ids[idx as usize] = canon;
-            } else if let Some(v) = self.memo_sparse.get_mut(&idx) {
-                *v = Value::Dict(canon);
+            match self.memo_runs.at(idx, self.memo_tags.len()) {
+                MemoAt::Dense(i) if i < self.memo_ids.len() => self.memo_ids[i] = canon,
+                MemoAt::Dense(_) | MemoAt::Run(_) => {
+                    self.memo_runs.overrides.insert(idx, Value::Dict(canon));
+                }
+                MemoAt::Beyond => {
+                    if let Some(v) = self.memo_sparse.get_mut(&idx) {
+                        *v = Value::Dict(canon);
+                    }
+                }
             }
         }
         self.fresh = None;

@@ -181,7 +181,7 @@ impl Parser {
     /// `memo_put`, with the usual case (the next dense slot) done at once.
     #[inline(always)]
     fn memo_append_record(&mut self, idx: u64, d: u32) {
-        if idx == self.memo_tags.len() as u64 && self.memo_sparse.is_empty() && self.fresh.is_none() {
+        if idx == self.memo_next() && self.memo_sparse.is_empty() && self.fresh.is_none() {
             self.memo_writes += 1;
             self.memo_tags.push(MEMO_DICT);
             self.memo_ids.push(d);

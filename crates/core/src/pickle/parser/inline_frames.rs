@@ -43,13 +43,15 @@ pub(super) struct LeafCache {
     /// same list written as their distance from the list's own slot ([`Parser::list_key`]).
     lists: ListsByKey,
     /// The memo slots of the known lists' inline dicts.
-    list_slots: Vec<u32>,
+    pub(super) list_slots: Vec<u32>,
     /// The known lists whose key is their bytes, to be found without scanning them.
     raw: RawLists,
     /// Bytes held by all of the above (they are cleared when it reaches [`CACHE_BYTES_MAX`]).
     bytes: usize,
     /// `Parser::memo_overwrites` and `Parser::dict_moves` when it was last valid.
     epoch: (u64, u64),
+    /// How many times it was cleared (what `list_slots` offsets mean changes each time).
+    pub(super) generation: u64,
 }
 
 impl LeafCache {
@@ -66,6 +68,7 @@ impl LeafCache {
         self.list_slots.clear();
         self.raw.clear();
         self.bytes = 0;
+        self.generation += 1;
     }
 
     /// Makes room for `n` more bytes.
@@ -302,15 +305,17 @@ impl Parser {
         Some(used)
     }
 
-    /// Reads a list known from before: its items are shared, its dicts' memo slots written again.
+    /// Reads a list known from before: its items are shared, its dicts' memo slots written again
+    /// (as a run of slots, see [`super::memo_runs`]).
     fn commit_known_list(&mut self, known: KnownList) {
-        let (s0, n) = known.slots;
-        let mut slots = std::mem::take(&mut self.inline_slots);
-        slots.clear();
-        slots.extend_from_slice(self.leaf_cache.list_slots.get(s0 as usize..(s0 + n) as usize).unwrap_or(&[]));
         let list = self.doc.push_span(known.span.0, known.span.1);
-        self.commit_inline_list(list, &slots, Some(known.last_shape));
-        self.inline_slots = slots;
+        self.stack.push(Value::List(list));
+        let dicts = self.memo_put_list_again(list, known.slots, self.leaf_cache.generation);
+        self.memo_writes += 1 + dicts;
+        // Each inline dict was made an alias of an equal one, which rebinds its memo slot.
+        self.memo_rebinds += dicts;
+        self.last_shape = known.last_shape;
+        self.fresh = None;
     }
 
     /// The effects of the general path for a list read inline as `list`: the list on the stack,

@@ -14,11 +14,13 @@ mod dicts;
 mod entry_template;
 mod fast_paths;
 mod inline_frames;
+mod memo_runs;
 mod opcodes;
 mod raw_lists;
 
 use entry_template::EntryTemplate;
 use inline_frames::LeafCache;
+use memo_runs::{MemoAt, MemoRuns};
 
 /// Opcodes that would import or call code, or that need objects this reader never builds.
 fn forbidden_name(op: u8) -> Option<&'static str> {
@@ -74,6 +76,8 @@ pub struct Parser {
     memo_ids: Vec<u32>,
     memo_other: FxHashMap<u64, Value>,
     memo_sparse: FxHashMap<u64, Value>,
+    /// Slots kept as runs (frame lists of inline dicts read again), numbered among the dense.
+    memo_runs: MemoRuns,
     memo_writes: u64,
     /// Bytes of an incomplete opcode carried over between chunks.
     pending: Vec<u8>,
@@ -131,6 +135,7 @@ impl Parser {
             memo_ids: Vec::new(),
             memo_other: FxHashMap::default(),
             memo_sparse: FxHashMap::default(),
+            memo_runs: MemoRuns::default(),
             memo_writes: 0,
             pending: Vec::new(),
             consumed: 0,
@@ -389,16 +394,23 @@ impl Parser {
             Value::BigInt(i) => (8, i),
             _ => (MEMO_OTHER, 0),
         };
-        let dense = self.memo_tags.len() as u64;
-        if idx != dense || !self.memo_sparse.is_empty() {
+        let next = self.memo_next();
+        if idx != next || !self.memo_sparse.is_empty() {
             self.memo_rebinds += 1;
             self.memo_overwrites += 1;
         }
-        if idx < dense {
-            let i = idx as usize;
-            self.memo_tags[i] = tag;
-            self.memo_ids[i] = id;
-        } else if idx == dense {
+        if idx < next {
+            match self.memo_runs.at(idx, self.memo_tags.len()) {
+                MemoAt::Dense(i) if i < self.memo_tags.len() => {
+                    self.memo_tags[i] = tag;
+                    self.memo_ids[i] = id;
+                }
+                _ => {
+                    self.memo_runs.overrides.insert(idx, v);
+                    return;
+                }
+            }
+        } else if idx == next {
             self.memo_tags.push(tag);
             self.memo_ids.push(id);
         } else {
@@ -412,29 +424,47 @@ impl Parser {
 
     #[inline]
     fn memo_len(&self) -> u64 {
-        self.memo_tags.len() as u64 + self.memo_sparse.len() as u64
+        self.memo_next() + self.memo_sparse.len() as u64
     }
 
     /// The memo value at `idx`, if stored (no side effects).
     #[inline(always)]
     fn memo_peek(&self, idx: u64) -> Option<Value> {
-        if idx < self.memo_tags.len() as u64 {
-            let i = idx as usize;
-            let id = self.memo_ids[i];
-            match self.memo_tags[i] {
-                1 => Some(Value::Str(id)),
-                2 => Some(Value::List(id)),
-                3 => Some(Value::Dict(id)),
-                4 => Some(Value::Tuple(id)),
-                5 => Some(Value::Bytes(id)),
-                6 => Some(Value::Set(id)),
-                7 => Some(Value::FrozenSet(id)),
-                8 => Some(Value::BigInt(id)),
-                MEMO_OTHER => self.memo_other.get(&idx).copied(),
-                _ => None,
+        if idx < self.memo_tags.len() as u64 && idx < self.memo_runs.dense_prefix() {
+            return self.memo_dense(idx as usize, idx);
+        }
+        self.memo_peek_runs(idx)
+    }
+
+    /// The memo value at `idx` where slots may be in runs.
+    fn memo_peek_runs(&self, idx: u64) -> Option<Value> {
+        if !self.memo_runs.overrides.is_empty() {
+            if let Some(v) = self.memo_runs.overrides.get(&idx) {
+                return Some(*v);
             }
-        } else {
-            self.memo_sparse.get(&idx).copied()
+        }
+        match self.memo_runs.at(idx, self.memo_tags.len()) {
+            MemoAt::Dense(i) => self.memo_dense(i, idx),
+            MemoAt::Run(d) => Some(Value::Dict(d)),
+            MemoAt::Beyond => self.memo_sparse.get(&idx).copied(),
+        }
+    }
+
+    /// The value of dense slot `i`, which is memo slot `idx`.
+    #[inline(always)]
+    fn memo_dense(&self, i: usize, idx: u64) -> Option<Value> {
+        let id = *self.memo_ids.get(i)?;
+        match *self.memo_tags.get(i)? {
+            1 => Some(Value::Str(id)),
+            2 => Some(Value::List(id)),
+            3 => Some(Value::Dict(id)),
+            4 => Some(Value::Tuple(id)),
+            5 => Some(Value::Bytes(id)),
+            6 => Some(Value::Set(id)),
+            7 => Some(Value::FrozenSet(id)),
+            8 => Some(Value::BigInt(id)),
+            MEMO_OTHER => self.memo_other.get(&idx).copied(),
+            _ => None,
         }
     }
 
