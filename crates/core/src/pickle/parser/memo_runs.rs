@@ -85,9 +85,7 @@ impl MemoRuns {
         }
         MemoAt::Dense((r.dense_before + off - u64::from(r.len)) as usize)
     }
-}
 
-impl MemoRuns {
     /// The last run that starts at or before slot `idx`, if any: searched among the runs that
     /// start in `idx`'s block of [`BLOCK_SLOTS`] and the one before them.
     #[inline]
@@ -108,9 +106,9 @@ impl MemoRuns {
         (lo + within).checked_sub(1).and_then(|k| self.runs.get(k))
     }
 
-    /// Adds a run (runs come in the order of their slots).
-    fn push(&mut self, run: MemoRun) {
-        let Ok(k) = u32::try_from(self.runs.len()) else { return };
+    /// Adds a run (runs come in the order of their slots); whether it could be.
+    fn push(&mut self, run: MemoRun) -> bool {
+        let Ok(k) = u32::try_from(self.runs.len()) else { return false };
         // Blocks that begin at or before this run's start and after the last run's get it as
         // their first run.
         while (self.first_in_block.len() as u64).saturating_mul(BLOCK_SLOTS) <= run.start {
@@ -118,6 +116,7 @@ impl MemoRuns {
         }
         self.runs.push(run);
         self.hidden += u64::from(run.len);
+        true
     }
 }
 
@@ -152,16 +151,16 @@ impl Parser {
                 at
             })
         };
-        let (Some(at), Ok(len)) = (at, u32::try_from(n)) else {
-            let slots = self.leaf_cache.list_slots.get(s0..s0 + n).unwrap_or(&[]);
-            self.memo_tags.extend(std::iter::repeat_n(MEMO_DICT, slots.len()));
-            self.memo_ids.extend_from_slice(slots);
-            return slots.len() as u64;
-        };
-        let start = self.memo_next();
-        let dense_before = self.memo_tags.len() as u64;
-        self.memo_runs.push(MemoRun { start, dense_before, len, at });
-        u64::from(len)
+        if let (Some(at), Ok(len)) = (at, u32::try_from(n)) {
+            let run = MemoRun { start: self.memo_next(), dense_before: self.memo_tags.len() as u64, len, at };
+            if self.memo_runs.push(run) {
+                return u64::from(len);
+            }
+        }
+        let slots = self.leaf_cache.list_slots.get(s0..s0 + n).unwrap_or(&[]);
+        self.memo_tags.extend(std::iter::repeat_n(MEMO_DICT, slots.len()));
+        self.memo_ids.extend_from_slice(slots);
+        slots.len() as u64
     }
 }
 
