@@ -306,31 +306,41 @@ impl Parser {
     }
 
     /// Reads a list known from before: its items are shared, its dicts' memo slots written again
-    /// (as a run of slots, see [`super::memo_runs`]).
+    /// (as one run of slots where it can be, see [`super::memo_runs`]).
     fn commit_known_list(&mut self, known: KnownList) {
         let list = self.doc.push_span(known.span.0, known.span.1);
-        self.stack.push(Value::List(list));
-        let dicts = self.memo_put_list_again(list, known.slots, self.leaf_cache.generation);
-        self.memo_writes += 1 + dicts;
-        // Each inline dict was made an alias of an equal one, which rebinds its memo slot.
-        self.memo_rebinds += dicts;
-        self.last_shape = known.last_shape;
-        self.fresh = None;
+        if self.memo_put_run(list, known.slots, self.leaf_cache.generation) {
+            self.inline_list_done(list, u64::from(known.slots.1), Some(known.last_shape));
+            return;
+        }
+        let (s0, n) = known.slots;
+        let mut slots = std::mem::take(&mut self.inline_slots);
+        slots.clear();
+        slots.extend_from_slice(self.leaf_cache.list_slots.get(s0 as usize..(s0 + n) as usize).unwrap_or(&[]));
+        self.commit_inline_list(list, &slots, Some(known.last_shape));
+        self.inline_slots = slots;
     }
 
     /// The effects of the general path for a list read inline as `list`: the list on the stack,
     /// its memo slot and then the inline dicts' (`slots`), in file order.
     #[inline]
     fn commit_inline_list(&mut self, list: u32, slots: &[u32], last_shape: Option<u32>) {
-        self.stack.push(Value::List(list));
-        self.memo_writes += 1 + slots.len() as u64;
         self.memo_tags.push(MEMO_LIST);
         self.memo_ids.push(list);
         self.memo_tags.extend(std::iter::repeat_n(MEMO_DICT, slots.len()));
         self.memo_ids.extend_from_slice(slots);
+        self.inline_list_done(list, slots.len() as u64, last_shape);
+    }
+
+    /// The rest of a list read inline once its `dicts` dicts' memo slots are written: the list on
+    /// the stack and the memo's counts.
+    #[inline]
+    fn inline_list_done(&mut self, list: u32, dicts: u64, last_shape: Option<u32>) {
+        self.stack.push(Value::List(list));
+        self.memo_writes += 1 + dicts;
         if let Some(shape) = last_shape {
             // Each inline dict was made an alias of an equal one, which rebinds its memo slot.
-            self.memo_rebinds += slots.len() as u64;
+            self.memo_rebinds += dicts;
             self.last_shape = shape;
             self.fresh = None;
         }

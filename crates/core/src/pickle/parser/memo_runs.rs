@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use super::Parser;
-use crate::pickle::value::{Value, MEMO_DICT, MEMO_LIST};
+use crate::pickle::value::{Value, MEMO_LIST};
 
 /// Shortest list of inline dicts kept as a run (a run takes the room of about five slots).
 const RUN_MIN_SLOTS: usize = 8;
@@ -128,39 +128,40 @@ impl Parser {
     }
 
     /// The memo writes of a frame list `list` read again, whose inline dicts' slots are
-    /// `cache_slots` in the leaf cache: the list's own slot, then its dicts' as one run (or
-    /// dense, for short lists or when the run cannot be made). The dicts' slots written.
-    pub(super) fn memo_put_list_again(&mut self, list: u32, cache_slots: (u32, u32), generation: u64) -> u64 {
-        self.memo_tags.push(MEMO_LIST);
-        self.memo_ids.push(list);
+    /// `cache_slots` in the leaf cache, when its dicts' slots can be one run: the list's own
+    /// slot, then the run. Whether they were made (nothing is written otherwise).
+    pub(super) fn memo_put_run(&mut self, list: u32, cache_slots: (u32, u32), generation: u64) -> bool {
         let (s0, n) = (cache_slots.0 as usize, cache_slots.1 as usize);
+        if n < RUN_MIN_SLOTS {
+            return false;
+        }
         let runs = &mut self.memo_runs;
         if runs.generation != generation {
             runs.arena_of.clear();
             runs.generation = generation;
         }
-        let at = if n < RUN_MIN_SLOTS {
-            None
-        } else if let Some(&at) = runs.arena_of.get(&cache_slots.0) {
-            Some(at)
-        } else {
-            let copied = self.leaf_cache.list_slots.get(s0..s0 + n);
-            u32::try_from(runs.arena.len()).ok().zip(copied).map(|(at, slots)| {
-                runs.arena.extend_from_slice(slots);
-                runs.arena_of.insert(cache_slots.0, at);
-                at
-            })
-        };
-        if let (Some(at), Ok(len)) = (at, u32::try_from(n)) {
-            let run = MemoRun { start: self.memo_next(), dense_before: self.memo_tags.len() as u64, len, at };
-            if self.memo_runs.push(run) {
-                return u64::from(len);
+        let at = match runs.arena_of.get(&cache_slots.0) {
+            Some(&at) => Some(at),
+            None => {
+                let copied = self.leaf_cache.list_slots.get(s0..s0 + n);
+                u32::try_from(runs.arena.len()).ok().zip(copied).map(|(at, slots)| {
+                    runs.arena.extend_from_slice(slots);
+                    runs.arena_of.insert(cache_slots.0, at);
+                    at
+                })
             }
+        };
+        let Some(at) = at else { return false };
+        self.memo_tags.push(MEMO_LIST);
+        self.memo_ids.push(list);
+        let run =
+            MemoRun { start: self.memo_next(), dense_before: self.memo_tags.len() as u64, len: cache_slots.1, at };
+        if self.memo_runs.push(run) {
+            return true;
         }
-        let slots = self.leaf_cache.list_slots.get(s0..s0 + n).unwrap_or(&[]);
-        self.memo_tags.extend(std::iter::repeat_n(MEMO_DICT, slots.len()));
-        self.memo_ids.extend_from_slice(slots);
-        slots.len() as u64
+        self.memo_tags.pop();
+        self.memo_ids.pop();
+        false
     }
 }
 
