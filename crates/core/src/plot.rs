@@ -155,7 +155,10 @@ pub struct PlotData {
     pub device_pos: usize,
     /// The layout.
     pub layout: Layout,
-    /// Step → time map, when the trace has times.
+    /// Whether the events have times (the x axis can show time).
+    pub has_time: bool,
+    /// Step → time map: built when first needed ([`PlotData::build_time_map`]: the time axis
+    /// shown, or annotations placed), since it takes 16 bytes an event.
     pub time: Option<TimeMap>,
     /// OOM entries.
     pub ooms: Vec<OomMark>,
@@ -169,7 +172,16 @@ pub struct PlotData {
 
 crate::wire_struct!(OomMark { row, step });
 crate::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us });
-crate::wire_struct!(PlotData { device_pos, layout, time, ooms, annotations, annotation_rows, annotation_row_count });
+crate::wire_struct!(PlotData {
+    device_pos,
+    layout,
+    has_time,
+    time,
+    ooms,
+    annotations,
+    annotation_rows,
+    annotation_row_count
+});
 
 /// Most rows the annotation strip gets; deeper nesting shares the last row.
 pub const MAX_ANNOTATION_ROWS: usize = 3;
@@ -206,6 +218,7 @@ impl PlotData {
             return PlotData {
                 device_pos,
                 layout,
+                has_time: false,
                 time: None,
                 ooms: Vec::new(),
                 annotations: Vec::new(),
@@ -214,7 +227,10 @@ impl PlotData {
             };
         };
         let t = &dev.trace;
-        let time = TimeMap::build(&layout, t);
+        let has_time = layout.event_row.iter().any(|&r| r != u32::MAX && t.time_us_at(r as usize).is_some());
+        // Annotations are placed in time, through the map.
+        let annotated = snap.annotations.iter().any(|a| a.device == dev.index && a.time_us.is_some());
+        let time = if has_time && annotated { TimeMap::build(&layout, t) } else { None };
         let ooms = t
             .action
             .iter()
@@ -254,7 +270,15 @@ impl PlotData {
         }
         let spans: Vec<(f64, f64)> = annotations.iter().map(|a| (a.start_us as f64, a.end_us as f64)).collect();
         let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
-        PlotData { device_pos, layout, time, ooms, annotations, annotation_rows, annotation_row_count }
+        PlotData { device_pos, layout, has_time, time, ooms, annotations, annotation_rows, annotation_row_count }
+    }
+
+    /// Builds the step → time map of `snap` (the snapshot this plot was laid out from), unless
+    /// it is built or the events have no times.
+    pub fn build_time_map(&mut self, snap: &Snapshot) {
+        if self.time.is_none() && self.has_time {
+            self.time = snap.devices.get(self.device_pos).and_then(|d| TimeMap::build(&self.layout, &d.trace));
+        }
     }
 
     /// Number of allocations the layout knows (drawn or summarized).
@@ -296,6 +320,36 @@ mod tests {
         assert_eq!(m.step_at_us(200.0), 5.5);
         assert_eq!(m.step_at_us(1e9), 10.0);
         assert_eq!(m.end_us(), 400.0);
+    }
+
+    /// The map is built when asked for, the same as at once; a plot of events without times
+    /// gets none, and one with annotations has it from the start (they are placed in time).
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn the_time_map_is_built_when_asked_for() {
+        let json = br#"{"segments":[],"device_traces":[[{"action":"alloc","addr":4096,"size":512,"stream":0,"time_us":10},{"action":"alloc","addr":8192,"size":256,"stream":0,"time_us":40},{"action":"free_completed","addr":4096,"size":512,"stream":0,"time_us":25}]]}"#;
+        let snap = crate::load(json).unwrap();
+        let mut p = PlotData::build(&snap, 0, Options::default());
+        assert!(p.has_time && p.time.is_none());
+        p.build_time_map(&snap);
+        let m = p.time.clone().unwrap();
+        assert_eq!(Some(m.clone()), TimeMap::build(&p.layout, &snap.devices[0].trace));
+        // Times kept non-decreasing in event order: the free at 25 after the alloc at 40.
+        assert_eq!((m.t0_us, m.end_us()), (10, 30.0));
+        p.build_time_map(&snap);
+        assert_eq!(p.time, Some(m));
+
+        let untimed = br#"{"segments":[],"device_traces":[[{"action":"alloc","addr":4096,"size":512,"stream":0},{"action":"free_completed","addr":4096,"size":512,"stream":0}]]}"#;
+        let snap = crate::load(untimed).unwrap();
+        let mut p = PlotData::build(&snap, 0, Options::default());
+        p.build_time_map(&snap);
+        assert!(!p.has_time && p.time.is_none());
+
+        let demo = crate::load(&std::fs::read(crate::test_fixtures::real_fixture("gpt_amp_annotated.pickle")).unwrap())
+            .unwrap();
+        let dev = demo.default_device().unwrap();
+        let p = PlotData::build(&demo, dev, Options::default());
+        assert!(!p.annotations.is_empty() && p.time.is_some());
     }
 
     /// The real files: none has expandable segments or private pools; the state-only one has no

@@ -56,7 +56,7 @@ impl OpenFile {
 
     /// Whether the x axis can show time (a moment has no x axis).
     pub fn has_time(&self) -> bool {
-        self.plot.time.is_some() && !self.is_moment()
+        self.plot.has_time && !self.is_moment()
     }
 
     /// Whether the file has no history here (`enabled='state'`): what was live when the
@@ -94,6 +94,9 @@ impl OpenFile {
     pub fn set_x_axis(&mut self, a: XAxis) -> bool {
         if self.x_axis == a || (a == XAxis::Time && !self.has_time()) {
             return false;
+        }
+        if a == XAxis::Time {
+            self.plot.build_time_map(&self.snap);
         }
         let old = self.viewport;
         let (s0, s1) = {

@@ -92,6 +92,7 @@ pub fn restore(state: &mut ViewState) -> Option<usize> {
         return None;
     }
     if f.axis == Some(XAxis::Time) && file.has_time() {
+        file.plot.build_time_map(&file.snap);
         file.x_axis = XAxis::Time;
         file.viewport = file.full_viewport();
     }

@@ -254,8 +254,11 @@ impl App {
             }
             if let Some(f) = app.state.files.get_mut(i) {
                 f.max_entries = max_entries.unwrap_or(f.max_entries);
-                if f.x_axis == XAxis::Time && f.plot.time.is_none() {
-                    f.x_axis = XAxis::Steps;
+                if f.x_axis == XAxis::Time {
+                    f.plot.build_time_map(&f.snap);
+                    if f.plot.time.is_none() {
+                        f.x_axis = XAxis::Steps;
+                    }
                 }
                 let keep = f.viewport;
                 f.viewport = f.full_viewport();
