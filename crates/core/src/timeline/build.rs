@@ -296,7 +296,6 @@ impl<'a> LayoutBuilder<'a> {
         let events = self.actions.len();
         l.event_step.reserve(events);
         l.event_row.reserve(events);
-        l.event_drawn_before.reserve(events);
         l.event_slides.reserve(events);
         l.event_drawn_bytes.reserve(events);
         l.event_summarized_bytes.reserve(events);
@@ -333,7 +332,8 @@ impl<'a> LayoutBuilder<'a> {
                 }
                 l.row_event[ri] = ev;
             }
-            l.event_drawn_before.push(r.drawn_total);
+            // What `drawn_before` reads off the event before (it is not stored).
+            debug_assert_eq!(l.drawn_before(ev as usize), r.drawn_total);
             let mut slides = false;
             if !r.live[ei] {
                 // Alloc.

@@ -30,7 +30,7 @@ impl BlockMaxima {
         for start in (0..n).step_by(size) {
             let (mut total, mut after, mut drawn, mut peak_drawn) = (0, 0, 0, 0);
             for i in start..(start + size).min(n) {
-                let high = l.event_drawn_before[i].max(l.event_drawn_bytes[i]);
+                let high = l.drawn_before(i).max(l.event_drawn_bytes[i]);
                 let t = high + l.event_summarized_bytes[i];
                 if t > total || i == start {
                     (total, peak_drawn) = (t, high);

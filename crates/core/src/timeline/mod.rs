@@ -192,12 +192,10 @@ pub struct Layout {
     pub event_step: Vec<u32>,
     /// Trace row of each event (`u32::MAX` for the synthetic step-0 event).
     pub event_row: Vec<u32>,
-    /// Drawn live bytes after each event.
+    /// Drawn live bytes after each event (before it: [`Layout::drawn_before`]).
     pub event_drawn_bytes: Vec<u64>,
     /// Summarized live bytes after each event.
     pub event_summarized_bytes: Vec<u64>,
-    /// Drawn bytes before the event (differs from after only for the freed size during a slide).
-    event_drawn_before: Vec<u64>,
     /// Whether the event starts a slide.
     event_slides: Vec<bool>,
     /// Width in steps.
@@ -243,6 +241,15 @@ impl ElementKey {
 }
 
 impl Layout {
+    /// Drawn live bytes before event `i`: after the event before it (they differ from those
+    /// after it only by the freed size during a slide).
+    pub fn drawn_before(&self, i: usize) -> u64 {
+        match i.checked_sub(1) {
+            Some(p) => self.event_drawn_bytes.get(p).copied().unwrap_or(0),
+            None => self.initial_drawn_bytes,
+        }
+    }
+
     /// Whether element `e` is left out by [`Options::hide_freed`].
     pub fn is_hidden(&self, e: &Element) -> bool {
         self.options.hides(e)

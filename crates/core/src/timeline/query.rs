@@ -171,7 +171,7 @@ impl Layout {
             let end = end.min(n);
             self.for_each_piece(j, end, |p| match p {
                 Piece::Event(i) => {
-                    let hi = self.event_drawn_before[i].max(self.event_drawn_bytes[i]) as f64;
+                    let hi = self.drawn_before(i).max(self.event_drawn_bytes[i]) as f64;
                     take(&mut env, hi, hi + self.event_summarized_bytes[i] as f64, hi);
                 }
                 Piece::Small(k) => {
@@ -285,7 +285,7 @@ impl Layout {
                 let after = self.event_drawn_bytes[i] as f64;
                 if self.event_slides[i] {
                     let s0 = f64::from(self.event_step[i]);
-                    let before = self.event_drawn_before[i] as f64;
+                    let before = self.drawn_before(i) as f64;
                     let frac = ((step - s0) / f64::from(SLIDE_STEPS)).clamp(0.0, 1.0);
                     before + (after - before) * frac
                 } else {
@@ -307,9 +307,7 @@ impl Layout {
         }
         self.for_each_piece(first, last, |p| {
             let v = match p {
-                Piece::Event(i) => {
-                    self.event_drawn_before[i].max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i]
-                }
+                Piece::Event(i) => self.drawn_before(i).max(self.event_drawn_bytes[i]) + self.event_summarized_bytes[i],
                 Piece::Small(k) => self.small_blocks.total_max[k],
                 Piece::Block(k) => self.blocks.total_max[k],
             };

@@ -79,7 +79,7 @@ fn check_envelopes(l: &Layout, columns: usize) {
             // An event on a boundary belongs to the column it starts (the first column's
             // start is covered by the stack at that step).
             if (s > w[0] || (c > 0 && s == w[0])) && s < w[1] {
-                let hi = l.event_drawn_before[i].max(l.event_drawn_bytes[i]) as f64;
+                let hi = l.drawn_before(i).max(l.event_drawn_bytes[i]) as f64;
                 want.drawn_max_bytes = want.drawn_max_bytes.max(hi);
                 if hi + l.event_summarized_bytes[i] as f64 > want.total_max_bytes {
                     want.total_max_bytes = hi + l.event_summarized_bytes[i] as f64;
@@ -125,7 +125,7 @@ fn check_range_maxima(l: &Layout) {
             let mut top = l.live_bytes_at(sa).max(l.live_bytes_at(sb));
             let (first, last) = (l.event_at(sa).unwrap_or(0), l.event_at(sb).map_or(0, |i| i + 1));
             for i in first..last {
-                top = top.max(l.event_drawn_before[i].max(l.event_drawn_bytes[i]) + l.event_summarized_bytes[i]);
+                top = top.max(l.drawn_before(i).max(l.event_drawn_bytes[i]) + l.event_summarized_bytes[i]);
             }
             assert_eq!(l.max_live_between(sa, sb), top, "max live between steps {sa} and {sb}");
         }

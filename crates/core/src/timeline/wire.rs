@@ -33,7 +33,6 @@ crate::wire_by_field!(Layout {
     event_row,
     event_drawn_bytes,
     event_summarized_bytes,
-    event_drawn_before,
     event_slides,
     row_event,
 } nested {
