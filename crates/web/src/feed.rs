@@ -249,6 +249,7 @@ pub struct QueueSlices {
     stop: Option<js_sys::Function>,
     total_bytes: u64,
     pending: Option<wasm_bindgen_futures::JsFuture>,
+    /// Room the slice handed out last was copied into (its length stays 0).
     slice: Vec<u8>,
 }
 
@@ -256,7 +257,9 @@ impl QueueSlices {
     /// The slices of a file of `total_bytes`; the first one is asked for now.
     pub fn new(next: js_sys::Function, total_bytes: u64, stop: Option<js_sys::Function>) -> QueueSlices {
         let pending = Self::read(&next, 0);
-        QueueSlices { next, stop, total_bytes, pending, slice: Vec::new() }
+        // Room for the largest slice, made once (the first slices are smaller).
+        let slice = Vec::with_capacity(usize::try_from(total_bytes).map_or(CHUNK_BYTES, |t| t.min(CHUNK_BYTES)));
+        QueueSlices { next, stop, total_bytes, pending, slice }
     }
 
     fn read(next: &js_sys::Function, offset: u64) -> Option<wasm_bindgen_futures::JsFuture> {
@@ -275,12 +278,16 @@ impl Slices for QueueSlices {
         if arr.length() == 0 || end > self.total_bytes {
             return Err("a slice came back with the wrong length".into());
         }
-        self.slice.resize(arr.length() as usize, 0);
-        arr.copy_to(&mut self.slice);
+        // Copied into the room as it is: zeroing it first would write each fresh page twice.
+        let len = arr.length() as usize;
+        self.slice.clear();
+        self.slice.reserve(len);
+        let room = self.slice.spare_capacity_mut().get_mut(..len).ok_or("there is no room for a slice")?;
+        let bytes = arr.copy_to_uninit(room);
         if end < self.total_bytes {
             self.pending = Self::read(&self.next, end);
         }
-        Ok(&self.slice)
+        Ok(bytes)
     }
 }
 
