@@ -157,8 +157,8 @@ pub struct PlotData {
     pub layout: Layout,
     /// Whether the events have times (the x axis can show time).
     pub has_time: bool,
-    /// Step → time map: built when first needed ([`PlotData::build_time_map`]: the time axis
-    /// shown, or annotations placed), since it takes 16 bytes an event.
+    /// Step → time map: built when the time axis is first shown ([`PlotData::build_time_map`]),
+    /// since it takes 16 bytes an event.
     pub time: Option<TimeMap>,
     /// OOM entries.
     pub ooms: Vec<OomMark>,
@@ -227,10 +227,8 @@ impl PlotData {
             };
         };
         let t = &dev.trace;
-        let has_time = layout.event_row.iter().any(|&r| r != u32::MAX && t.time_us_at(r as usize).is_some());
-        // Annotations are placed in time, through the map.
-        let annotated = snap.annotations.iter().any(|a| a.device == dev.index && a.time_us.is_some());
-        let time = if has_time && annotated { TimeMap::build(&layout, t) } else { None };
+        let time_of = |r: u32| if r == u32::MAX { None } else { t.time_us_at(r as usize) };
+        let first_us = layout.event_row.iter().find_map(|&r| time_of(r));
         let ooms = t
             .action
             .iter()
@@ -239,8 +237,10 @@ impl PlotData {
             .map(|(row, _)| OomMark { row: row as u32, step: f64::from(layout.step_for_row(row as u32)) })
             .collect();
         let mut annotations = Vec::new();
-        if let Some(tm) = &time {
-            let end_us = tm.t0_us + tm.end_us() as i64;
+        let annotated = snap.annotations.iter().any(|a| a.device == dev.index && a.time_us.is_some());
+        if let (Some(t0_us), true) = (first_us, annotated) {
+            // Where the time map ends (times are kept non-decreasing in event order).
+            let end_us = layout.event_row.iter().filter_map(|&r| time_of(r)).fold(t0_us, i64::max);
             let mut open: Vec<(u32, i64)> = Vec::new();
             let step_of = |tu: i64| timeline::step_at_time(&layout, t, tu).unwrap_or(0.0);
             let push = |name: u32, a: i64, b: i64, out: &mut Vec<AnnotationSpan>| {
@@ -260,7 +260,7 @@ impl PlotData {
                     let (n, s) = open.remove(i);
                     push(n, s, tu, &mut annotations);
                 } else {
-                    push(a.name, tm.t0_us, tu, &mut annotations);
+                    push(a.name, t0_us, tu, &mut annotations);
                 }
             }
             for (n, s) in open {
@@ -270,7 +270,16 @@ impl PlotData {
         }
         let spans: Vec<(f64, f64)> = annotations.iter().map(|a| (a.start_us as f64, a.end_us as f64)).collect();
         let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
-        PlotData { device_pos, layout, has_time, time, ooms, annotations, annotation_rows, annotation_row_count }
+        PlotData {
+            device_pos,
+            layout,
+            has_time: first_us.is_some(),
+            time: None,
+            ooms,
+            annotations,
+            annotation_rows,
+            annotation_row_count,
+        }
     }
 
     /// Builds the step → time map of `snap` (the snapshot this plot was laid out from), unless
@@ -323,7 +332,7 @@ mod tests {
     }
 
     /// The map is built when asked for, the same as at once; a plot of events without times
-    /// gets none, and one with annotations has it from the start (they are placed in time).
+    /// gets none; annotations are placed without it.
     #[test]
     #[allow(clippy::unwrap_used)]
     fn the_time_map_is_built_when_asked_for() {
@@ -348,8 +357,10 @@ mod tests {
         let demo = crate::load(&std::fs::read(crate::test_fixtures::real_fixture("gpt_amp_annotated.pickle")).unwrap())
             .unwrap();
         let dev = demo.default_device().unwrap();
-        let p = PlotData::build(&demo, dev, Options::default());
-        assert!(!p.annotations.is_empty() && p.time.is_some());
+        let mut p = PlotData::build(&demo, dev, Options::default());
+        assert!(!p.annotations.is_empty() && p.time.is_none());
+        p.build_time_map(&demo);
+        assert!(p.time.is_some());
     }
 
     /// The real files: none has expandable segments or private pools; the state-only one has no

@@ -178,7 +178,8 @@ mod tests {
     fn the_demo_has_timed_annotations_in_rows() {
         let snap = demo();
         let p = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
-        assert!(p.time.is_some());
+        // Placed in time without the step -> time map, which the time axis builds.
+        assert!(p.has_time && p.time.is_none());
         assert!(p.annotations.len() >= 10, "{} annotations", p.annotations.len());
         assert!(p.annotation_row_count >= 2 && p.annotation_row_count <= MAX_ANNOTATION_ROWS);
         for (a, &row) in p.annotations.iter().zip(&p.annotation_rows) {
@@ -194,7 +195,8 @@ mod tests {
     fn the_model_and_plot_survive_the_hand_over_from_the_worker() {
         use memviz_core::wire::{decode, encode, encode_with_part_min, PartList};
         let snap = demo();
-        let p = PlotData::build(&snap, choose_device(&snap, None), Options::default());
+        let mut p = PlotData::build(&snap, choose_device(&snap, None), Options::default());
+        p.build_time_map(&snap);
         // Every column as a part, as large files send them.
         let (snap_head, mut parts) = encode_with_part_min(&snap, 1);
         let (plot_head, plot_parts) = encode_with_part_min(&p, 1);
@@ -206,7 +208,8 @@ mod tests {
         assert_eq!(p2.annotations, p.annotations);
         assert_eq!(p2.annotation_rows, p.annotation_rows);
         assert_eq!(p2.ooms, p.ooms);
-        assert_eq!(p2.time, p.time);
+        assert!(p.time.is_some());
+        assert_eq!((p2.has_time, &p2.time), (p.has_time, &p.time));
         assert_eq!(p2.layout.elements, p.layout.elements);
         assert_eq!(p2.layout.event_drawn_bytes, p.layout.event_drawn_bytes);
         assert_eq!(encode(&p2), encode(&p));
