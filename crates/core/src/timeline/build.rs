@@ -48,6 +48,24 @@ struct Replay {
     moment: bool,
 }
 
+/// What the pairing knows of one address.
+#[derive(Clone, Copy, Debug)]
+struct AddrState {
+    /// The element allocated there and not freed yet ([`NOT_OPEN`]: none).
+    open: u32,
+    /// Lifetimes it had before (PyTorch's `b<addr>_<version>`): frees seen.
+    version: u32,
+}
+
+/// [`AddrState::open`] of an address with no open lifetime.
+const NOT_OPEN: u32 = u32::MAX;
+
+impl Default for AddrState {
+    fn default() -> Self {
+        AddrState { open: NOT_OPEN, version: 0 }
+    }
+}
+
 /// A [`Layout`] built in steps: [`LayoutBuilder::step`] does at most a given number of trace rows
 /// or events of work and says whether the layout is complete; [`LayoutBuilder::finish`] does what
 /// is left. The result is the same as [`Layout::build`]'s whatever the steps.
@@ -58,8 +76,8 @@ pub struct LayoutBuilder<'a> {
     alloc_action: Action,
     free_actions: &'static [Action],
     l: Layout,
-    open: HashMap<u64, u32>,
-    versions: HashMap<u64, u32>,
+    /// Per address seen in the trace: its open lifetime and how many it had before.
+    addrs: HashMap<u64, AddrState>,
     /// (element, trace row) of every alloc and free, in trace order.
     actions: Vec<(u32, u32)>,
     initially: Vec<u32>,
@@ -84,8 +102,7 @@ impl<'a> LayoutBuilder<'a> {
             alloc_action,
             free_actions,
             l: Layout { options, ..Layout::default() },
-            open: HashMap::default(),
-            versions: HashMap::default(),
+            addrs: HashMap::default(),
             actions: Vec::new(),
             initially: Vec::new(),
             replay: Replay::default(),
@@ -108,7 +125,7 @@ impl<'a> LayoutBuilder<'a> {
                 })
                 .sum();
             b.l.elements.reserve(allocs + frees + before);
-            b.open.reserve(allocs.min(1 << 16));
+            b.addrs.reserve(allocs.min(1 << 16));
             b.actions.reserve(allocs + frees);
         }
         b
@@ -160,8 +177,10 @@ impl<'a> LayoutBuilder<'a> {
             let stack = t.stack.get(row).copied().unwrap_or(0);
             let stream = t.stream.get(row).copied().unwrap_or(0);
             if a == self.alloc_action {
-                let v = self.versions.get(&addr).copied().unwrap_or(0);
                 let e = l.elements.len() as u32;
+                let at = self.addrs.entry(addr).or_default();
+                at.open = e;
+                let v = at.version;
                 l.elements.push(Element {
                     addr,
                     size_bytes: size,
@@ -176,20 +195,19 @@ impl<'a> LayoutBuilder<'a> {
                     total_after_alloc_bytes: 0,
                     band: None,
                 });
-                self.open.insert(addr, e);
                 self.actions.push((e, row as u32));
             } else if self.free_actions.contains(&a) {
-                let v = self.versions.entry(addr).or_insert(0);
-                let ver = *v;
-                *v += 1;
-                match self.open.remove(&addr) {
-                    Some(e) => {
+                let at = self.addrs.entry(addr).or_default();
+                let ver = at.version;
+                at.version += 1;
+                match std::mem::replace(&mut at.open, NOT_OPEN) {
+                    e if e != NOT_OPEN => {
                         if let Some(el) = l.elements.get_mut(e as usize) {
                             el.free_row = Some(row as u32);
                         }
                         self.actions.push((e, row as u32));
                     }
-                    None => {
+                    _ => {
                         let e = l.elements.len() as u32;
                         l.elements.push(Element {
                             addr,
@@ -220,15 +238,10 @@ impl<'a> LayoutBuilder<'a> {
             match l.options.mode {
                 Mode::Allocations => {
                     for b in snap.segment_blocks(s) {
-                        if b.state == BlockState::ActiveAllocated && !self.open.contains_key(&b.address) {
+                        let at = self.addrs.get(&b.address).copied().unwrap_or_default();
+                        if b.state == BlockState::ActiveAllocated && at.open == NOT_OPEN {
                             let e = l.elements.len() as u32;
-                            l.elements.push(ghost(
-                                b.address,
-                                b.requested_size,
-                                b.stack,
-                                s.stream,
-                                self.versions.get(&b.address).copied().unwrap_or(0),
-                            ));
+                            l.elements.push(ghost(b.address, b.requested_size, b.stack, s.stream, at.version));
                             self.initially.push(e);
                         }
                     }
@@ -236,7 +249,7 @@ impl<'a> LayoutBuilder<'a> {
                 // Mapped pages are those of expandable segments only.
                 Mode::MappedPages if !s.is_expandable => {}
                 Mode::Segments | Mode::MappedPages => {
-                    if !self.open.contains_key(&s.address) {
+                    if self.addrs.get(&s.address).is_none_or(|at| at.open == NOT_OPEN) {
                         let e = l.elements.len() as u32;
                         l.elements.push(ghost(s.address, s.total_size, s.stack, s.stream, 0));
                         self.initially.push(e);
@@ -245,8 +258,7 @@ impl<'a> LayoutBuilder<'a> {
             }
         }
         self.initially.reverse();
-        self.open = HashMap::default();
-        self.versions = HashMap::default();
+        self.addrs = HashMap::default();
     }
 
     /// Chooses the drawn elements and lays out those live before the trace.
