@@ -1,7 +1,6 @@
 //! What one plot of one device needs beside its layout: the step → time map for a time axis
-//! (built when that axis is first shown),
-//! the OOM marks, the `record_function` regions placed in rows, and which device a file opens
-//! on. Shared by the page (which lays out in its worker and sends a [`PlotData`] over
+//! (built when that axis is first shown), the OOM marks, the `record_function` regions placed
+//! in rows, and which device a file opens on. Shared by the page (which lays out in its worker and sends a [`PlotData`] over
 //! [`crate::wire`]) and anything else that draws a timeline.
 
 use crate::snapshot::{Action, Snapshot, Trace};
