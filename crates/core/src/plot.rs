@@ -51,10 +51,20 @@ pub struct TimeMap {
     pub t0_us: i64,
 }
 
+/// Time (µs) of the event at trace row `row`, if recorded (`u32::MAX`, the row of a synthetic
+/// event, has none).
+fn event_time_us(trace: &Trace, row: u32) -> Option<i64> {
+    if row == u32::MAX {
+        None
+    } else {
+        trace.time_us_at(row as usize)
+    }
+}
+
 impl TimeMap {
     /// Builds the map from a layout's events and their trace times; `None` without times.
     pub fn build(layout: &Layout, trace: &Trace) -> Option<TimeMap> {
-        let time_of = |r: u32| if r == u32::MAX { None } else { trace.time_us_at(r as usize) };
+        let time_of = |r: u32| event_time_us(trace, r);
         let first = layout.event_row.iter().find_map(|&r| time_of(r))?;
         let mut knot_step = Vec::with_capacity(layout.event_row.len() + 1);
         let mut knot_us = Vec::with_capacity(layout.event_row.len() + 1);
@@ -227,8 +237,9 @@ impl PlotData {
             };
         };
         let t = &dev.trace;
-        let time_of = |r: u32| if r == u32::MAX { None } else { t.time_us_at(r as usize) };
-        let first_us = layout.event_row.iter().find_map(|&r| time_of(r));
+        let time_of = |r: u32| event_time_us(t, r);
+        // A trace that recorded no times is known as such without a look at its events.
+        let first_us = if t.has_time() { layout.event_row.iter().find_map(|&r| time_of(r)) } else { None };
         let ooms = t
             .action
             .iter()
