@@ -145,14 +145,14 @@ pub fn open_run_from_script(files: &js_sys::Array, paths: &js_sys::Array) {
     app.handle(Input::OpenRun(list));
 }
 
+/// Frames the warm-up draws of the demo timeline.
+pub(crate) const WARM_DRAWS: u32 = 8;
+
 /// Runs the loading and layout code once on the built-in snapshot while the page is idle.
 ///
 /// Browsers compile WebAssembly lazily and optimize a function only after it has run for a
 /// while, so the first file opened would otherwise run in the baseline tier (several times
 /// slower). Skipped if a file is already being opened.
-/// Frames the warm-up draws of the demo timeline.
-pub(crate) const WARM_DRAWS: u32 = 8;
-
 pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     next_frame().await;
     next_frame().await;

@@ -361,11 +361,13 @@ impl Parser {
 
     /// Makes room for the entries that may follow one of `entry_len` bytes: as many as the rest of
     /// the input could hold if they were as long (at least 32 bytes each), so the record columns
-    /// and the memo do not grow (and copy themselves) one doubling at a time. Done once, at the
-    /// first template: the next entry of another shape estimates about as many rows, a few more
-    /// or less, and making room again would double every column at once. Where `realloc` cannot
+    /// do not grow (and copy themselves) one doubling at a time. Done once, at the first
+    /// template: the next entry of another shape estimates about as many rows, a few more or
+    /// less, and making room again would double every column at once. Where `realloc` cannot
     /// remap pages (WebAssembly) that copies the whole reserved room: at 1 GB, 650 MB copied and
     /// touched for the second entry of a trace, half a second before the second MiB is read.
+    /// The memo is left to `reserve_memo`, which sizes it from its use once more is read: room
+    /// made here first was copied whole there (4.5 MB of fresh memory written at 1M entries).
     fn reserve_for_entries(&mut self, entry_len: usize, rest_len: usize) {
         if std::mem::replace(&mut self.entries_reserved, true) {
             return;
@@ -376,8 +378,6 @@ impl Parser {
         let room = (RECORD_BIT as usize).saturating_sub(self.doc.records.len());
         let rows = usize::try_from(rows).unwrap_or(room).min(room);
         self.doc.records.reserve(rows);
-        self.memo_tags.reserve(rows);
-        self.memo_ids.reserve(rows);
     }
 
     /// Keeps the keys of a record just read (`codes`, one per key) as the template, unless the
