@@ -467,6 +467,8 @@ mod tests {
         p.feed(head).expect("feeds");
         let first = p.doc.records.capacity();
         assert!(first > 10_000, "room for the entries a megabyte may hold: {first}");
+        // The memo's room is made from its use (`reserve_memo`), not with the entries'.
+        assert!(p.memo_ids.capacity() < 1_000, "{}", p.memo_ids.capacity());
         p.feed(rest).expect("feeds");
         assert_eq!(p.doc.records.capacity(), first, "a second template made room again");
         assert_eq!(p.memo_tags.capacity(), p.memo_ids.capacity());
