@@ -6,7 +6,8 @@
 //! - [`viewport`]: the visible window, zoom and pan math, [`viewport::clamp_px`];
 //! - [`xmap`]: event steps or wall-clock time on the x axis;
 //! - [`axis`]: ticks and their labels; [`decimate`]: vertices per pixel column;
-//! - [`raster`]: the timeline's filled bands as RGBA pixels;
+//! - [`raster`]: the timeline's filled bands as RGBA pixels; [`path`]: its filled outlines as
+//!   SVG path data;
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
 //! - [`fragment`]: the URL fragment that holds the page's place;
 //! - [`history`]: the Allocator State History's rows, texts and segment map;
@@ -27,6 +28,7 @@ pub mod fragment;
 pub mod history;
 pub mod keys;
 pub mod layout_px;
+pub mod path;
 pub mod ranks;
 pub mod raster;
 pub mod stack;

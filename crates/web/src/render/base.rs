@@ -4,6 +4,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::model::column_envelopes;
+use memviz_view::path;
 
 /// Draws everything of the timeline that does not depend on the pointer.
 ///
@@ -373,22 +374,30 @@ pub(crate) fn compute_plot(f: &OpenFile, pal: &Palette, rect: PlotRect, dpr: f64
         let mut d = String::with_capacity(envs.len() * 48);
         for (c, e) in envs.iter().enumerate() {
             let (x, y) = (left_dev + c as f64, fin(y_dev(e.total_max_bytes)));
-            let _ = write!(d, "{}{x:.2} {y:.2}H{:.2}", if c == 0 { 'M' } else { 'L' }, x + 1.0);
+            if c == 0 {
+                path::move_to(&mut d, x, y);
+            } else {
+                path::line_to(&mut d, x, y);
+            }
+            path::h_to(&mut d, x + 1.0);
         }
         for (c, e) in envs.iter().enumerate().rev() {
             let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_at_peak_bytes)));
-            let _ = write!(d, "L{:.2} {y:.2}H{x:.2}", x + 1.0);
+            path::line_to(&mut d, x + 1.0, y);
+            path::h_to(&mut d, x);
         }
-        d.push('Z');
+        path::close(&mut d);
         d
     });
     let mut stack_path = String::with_capacity(envs.len() * 24);
-    let _ = write!(stack_path, "M{left_dev:.2} {bottom_dev:.2}");
+    path::move_to(&mut stack_path, left_dev, bottom_dev);
     for (c, e) in envs.iter().enumerate() {
         let (x, y) = (left_dev + c as f64, fin(y_dev(e.drawn_max_bytes)));
-        let _ = write!(stack_path, "L{x:.2} {y:.2}H{:.2}", x + 1.0);
+        path::line_to(&mut stack_path, x, y);
+        path::h_to(&mut stack_path, x + 1.0);
     }
-    let _ = write!(stack_path, "L{:.2} {bottom_dev:.2}Z", left_dev + cols as f64);
+    path::line_to(&mut stack_path, left_dev + cols as f64, bottom_dev);
+    path::close(&mut stack_path);
     PlotPixels {
         raster,
         summarized_path,

@@ -5,8 +5,6 @@
 //! so that level of detail (bands under half a device pixel are not drawn one by one) and
 //! decimation (at most about two vertices per device-pixel column) match what the screen shows.
 
-use std::fmt::Write as _;
-
 use memviz_core::format::human_size;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Path2d};
 
