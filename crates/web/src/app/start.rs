@@ -181,8 +181,9 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     file.viewport = file.full_viewport();
     // The drawing code too, on a canvas that is never shown, over several windows: a function
     // is optimized only once it has run enough, and a long first run stays in the baseline tier.
-    // A small canvas: its pixels and their raster are held while a file chosen meanwhile loads
-    // (at 1000 x 600, the tab's peak after a small file was 4 MB higher).
+    // A small canvas, let go once a file is chosen: a file chosen meanwhile loads beside the draw
+    // in progress (at 1000 x 600, kept to the end, the tab's peak after a small file was 3-4 MB
+    // higher).
     let canvas = with_app(&weak, |app| {
         let canvas = app.ui.document.create_element("canvas").ok()?.dyn_into::<HtmlCanvasElement>().ok()?;
         let ctx = context_2d(&canvas).ok()?;
