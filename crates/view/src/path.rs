@@ -1,6 +1,7 @@
 //! SVG path data for the timeline's filled outlines (the summarized band, the area under the
-//! drawn stack), written with integer arithmetic: two decimals through `core::fmt` (`{:.2}`) take
-//! its exact float path, which was up to 2.3 ms of a 35-41 ms load of a small file in the page.
+//! drawn stack), and the numbers of any path data (the hovered band's outline too), written with
+//! integer arithmetic: two decimals through `core::fmt` (`{:.2}`) take its exact float path,
+//! which was up to 2.3 ms of a 35-41 ms load of a small file in the page.
 
 use std::fmt::Write as _;
 
@@ -8,18 +9,26 @@ use std::fmt::Write as _;
 /// halfway between two (`-12.5` → `-12.50`); a non-finite value as `0.00`. Values beyond ±1e13
 /// are written as ±1e13.
 pub fn push_num(d: &mut String, v: f64) {
-    let hundredths = if v.is_finite() { (v * 100.0).round().clamp(-1e15, 1e15) } else { 0.0 };
+    push_fixed(d, v, 2);
+}
+
+/// Appends `v` with `decimals` decimals (at most 6), as `{:.N}` writes it but for the last digit
+/// of a value halfway between two; a non-finite value as zero. Values beyond ±1e15 / 10^decimals
+/// are written as that bound.
+pub fn push_fixed(d: &mut String, v: f64, decimals: u32) {
+    let decimals = decimals.min(6);
+    let scale = 10u64.pow(decimals);
+    let scaled = if v.is_finite() { (v * scale as f64).round().clamp(-1e15, 1e15) } else { 0.0 };
     // In range for i64 (clamped above), so the cast is exact.
-    let c = hundredths as i64;
+    let c = scaled as i64;
     if c < 0 {
         d.push('-');
     }
     let a = c.unsigned_abs();
-    let _ = write!(d, "{}", a / 100);
-    let f = (a % 100) as u8;
-    d.push('.');
-    d.push(char::from(b'0' + f / 10));
-    d.push(char::from(b'0' + f % 10));
+    let _ = write!(d, "{}", a / scale);
+    if decimals > 0 {
+        let _ = write!(d, ".{:0width$}", a % scale, width = decimals as usize);
+    }
 }
 
 /// Appends a move to `(x, y)`: `Mx y`.
@@ -96,6 +105,22 @@ mod tests {
                 assert!((frac - 0.5).abs() < 1e-6, "{v}: {ours} against {v:.2}");
             }
         }
+    }
+
+    #[test]
+    fn other_precisions_agree_with_core_formatting() {
+        for v in [0.0, 3.0, -2.25, 40.55, 1279.96, -0.04, 123_456.789] {
+            for decimals in [0u32, 1, 3] {
+                let mut s = String::new();
+                push_fixed(&mut s, v, decimals);
+                let back: f64 = s.parse().expect("a number");
+                assert!((back - v).abs() <= 0.5 / 10f64.powi(decimals as i32) + 1e-9, "{v} ({decimals}) -> {s}");
+                assert_eq!(s.split('.').nth(1).map_or(0, str::len), decimals as usize, "{s}");
+            }
+        }
+        let mut s = String::new();
+        push_fixed(&mut s, 40.5, 1);
+        assert_eq!(s, "40.5");
     }
 
     #[test]

@@ -205,8 +205,13 @@ pub(crate) struct SvgPath {
 
 impl SvgPath {
     fn point(&self, op: char, x: f64, y: f64) {
-        use std::fmt::Write as _;
-        let _ = write!(self.d.borrow_mut(), "{op}{x:.1} {y:.1}");
+        {
+            let mut d = self.d.borrow_mut();
+            d.push(op);
+            memviz_view::path::push_fixed(&mut d, x, 1);
+            d.push(' ');
+            memviz_view::path::push_fixed(&mut d, y, 1);
+        }
         let b = self.bounds.get().map_or((x, y, x, y), |(x0, y0, x1, y1)| (x0.min(x), y0.min(y), x1.max(x), y1.max(y)));
         self.bounds.set(Some(b));
     }
