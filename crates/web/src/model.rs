@@ -50,7 +50,8 @@ impl ModelLoader {
     }
 
     /// Ends the input and builds the model but for the checks of its traces, which
-    /// [`memviz_core::snapshot::Unchecked::check`] runs.
+    /// [`memviz_core::snapshot::Unchecked::check`] runs (the page skips them:
+    /// [`memviz_core::snapshot::Unchecked::skip_trace_checks`]).
     pub fn finish_unchecked(self) -> Result<memviz_core::snapshot::Unchecked, Error> {
         self.loader.finish_unchecked()
     }

@@ -128,7 +128,8 @@ async fn load(
     };
     progress(scope, total_bytes, Phase::BuildingModel);
     let t0 = now_ms(scope);
-    let snap = loader.finish().map_err(|e| open_error(name, &e))?;
+    // The page shows none of the traces' warnings: their checks are skipped (as on the page).
+    let snap = loader.finish_unchecked().map_err(|e| open_error(name, &e))?.skip_trace_checks();
     if request.summary_only {
         // A rank of a run: its digest (a few kilobytes) goes to the page, the model stays here.
         let digest = RankDigest::of(&memviz_core::ranks::summarize_for_overview(&snap));

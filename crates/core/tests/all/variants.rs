@@ -450,6 +450,18 @@ fn inconsistent_traces_load_with_warnings() {
     assert_eq!(snap.devices[0].trace.len(), 7);
     reference::trace(&snap).expect("trace still prints");
     assert!(!info(&snap).warnings.is_empty());
+    // Without the traces' checks: the same model, less their two kinds of warning.
+    let mut loader = Loader::new(None);
+    loader.feed(&dumps(&v, 4)).expect("feed");
+    let skipped = loader.finish_unchecked().expect("unchecked").skip_trace_checks();
+    let trace_kinds = [WarningKind::FreeWithoutAlloc, WarningKind::DoubleAlloc];
+    let kinds = |s: &Snapshot| s.warnings.iter().map(|w| (w.kind, w.count)).collect::<Vec<_>>();
+    let mut expected = kinds(&snap);
+    expected.retain(|(k, _)| !trace_kinds.contains(k));
+    assert_eq!(kinds(&skipped), expected);
+    assert!(expected.iter().any(|(k, _)| *k == WarningKind::UnknownAction));
+    assert_eq!(reference::trace(&skipped).ok(), reference::trace(&snap).ok());
+    assert_eq!(reference::stats(&skipped).ok(), reference::stats(&snap).ok());
     // Entries that are not dicts are skipped with a warning.
     let v = one_trace(vec![i(5), entry("alloc", 4096, 512, None, None), s("x"), Py::None]);
     let snap = load_ok(&v, 4);
