@@ -280,6 +280,13 @@ impl App {
     /// same file keeps its pin and selection by their keys: `ViewState::set_plot`), refresh
     /// derived state.
     fn after_plot_change(&mut self, same_file: bool) {
+        self.forget_targets(same_file);
+        self.refresh_minimap();
+    }
+
+    /// [`App::after_plot_change`] but for the minimap's columns (a caller that measures the
+    /// canvases next fills them then).
+    fn forget_targets(&mut self, same_file: bool) {
         self.state.generation += 1;
         self.state.hover = None;
         if !same_file {
@@ -287,7 +294,6 @@ impl App {
             self.state.selected = None;
             self.state.cursor_entry = None;
         }
-        self.refresh_minimap();
     }
 
     /// Recomputes the minimap columns (whole x domain, one per device pixel).
@@ -360,19 +366,20 @@ impl App {
             self.settle();
             return;
         }
-        // The minimap and stack panel appear with the first file: measure the canvases again.
+        // The minimap and stack panel appear with the first file, the fragment may choose the
+        // time axis, and what is derived for the file (its notes and panels) can change the
+        // layout too: all of it is written before the canvases are measured, so the page is
+        // laid out once (each forced layout of the loaded page took 1-4 ms).
         let _ = self.ui.main.class_list().add_1("has-file");
-        self.settle_layout();
-        self.after_plot_change(false);
+        self.forget_targets(false);
         let detail = crate::url::restore(&mut self.state);
-        // The fragment may have chosen the time axis.
-        self.refresh_minimap();
         self.memo.ready_pending = Some(timings);
         self.memo.bands_next_frame = true;
         self.memo.canvases_pending = true;
-        self.settle();
-        // What was derived for the new file (its notes and panels) can change the layout too.
+        self.derived.refresh(&self.state);
+        // Writes the page, measures the canvases, fills the minimap's columns.
         self.settle_layout();
+        self.settle();
         if detail.is_some() {
             self.relayout(None, detail);
         }
