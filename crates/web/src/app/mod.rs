@@ -29,7 +29,7 @@ pub use crate::model::Timings;
 use crate::model::{choose_device, PlotData, CHUNK_BYTES};
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
-use crate::tasks::{next_frame, next_tick, yield_to_events};
+use crate::tasks::{next_frame, next_tick};
 use crate::worker::LoadRequest;
 use crate::worker_client::{self, Outcome};
 use memviz_view::state::{Effect, TimelineInput, ViewState};
@@ -393,8 +393,11 @@ impl App {
     fn prepare_shown(&mut self, now_ok: bool, shown: Option<js_sys::Function>) {
         let weak = self.self_ref.clone();
         let small = self.file().is_some_and(render::is_small);
-        if now_ok && small {
-            // A small timeline: canvases and bands now, so the next frame is the complete one.
+        // A small timeline, or a large one loaded on the page (no worker is freeing its heap,
+        // which would hold up touching the canvases' fresh memory): canvases and bands now, so
+        // the next frame is the complete one (a frame of the page without its bands in between
+        // took 4-5 ms of a 1M-entry load).
+        if now_ok && (small || shown.is_none()) {
             let (fr, memo) = self.frame();
             for step in 0..render::SHOWN_CANVASES {
                 render::prepare_canvas(&fr, step);
@@ -404,31 +407,15 @@ impl App {
             memo.bands_next_frame = false;
             // Drawn now: the next frame only shows it.
             render::draw(&fr, memo);
-            if let Some(f) = shown {
-                wasm_bindgen_futures::spawn_local(async move {
-                    next_frame().await;
-                    let _ = f.call0(&JsValue::NULL);
-                });
-            }
-            return;
-        }
-        if now_ok && shown.is_none() {
-            // A large timeline loaded on the page (no worker is freeing its heap, which would hold
-            // up touching the canvases' fresh memory): the shown canvases and the bands in the next
-            // task, so the frame after it is the complete one; the held copies after that frame.
             wasm_bindgen_futures::spawn_local(async move {
-                yield_to_events().await;
-                with_app(&weak, |app| {
-                    let (fr, memo) = app.frame();
-                    for step in 0..render::SHOWN_CANVASES {
-                        render::prepare_canvas(&fr, step);
-                    }
-                    render::prepare_plot(&fr, memo);
-                    memo.canvases_pending = false;
-                    memo.bands_next_frame = false;
-                    render::draw(&fr, memo);
-                });
                 next_frame().await;
+                if let Some(f) = shown {
+                    let _ = f.call0(&JsValue::NULL);
+                }
+                if small {
+                    return;
+                }
+                // A large timeline's held copies, a canvas a task.
                 for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
                     next_tick().await;
                     with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
