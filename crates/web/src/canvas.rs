@@ -66,6 +66,34 @@ impl HeldPlot {
         self.held.get().filter(|h| h.0 == *what).map(|h| (h.1, h.2))
     }
 
+    /// Whether the copy has a canvas of its own yet (a copy into one not sized yet would
+    /// allocate its pixels there and then).
+    pub(crate) fn has_room(&self) -> bool {
+        self.canvas.width() > 0 && self.canvas.height() > 0
+    }
+
+    /// Draws a copy of `size` (device px) with `draw`, which shows window `(x0, x1)` of `what`.
+    pub(crate) fn keep_drawn(
+        &self,
+        size: (u32, u32),
+        what: HeldWhat,
+        window: (f64, f64),
+        draw: impl FnOnce(&CanvasRenderingContext2d),
+    ) {
+        if size.0 == 0 || size.1 == 0 {
+            self.held.set(None);
+            return;
+        }
+        if self.canvas.width() != size.0 || self.canvas.height() != size.1 {
+            self.canvas.set_width(size.0);
+            self.canvas.set_height(size.1);
+        } else {
+            self.ctx.clear_rect(0.0, 0.0, f64::from(size.0), f64::from(size.1));
+        }
+        draw(&self.ctx);
+        self.held.set(Some((what, window.0, window.1)));
+    }
+
     /// Copies `(x, y, w, h)` of `from` (device px), which shows window `(x0, x1)` of `what`.
     pub(crate) fn keep(
         &self,

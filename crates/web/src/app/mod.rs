@@ -415,11 +415,18 @@ impl App {
                 if small {
                     return;
                 }
-                // A large timeline's held copies, a canvas a task.
+                // A large timeline's held copies, a canvas a task, then the copy of the frame
+                // shown: after the frame that follows the complete one, which they would delay.
+                next_frame().await;
                 for step in render::SHOWN_CANVASES..render::CANVAS_STEPS {
                     next_tick().await;
                     with_app(&weak, |app| render::prepare_canvas(&app.frame().0, step));
                 }
+                next_tick().await;
+                with_app(&weak, |app| {
+                    let (fr, memo) = app.frame();
+                    render::hold_prepared(&fr, memo);
+                });
             });
             return;
         }

@@ -87,6 +87,9 @@ pub struct FrameInfo {
     pub edges: Option<std::rc::Rc<ViewEdges>>,
     /// Drawn from the held copies of earlier frames, not from the layout.
     pub preview: bool,
+    /// An exact frame whose held copy is still to be made ([`crate::render::hold_prepared`]): it
+    /// had no held canvas to copy into.
+    pub hold_later: bool,
 }
 
 /// Band edges computed for one view of one layout.

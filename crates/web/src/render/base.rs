@@ -75,7 +75,12 @@ pub fn draw_timeline_base(
             put_plot(&mut info, ctx, rect, dpr, pixels);
             if let Some(h) = holding {
                 // Before the grid and the markers are drawn, so that a stretched copy has none.
-                h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)].keep(canvas, area, h.what, (v.x0, v.x1));
+                let plot = &h.plots[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)];
+                if plot.has_room() {
+                    plot.keep(canvas, area, h.what, (v.x0, v.x1));
+                } else {
+                    info.hold_later = true;
+                }
             }
         }
     }
@@ -409,6 +414,49 @@ pub(crate) fn compute_plot(f: &OpenFile, pal: &Palette, rect: PlotRect, dpr: f64
     }
 }
 
+/// Makes the held copy of the plot area that the exact frame shown kept in `memo.prepared` for
+/// it, having no held canvas then (a file's first frame: allocating one there and copying was
+/// 3 ms of a 1M-entry load's first frame).
+pub fn hold_prepared(fr: &Frame<'_>, memo: &mut PaintMemo) {
+    let (Some(f), Some(what), Some(key)) = (fr.file(), held_what(fr), pixels_key(fr)) else { return };
+    // Only the plot area of the view shown; one computed ahead for another view stays.
+    if memo.prepared.as_ref().is_none_or(|p| p.0 != key) {
+        return;
+    }
+    let Some((_, p)) = memo.prepared.take() else { return };
+    let v = &f.viewport;
+    let plot = &fr.ui.held[usize::from(v.x0 <= 0.0 && v.x1 >= v.full_x1)];
+    if plot.shows(&what) == Some((v.x0, v.x1)) {
+        return;
+    }
+    let (ox, oy, _, _) = raster_area(&f.plot_rect(fr.state.plot_css), fr.state.dpr);
+    let size = (p.raster.width_px() as u32, p.raster.height_px() as u32);
+    plot.keep_drawn(size, what, (v.x0, v.x1), |ctx| {
+        put_pixels(ctx, bytemuck::cast_slice(p.raster.rows()), size, (0.0, 0.0));
+        ctx.save();
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, -ox, -oy);
+        fill_outlines(ctx, &p);
+        ctx.restore();
+    });
+}
+
+/// Fills the outlines of a plot area (device px) behind what the canvas holds: the summarized
+/// band on top of the drawn stack, and the area under the drawn stack.
+fn fill_outlines(ctx: &CanvasRenderingContext2d, p: &PlotPixels) {
+    let _ = ctx.set_global_composite_operation("destination-over");
+    // Each outline goes to the canvas as one path string: one call instead of two per column.
+    let fill_outline = |colour: &str, d: &str| {
+        if let Ok(path) = Path2d::new_with_path_string(d) {
+            ctx.set_fill_style_str(colour);
+            ctx.fill_with_path_2d(&path);
+        }
+    };
+    if let Some(d) = &p.summarized_path {
+        fill_outline(p.fills.0, d);
+    }
+    fill_outline(p.fills.1, &p.stack_path);
+}
+
 /// Puts a computed plot area on the canvas: the bands' pixels, and behind them (each behind what
 /// is drawn before it) the summarized band on top of the drawn stack and the area under the
 /// drawn stack (where bands are too thin to draw one by one).
@@ -427,19 +475,8 @@ pub(crate) fn put_plot(info: &mut FrameInfo, ctx: &CanvasRenderingContext2d, rec
     ctx.begin_path();
     ctx.rect(rect.left_px, rect.top_px, rect.width_px, rect.height_px);
     ctx.clip();
-    let _ = ctx.set_global_composite_operation("destination-over");
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    // Each outline goes to the canvas as one path string: one call instead of two per column.
-    let fill_outline = |colour: &str, d: &str| {
-        if let Ok(path) = Path2d::new_with_path_string(d) {
-            ctx.set_fill_style_str(colour);
-            ctx.fill_with_path_2d(&path);
-        }
-    };
-    if let Some(d) = &p.summarized_path {
-        fill_outline(p.fills.0, d);
-    }
-    fill_outline(p.fills.1, &p.stack_path);
+    fill_outlines(ctx, p);
     ctx.restore();
     info.bands_drawn = p.bands_drawn;
     info.vertices_drawn = p.vertices_drawn;

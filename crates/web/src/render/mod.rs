@@ -311,7 +311,7 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
         };
         let info =
             draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, &mut pixels);
-        if single {
+        if single || info.hold_later {
             memo.prepared = pixels_key.zip(pixels);
         }
         if base_changed {
