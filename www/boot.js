@@ -286,12 +286,61 @@ const HEAD_BYTES = 2 * SLICE_BYTES;
  * thread 0.5-2 ms. */
 const HEAD_PIECES_BYTES = [512 << 10, 1536 << 10, 6 << 20, 8 << 20];
 
-/** Starts the reading worker for a file the page will load itself when a large file comes:
- * as it is dragged over the page or chosen (before the page's own handler runs), since a worker
+/** The reads begun for a file as it is chosen or dropped, before the page's own handler runs
+ * (which asks for the first bytes 2-9 ms later): `{ file, whole }` for a file the page reads in one
+ * piece, `{ file, pieces }` for the head of one it reads in pieces (readForPage). The page takes
+ * them in the same task (`memvizTakeEarlyRead`, readForPage); whatever it did not take is let go
+ * in the next one. */
+let early = null;
+
+/** A promise whose failure is handled where it is used, and nowhere else reported. */
+const quiet = (p) => {
+  p.catch(() => {});
+  return p;
+};
+
+/** The head pieces of `file` read now: [offset, Promise of ArrayBuffer] each. */
+function headPieces(file) {
+  const from = Math.min(HEAD_BYTES, file.size);
+  const pieces = [];
+  let end = 0;
+  for (const piece of HEAD_PIECES_BYTES) {
+    const at = end;
+    end = Math.min(at + piece, from);
+    if (at >= end) break;
+    pieces.push([at, quiet(file.slice(at, end).arrayBuffer())]);
+  }
+  return pieces;
+}
+
+/** Begins reading one file chosen or dropped, as the page will (the limits are the page's:
+ * `memvizReadEarly`, set when it starts). */
+function readEarly(files) {
+  early = null;
+  const limits = globalThis.memvizReadEarly;
+  if (!limits || files.length !== 1) return;
+  const file = files[0];
+  if (file.size <= limits.wholeMaxBytes) early = { file, whole: quiet(file.arrayBuffer()) };
+  else if (file.size <= limits.onPageMaxBytes) early = { file, pieces: headPieces(file) };
+  setTimeout(() => { early = null; }, 0);
+}
+
+/** The read of all of `file` begun as it was chosen, if there is one (once). */
+globalThis.memvizTakeEarlyRead = (file) => {
+  if (!early || early.file !== file || !early.whole) return null;
+  const { whole } = early;
+  early = null;
+  return whole;
+};
+
+/** As a file is chosen or dropped (before the page's own handler runs): reads it, and starts the
+ * reading worker for a file the page will load itself when a large file comes, since a worker
  * takes 60-160 ms to start and read its first slice. */
 function readerAhead() {
   const ahead = (files) => {
-    const big = [...(files ?? [])].some((f) => f.size > HEAD_BYTES);
+    const list = [...(files ?? [])];
+    readEarly(list);
+    const big = list.some((f) => f.size > HEAD_BYTES);
     if (big && !spareReader) spareReader = spawnReader();
   };
   document.getElementById('file-input')?.addEventListener('change', (e) => ahead(e.target.files), { capture: true });
@@ -315,12 +364,11 @@ function readForPage(file) {
   // reading worker starts (60-160 ms to its first slice); it reads from there on.
   const nowhere = { postMessage() {} };
   const from = Math.min(HEAD_BYTES, file.size);
-  let end = 0;
-  for (const piece of HEAD_PIECES_BYTES) {
-    const at = end;
-    end = Math.min(at + piece, from);
-    if (at >= end) break;
-    file.slice(at, end).arrayBuffer().then(
+  // Begun as the file was chosen, if it was (readEarly).
+  const pieces = early?.file === file && early.pieces ? early.pieces : headPieces(file);
+  early = null;
+  for (const [at, reading] of pieces) {
+    reading.then(
       (slice) => queue.take({ kind: KIND.SLICE, slice, offset: at }, nowhere),
       (err) => queue.take({ kind: KIND.SLICE_ERROR, message: `${err.message || err}` }, nowhere),
     );
