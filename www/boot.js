@@ -1,4 +1,5 @@
-// Loads the page's WebAssembly and starts it. A file of its own (not an inline script) so the
+// Loads the page's WebAssembly and starts it; begins reading a file as it is chosen or dropped;
+// runs the loading and reading workers. A file of its own (not an inline script) so the
 // Content-Security-Policy can forbid inline scripts.
 import init, { start, open_run as openRun } from './memviz-web.js';
 import { KIND } from './protocol.js';
