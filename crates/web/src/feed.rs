@@ -189,7 +189,7 @@ impl Slices for MemorySlices<'_> {
 }
 
 /// A slice being read from a `Blob`.
-type Reading = Pin<Box<dyn Future<Output = Result<Vec<u8>, gloo_file::FileReadError>>>>;
+type Reading = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>>>>;
 
 /// A `Blob` (a `File`) read on this thread, the next slice while this one is decoded.
 pub struct BlobSlices {
@@ -202,8 +202,9 @@ pub struct BlobSlices {
 }
 
 impl BlobSlices {
-    /// Slices of `blob` as `feed` asks for them; the first one is read from now on.
-    pub fn new(blob: &web_sys::Blob, feed: &Feed<'_>) -> BlobSlices {
+    /// Slices of `blob` as `feed` asks for them; the first one is read from now on, or was
+    /// already (`early`: the whole blob, read as it was chosen).
+    pub fn new(blob: &web_sys::Blob, feed: &Feed<'_>, early: Option<js_sys::Promise>) -> BlobSlices {
         let mut s = BlobSlices {
             blob: gloo_file::Blob::from(blob.clone()),
             total_bytes: feed.total_bytes,
@@ -211,13 +212,21 @@ impl BlobSlices {
             pending: None,
             slice: Vec::new(),
         };
-        s.pending = Some((0, s.read(0)));
+        let first: Reading = match early {
+            Some(whole) if s.slice_bytes >= s.total_bytes => Box::pin(async move {
+                let buffer = wasm_bindgen_futures::JsFuture::from(whole).await.map_err(|e| js_text(&e))?;
+                Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+            }),
+            _ => s.read(0),
+        };
+        s.pending = Some((0, first));
         s
     }
 
     fn read(&self, offset: u64) -> Reading {
         let end = (offset + self.slice_bytes).min(self.total_bytes);
-        Box::pin(gloo_file::futures::read_as_bytes(&self.blob.slice(offset, end)))
+        let reading = gloo_file::futures::read_as_bytes(&self.blob.slice(offset, end));
+        Box::pin(async move { reading.await.map_err(|e| e.to_string()) })
     }
 }
 
@@ -227,7 +236,7 @@ impl Slices for BlobSlices {
             Some((at, r)) if at == offset => r,
             _ => self.read(offset),
         };
-        self.slice = reading.await.map_err(|e| e.to_string().trim_end_matches('.').to_string())?;
+        self.slice = reading.await.map_err(|e| e.trim_end_matches('.').to_string())?;
         if end < self.total_bytes {
             self.pending = Some((end, self.read(end)));
         }

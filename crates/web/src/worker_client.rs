@@ -130,6 +130,25 @@ pub fn read_for_page(file: &web_sys::File) -> Option<(QueueSlices, Option<Functi
     Some((QueueSlices::new(next, file.size() as u64, stop.clone()), stop))
 }
 
+/// The read of all of `file` that the page's script began as it was chosen or dropped
+/// (`www/boot.js`'s `memvizTakeEarlyRead`), if it began one: a Promise of its bytes.
+pub fn take_early_read(file: &web_sys::File) -> Option<js_sys::Promise> {
+    let take: Function =
+        Reflect::get(&js_sys::global(), &JsValue::from_str("memvizTakeEarlyRead")).ok()?.dyn_into().ok()?;
+    take.call1(&JsValue::NULL, file).ok()?.dyn_into().ok()
+}
+
+/// Tells the page's script which files to begin reading as they are chosen or dropped, before
+/// the page's handler runs (`www/boot.js`'s `readEarly`): those the page reads whole, and the
+/// head of those it reads in pieces.
+pub fn set_read_early_limits(whole_max_bytes: u64, on_page_max_bytes: u64) {
+    let limits = js_sys::Object::new();
+    let set = |k: &str, v: u64| Reflect::set(&limits, &JsValue::from_str(k), &JsValue::from_f64(v as f64));
+    let _ = set("wholeMaxBytes", whole_max_bytes);
+    let _ = set("onPageMaxBytes", on_page_max_bytes);
+    let _ = Reflect::set(&js_sys::global(), &JsValue::from_str("memvizReadEarly"), &limits);
+}
+
 /// Whether this page can load in a worker.
 pub fn available() -> bool {
     load_fn().is_some()

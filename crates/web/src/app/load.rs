@@ -98,7 +98,10 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
                     with_app(weak, |app| app.cancel_load = None);
                     fed
                 }
-                None => feed.run(&mut BlobSlices::new(f, &feed), &mut host).await,
+                None => {
+                    let early = worker_client::take_early_read(f);
+                    feed.run(&mut BlobSlices::new(f, &feed, early), &mut host).await
+                }
             }
         }
         Source::Demo => feed.run(&mut MemorySlices(DEMO_SNAPSHOT), &mut host).await,
@@ -263,7 +266,7 @@ const LAYOUT_STEP: usize = 1 << 16;
 
 /// Files above this size load in a worker ([`ON_PAGE_MAX_BYTES`], or the page's
 /// `memvizOnPageMaxBytes`).
-fn on_page_max_bytes() -> u64 {
+pub(crate) fn on_page_max_bytes() -> u64 {
     js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("memvizOnPageMaxBytes"))
         .ok()
         .and_then(|v| v.as_f64())

@@ -78,6 +78,10 @@ pub fn install() -> Result<(), JsValue> {
         app.handle(Input::Resize);
     }
     lay_out_with_a_file(&rc.borrow().ui);
+    // Where the worker's path is open, the page's script begins reading a file as it is chosen.
+    if crate::worker_client::available() {
+        crate::worker_client::set_read_early_limits(READ_ON_PAGE_MAX_BYTES, super::load::on_page_max_bytes());
+    }
     // A page written with snapshots inside it opens them right away.
     let embedded = read_embedded(&rc.borrow().ui.document);
     if let Some(embedded) = embedded {
