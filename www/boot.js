@@ -323,7 +323,9 @@ function readEarly(files) {
   const file = files[0];
   if (file.size <= limits.wholeMaxBytes) early = { file, whole: quiet(file.arrayBuffer()) };
   else if (file.size <= limits.onPageMaxBytes) early = { file, pieces: headPieces(file) };
-  setTimeout(() => { early = null; }, 0);
+  // Let go in the next task, unless a later choice has begun reads of its own.
+  const begun = early;
+  setTimeout(() => { if (early === begun) early = null; }, 0);
 }
 
 /** The read of all of `file` begun as it was chosen, if there is one (once). */
