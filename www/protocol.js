@@ -12,9 +12,12 @@ export const KIND = Object.freeze({
    * `port` from a reading worker, or from the page when there is no port. */
   LOAD: 'load',
   // The page to the reading worker.
-  /** `{ kind, file, port, from }`: read `file` from byte `from` (0 if absent) and send its
-   * slices over `port`. */
+  /** `{ kind, file, port, from, first }`: read `file` from byte `from` (0 if absent) and send
+   * its slices over `port`, the first ones of the sizes in `first` (bytes; none if absent). */
   READ: 'read',
+  // The reading worker to the page.
+  /** `{ kind }`: the reading worker has started and waits for a file. */
+  READER_READY: 'reader-ready',
   // The page or the reading worker to the loading worker.
   /** `{ kind, slice, offset }`: the file's bytes at `offset` (the buffer is transferred). */
   SLICE: 'slice',

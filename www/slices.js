@@ -51,15 +51,17 @@ function sliceReader(file, from) {
 }
 
 /**
- * Reads `file` from byte `from` (0 unless given; a multiple of SLICE_BYTES) into SLICES_AHEAD
- * buffers and hands each over as it is filled:
+ * Reads `file` from byte `from` (0 unless given) into SLICES_AHEAD buffers and hands each over as
+ * it is filled (the first slices of the sizes in `first`, in buffers of their own, the rest of
+ * SLICE_BYTES):
  * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
  * message })` if reading fails. The loading worker gives each buffer back once it has copied it
  * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
  * `stop()` stops reading and lets the buffers go.
  */
-export function readSlices(file, send, from = 0) {
+export function readSlices(file, send, from = 0, first = []) {
   const slices = sliceReader(file, from);
+  const firstBytes = [...first];
   const free = [];
   for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil((file.size - from) / SLICE_BYTES)); i++) {
     free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size - from)));
@@ -73,7 +75,7 @@ export function readSlices(file, send, from = 0) {
     try {
       while (!stopped && readTo < file.size && free.length) {
         const offset = readTo;
-        const want = Math.min(SLICE_BYTES, file.size - offset);
+        const want = Math.min(firstBytes.shift() ?? SLICE_BYTES, file.size - offset);
         // The last slice has a buffer of its own length.
         const buf = want === free[free.length - 1].byteLength ? free.pop() : new ArrayBuffer(want);
         const slice = await slices.read(buf, offset);
@@ -89,8 +91,8 @@ export function readSlices(file, send, from = 0) {
   readAhead();
   return {
     giveBack(buffer) {
-      // Kept only while there is more to read.
-      if (!stopped && readTo < file.size) free.push(buffer);
+      // Kept only while there is more to read (a first slice's smaller buffer is let go).
+      if (!stopped && readTo < file.size && buffer.byteLength === SLICE_BYTES) free.push(buffer);
       readAhead();
     },
     stop() {

@@ -27,6 +27,8 @@ pub enum Kind {
     Load,
     /// The page to the reading worker: a file to read.
     Read,
+    /// The reading worker to the page: it has started.
+    ReaderReady,
     /// The file's bytes at an offset, to the loading worker.
     Slice,
     /// The file could not be read, to the loading worker.
@@ -55,10 +57,11 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Module,
         Kind::Load,
         Kind::Read,
+        Kind::ReaderReady,
         Kind::Slice,
         Kind::SliceError,
         Kind::SliceBack,
@@ -79,6 +82,7 @@ impl Kind {
             Kind::Module => "module",
             Kind::Load => "load",
             Kind::Read => "read",
+            Kind::ReaderReady => "reader-ready",
             Kind::Slice => "slice",
             Kind::SliceError => "slice-error",
             Kind::SliceBack => "slice-back",
@@ -322,9 +326,13 @@ impl<B> Message<B> {
             Kind::Unavailable => Message::Unavailable { message: message()? },
             Kind::Cancelled => Message::Cancelled,
             // The scripts' own messages, which no Rust code reads.
-            Kind::Module | Kind::Load | Kind::Read | Kind::Slice | Kind::SliceError | Kind::SliceBack => {
-                return Err(ProtocolError::UnknownKind(name))
-            }
+            Kind::Module
+            | Kind::Load
+            | Kind::Read
+            | Kind::ReaderReady
+            | Kind::Slice
+            | Kind::SliceError
+            | Kind::SliceBack => return Err(ProtocolError::UnknownKind(name)),
         })
     }
 

@@ -42,9 +42,11 @@ export async function start(contextOptions = {}) {
   return {
     server,
     context,
-    /** A fresh page at the app, started; `page.memviz` holds its console errors and requests. */
-    async newPage() {
+    /** A fresh page at the app, started; `page.memviz` holds its console errors and requests.
+     * `prepare(page)`, if given, runs before the page opens the app (to route its requests). */
+    async newPage(prepare) {
       const page = await context.newPage();
+      if (prepare) await prepare(page);
       const log = { errors: [], requests: [] };
       page.on('console', (m) => {
         if (m.type() === 'error') log.errors.push(m.text());

@@ -261,12 +261,13 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   assert.ok(Number((await plotData(page)).bands) > 100);
   await page.close();
   // A file the page loads itself (under its limit) stops the same way, also while it waits for
-  // a slice (its reading worker is slow to start here).
-  const slow = await env.newPage();
-  await slow.route('**/reader.js', async (route) => {
+  // a slice (its reading worker, started with the page, is slow to start here: the page reads
+  // the file's first 16 MiB itself).
+  const slow = await env.newPage((p) => p.route('**/reader.js', async (route) => {
     await new Promise((r) => setTimeout(r, 20000));
     await route.continue().catch(() => {});
-  });
+  }));
+  assert.equal(await slow.evaluate(() => globalThis.memvizSpareReader()), 'starting');
   await slow.evaluate(() => {
     const dt = new DataTransfer();
     // One long string, as above: the page holds up reading nothing but it.
@@ -287,12 +288,13 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   await slow.close();
 });
 
-test('small files load and are read on the page and start no worker', { skip: needFixtures }, async () => {
+test('small files load and are read on the page, start no loading worker and end the waiting reading worker', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   const started = (name) => page.evaluate((n) => performance.getEntriesByType('resource').some((r) => r.name.endsWith(n)), name);
-  // Nothing but the page runs before a file needs more.
+  // No loading worker runs before a file needs one; the reading worker (no WebAssembly) starts
+  // with the page, to read a large file from its first byte.
   assert.equal(await started('/worker.js'), false);
-  assert.equal(await started('/reader.js'), false);
+  await page.waitForFunction(() => globalThis.memvizSpareReader() === 'ready', null, { timeout: 10000 });
   await openFiles(page, RESNET);
   const d = await plotData(page);
   const t = JSON.parse(d.timings);
@@ -300,7 +302,7 @@ test('small files load and are read on the page and start no worker', { skip: ne
   assert.ok(t.parse_ms > 0 && t.layout_ms >= 0);
   assert.ok(Number(d.bands) > 0);
   assert.equal(await started('/worker.js'), false, 'no loading worker for a small file');
-  assert.equal(await started('/reader.js'), false, 'no reading worker for a small file');
+  assert.equal(await page.evaluate(() => globalThis.memvizSpareReader()), 'none', 'a small file ends the reading worker');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
@@ -328,13 +330,13 @@ test('a file of many slices reads the same on the page and in a worker, with a r
     };
     const readerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/reader.js')));
     const workerStarted = (page) => page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.endsWith('/worker.js')));
-    // Files up to the page's limit load on the page: a reading worker reads all but the first
-    // 16 MiB (which the page reads itself) into buffers that go back and forth with the page; no
-    // loading worker starts.
+    // Files up to the page's limit load on the page: the reading worker started with the page
+    // reads all of it, its first slices growing, into buffers that go back and forth with the
+    // page; no loading worker starts.
     const page = await env.newPage();
-    assert.equal(await readerStarted(page), false, 'no worker before a file needs one');
+    assert.equal(await workerStarted(page), false, 'no loading worker before a file needs one');
+    await page.waitForFunction(() => globalThis.memvizSpareReader() === 'ready', null, { timeout: 10000 });
     await openFiles(page, file);
-    assert.ok(await readerStarted(page));
     assert.equal(await workerStarted(page), false, 'no loading worker for a file the page loads');
     const onPage = await drawn(page);
     assert.equal(onPage.transfer, 0, 'loaded on the page');
@@ -345,6 +347,18 @@ test('a file of many slices reads the same on the page and in a worker, with a r
       else assert.equal(d.transfer, 0, `${what}: loaded on the page`);
       assert.deepEqual({ bands: d.bands, steps: d.steps }, { bands: onPage.bands, steps: onPage.steps }, what);
     };
+    // Where the reading worker has not started when the file comes, the page reads the first
+    // 16 MiB itself and the worker the rest: the same plot.
+    const late = await env.newPage((p) => p.route('**/reader.js', async (route) => {
+      await new Promise((r) => setTimeout(r, 1500));
+      await route.continue().catch(() => {});
+    }));
+    assert.equal(await late.evaluate(() => globalThis.memvizSpareReader()), 'starting');
+    await openFiles(late, file);
+    assert.ok(await readerStarted(late));
+    await same(late, 'the head read on the page', false);
+    assert.deepEqual(late.memviz.errors, []);
+    await late.close();
     // Above the limit, a loading worker decodes it, fed by the reading worker: the same plot.
     const workerLimit = (p) => p.evaluate(() => { globalThis.memvizOnPageMaxBytes = 4 << 20; });
     await workerLimit(page);
