@@ -9,7 +9,8 @@
 //! a change of the zoom window alone is written at most every [`WINDOW_WRITE_INTERVAL_MS`], by a
 //! timer outside any frame, so the fragment holds the last window once the input has settled.
 //! Every other change (file, view, device, pin, event) is written at once, with the window as it
-//! is then.
+//! is then, but for a file just shown: its fragment is written in the next task, after the load's
+//! (its first frame does not wait for it).
 
 use std::cell::{Cell, RefCell};
 
@@ -179,16 +180,7 @@ fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragme
 /// Writes the current state into the fragment when it changed (nothing while no file is open);
 /// a change of the zoom window alone waits for the timer (see the module's notes).
 pub fn sync(state: &ViewState) {
-    let waiting = PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() && state.run.is_none();
-    if state.loading.is_some() || waiting {
-        return;
-    }
-    let Some(frag) = of_state(state) else { return };
-    let text = format(&frag, encode);
-    if WRITTEN.with(|w| *w.borrow() == text) {
-        DEFERRED.with(|d| d.borrow_mut().take());
-        return;
-    }
+    let Some((frag, text)) = changed(state) else { return };
     let window_only = WRITTEN.with(|w| same_but_window(&w.borrow(), &frag, decode));
     if window_only {
         DEFERRED.with(|d| *d.borrow_mut() = Some(text));
@@ -197,6 +189,35 @@ pub fn sync(state: &ViewState) {
         DEFERRED.with(|d| d.borrow_mut().take());
         write(text);
     }
+}
+
+/// As [`sync`], but a change is written in a task of its own, after this one: a newly shown
+/// file's first frame does not wait for `replaceState` (2 ms of a small file's load, traced).
+pub fn sync_after_task(state: &ViewState) {
+    let Some((_, text)) = changed(state) else { return };
+    DEFERRED.with(|d| *d.borrow_mut() = Some(text));
+    wasm_bindgen_futures::spawn_local(async {
+        crate::tasks::sleep_ms(0).await;
+        if let Some(text) = DEFERRED.with(|d| d.borrow_mut().take()) {
+            write(text);
+        }
+    });
+}
+
+/// The fragment of `state` and its text, where it should be written (a file is open, none is
+/// loading, and it differs from the one written; a write waiting for a timer is then dropped).
+fn changed(state: &ViewState) -> Option<(Fragment, String)> {
+    let waiting = PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() && state.run.is_none();
+    if state.loading.is_some() || waiting {
+        return None;
+    }
+    let frag = of_state(state)?;
+    let text = format(&frag, encode);
+    if WRITTEN.with(|w| *w.borrow() == text) {
+        DEFERRED.with(|d| d.borrow_mut().take());
+        return None;
+    }
+    Some((frag, text))
 }
 
 /// Replaces the page's fragment with `text` (without the `#`).

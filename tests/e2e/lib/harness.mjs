@@ -78,6 +78,9 @@ export async function waitReady(page, before, timeout = 60000, count = 1) {
   );
   const err = await page.evaluate(() => (document.getElementById('error').hidden ? null : document.getElementById('error').textContent));
   if (err) throw new Error(`the page shows an error: ${err}`);
+  // A newly shown file's fragment is written in a task after the load's (timers of one delay
+  // run in order).
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 0)));
 }
 
 /** Opens files through the first file input and waits for the timeline and, for several, until

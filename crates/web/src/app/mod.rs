@@ -377,9 +377,12 @@ impl App {
         self.memo.bands_next_frame = true;
         self.memo.canvases_pending = true;
         self.derived.refresh(&self.state);
-        // Writes the page, measures the canvases, fills the minimap's columns.
+        // Writes the page, measures the canvases, fills the minimap's columns; the fragment is
+        // written after this task.
         self.settle_layout();
-        self.settle();
+        self.derived.refresh(&self.state);
+        crate::url::sync_after_task(&self.state);
+        self.request_redraw();
         if detail.is_some() {
             self.relayout(None, detail);
         }
