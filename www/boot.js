@@ -355,13 +355,14 @@ globalThis.memvizTakeEarlyRead = (file) => {
 function readerAhead() {
   const ahead = (files) => {
     const list = [...(files ?? [])];
-    readEarly(list);
     const big = list.some((f) => f.size > HEAD_BYTES);
-    if (big && !spareReader) spareReader = spawnReader();
     if (!big && list.length && spareReader) {
       spareReader.terminate();
       spareReader = null;
     }
+    // After the above: a file of up to HEAD_BYTES has its pieces read here.
+    readEarly(list);
+    if (big && !spareReader) spareReader = spawnReader();
   };
   document.getElementById('file-input')?.addEventListener('change', (e) => ahead(e.target.files), { capture: true });
   window.addEventListener('drop', (e) => ahead(e.dataTransfer?.files), { capture: true });
