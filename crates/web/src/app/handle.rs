@@ -339,8 +339,18 @@ impl App {
     /// After the state changed: computes what is derived and missing, writes the URL fragment
     /// and asks for a frame.
     pub(crate) fn settle(&mut self) {
+        self.settle_writing(crate::url::sync);
+    }
+
+    /// As [`App::settle`], for a file just shown: its fragment is written after this task, so
+    /// its first frame does not wait for it.
+    pub(crate) fn settle_shown(&mut self) {
+        self.settle_writing(crate::url::sync_after_task);
+    }
+
+    fn settle_writing(&mut self, write_fragment: fn(&memviz_view::state::ViewState)) {
         self.derived.refresh(&self.state);
-        crate::url::sync(&self.state);
+        write_fragment(&self.state);
         self.request_redraw();
     }
 }

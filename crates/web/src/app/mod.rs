@@ -380,9 +380,7 @@ impl App {
         // Writes the page, measures the canvases, fills the minimap's columns; the fragment is
         // written after this task.
         self.settle_layout();
-        self.derived.refresh(&self.state);
-        crate::url::sync_after_task(&self.state);
-        self.request_redraw();
+        self.settle_shown();
         if detail.is_some() {
             self.relayout(None, detail);
         }
