@@ -37,6 +37,8 @@ thread_local! {
     static DEFERRED: RefCell<Option<String>> = const { RefCell::new(None) };
     /// Whether the timer that writes [`DEFERRED`] is running.
     static TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
+    /// Whether a write waits for the task after a file was shown ([`sync_after_task`]).
+    static AFTER_TASK: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The shortest time between two writes of a changed zoom window, ms.
@@ -181,6 +183,12 @@ fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragme
 /// a change of the zoom window alone waits for the timer (see the module's notes).
 pub fn sync(state: &ViewState) {
     let Some((frag, text)) = changed(state) else { return };
+    // A write put after the task that showed a file takes the newer text: the resize observer
+    // settles in the first frame, before that task runs (3 ms of a small file's first frame).
+    if AFTER_TASK.with(Cell::get) {
+        DEFERRED.with(|d| *d.borrow_mut() = Some(text));
+        return;
+    }
     let window_only = WRITTEN.with(|w| same_but_window(&w.borrow(), &frag, decode));
     if window_only {
         DEFERRED.with(|d| *d.borrow_mut() = Some(text));
@@ -196,8 +204,12 @@ pub fn sync(state: &ViewState) {
 pub fn sync_after_task(state: &ViewState) {
     let Some((_, text)) = changed(state) else { return };
     DEFERRED.with(|d| *d.borrow_mut() = Some(text));
+    if AFTER_TASK.with(|a| a.replace(true)) {
+        return;
+    }
     wasm_bindgen_futures::spawn_local(async {
         crate::tasks::sleep_ms(0).await;
+        AFTER_TASK.with(|a| a.set(false));
         if let Some(text) = DEFERRED.with(|d| d.borrow_mut().take()) {
             write(text);
         }
