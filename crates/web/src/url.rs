@@ -9,8 +9,8 @@
 //! a change of the zoom window alone is written at most every [`WINDOW_WRITE_INTERVAL_MS`], by a
 //! timer outside any frame, so the fragment holds the last window once the input has settled.
 //! Every other change (file, view, device, pin, event) is written at once, with the window as it
-//! is then, but for a file just shown: its fragment is written in the next task, after the load's
-//! (its first frame does not wait for it).
+//! is then, but for a file just shown: its fragment, with any change made before then, is written
+//! in the next task, after the load's (its first frame does not wait for it).
 
 use std::cell::{Cell, RefCell};
 
