@@ -140,6 +140,16 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
     p.reserve((w as f64, h as f64));
 }
 
+/// Sizes `#plot` and the minimap for a file not yet shown (CSS px) and has their pixels made
+/// (see [`prepare_canvas`]); frames without a file keep their size.
+pub fn size_ahead(ui: &crate::dom::Ui, plot_css: (f64, f64), minimap_css: (f64, f64), dpr: f64) {
+    for (canvas, ctx, css) in [(&ui.plot, &ui.plot_ctx, plot_css), (&ui.minimap, &ui.minimap_ctx, minimap_css)] {
+        fit_canvas(canvas, css.0, css.1, dpr);
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
+    }
+}
+
 /// What the base layer is drawn from: the held copies stretched to the window (`preview`), or
 /// the layout, keeping a copy of the result.
 pub struct Holding<'a> {
@@ -321,8 +331,10 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
     }
     let ctx = &ui.plot_ctx;
     if !single {
-        let (w, h) = if fr.file().is_some() { fr.state.plot_css } else { (0.0, 0.0) };
-        fit_canvas(&ui.plot, w, h, fr.state.dpr);
+        // Without a file it keeps its size (see [`size_ahead`]).
+        if fr.file().is_some() {
+            fit_canvas(&ui.plot, fr.state.plot_css.0, fr.state.plot_css.1, fr.state.dpr);
+        }
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
     }

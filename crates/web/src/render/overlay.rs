@@ -233,11 +233,16 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     let ui = &fr.ui;
     let ctx = &ui.minimap_ctx;
     let dpr = fr.state.dpr;
-    let (w, h) = if fr.file().is_some() { fr.state.minimap_css } else { (0.0, 0.0) };
+    let Some(f) = fr.file() else {
+        // It keeps its size for the next file (see [`super::size_ahead`]), and shows nothing.
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.clear_rect(0.0, 0.0, f64::from(ui.minimap.width()), f64::from(ui.minimap.height()));
+        return;
+    };
+    let (w, h) = fr.state.minimap_css;
     fit_canvas(&ui.minimap, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
-    let Some(f) = fr.file() else { return };
     let pal = fr.palette();
     let rect = fr.minimap_rect();
     let v = &f.viewport;
