@@ -57,6 +57,33 @@ test('a load shows its card and progress bar only after a moment: none flashes f
   await page.close();
 });
 
+test('the timeline and minimap canvases wait at the size a file gives them: a first small file resizes neither', async () => {
+  const page = await env.newPage();
+  const sizes = () =>
+    page.evaluate(() => ['plot', 'minimap'].map((id) => [document.getElementById(id).width, document.getElementById(id).height]));
+  const waiting = await sizes();
+  assert.ok(waiting.every(([w, h]) => w > 1 && h > 1), `sized before any file: ${JSON.stringify(waiting)}`);
+  // A canvas is resized through its width and height attributes.
+  await page.evaluate(() => {
+    window.__resized = [];
+    for (const id of ['plot', 'minimap']) {
+      new MutationObserver((records) => window.__resized.push(...records.map((r) => `${id}.${r.attributeName}`)))
+        .observe(document.getElementById(id), { attributes: true, attributeFilter: ['width', 'height'] });
+    }
+  });
+  await openFiles(page, join(ROOT, 'tests/data/real/gpt_amp_annotated.pickle'));
+  assert.deepEqual(await page.evaluate(() => window.__resized), []);
+  const shown = await page.evaluate(() =>
+    ['plot', 'minimap'].map((id) => {
+      const c = document.getElementById(id);
+      return [Math.round(c.clientWidth * devicePixelRatio), Math.round(c.clientHeight * devicePixelRatio)];
+    }),
+  );
+  assert.deepEqual(await sizes(), shown);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('a snapshot opened through the file input is drawn', { skip: needFixtures }, async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
