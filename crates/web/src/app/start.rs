@@ -82,9 +82,8 @@ pub fn install() -> Result<(), JsValue> {
         // The timeline's and the minimap's canvases take the size they have with a file now, and
         // keep it while no file is shown: a first file's task then only checks them (2.2 ms of
         // a 0.5 MB file's first load went to sizing them and making their pixels).
-        if let Some((plot, minimap)) = lay_out_with_a_file(&app.ui) {
-            render::size_ahead(&app.ui, plot, minimap, app.state.dpr);
-        }
+        let (plot, minimap) = lay_out_with_a_file(&app.ui);
+        render::size_ahead(&app.ui, plot, minimap, app.state.dpr);
     }
     // Where the worker's path is open, the page's script begins reading a file as it is chosen.
     if crate::worker_client::available() {
@@ -130,8 +129,8 @@ pub fn install() -> Result<(), JsValue> {
 /// the costly one (its fonts and boxes are new: style 11 ms and layout 12 ms in the task that
 /// showed the first small file, against 2 and 6 ms once done), and a file opened as soon as the
 /// page starts would otherwise wait for it. Returns the plot's and the minimap's sizes then
-/// (CSS px), if both have one.
-fn lay_out_with_a_file(ui: &Ui) -> Option<((f64, f64), (f64, f64))> {
+/// (CSS px).
+fn lay_out_with_a_file(ui: &Ui) -> ((f64, f64), (f64, f64)) {
     let body = ui.document.body();
     let shown = |on: bool| {
         let _ = ui.main.class_list().toggle_with_force("has-file", on);
@@ -142,10 +141,9 @@ fn lay_out_with_a_file(ui: &Ui) -> Option<((f64, f64), (f64, f64))> {
     shown(true);
     // Reading a size lays the page out now.
     let size = |e: &web_sys::HtmlElement| (f64::from(e.client_width()), f64::from(e.client_height()));
-    let (plot, minimap) = (size(&ui.plot), size(&ui.minimap));
+    let sizes = (size(&ui.plot), size(&ui.minimap));
     shown(false);
-    let some = |(w, h): (f64, f64)| w >= 1.0 && h >= 1.0;
-    (some(plot) && some(minimap)).then_some((plot, minimap))
+    sizes
 }
 
 /// Opens a run from the page's script (`www/boot.js`: a folder dropped or picked): its files

@@ -127,11 +127,7 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
         (&ui.minimap, &ui.minimap_ctx, fr.state.minimap_css),
     ];
     if let Some((canvas, ctx, css)) = canvases.get(step) {
-        if css.0 > 0.0 && css.1 > 0.0 {
-            fit_canvas(canvas, css.0, css.1, fr.state.dpr);
-            let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-            ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
-        }
+        fit_with_pixels(canvas, ctx, *css, fr.state.dpr);
         return;
     }
     // The held copies take the plot area's size (as the base layer's raster does).
@@ -141,9 +137,16 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
 }
 
 /// Sizes `#plot` and the minimap for a file not yet shown (CSS px) and has their pixels made
-/// (see [`prepare_canvas`]); frames without a file keep their size.
+/// (as [`prepare_canvas`] does); frames without a file keep their size.
 pub fn size_ahead(ui: &crate::dom::Ui, plot_css: (f64, f64), minimap_css: (f64, f64), dpr: f64) {
-    for (canvas, ctx, css) in [(&ui.plot, &ui.plot_ctx, plot_css), (&ui.minimap, &ui.minimap_ctx, minimap_css)] {
+    fit_with_pixels(&ui.plot, &ui.plot_ctx, plot_css, dpr);
+    fit_with_pixels(&ui.minimap, &ui.minimap_ctx, minimap_css, dpr);
+}
+
+/// Sizes `canvas` for `css` (CSS px), unless that has no area, and has the browser make its
+/// pixels now (touching one of them).
+fn fit_with_pixels(canvas: &HtmlCanvasElement, ctx: &CanvasRenderingContext2d, css: (f64, f64), dpr: f64) {
+    if css.0 > 0.0 && css.1 > 0.0 {
         fit_canvas(canvas, css.0, css.1, dpr);
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, 1.0, 1.0);
