@@ -40,7 +40,8 @@ use memviz_view::xmap::XAxis;
 pub use crate::model::{DEMO_NAME, DEMO_SNAPSHOT};
 
 /// Loads that took longer than this (ms) show each phase in the status line before running it
-/// (which costs a frame); quicker loads go straight through.
+/// (which costs a frame, so not within `load::PROGRESS_EVERY_MS` of the last progress shown);
+/// quicker loads go straight through.
 const SHOW_PHASES_AFTER_MS: f64 = 150.0;
 
 /// While reading a file on the page, give it a chance to take input and repaint at least this
