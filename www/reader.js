@@ -9,8 +9,9 @@ import { readSlices } from './slices.js';
 
 self.onmessage = (e) => {
   if (e.data.kind !== KIND.READ) return;
-  const { file, port, from, first } = e.data;
-  const reading = readSlices(file, (m, transfer) => port.postMessage(m, transfer ?? []), from ?? 0, first ?? []);
+  const { file, port, from, first, sliceBytes } = e.data;
+  const send = (m, transfer) => port.postMessage(m, transfer ?? []);
+  const reading = readSlices(file, send, from ?? 0, first ?? [], sliceBytes);
   port.onmessage = (m) => {
     if (m.data.kind === KIND.SLICE_BACK) reading.giveBack(m.data.slice);
   };

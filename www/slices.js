@@ -5,6 +5,11 @@ import { KIND } from './protocol.js';
 
 /** Bytes of one slice of a file sent to the loading worker (crates/web/src/model.rs, CHUNK_BYTES). */
 export const SLICE_BYTES = 8 << 20;
+/** Bytes of one slice of a file the page decodes itself (crates/web/src/feed.rs,
+ * PAGE_SLICE_BYTES): every buffer is fresh memory to the thread that first writes it (the
+ * reader's three and the page's room for one), and at 1M entries 4 MiB slices left 17 MiB fewer
+ * pages to fault in than 8 MiB ones. */
+export const PAGE_SLICE_BYTES = 4 << 20;
 /** Slices read ahead of what the loading worker has decoded. */
 export const SLICES_AHEAD = 3;
 
@@ -53,18 +58,18 @@ function sliceReader(file, from) {
 /**
  * Reads `file` from byte `from` (0 unless given) into SLICES_AHEAD buffers and hands each over as
  * it is filled (the first slices of the sizes in `first`, in buffers of their own, the rest of
- * SLICE_BYTES):
+ * `sliceBytes`, SLICE_BYTES unless given):
  * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
  * message })` if reading fails. The loading worker gives each buffer back once it has copied it
  * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
  * `stop()` stops reading and lets the buffers go.
  */
-export function readSlices(file, send, from = 0, first = []) {
+export function readSlices(file, send, from = 0, first = [], sliceBytes = SLICE_BYTES) {
   const slices = sliceReader(file, from);
   const firstBytes = [...first];
   const free = [];
-  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil((file.size - from) / SLICE_BYTES)); i++) {
-    free.push(new ArrayBuffer(Math.min(SLICE_BYTES, file.size - from)));
+  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil((file.size - from) / sliceBytes)); i++) {
+    free.push(new ArrayBuffer(Math.min(sliceBytes, file.size - from)));
   }
   let readTo = from;
   let reading = false;
@@ -75,7 +80,7 @@ export function readSlices(file, send, from = 0, first = []) {
     try {
       while (!stopped && readTo < file.size && free.length) {
         const offset = readTo;
-        const want = Math.min(firstBytes.shift() ?? SLICE_BYTES, file.size - offset);
+        const want = Math.min(firstBytes.shift() ?? sliceBytes, file.size - offset);
         // The last slice has a buffer of its own length.
         const buf = want === free[free.length - 1].byteLength ? free.pop() : new ArrayBuffer(want);
         const slice = await slices.read(buf, offset);
@@ -92,7 +97,7 @@ export function readSlices(file, send, from = 0, first = []) {
   return {
     giveBack(buffer) {
       // Kept only while there is more to read (a first slice's smaller buffer is let go).
-      if (!stopped && readTo < file.size && buffer.byteLength === SLICE_BYTES) free.push(buffer);
+      if (!stopped && readTo < file.size && buffer.byteLength === sliceBytes) free.push(buffer);
       readAhead();
     },
     stop() {

@@ -266,7 +266,8 @@ impl QueueSlices {
     /// The slices of a file of `total_bytes`; the first one is asked for now.
     pub fn new(next: js_sys::Function, total_bytes: u64, stop: Option<js_sys::Function>) -> QueueSlices {
         let pending = Self::read(&next, 0);
-        // Room for the largest slice, made once (the first slices are smaller).
+        // Room for the largest slice, made once (the first slices are smaller, and the page's own
+        // are half as large, www/slices.js PAGE_SLICE_BYTES: room never written costs nothing).
         let slice = Vec::with_capacity(usize::try_from(total_bytes).map_or(CHUNK_BYTES, |t| t.min(CHUNK_BYTES)));
         QueueSlices { next, stop, total_bytes, pending, slice }
     }
