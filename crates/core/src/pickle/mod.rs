@@ -15,8 +15,9 @@
 //! [`Parser::consumed_bytes`] reports progress.
 //!
 //! Speed: the opcodes that make up most of a snapshot are decoded by fast paths; flat dicts are
-//! read in one go; trace entries become rows of typed columns (`records`) that the model reads
-//! without decoding values again; and once one entry has been read, the next ones are matched
+//! read in one go; trace entries become rows of typed columns (`records`; a column whose rows
+//! are all one value takes no room, `same_column`) that the model reads without decoding values
+//! again; and once one entry has been read, the next ones are matched
 //! against its key bytes (`entry_template`), so only their values are decoded. Frame lists whose
 //! frame dicts are written inline (each entry holding its own copies) are read whole, each dict
 //! found by its bytes among the equal dicts already read (`inline_frames`). Every fast path
@@ -28,6 +29,7 @@ mod document;
 mod packed;
 mod parser;
 mod records;
+mod same_column;
 mod text;
 mod value;
 

@@ -7,6 +7,7 @@
 //! back without decoding anything. Every value round-trips exactly, so such a dict looks the same
 //! through every [`Document`](super::Document) accessor as any other dict.
 
+use super::same_column::{Col, SameColumn};
 use super::Value;
 
 /// A field a trace record may hold.
@@ -131,7 +132,7 @@ impl RecordField {
 #[derive(Clone, Copy, Debug)]
 pub struct RecordColumns<'a> {
     /// The shape of each row.
-    shape: &'a [u32],
+    shape: Col<'a, u32>,
     /// The presence mask of each shape.
     shape_masks: &'a [u8],
     /// `action` string ids.
@@ -141,13 +142,13 @@ pub struct RecordColumns<'a> {
     /// `size`.
     pub size_bytes: &'a [u64],
     /// `stream`.
-    pub stream: &'a [i64],
+    pub stream: Col<'a, i64>,
     /// `time_us`.
     pub time_us: &'a [i64],
     /// `compile_context` string ids.
-    pub compile_context: &'a [u32],
+    pub compile_context: Col<'a, u32>,
     /// `user_metadata` string ids.
-    pub user_metadata: &'a [u32],
+    pub user_metadata: Col<'a, u32>,
     /// `frames` list ids.
     pub frames: &'a [u32],
 }
@@ -156,7 +157,7 @@ impl RecordColumns<'_> {
     /// The presence mask of row `k` of the run (see [`RecordColumns::has`]).
     #[inline]
     pub fn mask(&self, k: usize) -> u8 {
-        self.shape.get(k).and_then(|&s| self.shape_masks.get(s as usize)).copied().unwrap_or(0)
+        self.shape.get(k).and_then(|s| self.shape_masks.get(s as usize)).copied().unwrap_or(0)
     }
 
     /// Whether a presence mask has `field`.
@@ -192,14 +193,14 @@ const MOVED_BIT: u32 = 1 << 31;
 #[derive(Default, Debug)]
 pub(crate) struct RecordTable {
     /// The shape of each row, or `MOVED_BIT | generic dict index`.
-    shape: Vec<u32>,
+    shape: SameColumn<u32>,
     action: Vec<u32>,
     addr: Vec<u64>,
     size_bytes: Vec<u64>,
-    stream: Vec<i64>,
+    stream: SameColumn<i64>,
     time_us: Vec<i64>,
-    compile_context: Vec<u32>,
-    user_metadata: Vec<u32>,
+    compile_context: SameColumn<u32>,
+    user_metadata: SameColumn<u32>,
     frames: Vec<u32>,
 }
 
@@ -212,7 +213,7 @@ impl RecordTable {
     /// Rows there is room for without growing.
     #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
-        self.shape.capacity()
+        self.action.capacity()
     }
 
     /// Makes room for `rows` more rows.
@@ -271,42 +272,40 @@ impl RecordTable {
     /// The shape of a row (`None` once the row became a generic dict).
     #[inline]
     pub(crate) fn shape(&self, row: u32) -> Option<u32> {
-        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT == 0)
+        self.shape.get(row as usize).filter(|s| s & MOVED_BIT == 0)
     }
 
     /// The generic dict a row became, if it did.
     #[inline]
     pub(crate) fn moved_to(&self, row: u32) -> Option<u32> {
-        self.shape.get(row as usize).copied().filter(|s| s & MOVED_BIT != 0).map(|s| s & !MOVED_BIT)
+        self.shape.get(row as usize).filter(|s| s & MOVED_BIT != 0).map(|s| s & !MOVED_BIT)
     }
 
     /// Records that a row became generic dict `g`.
     pub(crate) fn set_moved(&mut self, row: u32, g: u32) {
-        if let Some(s) = self.shape.get_mut(row as usize) {
-            *s = MOVED_BIT | g;
-        }
+        self.shape.set(row as usize, MOVED_BIT | g);
     }
 
     /// The rows `first..first + len` when they exist and none became a generic dict.
     pub(crate) fn run(&self, first: u32, len: u32) -> Option<RecordRun> {
         let rows = first as usize..(first as usize).checked_add(len as usize)?;
-        let shapes = self.shape.get(rows)?;
-        shapes.iter().all(|&s| s & MOVED_BIT == 0).then_some(RecordRun { first_row: first, len })
+        let shapes = self.shape.slice(rows)?;
+        shapes.all(|s| s & MOVED_BIT == 0).then_some(RecordRun { first_row: first, len })
     }
 
     /// The columns of a run; `shape_masks` holds the presence mask of each shape.
     pub(crate) fn columns<'a>(&'a self, run: RecordRun, shape_masks: &'a [u8]) -> Option<RecordColumns<'a>> {
         let rows = run.first_row as usize..run.first_row as usize + run.len as usize;
         Some(RecordColumns {
-            shape: self.shape.get(rows.clone())?,
+            shape: self.shape.slice(rows.clone())?,
             shape_masks,
             action: self.action.get(rows.clone())?,
             addr: self.addr.get(rows.clone())?,
             size_bytes: self.size_bytes.get(rows.clone())?,
-            stream: self.stream.get(rows.clone())?,
+            stream: self.stream.slice(rows.clone())?,
             time_us: self.time_us.get(rows.clone())?,
-            compile_context: self.compile_context.get(rows.clone())?,
-            user_metadata: self.user_metadata.get(rows.clone())?,
+            compile_context: self.compile_context.slice(rows.clone())?,
+            user_metadata: self.user_metadata.slice(rows.clone())?,
             frames: self.frames.get(rows)?,
         })
     }
@@ -338,15 +337,15 @@ impl RecordTable {
     /// The value of one field of a row.
     pub(crate) fn value(&self, row: u32, field: Field) -> Value {
         let r = row as usize;
-        let str_at = |col: &[u32]| col.get(r).map_or(Value::None, |&s| Value::Str(s));
+        let str_at = |s: Option<u32>| s.map_or(Value::None, Value::Str);
         match field {
-            Field::Action => str_at(&self.action),
-            Field::CompileContext => str_at(&self.compile_context),
-            Field::UserMetadata => str_at(&self.user_metadata),
+            Field::Action => str_at(self.action.get(r).copied()),
+            Field::CompileContext => str_at(self.compile_context.get(r)),
+            Field::UserMetadata => str_at(self.user_metadata.get(r)),
             Field::Frames => self.frames.get(r).map_or(Value::None, |&l| Value::List(l)),
             Field::Addr => self.addr.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
             Field::Size => self.size_bytes.get(r).map_or(Value::None, |&x| value_of_unsigned(x)),
-            Field::Stream => self.stream.get(r).map_or(Value::None, |&x| Value::Int(x)),
+            Field::Stream => self.stream.get(r).map_or(Value::None, Value::Int),
             Field::TimeUs => self.time_us.get(r).map_or(Value::None, |&x| Value::Int(x)),
         }
     }
@@ -360,24 +359,24 @@ impl RecordTable {
             action: self.action.get(r).copied().filter(|_| has(Field::Action)),
             addr: self.addr.get(r).copied().filter(|_| has(Field::Addr)),
             size_bytes: self.size_bytes.get(r).copied().filter(|_| has(Field::Size)),
-            stream: self.stream.get(r).copied().filter(|_| has(Field::Stream)),
+            stream: self.stream.get(r).filter(|_| has(Field::Stream)),
             time_us: self.time_us.get(r).copied().filter(|_| has(Field::TimeUs)),
-            compile_context: self.compile_context.get(r).copied().filter(|_| has(Field::CompileContext)),
-            user_metadata: self.user_metadata.get(r).copied().filter(|_| has(Field::UserMetadata)),
+            compile_context: self.compile_context.get(r).filter(|_| has(Field::CompileContext)),
+            user_metadata: self.user_metadata.get(r).filter(|_| has(Field::UserMetadata)),
             frames: self.frames.get(r).copied().filter(|_| has(Field::Frames)),
         }
     }
 
-    /// Approximate heap bytes.
+    /// Approximate heap bytes (a column of one value counted as if it held every row).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.shape.capacity() * 4
+        self.shape.counted_bytes()
             + self.action.capacity() * 4
             + self.addr.capacity() * 8
             + self.size_bytes.capacity() * 8
-            + self.stream.capacity() * 8
+            + self.stream.counted_bytes()
             + self.time_us.capacity() * 8
-            + self.compile_context.capacity() * 4
-            + self.user_metadata.capacity() * 4
+            + self.compile_context.counted_bytes()
+            + self.user_metadata.counted_bytes()
             + self.frames.capacity() * 4
     }
 }
@@ -411,6 +410,41 @@ mod tests {
         assert_eq!(t.shape(row), Some(3));
         assert_eq!(t.record(row, Field::mask(&fields)).addr, Some(1 << 63));
         assert_eq!(t.record(row, Field::mask(&fields)).user_metadata, None);
+    }
+
+    #[test]
+    fn columns_of_one_value_read_back_until_and_after_a_row_differs() {
+        let fields = [Field::Action, Field::Stream, Field::CompileContext, Field::UserMetadata];
+        let mask = Field::mask(&fields);
+        let mut t = RecordTable::default();
+        t.reserve(8);
+        let row = |t: &mut RecordTable, stream: i64, cc: u32| {
+            let pairs = [Value::Str(0), Value::Str(1), Value::Str(2), Value::Int(stream)];
+            let pairs = [&pairs[..], &[Value::Str(3), Value::Str(cc), Value::Str(4), Value::Str(5)]].concat();
+            t.push(1, &fields, &pairs).expect("a record")
+        };
+        for _ in 0..3 {
+            row(&mut t, 0, 7);
+        }
+        assert_eq!(t.stream.heap_bytes() + t.compile_context.heap_bytes(), 0, "one value a column takes no room");
+        assert_eq!(t.heap_bytes(), 8 * (4 + 8 + 8 + 8 + 4) + 3 * (4 + 8 + 4 + 4), "counted as if held");
+        row(&mut t, 94_000_000_000_123, 7);
+        row(&mut t, 0, 8);
+        let streams: Vec<_> = (0..5).map(|r| t.record(r, mask).stream).collect();
+        assert_eq!(streams, [Some(0), Some(0), Some(0), Some(94_000_000_000_123), Some(0)]);
+        assert_eq!(t.value(4, Field::CompileContext), Value::Str(8));
+        assert_eq!(t.value(0, Field::CompileContext), Value::Str(7));
+        assert_eq!(t.value(2, Field::UserMetadata), Value::Str(5));
+        let run = t.run(0, 5).expect("a run");
+        let masks = [0, mask];
+        let cols = t.columns(run, &masks).expect("columns");
+        assert_eq!(
+            (cols.stream.get(3), cols.compile_context.get(4), cols.mask(2)),
+            (Some(94_000_000_000_123), Some(8), mask)
+        );
+        t.set_moved(1, 9);
+        assert_eq!((t.shape(0), t.shape(1), t.moved_to(1)), (Some(1), None, Some(9)));
+        assert!(t.run(0, 5).is_none() && t.run(2, 3).is_some());
     }
 
     #[test]

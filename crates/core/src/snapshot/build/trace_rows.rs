@@ -117,7 +117,7 @@ impl<'d> Builder<'d> {
                 });
             }
             let stream = match cols.stream.get(k) {
-                Some(&raw) if has(RecordField::STREAM) => self.stream_index(i128::from(raw)),
+                Some(raw) if has(RecordField::STREAM) => self.stream_index(i128::from(raw)),
                 _ => 0,
             };
             let mut odd = false;
@@ -134,7 +134,7 @@ impl<'d> Builder<'d> {
                 (RecordField::USER_METADATA, cols.user_metadata, &mut t.user_metadata),
                 (RecordField::COMPILE_CONTEXT, cols.compile_context, &mut t.compile_context),
             ] {
-                let id = if has(field) { self.string(Value::Str(at(col, k))) } else { None };
+                let id = if has(field) { self.string(Value::Str(col.get(k).unwrap_or(0))) } else { None };
                 if id.is_some() || column.is_present() {
                     column.push(k, id.unwrap_or(0), 0);
                 }
