@@ -287,16 +287,19 @@ function loadInWorker(module, file, request, onProgress) {
   return { next, cancel, shown: () => finish(false), end: () => finish(true) };
 }
 
-/** The pieces of the head of a file the page loads itself, read on the page when no reading
- * worker has started yet, while one starts, all asked for together (decoding starts with the
- * first piece): 16 MiB, since the page decodes 8 MiB in less time than the worker takes to send
- * its first slice. Growing: the browser reads pieces asked for together side by side, so a small
- * first one comes soon (0.5 MiB: 10 ms after asking, against 37 ms for the first of eight 2 MiB
- * pieces) and decoding starts; each piece asked for costs the page's thread 0.5-2 ms. A reading
- * worker that has started reads the pieces smaller than a slice first. */
-const HEAD_PIECES_BYTES = [512 << 10, 1536 << 10, 2 << 20, 4 << 20, 8 << 20];
-/** Bytes of the head (HEAD_PIECES_BYTES in all). */
-const HEAD_BYTES = HEAD_PIECES_BYTES.reduce((a, b) => a + b, 0);
+/** Bytes read on the page at the start of a file it loads itself when no reading worker has
+ * started yet, while one starts, in pieces asked for together (decoding starts with the first
+ * piece): 16 MiB, since the page decodes 8 MiB in less time than the worker takes to send its
+ * first slice. */
+const HEAD_BYTES = 16 << 20;
+/** The head's pieces (HEAD_BYTES in all), growing: the browser reads pieces asked for together
+ * side by side, so a small first one comes soon (0.5 MiB: 10 ms after asking, against 37 ms for
+ * the first of eight 2 MiB pieces) and decoding starts; each piece asked for costs the page's
+ * thread 0.5-2 ms. */
+const HEAD_PIECES_BYTES = [512 << 10, 1536 << 10, 6 << 20, 8 << 20];
+/** The first slices of a reading worker that has started, growing as the head's pieces do
+ * before its slices of PAGE_SLICE_BYTES. */
+const READER_FIRST_BYTES = [512 << 10, 1536 << 10, 2 << 20];
 
 /** The reads begun for a file as it is chosen or dropped, before the page's own handler runs
  * (which asks for the first bytes 2-9 ms later): `{ file, whole }` for a file the page reads in one
@@ -411,7 +414,7 @@ function readForPage(file) {
       got = true;
       queue.take(e.data, port);
     };
-    const first = from === 0 ? HEAD_PIECES_BYTES.filter((b) => b < PAGE_SLICE_BYTES) : [];
+    const first = from === 0 ? READER_FIRST_BYTES : [];
     reader.postMessage({ kind: KIND.READ, file, port: channel.port1, from, first, sliceBytes: PAGE_SLICE_BYTES }, [channel.port1]);
     reading = { stop: () => { reader.terminate(); port.close(); }, giveBack() {} };
     // A reading worker that stopped before it sent anything: the page reads instead.

@@ -6,9 +6,9 @@ import { KIND } from './protocol.js';
 /** Bytes of one slice of a file sent to the loading worker (crates/web/src/model.rs, CHUNK_BYTES). */
 export const SLICE_BYTES = 8 << 20;
 /** Bytes of one slice of a file the page decodes itself (crates/web/src/feed.rs's QueueSlices
- * copies each into room made once): every buffer is fresh memory to the thread that first writes it (the
- * reader's three and the page's room for one), and at 1M entries 4 MiB slices left 21 MiB fewer
- * pages to fault in than 8 MiB ones. */
+ * copies each into room made once): every buffer is fresh memory to the thread that first writes
+ * it (the reader's three and the page's room for one), and at 1M entries 4 MiB slices left
+ * 21 MiB fewer pages to fault in than 8 MiB ones. */
 export const PAGE_SLICE_BYTES = 4 << 20;
 /** Slices read ahead of what the loading worker has decoded. */
 export const SLICES_AHEAD = 3;
