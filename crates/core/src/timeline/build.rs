@@ -4,6 +4,8 @@
 //! for a caller that must take events between them (the page's main thread).
 
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
@@ -78,8 +80,9 @@ pub struct LayoutBuilder<'a> {
     l: Layout,
     /// Per address seen in the trace: its open lifetime and how many it had before.
     addrs: HashMap<u64, AddrState>,
-    /// (element, trace row) of every alloc and free, in trace order.
-    actions: Vec<(u32, u32)>,
+    /// The element of every alloc and free, in trace order (the row is the element's alloc row
+    /// while it is not live, its free row after).
+    actions: Vec<u32>,
     initially: Vec<u32>,
     replay: Replay,
     stage: Stage,
@@ -195,7 +198,7 @@ impl<'a> LayoutBuilder<'a> {
                     total_after_alloc_bytes: 0,
                     band: None,
                 });
-                self.actions.push((e, row as u32));
+                self.actions.push(e);
             } else if self.free_actions.contains(&a) {
                 let at = self.addrs.entry(addr).or_default();
                 let ver = at.version;
@@ -205,7 +208,7 @@ impl<'a> LayoutBuilder<'a> {
                         if let Some(el) = l.elements.get_mut(e as usize) {
                             el.free_row = Some(row as u32);
                         }
-                        self.actions.push((e, row as u32));
+                        self.actions.push(e);
                     }
                     _ => {
                         let e = l.elements.len() as u32;
@@ -224,7 +227,7 @@ impl<'a> LayoutBuilder<'a> {
                             band: None,
                         });
                         self.initially.push(e);
-                        self.actions.push((e, row as u32));
+                        self.actions.push(e);
                     }
                 }
             }
@@ -270,28 +273,33 @@ impl<'a> LayoutBuilder<'a> {
         // trace must not be re-added when its free comes (it is already live).
         if self.actions.is_empty() {
             if let Some(e) = self.initially.pop() {
-                self.actions.push((e, u32::MAX));
+                self.actions.push(e);
             }
         }
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
-        // Select the top max_entries by (size descending, index ascending) in O(n).
-        let mut by_size: Vec<(std::cmp::Reverse<u64>, u32)> = l
-            .elements
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| !hidden(e))
-            .map(|(i, e)| (std::cmp::Reverse(e.size_bytes), i as u32))
-            .collect();
-        let keep = options.max_entries.min(by_size.len());
-        if keep > 0 && keep < by_size.len() {
-            by_size.select_nth_unstable(keep - 1);
+        // The top max_entries by (size descending, index ascending), kept in a heap whose root is
+        // the one to give way: a few MB fewer than sorting a list of every element.
+        let keep = options.max_entries;
+        let mut top: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(keep.min(l.elements.len()));
+        for (i, e) in l.elements.iter().enumerate() {
+            if hidden(e) {
+                continue;
+            }
+            let item = (Reverse(e.size_bytes), i as u32);
+            if top.len() < keep {
+                top.push(item);
+            } else if let Some(mut last) = top.peek_mut() {
+                // Later elements of the same size never displace earlier ones.
+                if item < *last {
+                    *last = item;
+                }
+            }
         }
         let r = &mut self.replay;
         r.drawn = vec![false; l.elements.len()];
-        for &(_, e) in by_size.iter().take(keep) {
+        for (_, e) in top {
             r.drawn[e as usize] = true;
         }
-        drop(by_size);
         // Phase 3: replay. Bands are numbered in stack order, so "is anything drawn above the
         // freed band" is "is the highest live band above it" ([`Stack`]).
         //
@@ -311,7 +319,6 @@ impl<'a> LayoutBuilder<'a> {
         l.event_slides.reserve(events);
         l.event_drawn_bytes.reserve(events);
         l.event_summarized_bytes.reserve(events);
-        l.row_event.reserve(self.trace.map_or(0, Trace::len));
         for &e in &self.initially {
             r.live[e as usize] = true;
             r.order[e as usize] = r.full.push();
@@ -331,19 +338,14 @@ impl<'a> LayoutBuilder<'a> {
         let (l, r) = (&mut self.l, &mut self.replay);
         let options = l.options;
         let hidden = |e: &Element| options.hides(e);
-        for &(e, row) in self.actions.get(from..to).unwrap_or(&[]) {
+        for &e in self.actions.get(from..to).unwrap_or(&[]) {
             let ei = e as usize;
-            let size = l.elements[ei].size_bytes;
+            let el = &l.elements[ei];
+            let size = el.size_bytes;
+            let row = if r.live[ei] { el.free_row } else { el.alloc_row }.unwrap_or(u32::MAX);
             let ev = l.event_step.len() as u32;
             l.event_step.push(r.step);
             l.event_row.push(row);
-            if row != u32::MAX {
-                let ri = row as usize;
-                if l.row_event.len() <= ri {
-                    l.row_event.resize(ri + 1, u32::MAX);
-                }
-                l.row_event[ri] = ev;
-            }
             // What `drawn_before` reads off the event before (it is not stored).
             debug_assert_eq!(l.drawn_before(ev as usize), r.drawn_total);
             let mut slides = false;

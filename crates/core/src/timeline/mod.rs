@@ -208,8 +208,6 @@ pub struct Layout {
     pub peak_bytes: u64,
     /// First step where the peak is reached.
     pub peak_step: u32,
-    /// Trace row -> event index (`u32::MAX` for rows that are not events of this layout).
-    row_event: Vec<u32>,
     index: IntervalIndex,
     /// Maxima per block of [`SMALL`] events, for range-max queries.
     small_blocks: BlockMaxima,

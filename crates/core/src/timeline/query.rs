@@ -340,11 +340,9 @@ impl Layout {
 
     /// Step of a trace row's event, if that row is an event of this layout.
     pub fn step_of_row(&self, row: u32) -> Option<u32> {
-        self.row_event
-            .get(row as usize)
-            .filter(|&&i| i != u32::MAX)
-            .and_then(|&i| self.event_step.get(i as usize))
-            .copied()
+        // Events are in row order (a synthetic event of no row, `u32::MAX`, is one alone).
+        let i = self.event_row.partition_point(|&r| r < row);
+        (self.event_row.get(i) == Some(&row) && row != u32::MAX).then(|| self.event_step.get(i).copied()).flatten()
     }
 
     /// Step at or after which trace row `row` has happened: the step of the first event whose row

@@ -60,6 +60,17 @@ fn check_invariants(l: &Layout, stride: u32) {
         }
         step += stride;
     }
+    // Every event's row finds its step, and a row that is no event finds none.
+    let mut is_event = std::collections::HashSet::new();
+    for (i, &row) in l.event_row.iter().enumerate().filter(|&(_, &r)| r != u32::MAX) {
+        assert_eq!(l.step_of_row(row), Some(l.event_step[i]), "row {row}");
+        is_event.insert(row);
+    }
+    let last = l.event_row.iter().copied().filter(|&r| r != u32::MAX).max().unwrap_or(0);
+    for row in (0..last.saturating_add(3)).filter(|r| !is_event.contains(r)) {
+        assert_eq!(l.step_of_row(row), None, "row {row} is no event");
+    }
+    assert_eq!(l.step_of_row(u32::MAX), None);
 }
 
 /// `column_envelopes` (block maxima) equals a scan of every event.
@@ -182,6 +193,30 @@ fn check_edges(l: &Layout, samples: &[f64]) {
                 last.is_some_and(|(x, off)| x == end && (off - want).abs() < 0.5),
                 "band {b} at the end: edge {last:?}, stack {want}"
             );
+        }
+    }
+}
+
+#[test]
+fn detail_draws_the_largest_elements_earliest_first_among_equals() {
+    for f in fixtures() {
+        let bytes = std::fs::read(&f).expect("read fixture");
+        let Ok(snap) = crate::load(&bytes) else { continue };
+        for dev in 0..snap.devices.len() {
+            for (n, hide_freed) in
+                [(0, false), (1, false), (7, false), (100, false), (100, true), (DEFAULT_MAX_ENTRIES, false)]
+            {
+                let l = Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed });
+                // Sorted by size, largest first, ties in element order; the first n shown are drawn.
+                let mut order: Vec<u32> =
+                    (0..l.elements.len() as u32).filter(|&e| !l.is_hidden(&l.elements[e as usize])).collect();
+                order.sort_by_key(|&e| (std::cmp::Reverse(l.elements[e as usize].size_bytes), e));
+                let mut want: Vec<u32> = order.into_iter().take(n).collect();
+                want.sort_unstable();
+                let drawn: Vec<u32> =
+                    (0..l.elements.len() as u32).filter(|&e| l.elements[e as usize].band.is_some()).collect();
+                assert_eq!(drawn, want, "{f:?} device {dev}, {n} drawn, hide freed {hide_freed}");
+            }
         }
     }
 }

@@ -34,7 +34,6 @@ crate::wire_by_field!(Layout {
     event_drawn_bytes,
     event_summarized_bytes,
     event_slides,
-    row_event,
 } nested {
     index,
     small_blocks,
