@@ -95,7 +95,6 @@ test('pinning: a header with the label and an unpin button, a filled highlight; 
   assert.equal(await page.getAttribute('#stack', 'data-pinned'), label);
   assert.equal(await page.getAttribute('#stack', 'class'), 'pinned');
   assert.equal(await page.textContent('#stack .stack-pin'), `Pinned ${label} · Esc or × to unpin`);
-  console.log("DBG", await page.evaluate(() => { const c = document.getElementById("plot"); const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; const m = new Map(); for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 150 && d[i] > 200 && d[i + 1] > 150 && d[i + 2] < 120) { const k = [d[i], d[i+1], d[i+2], d[i+3]].join(","); m.set(k, (m.get(k) ?? 0) + 1); } return JSON.stringify([...m].sort((a, b) => b[1] - a[1]).slice(0, 6)); }));
   const filled = await yellow();
   assert.ok(filled > 30, `the pinned band is filled yellow: ${filled} px`);
   // Hovering another place keeps the pinned stack in the panel.
