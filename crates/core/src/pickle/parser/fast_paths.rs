@@ -236,7 +236,7 @@ impl Parser {
                 1
             }
             b'}' => {
-                if let Some(n) = self.template_entry(rest) {
+                if let Some(n) = self.template_entries(rest) {
                     return Ok(Some(n));
                 }
                 if let Some(n) = self.flat_dict(rest, base + pos as u64)? {
