@@ -261,7 +261,7 @@ const RESERVE_FROM_BYTES: u64 = 16 << 20;
 /// which then runs its full collections (5-17 ms each) in the middle of decoding; one growth
 /// up front leaves one. The room is handed back to the allocator at once and taken again as
 /// the load fills it; pages never written take no memory of the machine.
-fn reserve_memory(total_bytes: u64) {
+pub(crate) fn reserve_memory(total_bytes: u64) {
     let Ok(bytes) = usize::try_from(total_bytes.saturating_mul(3) / 2) else { return };
     let mut room: Vec<u8> = Vec::new();
     if room.try_reserve_exact(bytes).is_ok() {
