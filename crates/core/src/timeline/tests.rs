@@ -30,6 +30,14 @@ fn fixtures() -> Vec<std::path::PathBuf> {
     crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"])
 }
 
+/// Each fixture that loads, with its path, one at a time.
+fn loaded_fixtures() -> impl Iterator<Item = (std::path::PathBuf, Snapshot)> {
+    fixtures().into_iter().filter_map(|f| {
+        let bytes = std::fs::read(&f).expect("read fixture");
+        crate::load(&bytes).ok().map(|snap| (f, snap))
+    })
+}
+
 /// Live requested bytes after each trace row, replayed independently of the layout.
 fn independent_live(snap: &Snapshot, dev: usize) -> (u64, Vec<(u32, u64)>) {
     (crate::info::initial_live_bytes(snap, dev), crate::info::live_bytes_by_row(snap, dev))
@@ -199,9 +207,7 @@ fn check_edges(l: &Layout, samples: &[f64]) {
 
 #[test]
 fn detail_draws_the_largest_elements_earliest_first_among_equals() {
-    for f in fixtures() {
-        let bytes = std::fs::read(&f).expect("read fixture");
-        let Ok(snap) = crate::load(&bytes) else { continue };
+    for (f, snap) in loaded_fixtures() {
         for dev in 0..snap.devices.len() {
             for (n, hide_freed) in
                 [(0, false), (1, false), (7, false), (100, false), (100, true), (DEFAULT_MAX_ENTRIES, false)]
@@ -223,9 +229,7 @@ fn detail_draws_the_largest_elements_earliest_first_among_equals() {
 
 #[test]
 fn hide_freed_keeps_only_allocations_not_freed_in_the_trace() {
-    for f in fixtures() {
-        let bytes = std::fs::read(&f).expect("read fixture");
-        let Ok(snap) = crate::load(&bytes) else { continue };
+    for (f, snap) in loaded_fixtures() {
         for dev in 0..snap.devices.len() {
             let all = Layout::build(&snap, dev, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
             let kept = Layout::build(
