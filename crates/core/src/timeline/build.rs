@@ -4,8 +4,6 @@
 //! for a caller that must take events between them (the page's main thread).
 
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use crate::snapshot::{Action, BlockState, Snapshot, Trace};
 
@@ -277,29 +275,8 @@ impl<'a> LayoutBuilder<'a> {
             }
         }
         // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
-        // The top max_entries by (size descending, index ascending), kept in a heap whose root is
-        // the one to give way: a few MB fewer than sorting a list of every element.
-        let keep = options.max_entries;
-        let mut top: BinaryHeap<(Reverse<u64>, u32)> = BinaryHeap::with_capacity(keep.min(l.elements.len()));
-        for (i, e) in l.elements.iter().enumerate() {
-            if hidden(e) {
-                continue;
-            }
-            let item = (Reverse(e.size_bytes), i as u32);
-            if top.len() < keep {
-                top.push(item);
-            } else if let Some(mut last) = top.peek_mut() {
-                // Later elements of the same size never displace earlier ones.
-                if item < *last {
-                    *last = item;
-                }
-            }
-        }
         let r = &mut self.replay;
-        r.drawn = vec![false; l.elements.len()];
-        for (_, e) in top {
-            r.drawn[e as usize] = true;
-        }
+        r.drawn = choose_drawn(&l.elements, options.max_entries, hidden);
         // Phase 3: replay. Bands are numbered in stack order, so "is anything drawn above the
         // freed band" is "is the highest live band above it" ([`Stack`]).
         //
@@ -513,4 +490,38 @@ fn ghost(addr: u64, size: u64, stack: u32, stream: u32, version: u32) -> Element
         total_after_alloc_bytes: 0,
         band: None,
     }
+}
+
+/// Which of `elements` are drawn: the `keep` largest of those not `hidden`, the earlier first
+/// among equals. The size of the last one kept is found by selection, in linear time whatever
+/// the order of the sizes (a heap of the `keep` best so far made this step 5.6-9.3 ms natively at
+/// 1M entries, now 4.3-5.1), then one pass marks the larger ones and the earliest of that size.
+fn choose_drawn(elements: &[Element], keep: usize, hidden: impl Fn(&Element) -> bool) -> Vec<bool> {
+    let mut sizes: Vec<u64> = elements.iter().filter(|e| !hidden(e)).map(|e| e.size_bytes).collect();
+    // The size of the last element kept, and how many of that size are kept.
+    let cut = if keep == 0 {
+        None
+    } else if sizes.len() <= keep {
+        Some((0, usize::MAX))
+    } else {
+        let (larger, &mut last, _) = sizes.select_nth_unstable_by(keep - 1, |a, b| b.cmp(a));
+        let strictly_larger = larger.iter().filter(|&&s| s > last).count();
+        Some((last, keep - strictly_larger))
+    };
+    drop(sizes);
+    let mut drawn = vec![false; elements.len()];
+    let Some((last, mut of_last_size)) = cut else { return drawn };
+    for (d, e) in drawn.iter_mut().zip(elements) {
+        if hidden(e) || e.size_bytes < last {
+            continue;
+        }
+        if e.size_bytes == last {
+            if of_last_size == 0 {
+                continue;
+            }
+            of_last_size -= 1;
+        }
+        *d = true;
+    }
+    drawn
 }
