@@ -273,8 +273,8 @@ pub(crate) fn reserve_memory(total_bytes: u64) {
 /// Writes a byte to every 4 KiB page of the first `bytes` of the room the allocator hands out
 /// next, then gives it back, while the file's first slices are read: pages written in one sweep
 /// cost less than the same pages met one by one in the middle of decoding (at 1M entries, half
-/// the file's size made decoding 138 -> 105 ms and the load 349 -> 329 ms; the whole of it no
-/// faster). Half a file's size is less than a file loaded on the page goes on to use (at 1M
+/// the file's size made decoding 118-119 -> 99-100 ms and the load 290 -> 281-284 ms; the whole
+/// of it no faster). Half a file's size is less than a file loaded on the page goes on to use (at 1M
 /// entries about 1.1 times its size), so the tab's peak is unchanged.
 fn prefault_memory(bytes: u64) {
     let Ok(bytes) = usize::try_from(bytes) else { return };
