@@ -112,8 +112,16 @@ impl<'a> LayoutBuilder<'a> {
         if let Some(t) = b.trace {
             // Room made once: a growing vector is copied whole at each doubling (WebAssembly's
             // realloc cannot remap), 27 ms of a 1M-entry layout in the page.
-            let allocs = t.action.iter().filter(|&&a| a == alloc_action).count();
-            let frees = t.action.iter().filter(|a| free_actions.contains(a)).count();
+            // Rows of each action, in one pass.
+            let mut rows = [0usize; Action::Unknown as usize + 1];
+            for &a in &t.action {
+                if let Some(n) = rows.get_mut(a as usize) {
+                    *n += 1;
+                }
+            }
+            let of = |a: Action| rows.get(a as usize).copied().unwrap_or(0);
+            let allocs = of(alloc_action);
+            let frees: usize = free_actions.iter().map(|&a| of(a)).sum();
             // Every element is an alloc, a free without one, or a block live before the trace:
             // room for all of them (room never touched costs no memory).
             let before: usize = snap
