@@ -84,8 +84,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         _ => None,
     };
     if total_bytes >= RESERVE_FROM_BYTES {
-        reserve_memory(total_bytes);
-        prefault_memory(total_bytes / 2);
+        reserve_memory(total_bytes, total_bytes / 2);
     }
     let feed = Feed::new(&name, total_bytes, YIELD_EVERY_MS, OnProfile::Keep);
     let mut host = PageHost { weak, started_ms, total_bytes, drawn_ms: started_ms, later: false };
@@ -256,33 +255,27 @@ const SHOW_LOADING_AFTER_MS: i32 = 120;
 const RESERVE_FROM_BYTES: u64 = 16 << 20;
 
 /// The WebAssembly memory that loading a file of `total_bytes` on the page uses (the decoded
-/// document, then the model and layout: 1.5 times the file at 1M entries), made in one step.
+/// document, then the model and layout: 1.5 times the file at 1M entries), made in one step,
+/// with a byte written to every 4 KiB page of its first `written_bytes`.
 ///
 /// Every growth of a module's memory counts as new external memory for the JavaScript heap,
 /// which then runs its full collections (5-17 ms each) in the middle of decoding; one growth
 /// up front leaves one. The room is handed back to the allocator at once and taken again as
 /// the load fills it; pages never written take no memory of the machine.
-pub(crate) fn reserve_memory(total_bytes: u64) {
-    let Ok(bytes) = usize::try_from(total_bytes.saturating_mul(3) / 2) else { return };
-    let mut room: Vec<u8> = Vec::new();
-    if room.try_reserve_exact(bytes).is_ok() {
-        drop(std::hint::black_box(room));
-    }
-}
-
-/// Writes a byte to every 4 KiB page of the first `bytes` of the room the allocator hands out
-/// next, then gives it back, while the file's first slices are read: pages written in one sweep
-/// cost less than the same pages met one by one in the middle of decoding (at 1M entries, half
-/// the file's size made decoding 118-119 -> 99-100 ms and the load 290 -> 281-284 ms; the whole
-/// of it no faster). Half a file's size is less than a file loaded on the page goes on to use (at 1M
+///
+/// A file's first pages written in one sweep, while its first slices are read, cost less than
+/// the same pages met one by one in the middle of decoding (at 1M entries, half the file's size
+/// made decoding 118-119 -> 99-100 ms and the load 290 -> 281-284 ms; the whole of it no
+/// faster). Half a file's size is less than a file loaded on the page goes on to use (at 1M
 /// entries about 1.1 times its size), so the tab's peak is unchanged.
-fn prefault_memory(bytes: u64) {
-    let Ok(bytes) = usize::try_from(bytes) else { return };
+pub(crate) fn reserve_memory(total_bytes: u64, written_bytes: u64) {
+    let Ok(bytes) = usize::try_from(total_bytes.saturating_mul(3) / 2) else { return };
     let mut room: Vec<u8> = Vec::new();
     if room.try_reserve_exact(bytes).is_err() {
         return;
     }
-    for page in room.spare_capacity_mut().iter_mut().step_by(4096) {
+    let written = usize::try_from(written_bytes).map_or(bytes, |w| w.min(bytes));
+    for page in room.spare_capacity_mut().iter_mut().take(written).step_by(4096) {
         page.write(0);
     }
     // Kept until here, so the writes are not dropped as dead before the memory is given back.
