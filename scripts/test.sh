@@ -10,7 +10,10 @@
 #   5. the web crate's tests in headless Chromium (wasm-bindgen-test);
 #   6. the Python wheel: built once with that page embedded, installed into a fresh venv, checked
 #      there (scripts/wheel-check.sh); its pages are opened in Chromium by the e2e tests;
-#   7. end-to-end tests of the built page in headless Chromium (playwright-core).
+#   7. end-to-end tests of the built page in headless Chromium (playwright-core); none may skip.
+# Everything a test reads is in the repository. MEMVIZ_CORPUS=DIR adds the opt-in check of other
+# people's public snapshots (crates/cli/tests/corpus.rs): each *.pickle there with its
+# NAME.ref.stats.txt / NAME.ref.trace.txt, byte for byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -37,6 +40,14 @@ trunk build --release --offline
 step "core, view, CLI and the page's native tests"
 cargo test -p memviz-core -p memviz-view -p memviz -p memviz-web
 
+step "the public corpus (MEMVIZ_CORPUS)"
+if [ -n "${MEMVIZ_CORPUS:-}" ]; then
+  cargo clippy -p memviz --features corpus --tests -- -D warnings
+  cargo test -p memviz --features corpus --test corpus -- --nocapture --test-threads=1
+else
+  echo "corpus: not given, so other people's public snapshots were not checked (MEMVIZ_CORPUS=DIR bash scripts/test.sh checks every *.pickle in DIR)"
+fi
+
 step "core and view build for wasm32 without browser crates"
 cargo build -p memviz-core -p memviz-view --target wasm32-unknown-unknown
 for crate in memviz-core memviz-view; do
@@ -53,6 +64,20 @@ step "the Python wheel in a fresh venv"
 MEMVIZ_VIEWER_DIST="$PWD/dist" bash scripts/wheel-check.sh
 export MEMVIZ_WHEEL_PAGE_DIR="$PWD/target/wheel-check/pages"
 
-step "end-to-end tests of the built page"
+step "end-to-end tests of the built page (none may skip)"
+# A test that cannot run must fail, naming what it lacks: no skip or todo option or call.
+if grep -rnE "(\{ *|, *)(skip|todo)\b *[:,}]|\.(skip|todo)\(" tests/e2e/test tests/e2e/lib; then
+  echo "the lines above let an end-to-end test skip: make it fail with the missing file's name instead" >&2
+  exit 1
+fi
+log="$PWD/target/e2e.log"
 cd tests/e2e
-node --test --test-concurrency=1 test/
+set +e
+node --test --test-concurrency=1 --test-reporter=tap test/ 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+if ! grep -qx '# skipped 0' "$log" || ! grep -qx '# todo 0' "$log"; then
+  echo "end-to-end tests were skipped (see # skipped / # todo above)" >&2
+  exit 1
+fi
+exit "$rc"

@@ -3,7 +3,7 @@
 //
 //   node tests/e2e/bench.mjs [--runs N] [--cold] [--dist DIR] [--only] [extra.pickle ...]
 //
-// Files: every *.pickle in ../shared/fixtures (relative to the repository root), then
+// Files: every *.pickle in tests/data/real, then
 // target/big-1m.pickle if it exists (make it with
 // `python3 tests/gen/big_snapshot.py --entries 1000000 --out target/big-1m.pickle`), then any
 // files given on the command line (with --only: just those). Each run uses a fresh page. By default a run waits until
@@ -61,13 +61,13 @@ if (!existsSync(join(dist, 'index.html'))) {
 }
 
 const files = [];
-const fixtures = resolve(root, '../shared/fixtures');
+const fixtures = resolve(root, 'tests/data/real');
 if (only) {
   // Just the files given.
 } else if (existsSync(fixtures)) {
   for (const f of readdirSync(fixtures).sort()) if (f.endsWith('.pickle')) files.push(join(fixtures, f));
 } else {
-  console.log(`note: ${fixtures} not found; skipping the shared fixtures`);
+  console.log(`note: ${fixtures} not found; no real fixtures`);
 }
 const big = join(root, 'target/big-1m.pickle');
 if (only) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a large memory snapshot shaped like a real one, for load-time and memory tests.
 
-The trace of a real snapshot (default: ../shared/fixtures/resnet50_fixed.pickle)
+The trace of a real snapshot (default: tests/data/real/resnet50_fixed.pickle)
 is replayed until ``--entries`` trace entries exist:
 
 * replay r shifts the addresses that fall into segments the source trace
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_SOURCE = REPO.parent / "shared" / "fixtures" / "resnet50_fixed.pickle"
+DEFAULT_SOURCE = REPO / "tests" / "data" / "real" / "resnet50_fixed.pickle"
 DEFAULT_OUT = REPO / "target" / "big_snapshot.big.pickle"
 
 FRAME_TARGET = 64 * 1024
@@ -751,7 +751,7 @@ def deepen_stacks(src: dict, extra: int, seed: int) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE,
-                    help="real snapshot whose trace is replayed (default: ../shared/fixtures/resnet50_fixed.pickle)")
+                    help="real snapshot whose trace is replayed (default: tests/data/real/resnet50_fixed.pickle)")
     ap.add_argument("--entries", type=int, default=1_000_000, help="trace entries to write (default 1000000)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output pickle (default: target/big_snapshot.big.pickle)")
     ap.add_argument("--seed", type=int, default=20240613, help="random seed (default 20240613)")

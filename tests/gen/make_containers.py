@@ -9,7 +9,7 @@ check that each opens as the snapshot inside with byte-identical `stats` / `trac
                      (its template and `_format_viz`, copied: the pickle re-dumped, padded with
                      NULs to a multiple of three, base64 in a JSON list)
 
-Usage: python3 tests/gen/make_containers.py [--fixtures ../shared/fixtures]
+Usage: python3 tests/gen/make_containers.py [--fixtures tests/data/real]
 """
 import argparse
 import base64
@@ -49,7 +49,7 @@ def format_viz(data, viz_kind):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fixtures", default=str(ROOT.parent / "shared" / "fixtures"))
+    ap.add_argument("--fixtures", default=str(ROOT / "tests" / "data" / "real"))
     ap.add_argument("--out", default=str(ROOT / "tests" / "data" / "containers"))
     args = ap.parse_args()
     src, out = Path(args.fixtures), Path(args.out)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "tests" / "data"
-DEFAULT_FIXTURES = REPO.parent / "shared" / "fixtures"
+DEFAULT_FIXTURES = REPO / "tests" / "data" / "real"
 
 # --------------------------------------------------------------------------
 # Reference command line

@@ -20,7 +20,7 @@ from pathlib import Path
 import memviz
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "data" / "real"
 CONTAINERS = ROOT / "tests" / "data" / "containers"
 OOM = CONTAINERS / "oom.pickle.gz"  # in the repository; the plain one may be absent
 
@@ -48,9 +48,8 @@ class Binary(unittest.TestCase):
                 out = subprocess.run([memviz.binary(), cmd, str(CONTAINERS / src)], capture_output=True, check=True).stdout
                 self.assertEqual(out.decode(), ref(f"oom.ref.{cmd}.txt"), f"{cmd} {src}")
         fixture = FIXTURES / "resnet50_fixed.pickle"
-        if fixture.is_file():
-            out = subprocess.run([memviz.binary(), "stats", str(fixture)], capture_output=True, check=True).stdout
-            self.assertEqual(out, (FIXTURES / "resnet50_fixed.ref.stats.txt").read_bytes())
+        out = subprocess.run([memviz.binary(), "stats", str(fixture)], capture_output=True, check=True).stdout
+        self.assertEqual(out, (FIXTURES / "resnet50_fixed.ref.stats.txt").read_bytes())
 
     def test_html_commands_work(self):
         out = subprocess.run([memviz.binary(), "viewer", "-o", "-"], capture_output=True, check=True).stdout

@@ -41,12 +41,12 @@ fn run_stdin(args: &[&str], input: &[u8]) -> Output {
 mod test_fixtures;
 
 fn fixtures() -> PathBuf {
-    test_fixtures::fixture_dir("shared")
+    test_fixtures::fixture_dir("real")
 }
 
 /// A file of the shared fixtures; panics with the path when it is absent.
 fn fixture(name: &str) -> PathBuf {
-    test_fixtures::fixture("shared", name)
+    test_fixtures::fixture("real", name)
 }
 
 fn first_diff(expected: &[u8], actual: &[u8]) -> String {
@@ -70,7 +70,7 @@ fn ok_stdout(args: &[&str], out: &Output) -> Vec<u8> {
 fn stats_and_trace_print_what_pytorch_prints() {
     let mut n = 0;
     let mut failures = Vec::new();
-    for which in ["shared", "real", "synth"] {
+    for which in ["real", "synth"] {
         let dir = test_fixtures::fixture_dir(which);
         for f in test_fixtures::fixture_files(&[which]) {
             let name = f.file_name().and_then(|s| s.to_str()).unwrap_or_default().to_owned();

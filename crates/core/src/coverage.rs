@@ -267,7 +267,7 @@ fn finish(snap: &Snapshot, entries: usize, unseen_frees: usize, ghosts: &Ghosts)
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn load(path: &std::path::Path) -> Snapshot {
@@ -275,11 +275,11 @@ mod tests {
     }
 
     /// Read off a layout of allocations, the coverage is the one counted from the trace, on
-    /// every device of every real and public snapshot; layouts of other modes give none.
+    /// every device of every real and synthetic snapshot; layouts of other modes give none.
     #[test]
     fn coverage_from_a_layout_is_the_one_counted() {
         use crate::timeline::Options;
-        let files = crate::test_fixtures::fixture_files_with(&["shared", "external", "real"], &["pickle"]);
+        let files = crate::test_fixtures::fixture_files_with(&["real", "synth"], &["pickle"]);
         let mut late = 0;
         for path in &files {
             let Ok(snap) = crate::load(&std::fs::read(path).unwrap()) else { continue };
@@ -295,54 +295,58 @@ mod tests {
         assert!(files.len() >= 10 && late >= 5, "{} files, {late} devices with unseen frees or ghosts", files.len());
     }
 
-    /// A real `enabled='state'` file on four devices: only cuda:1 holds memory; its trace is empty
-    /// and its 179 allocated blocks are the ghost allocations, with the state-only reason.
+    /// An `enabled='state'` snapshot of four devices (as JSON) where only cuda:1 holds memory.
+    pub(crate) fn state_only_on_four_devices(with_frames: bool) -> Snapshot {
+        let frames = if with_frames { r#"[{"filename":"train.py","line":3,"name":"step"}]"# } else { "[]" };
+        let blocks: Vec<String> = (0..3)
+            .map(|i| {
+                format!(
+                    r#"{{"size":{},"requested_size":{},"state":"active_allocated","frames":{frames}}}"#,
+                    (i + 1) << 20,
+                    (i + 1) << 20
+                )
+            })
+            .chain(std::iter::once(r#"{"size":2097152,"requested_size":0,"state":"inactive","frames":[]}"#.to_owned()))
+            .collect();
+        let json = format!(
+            r#"{{"segments":[{{"device":1,"address":1099511627776,"total_size":8388608,"allocated_size":6291456,"active_size":6291456,"requested_size":6291456,"stream":0,"segment_type":"large","is_expandable":false,"frames":[],"blocks":[{}]}}],"device_traces":[[],[],[],[]]}}"#,
+            blocks.join(",")
+        );
+        crate::load(json.as_bytes()).unwrap()
+    }
+
+    /// A state-only snapshot of four devices: the device with memory opens, its allocated blocks
+    /// are the ghost allocations with the state-only reason; the empty devices recorded nothing.
     #[test]
     fn state_only_file_on_four_devices() {
-        let snap = load(&crate::test_fixtures::fixture("external", "maphsge4__snapshot_dec166a.pickle"));
+        let snap = state_only_on_four_devices(false);
         assert_eq!(snap.devices.len(), 4);
         let pos = snap.default_device().unwrap();
         assert_eq!(snap.devices[pos].index, 1, "the device with memory, not the first empty one");
         let c = coverage(&snap, pos);
         assert_eq!(c.empty, Some(EmptyTrace::StateOnly { blocks_have_frames: false }));
-        assert_eq!(c.ghost_allocations, 179);
-        assert_eq!(c.ghost_bytes, 544_460_336);
+        assert_eq!((c.ghost_allocations, c.ghost_bytes), (3, 6 << 20));
         assert!(c.reason().unwrap().contains("trace empty"), "{:?}", c.reason());
         assert_eq!(coverage(&snap, 0).empty, Some(EmptyTrace::NothingRecorded));
         let note = c.moment_note().unwrap();
         assert!(note.starts_with("No history: the trace is empty"), "{note}");
-        assert!(note.contains("179 allocated blocks (519.2 MiB)"), "{note}");
+        assert!(note.contains("3 allocated blocks (6 MiB)"), "{note}");
+        let with_frames = state_only_on_four_devices(true);
+        let pos = with_frames.default_device().unwrap();
+        assert_eq!(coverage(&with_frames, pos).empty, Some(EmptyTrace::StateOnly { blocks_have_frames: true }));
     }
 
     /// A state-only file says how it was recorded and what is shown instead of a timeline; a
     /// file with a history has no such note.
     #[test]
     fn moment_notes_of_the_real_files() {
-        let snap = load(&crate::test_fixtures::fixture("shared", "state_only.pickle"));
+        let snap = load(&crate::test_fixtures::fixture("real", "state_only.pickle"));
         let pos = snap.default_device().unwrap();
         let note = coverage(&snap, pos).moment_note().unwrap();
         assert!(note.starts_with("Recorded with _record_memory_history(enabled='state'): no history. What was live when the snapshot was taken is shown as one column"), "{note}");
         assert!(note.contains("after the trace's one entry"), "{note}");
-        let snap = load(&crate::test_fixtures::fixture("shared", "oom.pickle"));
+        let snap = load(&crate::test_fixtures::fixture("real", "oom.pickle"));
         assert_eq!(coverage(&snap, 0).moment_note(), None);
-    }
-
-    /// State-only files whose blocks have stacks say so; a history that frees allocations it never
-    /// saw starts mid-run.
-    #[test]
-    fn reasons_of_the_real_files() {
-        let snap = load(&crate::test_fixtures::fixture("external", "zijiandu__memory.pickle"));
-        assert_eq!(snap.default_device(), Some(0));
-        assert_eq!(coverage(&snap, 0).empty, Some(EmptyTrace::StateOnly { blocks_have_frames: true }));
-        let snap = load(&crate::test_fixtures::fixture(
-            "external",
-            "wedsonlin__results_medium_128_training_memory_snapshot.pickle",
-        ));
-        let c = coverage(&snap, 0);
-        assert_eq!((c.empty, c.start, c.unseen_frees), (None, TraceStart::StartedLate, 438));
-        assert!(c.starts_mid_run() && c.reason().unwrap().contains("max_entries"), "{:?}", c.reason());
-        let snap = load(&crate::test_fixtures::fixture("external", "cranberrii__memory_snapshot.pickle"));
-        assert!(!coverage(&snap, 0).starts_mid_run());
     }
 
     /// A real ring buffer that wrapped (`max_entries=64`, PyTorch 2.11, which writes no overflow

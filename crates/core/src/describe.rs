@@ -238,9 +238,9 @@ mod tests {
             let e = layout.elements.iter().position(|e| e.origin == Origin::Ghost).unwrap();
             element_text(&snap, dev, &layout, e as u32)
         };
-        let t = text_of_ghost("shared", "state_only.pickle");
+        let t = text_of_ghost("real", "state_only.pickle");
         assert!(t.contains("live when the snapshot was taken (no history recorded)"), "{t}");
-        let t = text_of_ghost("external", "wedsonlin__results_medium_128_training_memory_snapshot.pickle");
+        let t = text_of_ghost("real", "growth_leak.pickle");
         assert!(t.contains("live for the whole trace"), "{t}");
     }
 }

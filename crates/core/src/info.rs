@@ -380,7 +380,7 @@ mod tests {
 
     fn snapshots() -> Vec<(String, Snapshot)> {
         let mut out = Vec::new();
-        for p in crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"]) {
+        for p in crate::test_fixtures::fixture_files_with(&["real", "synth"], &["pickle"]) {
             if let Ok(snap) =
                 std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| crate::load(&b).map_err(|e| e.to_string()))
             {

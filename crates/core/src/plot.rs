@@ -380,7 +380,7 @@ mod tests {
     #[allow(clippy::unwrap_used)]
     fn device_views_of_the_real_files() {
         let load =
-            |name: &str| crate::load(&std::fs::read(crate::test_fixtures::fixture("shared", name)).unwrap()).unwrap();
+            |name: &str| crate::load(&std::fs::read(crate::test_fixtures::fixture("real", name)).unwrap()).unwrap();
         let snap = load("state_only.pickle");
         let v = device_views(&snap, snap.default_device().unwrap());
         assert!(!v.mapped_pages && !v.private_pools);
@@ -398,7 +398,7 @@ mod tests {
     #[test]
     #[allow(clippy::unwrap_used)]
     fn marks_stay_put_whatever_is_drawn() {
-        for (which, name) in [("real", "gpt_amp_annotated.pickle"), ("shared", "oom.pickle")] {
+        for (which, name) in [("real", "gpt_amp_annotated.pickle"), ("real", "oom.pickle")] {
             let snap = crate::load(&std::fs::read(crate::test_fixtures::fixture(which, name)).unwrap()).unwrap();
             let dev = choose_device(&snap, None);
             let full = PlotData::build(&snap, dev, Options::default());

@@ -474,7 +474,7 @@ mod tests {
     use super::*;
 
     fn files() -> Vec<std::path::PathBuf> {
-        crate::test_fixtures::fixture_files_with(&["shared", "real"], &["pickle"])
+        crate::test_fixtures::fixture_files_with(&["real"], &["pickle"])
     }
 
     /// Segments as (address, size, stream) and blocks as (address, requested bytes, pending free).
@@ -509,7 +509,7 @@ mod tests {
 
     #[test]
     fn seeks_equal_full_replay() {
-        let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+        let path = crate::test_fixtures::fixture("real", "resnet50_fixed.pickle");
         let bytes = std::fs::read(path).expect("read");
         let snap = crate::load(&bytes).expect("load");
         let h = History::build(&snap, 0);

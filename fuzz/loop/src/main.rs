@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Options: `--seconds N` (default 60), `--seed N`, `--out DIR` (default `fuzz/artifacts/loop`),
-//! and any number of seed files or folders (default: `../shared/fixtures` and `tests/data/*`).
+//! and any number of seed files or folders (default: `tests/data/*`).
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{self, AssertUnwindSafe};
@@ -213,7 +213,7 @@ fn main() {
         i += 1;
     }
     if seeds_from.is_empty() {
-        seeds_from = vec![repo.join("../shared/fixtures"), repo.join("tests/data/real"), repo.join("tests/data/synth"), repo.join("tests/data/hostile")];
+        seeds_from = vec![repo.join("tests/data/real"), repo.join("tests/data/synth"), repo.join("tests/data/hostile")];
     }
     let mut corpus: Vec<Vec<u8>> = Vec::new();
     for p in &seeds_from {

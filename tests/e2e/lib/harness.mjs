@@ -9,14 +9,15 @@ import { launch } from './browser.mjs';
 const here = dirname(fileURLToPath(import.meta.url));
 export const ROOT = resolve(here, '../../..');
 export const DIST = resolve(process.env.MEMVIZ_DIST ?? join(ROOT, 'dist'));
-export const FIXTURES = resolve(ROOT, '../shared/fixtures');
+export const FIXTURES = join(ROOT, 'tests/data/real');
 export const OUT = join(ROOT, 'tests/e2e/out');
 mkdirSync(OUT, { recursive: true });
 
-/** Path of a shared fixture, or null when the folder is not there. */
+/** Path of a real snapshot of tests/data/real; throws, naming the file, when it is missing. */
 export function fixture(name) {
   const p = join(FIXTURES, name);
-  return existsSync(p) ? p : null;
+  if (!existsSync(p)) throw new Error(`fixture ${p} is missing`);
+  return p;
 }
 
 /** Every file under dist/, as URL paths ("/index.html", ...). */

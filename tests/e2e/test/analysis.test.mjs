@@ -11,7 +11,6 @@ const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
 const LEAK = join(ROOT, 'tests/data/real/growth_leak.pickle');
-const needFixtures = BUGGY && FIXED && OOM ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -42,7 +41,7 @@ const highlightPixels = (page) =>
     return n;
   });
 
-test('insights: the buggy ResNet keeps its gradients alive, and the finding highlights them', { skip: needFixtures }, async () => {
+test('insights: the buggy ResNet keeps its gradients alive, and the finding highlights them', async () => {
   const page = await env.newPage();
   await openFiles(page, BUGGY);
   assert.equal(await page.isVisible('#analysis'), false);
@@ -76,7 +75,7 @@ test('insights: the buggy ResNet keeps its gradients alive, and the finding high
   await page.close();
 });
 
-test('insights: the fixed ResNet has no problem', { skip: needFixtures }, async () => {
+test('insights: the fixed ResNet has no problem', async () => {
   const page = await env.newPage();
   await openFiles(page, FIXED);
   await openPanel(page);
@@ -148,7 +147,7 @@ test('insights: growth_leak grows by 8398852 bytes per iteration', async () => {
   await page.close();
 });
 
-test('out-of-memory explainer: requested, device free, reserved vs allocated, holders, what to try', { skip: needFixtures }, async () => {
+test('out-of-memory explainer: requested, device free, reserved vs allocated, holders, what to try', async () => {
   const page = await env.newPage();
   await openFiles(page, OOM);
   await openPanel(page);
@@ -176,7 +175,7 @@ test('out-of-memory explainer: requested, device free, reserved vs allocated, ho
   await page.close();
 });
 
-test('live set: the peak by default, rows highlight, a click on the timeline picks a moment, exports download', { skip: needFixtures }, async () => {
+test('live set: the peak by default, rows highlight, a click on the timeline picks a moment, exports download', async () => {
   const page = await env.newPage();
   await openFiles(page, BUGGY);
   await openPanel(page);
@@ -254,7 +253,7 @@ test('live set: the peak by default, rows highlight, a click on the timeline pic
   await page.close();
 });
 
-test('live set at 900x700: numbers and names on one line, the tree totals never cut', { skip: needFixtures }, async () => {
+test('live set at 900x700: numbers and names on one line, the tree totals never cut', async () => {
   const page = await env.newPage();
   await page.setViewportSize({ width: 900, height: 700 });
   await openFiles(page, BUGGY);
@@ -290,7 +289,7 @@ test('live set at 900x700: numbers and names on one line, the tree totals never 
   await page.close();
 });
 
-test('insights: an out-of-memory card says each thing once; code spans are <code> and wrap', { skip: needFixtures }, async () => {
+test('insights: an out-of-memory card says each thing once; code spans are <code> and wrap', async () => {
   const page = await env.newPage();
   await page.setViewportSize({ width: 900, height: 700 });
   await openFiles(page, OOM);
@@ -323,7 +322,7 @@ test('insights: an out-of-memory card says each thing once; code spans are <code
   await page.close();
 });
 
-test('insights: an iteration row zooms the timeline to that iteration', { skip: needFixtures }, async () => {
+test('insights: an iteration row zooms the timeline to that iteration', async () => {
   const page = await env.newPage();
   await openFiles(page, BUGGY);
   await openPanel(page);
@@ -367,7 +366,7 @@ test('insights: the demo notes its unused allocator cache', async () => {
   await page.close();
 });
 
-test('an entry cited in Insights is a link that puts a cursor on the timeline there', { skip: needFixtures }, async () => {
+test('an entry cited in Insights is a link that puts a cursor on the timeline there', async () => {
   const page = await env.newPage();
   await openFiles(page, BUGGY);
   await openPanel(page);

@@ -9,8 +9,6 @@ const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
 const PROFILE = fixture('resnet50_profile.timeline.json');
 const PROFILE_GZ = fixture('resnet50_profile.timeline.json.gz');
-const needSnapshots = BUGGY && FIXED ? false : 'needs ../shared/fixtures';
-const needProfile = PROFILE && PROFILE_GZ ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -25,7 +23,7 @@ async function openPanel(page) {
   await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
 }
 
-test('compare: the buggy ResNet against the fixed one', { skip: needSnapshots }, async () => {
+test('compare: the buggy ResNet against the fixed one', async () => {
   const page = await env.newPage();
   await openFiles(page, [FIXED, BUGGY]);
   // Show the fixed file (A); the buggy one is B.
@@ -98,7 +96,7 @@ test('compare: the buggy ResNet against the fixed one', { skip: needSnapshots },
   await page.close();
 });
 
-test('compare at 900x700: no number or name is split over lines', { skip: needSnapshots }, async () => {
+test('compare at 900x700: no number or name is split over lines', async () => {
   const page = await env.newPage();
   await page.setViewportSize({ width: 900, height: 700 });
   await openFiles(page, [FIXED, BUGGY]);
@@ -136,7 +134,7 @@ async function openProfile(page, file) {
 }
 
 for (const [label, file] of [['json', PROFILE], ['json.gz', PROFILE_GZ]]) {
-  test(`categories: the profiler memory timeline (${label})`, { skip: needProfile }, async () => {
+  test(`categories: the profiler memory timeline (${label})`, async () => {
     const page = await env.newPage();
     await openProfile(page, file);
     assert.equal(await page.getAttribute('#cat-timeline .cat-peak', 'data-peak-bytes'), '415178728');
@@ -159,7 +157,7 @@ for (const [label, file] of [['json', PROFILE], ['json.gz', PROFILE_GZ]]) {
   });
 }
 
-test('categories: colour a snapshot by inferred category', { skip: needSnapshots }, async () => {
+test('categories: colour a snapshot by inferred category', async () => {
   const page = await env.newPage();
   await openFiles(page, FIXED);
   await openPanel(page);

@@ -14,12 +14,10 @@ import { fixture, openFiles, plotData, ROOT, start } from '../lib/harness.mjs';
 const RESNET = fixture('resnet50_fixed.pickle');
 const CLI = process.env.MEMVIZ_CLI ?? join(ROOT, 'target/debug/memviz');
 const CONTAINERS = join(ROOT, 'tests/data/containers');
-const skip = !RESNET ? 'needs ../shared/fixtures' : false;
 
 let env;
 let dir;
 before(async () => {
-  if (skip) return;
   env = await start();
   dir = mkdtempSync(join(tmpdir(), 'memviz-containers-'));
 });
@@ -47,7 +45,7 @@ async function load(file) {
   return d;
 }
 
-test('gzip, xz, zstd and HTML pages load with the same bands and steps as the plain pickle', { skip }, async () => {
+test('gzip, xz, zstd and HTML pages load with the same bands and steps as the plain pickle', async () => {
   const plain = readFileSync(RESNET);
   const files = { gz: join(dir, 'resnet50_fixed.pickle.gz'), html: join(dir, 'resnet50_fixed.html') };
   writeFileSync(files.gz, gzipSync(plain));
@@ -83,7 +81,7 @@ test('gzip, xz, zstd and HTML pages load with the same bands and steps as the pl
   }
 });
 
-test('a damaged gzip file and a page without a snapshot get a message naming them', { skip }, async () => {
+test('a damaged gzip file and a page without a snapshot get a message naming them', async () => {
   const cut = join(dir, 'cut.pickle.gz');
   const g = gzipSync(readFileSync(RESNET));
   writeFileSync(cut, g.subarray(0, g.length >> 1));

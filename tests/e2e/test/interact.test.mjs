@@ -9,7 +9,6 @@ import { ROOT, findPoint, fixture, frames, openFiles, plotArea, plotData, readyC
 
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
-const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -21,7 +20,7 @@ after(async () => {
 
 const view = (d) => d.view.split(',').map(Number);
 
-test('hovering a band shows its stack; a click pins it, Esc unpins', { skip: needFixtures }, async () => {
+test('hovering a band shows its stack; a click pins it, Esc unpins', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('train.py:'));
@@ -47,7 +46,7 @@ test('hovering a band shows its stack; a click pins it, Esc unpins', { skip: nee
   await page.close();
 });
 
-test('the wheel zooms around the pointer and the x axis labels follow', { skip: needFixtures }, async () => {
+test('the wheel zooms around the pointer and the x axis labels follow', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const d0 = await plotData(page);
@@ -79,7 +78,7 @@ function largeTimeline() {
   return { dir, out };
 }
 
-test('a small timeline zooms exactly in the next frame, with no stretched copy', { skip: needFixtures }, async () => {
+test('a small timeline zooms exactly in the next frame, with no stretched copy', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const d0 = await plotData(page);
@@ -135,7 +134,7 @@ test('a zoom shows in the next frame, stretched from the last exact one, then ex
   rmSync(big.dir, { recursive: true, force: true });
 });
 
-test('dragging pans; keys zoom, pan and reset', { skip: needFixtures }, async () => {
+test('dragging pans; keys zoom, pan and reset', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const full = await plotData(page);
@@ -163,7 +162,7 @@ test('dragging pans; keys zoom, pan and reset', { skip: needFixtures }, async ()
   await page.close();
 });
 
-test('a window brushed on the minimap is shown with y fitted to its peak', { skip: needFixtures }, async () => {
+test('a window brushed on the minimap is shown with y fitted to its peak', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const full = await plotData(page);
@@ -185,7 +184,7 @@ test('a window brushed on the minimap is shown with y fitted to its peak', { ski
   await page.close();
 });
 
-test('lower Detail summarizes small allocations into one band and keeps the x axis', { skip: needFixtures }, async () => {
+test('lower Detail summarizes small allocations into one band and keeps the x axis', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const total = Number(await page.getAttribute('#detail-label', 'data-total'));
@@ -209,7 +208,7 @@ test('lower Detail summarizes small allocations into one band and keeps the x ax
   await page.close();
 });
 
-test('the x axis can show time', { skip: needFixtures }, async () => {
+test('the x axis can show time', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const d0 = await plotData(page);
@@ -224,7 +223,7 @@ test('the x axis can show time', { skip: needFixtures }, async () => {
   await page.close();
 });
 
-test('an OOM is marked on the timeline and explained on hover', { skip: needFixtures }, async () => {
+test('an OOM is marked on the timeline and explained on hover', async () => {
   const page = await env.newPage();
   await openFiles(page, OOM);
   const d = await plotData(page);
@@ -239,7 +238,7 @@ test('an OOM is marked on the timeline and explained on hover', { skip: needFixt
   await page.close();
 });
 
-test('the canvas stays sharp on HiDPI screens and follows the window size', { skip: needFixtures }, async () => {
+test('the canvas stays sharp on HiDPI screens and follows the window size', async () => {
   const hi = await start({ deviceScaleFactor: 2, viewport: { width: 1100, height: 760 } });
   try {
     const page = await hi.newPage();

@@ -13,7 +13,6 @@ import { DIST, distPaths, fixture, openFiles, plotData, readyCount, shot, start,
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
-const needFixtures = RESNET && OOM ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -84,7 +83,7 @@ test('the timeline and minimap canvases wait at the size a file gives them: a fi
   await page.close();
 });
 
-test('a snapshot opened through the file input is drawn', { skip: needFixtures }, async () => {
+test('a snapshot opened through the file input is drawn', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const d = await plotData(page);
@@ -107,7 +106,7 @@ test('a snapshot opened through the file input is drawn', { skip: needFixtures }
   await page.close();
 });
 
-test('a snapshot dropped on the page is drawn, and files can be switched', { skip: needFixtures }, async () => {
+test('a snapshot dropped on the page is drawn, and files can be switched', async () => {
   const page = await env.newPage();
   await openFiles(page, OOM);
   const before = await readyCount(page);
@@ -133,7 +132,7 @@ test('a snapshot dropped on the page is drawn, and files can be switched', { ski
   await page.close();
 });
 
-test('a file chosen or dropped before the page has started opens once it starts', { skip: needFixtures }, async () => {
+test('a file chosen or dropped before the page has started opens once it starts', async () => {
   for (const how of ['input', 'drop']) {
     const page = await env.context.newPage();
     const errors = [];
@@ -165,7 +164,7 @@ test('a file chosen or dropped before the page has started opens once it starts'
   }
 });
 
-test('several files chosen at once all open', { skip: needFixtures }, async () => {
+test('several files chosen at once all open', async () => {
   const page = await env.newPage();
   await page.setInputFiles('#file-input', [OOM, RESNET]);
   await page.waitForFunction(
@@ -194,7 +193,7 @@ test('"Try a demo" draws the built-in snapshot with its annotations', async () =
   await page.close();
 });
 
-test('a broken file shows an error in words, and the page keeps working', { skip: needFixtures }, async () => {
+test('a broken file shows an error in words, and the page keeps working', async () => {
   const page = await env.newPage();
   // A truncated pickle.
   const good = readFileSync(OOM);
@@ -220,7 +219,7 @@ test('a broken file shows an error in words, and the page keeps working', { skip
   await page.close();
 });
 
-test('a loader that dies mid-file (out of memory, as a 4 GB snapshot does) says what to use instead; the page keeps working', { skip: needFixtures }, async () => {
+test('a loader that dies mid-file (out of memory, as a 4 GB snapshot does) says what to use instead; the page keeps working', async () => {
   const page = await env.newPage();
   // A loading worker that starts, reports progress, then dies the way a tab out of WebAssembly
   // memory does.
@@ -315,7 +314,7 @@ test('a long load shows bytes read and time left, and can be cancelled', async (
   await slow.close();
 });
 
-test('small files load and are read on the page, start no loading worker and end the waiting reading worker', { skip: needFixtures }, async () => {
+test('small files load and are read on the page, start no loading worker and end the waiting reading worker', async () => {
   const page = await env.newPage();
   const started = (name) => page.evaluate((n) => performance.getEntriesByType('resource').some((r) => r.name.endsWith(n)), name);
   // No loading worker runs before a file needs one; the reading worker (no WebAssembly) starts
@@ -346,11 +345,11 @@ function bigSnapshot(dir) {
   }
 }
 
-test('a file of many slices reads the same on the page and in a worker, with a reading worker, on the page, and without BYOB streams', { skip: needFixtures }, async (t) => {
+test('a file of many slices reads the same on the page and in a worker, with a reading worker, on the page, and without BYOB streams', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'memviz-slices-'));
   try {
     const file = bigSnapshot(dir);
-    if (!file) return t.skip('needs python3 to write the snapshot');
+    assert.ok(file, 'python3 tests/gen/big_snapshot.py failed to write the snapshot');
     const drawn = async (page) => {
       const d = await plotData(page);
       return { bands: Number(d.bands), steps: Number(d.steps), transfer: JSON.parse(d.timings).transfer_ms };
@@ -438,7 +437,7 @@ test('a file of many slices reads the same on the page and in a worker, with a r
   }
 });
 
-test('nothing is requested but the page\'s own files', { skip: needFixtures }, async () => {
+test('nothing is requested but the page\'s own files', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await openFiles(page, OOM);
@@ -485,7 +484,7 @@ test('nothing is requested but the page\'s own files', { skip: needFixtures }, a
   await page.close();
 });
 
-test('a page that carries snapshots opens them (pages written by the command line)', { skip: needFixtures }, async () => {
+test('a page that carries snapshots opens them (pages written by the command line)', async () => {
   // dist/ with the configuration the command line embeds, served from a copy.
   const dir = mkdtempSync(join(tmpdir(), 'memviz-embedded-'));
   cpSync(DIST, dir, { recursive: true });

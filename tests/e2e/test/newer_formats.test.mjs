@@ -112,7 +112,7 @@ test('a trace whose ring buffer overflowed says so above the plot, with what to 
   await page.close();
 });
 
-test('a state-only snapshot shows its live blocks as one column with the line saying why', { skip: STATE_ONLY ? false : 'needs ../shared/fixtures' }, async () => {
+test('a state-only snapshot shows its live blocks as one column with the line saying why', async () => {
   const page = await env.newPage();
   await openFiles(page, STATE_ONLY);
   const kind = await page.getAttribute('#plot', 'data-kind');

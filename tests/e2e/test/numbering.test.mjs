@@ -131,7 +131,7 @@ test('History: rows are numbered by their entry, the header counts apart, an ent
   await page.close();
 });
 
-test('a CUDA-graph file, a state-only file and a multi-device file: entries and counts, no step', { skip: STATE_ONLY ? false : 'needs ../shared/fixtures' }, async () => {
+test('a CUDA-graph file, a state-only file and a multi-device file: entries and counts, no step', async () => {
   const page = await env.newPage();
   for (const [name, file] of [['pools', POOLS], ['state-only', STATE_ONLY], ['devices', DEVICES]]) {
     await openFiles(page, file);

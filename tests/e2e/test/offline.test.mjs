@@ -16,12 +16,11 @@ const OOM = fixture('oom.pickle');
 const RESNET = fixture('resnet50_fixed.pickle');
 const MULTI_DEVICE = join(ROOT, 'tests/data/synth/multi_device.pickle');
 const CLI = process.env.MEMVIZ_CLI ?? join(ROOT, 'target/debug/memviz');
-const skip = !OOM || !RESNET ? 'needs ../shared/fixtures' : !existsSync(CLI) ? `needs ${CLI}: run trunk build --release, then cargo build -p memviz` : false;
 
 let browser;
 let dir;
 before(async () => {
-  if (skip) return;
+  assert.ok(existsSync(CLI), `no ${CLI}: run trunk build --release, then cargo build -p memviz`);
   browser = await launch();
   // The network switched off, on top of every request being blocked.
   await browser.context.setOffline(true);
@@ -74,7 +73,7 @@ async function done({ page, blocked, errors }) {
 
 const bands = async (page) => Number(await page.getAttribute('#plot', 'data-bands'));
 
-test('segment-plot writes a page that works offline from file:// and shows the Allocator State History', { skip }, async () => {
+test('segment-plot writes a page that works offline from file:// and shows the Allocator State History', async () => {
   const o = await openOffline(write('segment.html', ['segment-plot', OOM]));
   const { page } = o;
   assert.equal(await page.inputValue('#view-select'), 'allocator-state-history');
@@ -87,7 +86,7 @@ test('segment-plot writes a page that works offline from file:// and shows the A
   await done(o);
 });
 
-test('trace-plot writes the Active Memory Timeline; --segments the segment timeline; --filter-freed hides freed allocations', { skip }, async () => {
+test('trace-plot writes the Active Memory Timeline; --segments the segment timeline; --filter-freed hides freed allocations', async () => {
   const plain = await openOffline(write('trace.html', ['trace-plot', RESNET]));
   assert.equal(await plain.page.inputValue('#view-select'), 'active-memory-timeline');
   assert.equal(await plain.page.isChecked('#hide-freed'), false);
@@ -112,7 +111,7 @@ test('trace-plot writes the Active Memory Timeline; --segments the segment timel
   await done(kept);
 });
 
-test('trace-plot -d DEVICE opens on that device', { skip }, async () => {
+test('trace-plot -d DEVICE opens on that device', async () => {
   for (const d of ['0', '2']) {
     const o = await openOffline(write(`trace-d${d}.html`, ['trace-plot', MULTI_DEVICE, '-d', d]));
     const label = await o.page.evaluate(() => {
@@ -124,7 +123,7 @@ test('trace-plot -d DEVICE opens on that device', { skip }, async () => {
   }
 });
 
-test('viewer writes the empty viewer, which opens a chosen file offline', { skip }, async () => {
+test('viewer writes the empty viewer, which opens a chosen file offline', async () => {
   const o = await openOffline(write('viewer.html', ['viewer']), { empty: true });
   const { page } = o;
   assert.equal(await page.isVisible('#empty'), true);

@@ -37,7 +37,7 @@ async function showView(page, value) {
   await frames(page);
 }
 
-test('search: a frame name and an address label find and highlight allocations; sizes filter', { skip: RESNET ? false : 'needs ../shared/fixtures' }, async () => {
+test('search: a frame name and an address label find and highlight allocations; sizes filter', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   assert.equal(await count(page), '');
@@ -76,7 +76,7 @@ test('search: a frame name and an address label find and highlight allocations; 
   await page.close();
 });
 
-test('search: matches among summarized allocations are counted, and the count says how many are drawn; hide freed filters them', { skip: RESNET ? false : 'needs ../shared/fixtures' }, async () => {
+test('search: matches among summarized allocations are counted, and the count says how many are drawn; hide freed filters them', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await page.fill('#search-max', '64KiB');

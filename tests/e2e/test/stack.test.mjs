@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { findPoint, fixture, frames, openFiles, plotArea, shot, start } from '../lib/harness.mjs';
 
 const RESNET = fixture('resnet50_fixed.pickle');
-const needFixtures = RESNET ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -25,7 +24,7 @@ async function pythonAndCpp(page) {
   return hit;
 }
 
-test('stacks: Python frames first, name first, user code bold, C++ frames folded, no line wider than the panel', { skip: needFixtures }, async () => {
+test('stacks: Python frames first, name first, user code bold, C++ frames folded, no line wider than the panel', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const hit = await pythonAndCpp(page);
@@ -75,7 +74,7 @@ test('stacks: Python frames first, name first, user code bold, C++ frames folded
   await page.close();
 });
 
-test('pinning: a header with the label and an unpin button, a filled highlight; × and Esc unpin', { skip: needFixtures }, async () => {
+test('pinning: a header with the label and an unpin button, a filled highlight; × and Esc unpin', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const hit = await pythonAndCpp(page);
@@ -122,7 +121,7 @@ test('pinning: a header with the label and an unpin button, a filled highlight; 
   await page.close();
 });
 
-test('the tooltip follows the pointer without covering it, and hides on leave and while dragging', { skip: needFixtures }, async () => {
+test('the tooltip follows the pointer without covering it, and hides on leave and while dragging', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const hit = await pythonAndCpp(page);
@@ -174,7 +173,7 @@ test('the tooltip follows the pointer without covering it, and hides on leave an
   await page.close();
 });
 
-test('the Segment timeline counts segments, and sizes follow one format', { skip: needFixtures }, async () => {
+test('the Segment timeline counts segments, and sizes follow one format', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   assert.match(await page.textContent('#status'), / · peak \d+(\.\d)? (MiB|GiB) · [\d,]+ allocations$/);

@@ -8,7 +8,6 @@ import { ROOT, fixture, frames, openFiles, plotData, readyCount, start, waitRead
 import { join } from 'node:path';
 
 const RESNET = fixture('resnet50_fixed.pickle');
-const needFixtures = RESNET ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -25,7 +24,7 @@ async function reload(page) {
   await page.waitForSelector('#demo:not([disabled])');
 }
 
-test('x axis, hide freed, search and the panel tab survive a reload with the file', { skip: needFixtures }, async () => {
+test('x axis, hide freed, search and the panel tab survive a reload with the file', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await page.fill('#search-frame', 'conv');
@@ -81,7 +80,7 @@ test('a reload of the demo opens the demo again, at the same window', async () =
   await page.close();
 });
 
-test('search: a size that does not parse is said so; n and N step through the matches, dimming the rest', { skip: needFixtures }, async () => {
+test('search: a size that does not parse is said so; n and N step through the matches, dimming the rest', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await page.fill('#search-min', '10 megs');
@@ -141,7 +140,7 @@ test('a long load shows its progress and Cancel in the middle of the drop zone',
   await page.close();
 });
 
-test('a file opened again is read into its place, not added again; files can be closed', { skip: needFixtures }, async () => {
+test('a file opened again is read into its place, not added again; files can be closed', async () => {
   const OOM = fixture('oom.pickle');
   const page = await env.newPage();
   await page.setInputFiles('#file-input', [RESNET, OOM]);

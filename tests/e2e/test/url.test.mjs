@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { ROOT, findPoint, fixture, frames, openFiles, plotArea, plotData, start, waitPlotChange } from '../lib/harness.mjs';
 
 const RESNET = fixture('resnet50_fixed.pickle');
-const needFixtures = RESNET ? false : 'needs ../shared/fixtures';
 
 let env;
 before(async () => {
@@ -23,7 +22,7 @@ async function reload(page) {
   await page.waitForSelector('#demo:not([disabled])');
 }
 
-test('zoom window and pin round-trip through the fragment', { skip: needFixtures }, async () => {
+test('zoom window and pin round-trip through the fragment', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const d0 = await plotData(page);
@@ -54,7 +53,7 @@ test('zoom window and pin round-trip through the fragment', { skip: needFixtures
   await page.close();
 });
 
-test('view and selected event round-trip through the fragment', { skip: needFixtures }, async () => {
+test('view and selected event round-trip through the fragment', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await page.selectOption('#view-select', 'allocator-state-history');

@@ -11,7 +11,6 @@ const RESNET = fixture('resnet50_fixed.pickle');
 const OOM = fixture('oom.pickle');
 const MULTISTREAM = join(ROOT, 'tests/data/real/multistream.pickle');
 const STATE_ONLY = fixture('state_only.pickle');
-const needFixtures = RESNET && OOM && STATE_ONLY ? false : 'needs ../shared/fixtures';
 
 // PyTorch's viewer's event rows, written independently of the page: annotate_snapshot (streams
 // numbered in order of first appearance and left out when every trace entry is on the default
@@ -107,7 +106,7 @@ async function showView(page, value) {
   await frames(page);
 }
 
-test('Allocator State History: the last event is selected; keys and clicks move the selection; the map explains itself', { skip: needFixtures }, async () => {
+test('Allocator State History: the last event is selected; keys and clicks move the selection; the map explains itself', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await showView(page, 'allocator-state-history');
@@ -221,12 +220,9 @@ async function scrollToRow(page, row, rowPx) {
 }
 
 for (const [name, file, everyRow] of [['resnet50_fixed', RESNET, false], ['multistream', MULTISTREAM, true], ['oom', OOM, true]]) {
-  test(`Allocator State History rows of ${name} equal PyTorch's formatEvent rows`, { skip: file ? false : 'needs ../shared/fixtures' }, async (t) => {
+  test(`Allocator State History rows of ${name} equal PyTorch's formatEvent rows`, async () => {
     const want = referenceRows(file);
-    if (!want) {
-      t.skip('needs python3 to write the reference rows');
-      return;
-    }
+    assert.ok(want, 'python3 failed to write the reference rows');
     const rowsOf = want.find((d) => d.length > 0) ?? [];
     const page = await env.newPage();
     await openFiles(page, file);
@@ -257,7 +253,7 @@ for (const [name, file, everyRow] of [['resnet50_fixed', RESNET, false], ['multi
   });
 }
 
-test('the OOM snapshot: the last event of the history and its map', { skip: needFixtures }, async () => {
+test('the OOM snapshot: the last event of the history and its map', async () => {
   const page = await env.newPage();
   await openFiles(page, OOM);
   await showView(page, 'allocator-state-history');
@@ -272,7 +268,7 @@ test('the OOM snapshot: the last event of the history and its map', { skip: need
   await page.close();
 });
 
-test('Active Cached Segment Timeline and Mapped Pages Timeline reuse the timeline', { skip: needFixtures }, async () => {
+test('Active Cached Segment Timeline and Mapped Pages Timeline reuse the timeline', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const alloc = await plotData(page);
@@ -295,7 +291,7 @@ test('Active Cached Segment Timeline and Mapped Pages Timeline reuse the timelin
   await page.close();
 });
 
-test('a snapshot without history is one column of what was live, with a note saying why', { skip: needFixtures }, async () => {
+test('a snapshot without history is one column of what was live, with a note saying why', async () => {
   const page = await env.newPage();
   await openFiles(page, STATE_ONLY);
   const d = await plotData(page);
@@ -323,7 +319,7 @@ test('a snapshot without history is one column of what was live, with a note say
   await page.close();
 });
 
-test('a view with nothing to show is marked in the menu and drawn as an empty state', { skip: needFixtures }, async () => {
+test('a view with nothing to show is marked in the menu and drawn as an empty state', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const labels = await page.$$eval('#view-select option', (os) => Object.fromEntries(os.map((o) => [o.value, o.textContent])));
@@ -346,7 +342,7 @@ test('a view with nothing to show is marked in the menu and drawn as an empty st
   await other.close();
 });
 
-test('Allocator Settings: a table with explanations, or a plain note', { skip: needFixtures }, async () => {
+test('Allocator Settings: a table with explanations, or a plain note', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   await showView(page, 'allocator-settings');
@@ -365,7 +361,7 @@ test('Allocator Settings: a table with explanations, or a plain note', { skip: n
   await page.close();
 });
 
-test('"hide freed" leaves out allocations made and freed within the trace', { skip: needFixtures }, async () => {
+test('"hide freed" leaves out allocations made and freed within the trace', async () => {
   const page = await env.newPage();
   await openFiles(page, RESNET);
   const all = await plotData(page);

@@ -608,7 +608,7 @@ mod tests {
     use super::*;
     use crate::analysis::test_util::{fixture, fixture_path};
 
-    // Figures from: python3 tests/gen/verify_categories.py ../shared/fixtures/resnet50_profile.timeline.json.gz
+    // Figures from: python3 tests/gen/verify_categories.py tests/data/real/resnet50_profile.timeline.json.gz
     #[test]
     fn profiler_timeline_json_and_gz_agree() {
         let (a, b) =
@@ -638,7 +638,7 @@ mod tests {
         Some(c.at_peak.iter().map(|x| x.1).collect())
     }
 
-    // python3 tests/gen/verify_categories.py ../shared/fixtures/resnet50_fixed.pickle (and _buggy)
+    // python3 tests/gen/verify_categories.py tests/data/real/resnet50_fixed.pickle (and _buggy)
     #[test]
     fn inferred_categories_at_the_peak() {
         if let Some(v) = at_peak("resnet50_fixed.pickle") {

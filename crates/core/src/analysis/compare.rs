@@ -432,7 +432,7 @@ mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
 
-    // Figures from: python3 tests/gen/verify_compare.py ../shared/fixtures/resnet50_fixed.pickle ../shared/fixtures/resnet50_buggy.pickle
+    // Figures from: python3 tests/gen/verify_compare.py tests/data/real/resnet50_fixed.pickle tests/data/real/resnet50_buggy.pickle
     #[test]
     fn buggy_against_fixed() {
         let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));

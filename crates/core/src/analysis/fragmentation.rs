@@ -652,7 +652,7 @@ mod tests {
         }
     }
 
-    // Figures from: python3 tests/gen/verify_fragmentation.py ../shared/fixtures/resnet50_fixed.pickle 369 3399 4180
+    // Figures from: python3 tests/gen/verify_fragmentation.py tests/data/real/resnet50_fixed.pickle 369 3399 4180
     // and ... oom.pickle 36 45
     #[test]
     fn verified_points() {

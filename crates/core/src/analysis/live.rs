@@ -348,7 +348,7 @@ mod tests {
     use crate::analysis::test_util::fixture;
 
     // Figures from tests/gen/verify_live.py (plain pickle.load replay):
-    //   python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_buggy.pickle peak
+    //   python3 tests/gen/verify_live.py tests/data/real/resnet50_buggy.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_buggy() {
         let snap = fixture("resnet50_buggy.pickle");
@@ -387,7 +387,7 @@ mod tests {
         assert_eq!(b, l.total_bytes);
     }
 
-    // python3 tests/gen/verify_live.py ../shared/fixtures/resnet50_fixed.pickle peak
+    // python3 tests/gen/verify_live.py tests/data/real/resnet50_fixed.pickle peak
     #[test]
     fn peak_live_set_of_resnet50_fixed_names_backward_nodes() {
         let snap = fixture("resnet50_fixed.pickle");

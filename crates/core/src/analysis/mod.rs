@@ -494,7 +494,7 @@ pub(crate) mod test_util {
 
     use crate::Snapshot;
 
-    /// A real snapshot by name (`../shared/fixtures` or `tests/data/real`), loaded; panics when it
+    /// A real snapshot by name (`tests/data/real`), loaded; panics when it
     /// is missing or does not load.
     pub fn fixture(name: &str) -> Snapshot {
         let p = fixture_path(name);

@@ -294,7 +294,7 @@ mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
 
-    // Figures from: python3 tests/gen/verify_oom.py ../shared/fixtures/oom.pickle
+    // Figures from: python3 tests/gen/verify_oom.py tests/data/real/oom.pickle
     #[test]
     fn oom_fixture_is_explained() {
         let snap = fixture("oom.pickle");

@@ -241,20 +241,24 @@ mod tests {
         assert!(f.iter().any(|f| f.kind == "stalled_free" && f.problem && f.bytes == (8 << 20) + 4096), "{f:?}");
     }
 
-    /// A state-only file on four devices: the device with memory is the default, its 179 blocks
-    /// are ghost lives, and insights say there is no history.
+    /// A state-only file on four devices: the device with memory is the default, its blocks
+    /// are ghost lives, and insights say there is no history; a wrapped ring buffer starts
+    /// mid-run and the finding says to raise max_entries.
     #[test]
     fn state_only_ghosts_and_finding() {
-        let snap = load("external", "maphsge4__snapshot_dec166a.pickle");
+        let snap = crate::coverage::tests::state_only_on_four_devices(false);
         let pos = snap.default_device().unwrap();
         let replay = Replay::build(&snap, pos);
-        assert_eq!(replay.lives.len(), 179);
+        assert_eq!(replay.lives.len(), 3);
         assert!(replay.lives.iter().all(|l| l.origin == crate::timeline::Origin::Ghost));
-        assert_eq!(replay.initial_bytes, 544_460_336);
+        assert_eq!(replay.initial_bytes, 6 << 20);
         let f = findings(&snap, &replay);
         assert!(f.iter().any(|f| f.kind == "no_history" && !f.problem), "{f:?}");
-        let snap = load("external", "wedsonlin__results_medium_128_training_memory_snapshot.pickle");
+        let snap = load("real", "ring_buffer_wrapped.pickle");
         let f = findings(&snap, &Replay::build(&snap, 0));
-        assert!(f.iter().any(|f| f.kind == "trace_starts_mid_run" && f.suggestions[0].contains("max_entries")));
+        assert!(
+            f.iter().any(|f| f.kind == "trace_starts_mid_run" && f.suggestions[0].contains("max_entries")),
+            "{f:?}"
+        );
     }
 }

@@ -22,9 +22,10 @@ fn tiny_pickle() -> Vec<u8> {
     p
 }
 
-fn fixture(name: &str) -> Option<Vec<u8>> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(name);
-    std::fs::read(p).ok()
+/// A file of `tests/data/real`; panics with its path when it is missing.
+fn fixture(name: &str) -> Vec<u8> {
+    let p = crate::test_fixtures::fixture("real", name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
@@ -143,22 +144,15 @@ fn concatenated_members_and_frames() {
 #[test]
 fn fixtures_give_the_reference_text_through_every_container() {
     for name in ["oom", "resnet50_fixed", "state_only"] {
-        let Some(plain) = fixture(&format!("{name}.pickle")) else {
-            eprintln!("note: fixture {name} missing");
-            continue;
-        };
-        let want_stats = fixture(&format!("{name}.ref.stats.txt")).map(|b| String::from_utf8(b).unwrap());
-        let want_trace = fixture(&format!("{name}.ref.trace.txt")).map(|b| String::from_utf8(b).unwrap());
+        let plain = fixture(&format!("{name}.pickle"));
+        let want_stats = String::from_utf8(fixture(&format!("{name}.ref.stats.txt"))).unwrap();
+        let want_trace = String::from_utf8(fixture(&format!("{name}.ref.trace.txt"))).unwrap();
         for (kind, packed) in
             [("gz", gzip(&plain)), ("xz", xz(&plain)), ("zst", zstd(&plain)), ("html", pytorch_page(&plain))]
         {
             let snap = load_in_chunks(&packed, 65_536).unwrap_or_else(|e| panic!("{name}.{kind}: {e}"));
-            if let Some(w) = &want_stats {
-                assert!(reference::stats(&snap).unwrap() == *w, "{name}.{kind}: stats differ");
-            }
-            if let Some(w) = &want_trace {
-                assert!(reference::trace(&snap).unwrap() == *w, "{name}.{kind}: trace differs");
-            }
+            assert!(reference::stats(&snap).unwrap() == want_stats, "{name}.{kind}: stats differ");
+            assert!(reference::trace(&snap).unwrap() == want_trace, "{name}.{kind}: trace differs");
             let whole = crate::load(&packed).unwrap();
             assert_eq!(whole.devices.len(), snap.devices.len());
         }

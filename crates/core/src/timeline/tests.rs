@@ -27,7 +27,7 @@ fn interval_index_matches_brute_force() {
 }
 
 fn fixtures() -> Vec<std::path::PathBuf> {
-    crate::test_fixtures::fixture_files_with(&["shared", "real", "synth"], &["pickle"])
+    crate::test_fixtures::fixture_files_with(&["real", "synth"], &["pickle"])
 }
 
 /// Each fixture that loads, with its path, one at a time.
@@ -424,7 +424,7 @@ fn frees_under_many_live_bands_cost_nothing_per_band_above() {
 
 #[test]
 fn hit_test_finds_the_band_under_a_point() {
-    let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+    let path = crate::test_fixtures::fixture("real", "resnet50_fixed.pickle");
     let bytes = std::fs::read(path).expect("read");
     let snap = crate::load(&bytes).expect("load");
     let l = Layout::build(&snap, 0, Options::default());
@@ -446,7 +446,7 @@ fn hit_test_finds_the_band_under_a_point() {
 
 #[test]
 fn step_at_time_finds_the_nearest_timed_event() {
-    let path = crate::test_fixtures::fixture("shared", "resnet50_fixed.pickle");
+    let path = crate::test_fixtures::fixture("real", "resnet50_fixed.pickle");
     let bytes = std::fs::read(path).expect("read");
     let snap = crate::load(&bytes).expect("load");
     let l = Layout::build(&snap, 0, Options::default());
@@ -505,7 +505,7 @@ fn element_keys_are_unique_and_found() {
 #[test]
 fn a_state_only_snapshot_is_one_moment() {
     let load = |name: &str| {
-        crate::load(&std::fs::read(crate::test_fixtures::fixture("shared", name)).expect("read")).expect("load")
+        crate::load(&std::fs::read(crate::test_fixtures::fixture("real", name)).expect("read")).expect("load")
     };
     let snap = load("state_only.pickle");
     let dev = snap.default_device().expect("device");

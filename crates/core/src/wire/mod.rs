@@ -79,7 +79,7 @@ pub fn decode<T: Wire>(head: &[u8], parts: &mut dyn Parts) -> Result<T, WireErro
 #[cfg(test)]
 pub(crate) fn test_snapshots() -> Vec<(std::path::PathBuf, crate::Snapshot)> {
     let mut out = Vec::new();
-    for path in crate::test_fixtures::fixture_files(&["shared", "real", "synth"]) {
+    for path in crate::test_fixtures::fixture_files(&["real", "synth"]) {
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if let Ok(snap) = crate::load(&bytes) {
             out.push((path, snap));

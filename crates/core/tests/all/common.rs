@@ -14,7 +14,7 @@ mod test_fixtures;
 pub use test_fixtures::{fixture, fixture_dir, fixture_files, fixture_files_with};
 
 /// The folders that hold snapshots with `.ref.stats.txt` / `.ref.trace.txt` next to them.
-pub const REFERENCE_DIRS: [&str; 4] = ["shared", "external", "real", "synth"];
+pub const REFERENCE_DIRS: [&str; 2] = ["real", "synth"];
 
 /// Bytes of a file; panics with the path when it cannot be read.
 pub fn read(path: &Path) -> Vec<u8> {

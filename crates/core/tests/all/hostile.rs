@@ -170,7 +170,7 @@ fn text_files_are_called_text() {
 }
 
 fn small_real_pickle() -> Vec<u8> {
-    read(&fixture("shared", "oom.pickle"))
+    read(&fixture("real", "oom.pickle"))
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn chunked_agrees(bytes: &[u8], chunk: usize) {
 }
 
 fn seed_pickle() -> Vec<u8> {
-    common::read(&common::fixture("shared", "oom.pickle"))
+    common::read(&common::fixture("real", "oom.pickle"))
 }
 
 /// A mutation of the seed.

@@ -1,5 +1,5 @@
 //! The allocator-state simulation behind the Allocator State History, against every real
-//! snapshot (`../shared/fixtures` and `tests/data/real`): replaying the whole trace forward from
+//! snapshot (`tests/data/real`): replaying the whole trace forward from
 //! the reconstructed start (the final state with every event undone) must end in exactly the
 //! snapshot's `segments` and blocks, every step on the way must be one the caching allocator
 //! could have taken, and a seek through the checkpoints must give the same state as the replay.
@@ -14,7 +14,7 @@ use crate::common::{fixture, fixture_files_with};
 
 /// Every pickle of the shared fixtures and of tests/data/real, sorted.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = fixture_files_with(&["shared", "real"], &["pickle"]);
+    let mut out = fixture_files_with(&["real"], &["pickle"]);
     out.sort();
     out
 }

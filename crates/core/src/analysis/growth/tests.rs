@@ -15,7 +15,7 @@ fn problems(i: &Insights) -> Vec<&'static str> {
     i.findings.iter().filter(|f| f.problem).map(|f| f.kind).collect()
 }
 
-// Figures from: python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_buggy.pickle
+// Figures from: python3 tests/gen/verify_growth.py tests/data/real/resnet50_buggy.pickle
 #[test]
 fn buggy_resnet_keeps_its_gradients() {
     let snap = fixture("resnet50_buggy.pickle");
@@ -51,7 +51,7 @@ fn buggy_resnet_keeps_its_gradients() {
     assert_eq!(i.growth.as_ref().map(|g| (g.bytes_per_iteration, g.significant)), Some((0, false)));
 }
 
-// python3 tests/gen/verify_growth.py ../shared/fixtures/resnet50_fixed.pickle
+// python3 tests/gen/verify_growth.py tests/data/real/resnet50_fixed.pickle
 #[test]
 fn fixed_resnet_has_no_problem() {
     let snap = fixture("resnet50_fixed.pickle");
