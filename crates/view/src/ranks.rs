@@ -6,7 +6,7 @@
 //! overlaid curves is nearest to.
 
 use memviz_core::analysis::growth::Finding;
-use memviz_core::ranks::{self, sorted_by_key, NamingRule, OomEvent, RankSummary};
+use memviz_core::ranks::{self, sorted_by_key, MomentStacks, NamingRule, OomEvent, RankSummary, StackBytes};
 
 /// Full models kept at most: the rank (or file) shown and the one shown before it.
 pub const MAX_RESIDENT_MODELS: usize = 2;
@@ -37,8 +37,11 @@ pub struct RankDigest {
     pub problems: Vec<String>,
     /// The stacks with the most bytes live at the peak: (label, bytes), most first.
     pub top_stacks: Vec<(String, u64)>,
+    /// The largest stacks live at the peak, with the bound on those left out: what another
+    /// rank's stacks are looked up in.
+    pub peak_stacks: MomentStacks,
     /// The same at each iteration's peak (the first iterations, as core keeps them).
-    pub iteration_peak_stacks: Vec<Vec<(String, u64)>>,
+    pub iteration_peak_stacks: Vec<MomentStacks>,
 }
 
 memviz_core::wire_struct!(RankDigest {
@@ -53,6 +56,7 @@ memviz_core::wire_struct!(RankDigest {
     grows,
     problems,
     top_stacks,
+    peak_stacks,
     iteration_peak_stacks
 });
 
@@ -71,6 +75,7 @@ impl RankDigest {
             grows: s.grows(),
             problems: s.problem_kinds().into_iter().map(str::to_string).collect(),
             top_stacks: s.top_stacks.iter().map(|t| (t.label.clone(), t.bytes)).collect(),
+            peak_stacks: s.peak_stacks.clone(),
             iteration_peak_stacks: s.iteration_peak_stacks.clone(),
         }
     }
@@ -102,6 +107,7 @@ impl RankDigest {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            peak_stacks: MomentStacks::default(),
             iteration_peak_stacks: Vec::new(),
             findings: if self.grows { vec![growth] } else { Vec::new() },
         }
@@ -449,23 +455,70 @@ pub fn matched_iteration(outlier: &RankDigest, median: &RankDigest) -> Option<us
     (median.iteration_peak_stacks.len() > k && median.iteration_starts.len() > k).then_some(k)
 }
 
-/// How the top stacks at an outlier's peak differ from the median rank's at the matched moment
-/// ([`matched_iteration`]): (label, outlier's bytes, median's bytes), the largest difference
-/// first.
-pub fn stack_differences(outlier: &RankDigest, median: &RankDigest) -> Vec<(String, u64, u64)> {
-    let theirs = match matched_iteration(outlier, median).and_then(|k| median.iteration_peak_stacks.get(k)) {
-        Some(s) => s,
-        None => &median.top_stacks,
-    };
-    let mut rows: Vec<(String, u64, u64)> = outlier.top_stacks.iter().map(|(l, b)| (l.clone(), *b, 0)).collect();
-    for (l, b) in theirs {
-        match rows.iter_mut().find(|r| r.0 == *l) {
-            Some(r) => r.2 = *b,
-            None => rows.push((l.clone(), 0, *b)),
+/// Rows of "what differs" per side: the largest stacks of each side's moment.
+pub const DIFFER_ROWS_PER_SIDE: usize = 5;
+
+/// One row of "what differs": a stack and its live bytes in the outlier (at its peak) and in the
+/// median rank (at the matched moment), each exact or, where that rank's digest did not keep
+/// the stack, a bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackDifference {
+    /// The stack's site label.
+    pub label: String,
+    /// The outlier's bytes.
+    pub outlier: StackBytes,
+    /// The median rank's bytes.
+    pub median: StackBytes,
+}
+
+impl StackDifference {
+    /// Outlier minus median, when both are exact.
+    pub fn delta_bytes(&self) -> Option<i128> {
+        match (self.outlier, self.median) {
+            (StackBytes::Exact(a), StackBytes::Exact(b)) => Some(i128::from(a) - i128::from(b)),
+            _ => None,
         }
     }
-    rows.retain(|r| r.1 != r.2);
-    sorted_by_key(rows, |r| std::cmp::Reverse(r.1.abs_diff(r.2)))
+
+    /// The least the difference can be, in bytes (what the rows are ordered by).
+    fn least_abs_delta_bytes(&self) -> u64 {
+        match (self.outlier, self.median) {
+            (StackBytes::Exact(a), StackBytes::Exact(b)) => a.abs_diff(b),
+            (StackBytes::Exact(a), StackBytes::AtMost(b)) | (StackBytes::AtMost(b), StackBytes::Exact(a)) => {
+                a.saturating_sub(b)
+            }
+            (StackBytes::AtMost(_), StackBytes::AtMost(_)) => 0,
+        }
+    }
+}
+
+/// The median rank's moment that an outlier's peak is read against ([`matched_iteration`]).
+fn median_moment<'a>(outlier: &RankDigest, median: &'a RankDigest) -> &'a MomentStacks {
+    match matched_iteration(outlier, median).and_then(|k| median.iteration_peak_stacks.get(k)) {
+        Some(s) => s,
+        None => &median.peak_stacks,
+    }
+}
+
+/// How the stacks live at an outlier's peak differ from the median rank's at the matched moment
+/// ([`matched_iteration`]): the [`DIFFER_ROWS_PER_SIDE`] largest of each side, each looked up in
+/// both (never a 0 that only means "not kept"); rows equal on both sides left out; the largest
+/// difference first.
+pub fn stack_differences(outlier: &RankDigest, median: &RankDigest) -> Vec<StackDifference> {
+    let (mine, theirs) = (&outlier.peak_stacks, median_moment(outlier, median));
+    let mut labels: Vec<&str> = Vec::new();
+    for (l, _) in mine.stacks.iter().take(DIFFER_ROWS_PER_SIDE).chain(theirs.stacks.iter().take(DIFFER_ROWS_PER_SIDE)) {
+        if !labels.contains(&l.as_str()) {
+            labels.push(l);
+        }
+    }
+    let rows = labels.into_iter().map(|l| StackDifference {
+        label: l.to_string(),
+        outlier: mine.bytes_of(l),
+        median: theirs.bytes_of(l),
+    });
+    let rows = rows.filter(|r| r.delta_bytes() != Some(0));
+    sorted_by_key(rows, |r| std::cmp::Reverse(r.least_abs_delta_bytes()))
 }
 
 #[cfg(test)]

@@ -151,6 +151,8 @@ fn curves_fit_their_box_and_a_point_finds_the_nearest() {
 fn a_digest_crosses_threads_as_bytes() {
     let mut d = digest(5, 6);
     d.top_stacks = vec![("train.py:20 forward".into(), 5)];
+    d.peak_stacks = moment(&[("train.py:20 forward", 5), ("train.py:9 <module>", 2)], 1);
+    d.iteration_peak_stacks = vec![moment(&[("a", 3)], 0), MomentStacks::default()];
     d.problems = vec!["growth".into()];
     d.oom_entries = vec![3];
     let (head, parts) = memviz_core::wire::encode(&d);
@@ -158,26 +160,121 @@ fn a_digest_crosses_threads_as_bytes() {
     assert_eq!(back, d);
 }
 
+fn moment(stacks: &[(&str, u64)], unkept_max_bytes: u64) -> MomentStacks {
+    MomentStacks { stacks: stacks.iter().map(|&(l, b)| (l.to_string(), b)).collect(), unkept_max_bytes }
+}
+
+fn row(label: &str, outlier: StackBytes, median: StackBytes) -> StackDifference {
+    StackDifference { label: label.to_string(), outlier, median }
+}
+
 #[test]
 fn stacks_that_differ_largest_first() {
+    use StackBytes::Exact;
     let mut a = digest(10, 10);
-    a.top_stacks = vec![("forward".into(), 300), ("params".into(), 100), ("keep".into(), 16)];
+    a.peak_stacks = moment(&[("forward", 300), ("params", 100), ("keep", 16)], 0);
     let mut m = digest(10, 10);
-    m.top_stacks = vec![("forward".into(), 100), ("params".into(), 100), ("other".into(), 8)];
+    m.peak_stacks = moment(&[("forward", 100), ("params", 100), ("other", 8)], 0);
     assert_eq!(
         stack_differences(&a, &m),
-        vec![("forward".to_string(), 300, 100), ("keep".to_string(), 16, 0), ("other".to_string(), 0, 8)]
+        vec![
+            row("forward", Exact(300), Exact(100)),
+            row("keep", Exact(16), Exact(0)),
+            row("other", Exact(0), Exact(8))
+        ]
     );
     // With iterations, the median is read at the peak of the iteration the outlier peaks in.
     a.iteration_starts = vec![0, 10, 20];
     a.peak_allocated_entry = Some(14);
     m.iteration_starts = vec![0, 12, 24];
-    m.iteration_peak_stacks = vec![vec![("forward".into(), 1)], vec![("forward".into(), 200), ("params".into(), 100)]];
+    m.iteration_peak_stacks = vec![moment(&[("forward", 1)], 0), moment(&[("forward", 200), ("params", 100)], 0)];
     assert_eq!(matched_iteration(&a, &m), Some(1));
-    assert_eq!(stack_differences(&a, &m), vec![("forward".to_string(), 300, 200), ("keep".to_string(), 16, 0)]);
+    assert_eq!(
+        stack_differences(&a, &m),
+        vec![row("forward", Exact(300), Exact(200)), row("keep", Exact(16), Exact(0))]
+    );
     // A median with fewer iterations: its own peak.
     m.iteration_peak_stacks.truncate(1);
     assert_eq!(matched_iteration(&a, &m), None);
     a.peak_allocated_entry = None;
     assert_eq!(matched_iteration(&a, &m), None);
+}
+
+/// A stack beyond the other side's five largest is looked up in all it kept, not read as 0; one
+/// it did not keep reads as at most the largest it left out.
+#[test]
+fn a_stack_outside_the_other_sides_top_is_looked_up() {
+    use StackBytes::{AtMost, Exact};
+    let mut a = digest(10, 10);
+    a.peak_stacks = moment(&[("adam.py:178", 50), ("linear.py:134", 24), ("x", 1), ("y", 1), ("z", 1), ("w", 1)], 0);
+    let mut m = digest(10, 10);
+    let many: Vec<(String, u64)> = (0..6).map(|i| (format!("big{i}"), 100 - i)).collect();
+    let mut kept: Vec<(&str, u64)> = many.iter().map(|(l, b)| (l.as_str(), *b)).collect();
+    kept.push(("adam.py:178", 50));
+    m.peak_stacks = moment(&kept, 3);
+    let rows = stack_differences(&a, &m);
+    // adam.py:178 is equal on both sides, so no row; linear.py:134 is not kept by the median.
+    assert!(rows.iter().all(|r| r.label != "adam.py:178"), "{rows:?}");
+    let lin = rows.iter().find(|r| r.label == "linear.py:134").unwrap();
+    assert_eq!((lin.outlier, lin.median), (Exact(24), AtMost(3)));
+    assert_eq!(lin.delta_bytes(), None);
+    assert!(rows.iter().all(|r| r.median != Exact(0) || !r.label.starts_with("big")));
+    let big = rows.iter().find(|r| r.label == "big0").unwrap();
+    assert_eq!((big.outlier, big.median, big.delta_bytes()), (Exact(0), Exact(100), Some(-100)));
+}
+
+/// The overview's table equals the live sets at the same entries, row by row, on real files
+/// whose largest stacks differ (each taken as the outlier against the other): every byte count
+/// shown exactly is what the Live set says there, every bound holds, and a stack beyond the other
+/// side's five largest is among the rows with its true bytes (the 0 B of a stack not kept).
+#[test]
+fn what_differs_equals_the_live_sets_at_the_matched_entries() {
+    use memviz_core::analysis::growth::insights_with;
+    use memviz_core::analysis::live::{group_label, live_set};
+    use memviz_core::analysis::{Moment, Replay};
+    use memviz_core::ranks::summarize_for_overview;
+    let load = |name: &str| {
+        let p = format!("{}/../../tests/data/real/{name}", env!("CARGO_MANIFEST_DIR"));
+        memviz_core::load(&std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))).unwrap()
+    };
+    let live_at = |snap: &memviz_core::Snapshot, replay: &Replay, row: u32| -> Vec<(String, u64)> {
+        let l = live_set(snap, replay, Moment::Entry(row)).unwrap();
+        l.by_stack.iter().map(|g| (group_label(snap, g), g.bytes)).collect()
+    };
+    let bytes_in = |set: &[(String, u64)], label: &str| set.iter().filter(|g| g.0 == label).map(|g| g.1).sum::<u64>();
+    let (mut rows_checked, mut beyond_top) = (0, 0);
+    for (o_name, m_name) in [
+        ("resnet50_buggy.pickle", "resnet50_fixed.pickle"),
+        ("resnet50_fixed.pickle", "resnet50_buggy.pickle"),
+        ("growth_leak.pickle", "gpt_amp_annotated.pickle"),
+    ] {
+        let (o_snap, m_snap) = (load(o_name), load(m_name));
+        let (o, m) =
+            (RankDigest::of(&summarize_for_overview(&o_snap)), RankDigest::of(&summarize_for_overview(&m_snap)));
+        let o_replay = Replay::build(&o_snap, o_snap.default_device().unwrap());
+        let m_replay = Replay::build(&m_snap, m_snap.default_device().unwrap());
+        let o_live = live_at(&o_snap, &o_replay, o.peak_allocated_entry.unwrap());
+        let m_row = match matched_iteration(&o, &m) {
+            Some(k) => insights_with(&m_snap, &m_replay).iterations.list[k].peak_row,
+            None => m.peak_allocated_entry.unwrap(),
+        };
+        let m_live = live_at(&m_snap, &m_replay, m_row);
+        let rows = stack_differences(&o, &m);
+        assert!(!rows.is_empty(), "{o_name} against {m_name}");
+        for r in &rows {
+            rows_checked += 1;
+            for (side, got, live) in [("outlier", r.outlier, &o_live), ("median", r.median, &m_live)] {
+                let want = bytes_in(live, &r.label);
+                match got {
+                    StackBytes::Exact(b) => assert_eq!(b, want, "{o_name} vs {m_name}: {side} {}", r.label),
+                    StackBytes::AtMost(b) => assert!(want <= b, "{o_name} vs {m_name}: {side} {}", r.label),
+                }
+            }
+            let top5 = |set: &[(String, u64)]| set.iter().take(DIFFER_ROWS_PER_SIDE).any(|g| g.0 == r.label);
+            if !(top5(&o_live) && top5(&m_live)) && bytes_in(&o_live, &r.label) > 0 && bytes_in(&m_live, &r.label) > 0 {
+                beyond_top += 1;
+            }
+        }
+    }
+    assert!(beyond_top > 0, "no row held a stack outside one side's five largest ({rows_checked} rows)");
 }

@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use memviz_core::format::human_size;
+use memviz_core::ranks::{StackBytes, MOMENT_STACKS};
 use memviz_view::ranks::{stack_differences, RankStatus, Run};
 use wasm_bindgen::JsCast;
 use web_sys::Element;
@@ -182,8 +183,21 @@ fn curves_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
     s
 }
 
+/// A side's bytes of one stack: exact, or "≤ bound" where its digest did not keep the stack.
+fn stack_bytes_cell(b: StackBytes) -> String {
+    match b {
+        StackBytes::Exact(v) => format!("<td data-bytes=\"{v}\">{}</td>", size(v)),
+        StackBytes::AtMost(v) => format!(
+            "<td data-at-most-bytes=\"{v}\" title=\"Not among the {MOMENT_STACKS} largest stacks kept for this rank's \
+             moment: at most the largest one left out\">≤ {}</td>",
+            size(v)
+        ),
+    }
+}
+
 /// For each outlier, the stacks live at its peak against the median rank's at the matched
-/// moment (the peak of the same iteration, else its own peak).
+/// moment (the peak of the same iteration, else its own peak): the outlier minus the median,
+/// as Compare's B − A with the median as A.
 fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
     let mut s = String::from("<div id=\"ranks-differs\">");
     for (i, reasons) in outliers {
@@ -206,14 +220,16 @@ fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String 
             s,
             "<section class=\"differs\" data-rank=\"{}\" data-matched-iteration=\"{matched}\"><h3>What differs: {} ({}) \
              against {}, the median, {at}</h3><button type=\"button\" data-compare=\"{i}\">Compare the two in full \
-             (Insights, Compare: matched by iteration)</button><table><tr><th>stack</th><th>{}</th><th>{}</th>\
-             <th>difference</th></tr>",
+             (Insights, Compare: A the median, B {}, matched by iteration)</button><table><tr><th>stack</th><th>{}</th><th>{}</th>\
+             <th>difference ({} − median)</th></tr>",
             e.rank,
             esc(&e.label()),
             esc(&reasons.join(", ")),
             esc(&m.label()),
             esc(&e.label()),
-            esc(&m.label())
+            esc(&e.label()),
+            esc(&m.label()),
+            esc(&e.label())
         );
         let rows = stack_differences(d, md);
         if rows.is_empty() {
@@ -225,17 +241,22 @@ fn differs_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String 
                 esc(&reasons.join(", "))
             );
         }
-        for (label, a, b) in rows {
-            let sign = if a >= b { "+" } else { "−" };
+        for r in rows {
+            let delta = match r.delta_bytes() {
+                Some(d) => format!(
+                    "<td data-delta-bytes=\"{d}\">{}{}</td>",
+                    if d >= 0 { "+" } else { "−" },
+                    size(d.unsigned_abs().try_into().unwrap_or(u64::MAX))
+                ),
+                None => "<td title=\"One side did not keep this stack: its bytes are a bound\">?</td>".to_string(),
+            };
             let _ = write!(
                 s,
-                "<tr data-more-bytes=\"{}\" data-less-bytes=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{sign}{}</td></tr>",
-                a.saturating_sub(b),
-                b.saturating_sub(a),
-                esc(&label),
-                size(a),
-                size(b),
-                size(a.abs_diff(b))
+                "<tr data-label=\"{}\"><td>{}</td>{}{}{delta}</tr>",
+                esc(&r.label),
+                esc(&r.label),
+                stack_bytes_cell(r.outlier),
+                stack_bytes_cell(r.median),
             );
         }
         s.push_str("</table></section>");

@@ -70,8 +70,11 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
   assert.equal(await page.getAttribute('#ranks-overlay', 'data-aligned-by'), 'iteration');
   // What differs: each outlier against the median rank, by stack, bytes each way.
   assert.equal(await page.$$eval('#ranks-differs .differs', (e) => e.length), 3);
-  const more = await page.$$eval('.differs[data-rank="3"] tr[data-more-bytes]', (r) => r.map((x) => Number(x.dataset.moreBytes)));
+  const more = await page.$$eval('.differs[data-rank="3"] td[data-delta-bytes]', (r) => r.map((x) => Number(x.dataset.deltaBytes)));
   assert.ok(more.some((m) => m === 2 * 8 * 32 * MIB), `rank 3 holds 512 MiB more activations: ${more}`);
+  assert.match(await page.textContent('.differs[data-rank="3"] tr:first-child'), /difference \(rank 3.* − median\)/);
+  // Every byte count shown is exact here (each rank keeps all its stacks): no 0 B that means "not kept".
+  assert.equal(await page.$$eval('.differs td[data-at-most-bytes]', (r) => r.length), 0);
   // Against the median at the matched moment: its peak in the iteration rank 3 peaks in.
   const matched = await page.getAttribute('.differs[data-rank="3"]', 'data-matched-iteration');
   assert.ok(Number(matched) >= 1, `matched iteration: ${matched}`);
@@ -100,11 +103,13 @@ test('an outlier compared in full with the median rank: both models in, core\'s 
   await openRun(page);
   await page.click('#ranks-differs [data-compare="3"]');
   await page.waitForSelector('#analysis .cmp-point[data-label="peak"]', { timeout: 60000 });
-  assert.match(await page.textContent('#analysis .cmp-files'), /rank3_memory_snapshot/);
-  assert.match(await page.textContent('#analysis .cmp-other.current'), /rank4_memory_snapshot/);
+  // A is the median rank, B the outlier: B − A has the overview's sign (outlier − median).
+  assert.match(await page.textContent('#analysis .cmp-files'), /rank4_memory_snapshot/);
+  assert.match(await page.textContent('#analysis .cmp-other.current'), /rank3_memory_snapshot/);
   const peak = page.locator('#analysis .cmp-point[data-label="peak"]');
-  assert.equal(Number(await peak.getAttribute('data-a-bytes')), expectedPeak(3));
-  assert.equal(Number(await peak.getAttribute('data-b-bytes')), expectedPeak(4));
+  assert.equal(Number(await peak.getAttribute('data-a-bytes')), expectedPeak(4));
+  assert.equal(Number(await peak.getAttribute('data-b-bytes')), expectedPeak(3));
+  assert.ok(Number(await peak.getAttribute('data-delta-bytes')) > 0, 'the outlier holds more: a positive B − A');
   assert.equal(Number(await page.getAttribute('#main', 'data-resident-models')), 2);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();

@@ -22,6 +22,7 @@ pub fn sorted_by_key<T, K: Ord>(items: impl IntoIterator<Item = T>, key: impl Fn
     out
 }
 
+pub use moments::{MomentStacks, StackBytes, MOMENT_STACKS};
 pub use naming::{assign_ranks, is_snapshot_name, NamingRule, RankFile, RankFiles};
 pub use summary::{
     outliers, summarize, summarize_for_overview, OomEvent, Outlier, PeakStack, RankSummary, CURVE_POINTS,

@@ -10,6 +10,8 @@ use crate::analysis::live::{self, group_label};
 use crate::analysis::{frame_label, visible_frames, Moment, Replay};
 use crate::snapshot::{Action, Snapshot};
 
+use super::moments::{stacks_at_rows, MomentStacks, MOMENT_STACKS};
+
 /// Most points of [`RankSummary::curve`].
 pub const CURVE_POINTS: usize = 4096;
 
@@ -75,10 +77,12 @@ pub struct RankSummary {
     pub iteration_source: Option<&'static str>,
     /// The stacks with the most bytes live at the peak, most first.
     pub top_stacks: Vec<PeakStack>,
-    /// The top stacks (label, bytes) live at each iteration's peak, for the first
-    /// [`MAX_ITERATION_MOMENTS`] iterations ([`crate::ranks::moments`]): the moments another
-    /// rank's peak is matched with.
-    pub iteration_peak_stacks: Vec<Vec<(String, u64)>>,
+    /// The largest stacks live at the peak ([`MOMENT_STACKS`] of them, with the bound on the
+    /// rest): what the rank overview looks another rank's stacks up in. Empty in [`summarize`].
+    pub peak_stacks: MomentStacks,
+    /// The same at each iteration's peak, for the first [`MAX_ITERATION_MOMENTS`] iterations
+    /// ([`crate::ranks::moments`]): the moments another rank's peak is matched with.
+    pub iteration_peak_stacks: Vec<MomentStacks>,
     /// The insights' findings, problems first (their element lists left empty).
     pub findings: Vec<Finding>,
 }
@@ -174,6 +178,7 @@ fn summarize_with(snap: &Snapshot, iteration_moments: bool) -> RankSummary {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            peak_stacks: MomentStacks::default(),
             iteration_peak_stacks: Vec::new(),
             findings: Vec::new(),
         };
@@ -187,9 +192,13 @@ fn summarize_with(snap: &Snapshot, iteration_moments: bool) -> RankSummary {
     });
     let peaks: Vec<u32> = insights.iterations.list.iter().take(MAX_ITERATION_MOMENTS).map(|i| i.peak_row).collect();
     let iteration_peak_stacks = if iteration_moments && peaks.windows(2).all(|w| w[0] <= w[1]) {
-        super::moments::stacks_at_rows(snap, &replay, &peaks, TOP_STACKS)
+        stacks_at_rows(snap, &replay, &peaks, MOMENT_STACKS)
     } else {
         Vec::new()
+    };
+    let peak_stacks = match (iteration_moments, replay.peak_row) {
+        (true, Some(row)) => stacks_at_rows(snap, &replay, &[row], MOMENT_STACKS).pop().unwrap_or_default(),
+        _ => MomentStacks::default(),
     };
     let findings = insights.findings.into_iter().map(|f| Finding { elements: Vec::new(), ..f }).collect();
     RankSummary {
@@ -208,6 +217,7 @@ fn summarize_with(snap: &Snapshot, iteration_moments: bool) -> RankSummary {
         iteration_starts: insights.iterations.list.iter().map(|i| i.start_row).collect(),
         iteration_source,
         top_stacks: top_stacks(snap, &replay),
+        peak_stacks,
         iteration_peak_stacks,
         findings,
     }
@@ -295,9 +305,12 @@ mod tests {
         let snap = fixture("oom.pickle");
         let s = summarize(&snap);
         assert!(s.iteration_peak_stacks.is_empty(), "the command line's summary keeps no moments");
+        assert_eq!(s.peak_stacks, MomentStacks::default());
         let o = summarize_for_overview(&snap);
         assert_eq!(o.iteration_peak_stacks.len(), o.iteration_starts.len().min(MAX_ITERATION_MOMENTS));
-        assert_eq!(RankSummary { iteration_peak_stacks: Vec::new(), ..o }, s);
+        let top: Vec<(String, u64)> = o.top_stacks.iter().map(|t| (t.label.clone(), t.bytes)).collect();
+        assert_eq!(o.peak_stacks.stacks.iter().take(TOP_STACKS).cloned().collect::<Vec<_>>(), top);
+        assert_eq!(RankSummary { iteration_peak_stacks: Vec::new(), peak_stacks: MomentStacks::default(), ..o }, s);
         let i = crate::info::info(&snap);
         let d = i.devices.iter().find(|d| Some(d.device) == s.device).expect("device");
         assert_eq!(s.entries, d.entries);
@@ -327,6 +340,7 @@ mod tests {
             iteration_starts: Vec::new(),
             iteration_source: None,
             top_stacks: Vec::new(),
+            peak_stacks: MomentStacks::default(),
             iteration_peak_stacks: Vec::new(),
             findings: Vec::new(),
         }

@@ -130,17 +130,17 @@ impl App {
         self.settle_layout();
     }
 
-    /// Once both files of a pending comparison are in: the first shown, the Compare tab open on
-    /// the other.
+    /// Once both files of a pending comparison (outlier, median) are in: the median shown as A,
+    /// the Compare tab open on the outlier as B, so that B − A is the overview's outlier − median.
     pub(crate) fn compare_when_loaded(&mut self) {
         let Some((i, m)) = self.pending_compare else { return };
         let (Some((_, Some(fi))), Some((_, Some(fm)))) = (self.rank_source(i), self.rank_source(m)) else { return };
         self.pending_compare = None;
-        self.select_file(fi);
+        self.select_file(fm);
         let a = &mut self.state.analysis;
         a.open = true;
         a.tab = memviz_view::state::panels::Tab::Compare;
-        a.compare_with = Some(fm);
+        a.compare_with = Some(fi);
     }
 
     /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay: a run's
