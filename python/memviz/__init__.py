@@ -17,6 +17,14 @@ In a notebook::
 
     import memviz, torch
     memviz.show(torch.cuda.memory._snapshot())
+
+In a training script (:mod:`memviz.recording`; callbacks for Lightning and ``transformers`` in
+:mod:`memviz.integrations`)::
+
+    with memviz.record("memory_snapshots", every=100):
+        for batch in loader:
+            train_step(batch)
+            memviz.step()
 """
 
 from __future__ import annotations
@@ -32,7 +40,21 @@ import sys as _sys
 import sysconfig as _sysconfig
 from typing import Any, Dict, List, Optional, Union
 
-__all__ = ["Viewer", "binary", "info", "save_html", "show", "stats", "to_html", "MemvizError"]
+from .recording import Recorder, record, step
+
+__all__ = [
+    "Viewer",
+    "binary",
+    "info",
+    "save_html",
+    "show",
+    "stats",
+    "to_html",
+    "MemvizError",
+    "Recorder",
+    "record",
+    "step",
+]
 
 Snapshot = Union[str, "_os.PathLike[str]", bytes, bytearray, memoryview, Dict[str, Any], List[Any], None]
 
@@ -206,4 +228,8 @@ def show(snapshot: Snapshot = None, view: str = "Active Memory Timeline", height
 def __getattr__(name: str) -> Any:
     if name == "__version__":
         return _run(["--version"], None).split()[-1]
+    if name == "integrations":
+        import importlib
+
+        return importlib.import_module(".integrations", __name__)
     raise AttributeError(name)
