@@ -5,21 +5,16 @@
 //! so that level of detail (bands under half a device pixel are not drawn one by one) and
 //! decimation (at most about two vertices per device-pixel column) match what the screen shows.
 
-use memviz_core::format::human_size;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Path2d};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::canvas::{fit_canvas, put_pixels, HeldPlot};
+use crate::canvas::{fit_canvas, HeldPlot};
 use crate::model::Timings;
 pub(crate) use crate::paint::edges::*;
 pub use crate::paint::*;
-use memviz_view::axis;
 pub use memviz_view::layout_px::*;
-use memviz_view::raster::Raster;
 use memviz_view::state::{Drag, OpenFile, Target};
 use memviz_view::view::View;
-use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
-use memviz_view::xmap::XMap;
-use wasm_bindgen::JsValue;
+use memviz_view::viewport::Viewport;
 
 mod base;
 mod controls;
