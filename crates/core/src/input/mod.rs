@@ -165,11 +165,6 @@ impl Unpacker {
         self.container.or_else(|| (!self.head.is_empty()).then(|| sniff(&self.head)))
     }
 
-    /// Bytes handed on so far.
-    pub fn unpacked_bytes(&self) -> u64 {
-        self.out_bytes
-    }
-
     fn start(&mut self, container: Container) -> Stage {
         self.container = Some(container);
         match container {
