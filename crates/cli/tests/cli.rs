@@ -231,11 +231,11 @@ fn info_json_has_the_independently_checked_peaks() {
 /// status 1 and one line naming standard output, never silently.
 #[test]
 fn output_that_cannot_be_written_is_an_error() {
-    let p = test_fixtures::fixture("containers", "oom.pickle.gz");
+    let p = test_fixtures::fixture("synth", "oom.pickle");
     let f = p.to_string_lossy().into_owned();
     let ranks_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memviz-full-ranks");
     std::fs::create_dir_all(&ranks_dir).expect("temp dir");
-    std::fs::copy(&p, ranks_dir.join("rank0.pickle.gz")).expect("copy");
+    std::fs::copy(&p, ranks_dir.join("rank0.pickle")).expect("copy");
     let ranks = ranks_dir.to_string_lossy().into_owned();
     let commands: Vec<Vec<&str>> = vec![
         vec!["stats", &f],
