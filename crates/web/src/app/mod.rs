@@ -1,6 +1,6 @@
 //! The page's one state ([`App`]), the handlers that change it, and the glue to the DOM.
 //!
-//! DOM events become [`Input`]s through the [`Binding`]s each part of the page gives, installed
+//! DOM events become [`crate::input::Input`]s through the [`crate::input::Binding`]s each part of the page gives, installed
 //! by [`install`] through one helper (`listen_binding`), which borrows the state once and calls
 //! [`App::handle`]. Handlers change state, carry out its effects and end in `settle` (derived
 //! results brought up to date, the URL written, one animation frame asked for); the frame calls

@@ -254,7 +254,7 @@ fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
 }
 
 /// Draws the fragmentation chart for the timeline's visible window when the window changed (a
-/// moving window at most every [`FRAG_WINDOW_REDRAW_MS`]), and its marker at the step the user
+/// moving window at most every `FRAG_WINDOW_REDRAW_MS`), and its marker at the step the user
 /// points at (called by each frame while the tab is shown).
 #[allow(clippy::too_many_lines)] // one chart and its readout; moves into a paint module with the panel state
 pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElement) {

@@ -200,8 +200,8 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
     crate::views::show_panel_or_timeline(fr.ui, fr.state, &memo.views);
 }
 
-/// Draws everything from the state: the page, the canvases ([`draw_frame`]) and the hovered
-/// band's outline over a small timeline ([`sync_hover_outline`]).
+/// Draws everything from the state: the page, the canvases (`draw_frame`) and the hovered
+/// band's outline over a small timeline (`sync_hover_outline`).
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     draw_frame(fr, memo);
     sync_hover_outline(fr, memo);
@@ -246,7 +246,7 @@ fn sync_hover_outline(fr: &Frame<'_>, memo: &mut PaintMemo) {
     memo.hover_svg = shown;
 }
 
-/// What `#plot-hover` shows ([`sync_hover_outline`]).
+/// What `#plot-hover` shows (`sync_hover_outline`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HoverSvg {
     /// The path's data (device px).
