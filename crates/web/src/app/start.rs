@@ -2,7 +2,7 @@
 //! with, and warming up the WebAssembly on the demo while the page is idle.
 
 use super::listeners::{install_listeners, listen_binding, watch_size};
-use super::tasks::with_app;
+use super::tasks::{with_app, APP};
 use super::{App, READ_ON_PAGE_MAX_BYTES};
 use crate::dom::{context_2d, Ui};
 use crate::input::{Input, Source};
@@ -48,10 +48,6 @@ pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
     let view = get(&config, "view").and_then(|v| v.as_string()).and_then(|v| View::from_value(&v));
     let device = get(&config, "device").and_then(|d| d.as_f64()).map(|d| d as i64);
     Some(Embedded { files, view, device })
-}
-
-thread_local! {
-    pub(crate) static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
 }
 
 /// Builds the state, installs the listeners and keeps the state for the page's lifetime.
