@@ -89,13 +89,9 @@ pub fn page(viewer: &Viewer, title: &str, files: &[Embedded<'_>], opts: &PageOpt
     let body = body_of(viewer.index_html);
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<title>{title}</title>\n<style>{css}</style>\n</head>\n<body>{body}\n<script type=\"application/json\" id=\"memviz-embedded\">{config}</script>\n<script type=\"module\">{script}</script>\n</body>\n</html>\n",
-        title = html_escape(title),
+        title = memviz_core::format::escape_html(title),
         css = viewer.css,
     )
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// The message for builds without a viewer.

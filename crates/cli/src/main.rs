@@ -4,7 +4,8 @@
 //! `memviz stats FILE` and `memviz trace FILE` print exactly what PyTorch's
 //! `python -m torch.cuda._memory_viz stats|trace FILE` prints; `memviz info FILE` summarizes;
 //! `memviz ranks PATH...` compares a training run's per-rank snapshots.
-//! Every command reads `-` as standard input. Errors are one line on stderr and exit status 1.
+//! Every command reads `-` as standard input. Errors are one line on stderr and exit status 1,
+//! output that cannot be written included; a closed pipe (`| head`) ends the command quietly.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,7 +13,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use memviz_core::{info, reference};
 
+use error::CliError;
+
 mod analysis_cmds;
+mod error;
 mod html;
 mod info_text;
 mod parquet_export;
@@ -156,8 +160,9 @@ enum Command {
         a: String,
         /// Snapshot B.
         b: String,
-        /// Device index in both (default: each file's device with the longest trace).
-        #[arg(long)]
+        /// Device index in both, or `host` for pinned host memory (default: each file's device
+        /// with the longest trace).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
         device: Option<i64>,
         /// Differences listed per direction and moment.
         #[arg(long, default_value_t = 10)]
@@ -245,8 +250,9 @@ fn parse_device(s: &str) -> Result<i64, String> {
     }
 }
 
-fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Result<String, String> {
-    let viewer = html::VIEWER.as_ref().ok_or_else(|| html::NO_VIEWER.to_string())?;
+/// Writes an HTML page to `output` (`-`: `out`, else a file, reported on `out`).
+fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions, out: &mut dyn Write) -> Result<(), CliError> {
+    let viewer = html::VIEWER.as_ref().ok_or(html::NO_VIEWER)?;
     let (bytes, name) = match file {
         Some(f) => {
             let bytes = read::read_for_page(f)?;
@@ -265,79 +271,92 @@ fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions) -> Res
     let page = html::page(viewer, &title, &embedded, opts);
     if output == "-" {
         // The page itself on standard output (what the Python package reads).
-        return Ok(page);
+        return out.write_all(page.as_bytes()).map_err(CliError::stdout);
     }
-    std::fs::write(output, page.as_bytes()).map_err(|e| format!("cannot write {output}: {e}"))?;
-    Ok(format!("wrote {output} ({} bytes)\n", page.len()))
+    write_file(output, page.as_bytes())?;
+    writeln!(out, "wrote {output} ({} bytes)", page.len()).map_err(CliError::stdout)
 }
 
-fn run(cli: Cli) -> Result<String, String> {
-    match cli.command {
+/// Writes `bytes` to the file `path`.
+fn write_file(path: &str, bytes: &[u8]) -> Result<(), CliError> {
+    std::fs::write(path, bytes).map_err(|source| CliError::Write { target: path.to_string(), source })
+}
+
+/// Runs one command, writing what it prints to `out` as it is produced.
+fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    let text = match cli.command {
         Command::TracePlot { file, output, device, segments, filter_freed, view } => {
             let view = view.unwrap_or_else(|| {
                 if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" }.into()
             });
-            write_page(Some(&file), &output, &html::PageOptions { view: Some(view), device, filter_freed })
+            let opts = html::PageOptions { view: Some(view), device, filter_freed };
+            return write_page(Some(&file), &output, &opts, out);
         }
-        Command::SegmentPlot { file, output, device } => write_page(
-            Some(&file),
-            &output,
-            &html::PageOptions { view: Some("allocator-state-history".into()), device, filter_freed: false },
-        ),
-        Command::Viewer { output } => write_page(None, &output, &html::PageOptions::default()),
-        Command::Stats { file } => reference::stats(load(&file)?).map_err(|e| format!("{file}: {e}")),
-        Command::Trace { file } => reference::trace(load(&file)?).map_err(|e| format!("{file}: {e}")),
+        Command::SegmentPlot { file, output, device } => {
+            let opts = html::PageOptions { view: Some("allocator-state-history".into()), device, filter_freed: false };
+            return write_page(Some(&file), &output, &opts, out);
+        }
+        Command::Viewer { output } => return write_page(None, &output, &html::PageOptions::default(), out),
+        Command::Stats { file } => reference::stats(load(&file)?).map_err(|e| format!("{file}: {e}"))?,
+        Command::Trace { file } => {
+            let text = reference::trace_text(load(&file)?).map_err(|e| format!("{file}: {e}"))?;
+            // The largest output of all: written line by line, never held whole.
+            return write!(out, "{text}").map_err(CliError::stdout);
+        }
         Command::Info { file, json } => {
             let i = info::info(load(&file)?);
-            Ok(if json { info_text::json(&i) } else { info_text::text(&file, &i) })
+            if json {
+                info_text::json(&i)
+            } else {
+                info_text::text(&file, &i)
+            }
         }
         Command::Live { file, at, device, json, top } => {
-            analysis_cmds::live(&file, load(&file)?, &at, device, json, top)
+            analysis_cmds::live(&file, load(&file)?, &at, device, json, top)?
         }
-        Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json),
-        Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json),
+        Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json)?,
+        Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json)?,
         Command::Fragmentation { file, device, points, json } => {
-            analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)
+            analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)?
         }
         Command::Compare { a, b, device, top, by, json } => {
-            analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, by, json)
+            analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, by, json)?
         }
         Command::Categories { file, device, points, json } => {
-            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)
+            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)?
         }
         Command::Flame { file, at, lifetime, device, json } => {
-            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, json)
+            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, json)?
         }
-        Command::Ranks { paths, json } => ranks::ranks(&paths, json),
+        Command::Ranks { paths, json } => ranks::ranks(&paths, json)?,
         Command::Export { files, format: analysis_cmds::ExportFormat::Parquet, output, .. } => {
             let dir = output.ok_or("--format parquet needs an output folder: -o DIR")?;
-            parquet_export::export(&files, &dir)
+            parquet_export::export(&files, &dir)?
         }
         Command::Export { files, format, at, device, output } => {
             let [file] = files.as_slice() else {
-                return Err(format!("--format {format:?} takes one snapshot, not {}", files.len()).to_lowercase());
+                return Err(format!("--format {format:?} takes one snapshot, not {}", files.len())
+                    .to_lowercase()
+                    .into());
             };
             let text = analysis_cmds::export(file, load(file)?, &at, device, format)?;
             match output {
-                Some(path) => {
-                    std::fs::write(&path, text).map(|()| String::new()).map_err(|e| format!("cannot write {path}: {e}"))
-                }
-                None => Ok(text),
+                Some(path) => return write_file(&path, text.as_bytes()),
+                None => text,
             }
         }
-    }
+    };
+    out.write_all(text.as_bytes()).map_err(CliError::stdout)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(text) => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth reporting.
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-            ExitCode::SUCCESS
-        }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let done = run(cli, &mut out).and_then(|()| out.flush().map_err(CliError::stdout));
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`| head`): what it read was what it wanted.
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("memviz: error: {e}");
             ExitCode::FAILURE

@@ -343,6 +343,25 @@ fn info_live_and_insights_see_pinned_host_memory() {
 }
 
 #[test]
+fn compare_takes_the_pinned_host_device() {
+    let a = host_file("host_a.pickle");
+    let b = host_file("host_b.pickle");
+    let (_, host_after) = replay(&host_events());
+    let (host_peak_row, host_peak) = peak(&host_after);
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let c = json(&["compare", &a, &b, "--device", "host", "--json"]);
+    for side in ["a", "b"] {
+        assert_eq!(c[side]["peak_bytes"], host_peak, "{c}");
+        assert_eq!(c[side]["peak_entry"], host_peak_row, "{c}");
+    }
+    // The CUDA device, by its index, differs from the host's peak.
+    let (_, cuda_after) = replay(&cuda_events());
+    let c = json(&["compare", &a, &b, "--device", "0", "--json"]);
+    assert_eq!(c["a"]["peak_bytes"], peak(&cuda_after).1, "{c}");
+    assert_ne!(peak(&cuda_after).1, host_peak);
+}
+
+#[test]
 fn live_and_info_on_annotate_entries() {
     let t0 = 1_700_000_000_000_000i128;
     let events = cuda_events();

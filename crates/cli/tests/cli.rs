@@ -226,3 +226,59 @@ fn info_json_has_the_independently_checked_peaks() {
         assert!(text.contains(&format!("({peak} bytes)")), "{name}: {text}");
     }
 }
+
+/// Every command that prints: its output sent to `/dev/full` (a disk that is full) ends with exit
+/// status 1 and one line naming standard output, never silently.
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let p = test_fixtures::fixture("synth", "oom.pickle");
+    let f = p.to_string_lossy().into_owned();
+    let ranks_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memviz-full-ranks");
+    std::fs::create_dir_all(&ranks_dir).expect("temp dir");
+    std::fs::copy(&p, ranks_dir.join("rank0.pickle")).expect("copy");
+    let ranks = ranks_dir.to_string_lossy().into_owned();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["stats", &f],
+        vec!["trace", &f],
+        vec!["info", &f],
+        vec!["info", "--json", &f],
+        vec!["live", &f],
+        vec!["insights", &f],
+        vec!["oom", &f],
+        vec!["fragmentation", &f],
+        vec!["compare", &f, &f],
+        vec!["categories", &f],
+        vec!["flame", &f],
+        vec!["ranks", &ranks],
+        vec!["export", "--format", "csv", &f],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("open /dev/full");
+        let out = bin().args(&args).stdout(full).stderr(Stdio::piped()).output().expect("run memviz");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "memviz {args:?} > /dev/full: {err}");
+        assert_eq!(err.lines().count(), 1, "memviz {args:?}: {err:?}");
+        assert!(err.starts_with("memviz: error: cannot write standard output: "), "memviz {args:?}: {err}");
+    }
+    // An output file that cannot be written is named.
+    let out = run(&["export", "--format", "csv", &f, "-o", "/dev/full"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write /dev/full"));
+}
+
+/// A reader that stops early (`memviz trace x | head -1`) ends the command quietly, with status 0.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let p = test_fixtures::fixture("containers", "oom.pickle.gz");
+    let mut child = bin()
+        .args(["trace", &p.to_string_lossy()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memviz");
+    // Closing the pipe's reading end before memviz writes makes every write fail with EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for memviz");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,4 +1,4 @@
-//! The texts shown for things the user points at (reference study, section 2.5), shared by the
+//! The texts shown for things the user points at, shared by the
 //! page and the command line.
 
 use crate::format::{addr_label, size_with_bytes, stack_lines};

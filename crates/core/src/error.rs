@@ -1,4 +1,6 @@
-//! The one error type of the crate: what went wrong, where (byte offsets), and what to do about it.
+//! Why a snapshot cannot be read: what went wrong, where (byte offsets), and what to do about it.
+//! Analyses and the wire format have errors of their own ([`crate::analysis::AnalysisError`],
+//! [`crate::wire::WireError`]).
 
 use std::fmt;
 
@@ -117,13 +119,6 @@ pub enum FileKind {
     MemoryTimeline,
     /// A compressed format memviz does not read (bzip2, LZ4, 7-Zip).
     OtherCompressed(&'static str),
-}
-
-impl Error {
-    /// A one-line message a user can act on.
-    pub fn message(&self) -> String {
-        self.to_string()
-    }
 }
 
 impl fmt::Display for Error {

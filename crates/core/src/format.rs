@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::snapshot::{Frame, Snapshot};
-use crate::tree::{bigint_to_decimal, Tree};
+use crate::tree::Tree;
 
 const UNITS: [&str; 8] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi"];
 
@@ -23,6 +23,28 @@ pub fn py_size_f64(num: f64) -> String {
         x /= 1024.0;
     }
     format!("{x:.1}YiB")
+}
+
+/// A count and its noun, with an `s` unless it is one: `1 note`, `3 problems`, `0 tensors`.
+pub fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Text made safe for HTML, in an element or a quoted attribute: `&`, `<`, `>`, `"` and `'` as
+/// entities.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The page's size text, also used in summaries: a binary unit after a space, one decimal with a
@@ -381,14 +403,25 @@ fn repr_into(snap: &Snapshot, t: &Tree, out: &mut String, depth: usize) {
     }
 }
 
-/// Decimal text of a big integer held as little-endian two's complement.
-pub fn big_decimal(le: &[u8]) -> String {
-    bigint_to_decimal(le)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_name_their_noun() {
+        assert_eq!(plural(1, "note"), "1 note");
+        assert_eq!(plural(0, "tensor"), "0 tensors");
+        assert_eq!(plural(3, "problem"), "3 problems");
+    }
+
+    #[test]
+    fn html_escapes_text_and_attributes() {
+        assert_eq!(
+            escape_html(r#"<a href="x">Tom & Jerry's</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;"
+        );
+        assert_eq!(escape_html("plain"), "plain");
+    }
 
     #[test]
     fn page_sizes_have_one_rule() {

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Data flow: [`pickle`] (streaming, non-recursive, never runs code) → [`snapshot`] (the model) →
-//! [`reference`] (PyTorch-compatible text), [`info`] (summary).
+//! [`reference`](mod@reference) (PyTorch-compatible text), [`info`] (summary).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -300,11 +300,6 @@ impl PlotData {
             self.time = snap.devices.get(self.device_pos).and_then(|d| TimeMap::build(&self.layout, &d.trace));
         }
     }
-
-    /// Number of allocations the layout knows (drawn or summarized).
-    pub fn element_count(&self) -> usize {
-        self.layout.elements.len()
-    }
 }
 
 crate::wire_by_field!(TimeMap { t0_us } chunked { knot_step, knot_us });

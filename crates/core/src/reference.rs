@@ -1,10 +1,11 @@
 //! The text that PyTorch's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
-//! for byte, quirks included (see the reference study, section 4): `stats` counts requested bytes
+//! for byte, quirks included: `stats` counts requested bytes
 //! as allocated and draws 20 MiB pages; `trace` never recycles names, matches snapshot segments by
 //! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`. Both ignore
 //! pinned host memory (`host_segments`, `host_traces`), as PyTorch's CLI does.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::{self, Write as _};
 
 use crate::error::Error;
 use crate::format::{py_repr, py_size, py_size_f64};
@@ -181,8 +182,13 @@ fn short_name(n: u64) -> String {
 
 /// `trace`: every entry of every non-empty device trace in a Pythonic style. Output ends with the
 /// newline `print` adds.
-#[allow(clippy::too_many_lines)] // follows PyTorch's trace printer line for line
 pub fn trace(snap: &Snapshot) -> Result<String, Error> {
+    Ok(trace_text(snap)?.to_string())
+}
+
+/// `trace`'s text, to be written as it is produced (`write!(out, "{}", ...)`) rather than held
+/// whole: the error is known before the first line.
+pub fn trace_text(snap: &Snapshot) -> Result<TraceText<'_>, Error> {
     if !snap.source.has_device_traces {
         return Err(Error::NotASnapshot {
             found: if snap.source.bare_segment_list {
@@ -192,110 +198,120 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
             },
         });
     }
-    // Snapshot segments in file order, matched by allocated_size (a quirk of the reference).
-    let mut snapshot_segs = FirstContaining::default();
-    for s in snap.segments.iter().filter(|s| !s.host) {
-        snapshot_segs.push(s.address, u128::from(s.allocated_size));
-    }
-    let mut out = String::new();
-    for dev in &snap.devices {
-        let t = &dev.trace;
-        if t.is_empty() || dev.is_pinned_host() {
-            continue;
+    Ok(TraceText { snap })
+}
+
+/// The text of [`trace`] for a snapshot that has a trace ([`trace_text`]); its `Display` writes it.
+pub struct TraceText<'a> {
+    snap: &'a Snapshot,
+}
+
+impl fmt::Display for TraceText<'_> {
+    #[allow(clippy::too_many_lines)] // follows PyTorch's trace printer line for line
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let snap = self.snap;
+        // Snapshot segments in file order, matched by allocated_size (a quirk of the reference).
+        let mut snapshot_segs = FirstContaining::default();
+        for s in snap.segments.iter().filter(|s| !s.host) {
+            snapshot_segs.push(s.address, u128::from(s.allocated_size));
         }
-        out.push_str(&format!("Device {} ----------------\n", dev.index));
-        out.push_str(&format!("{} entries\n", t.len()));
-        let mut intervals = FirstContaining::default();
-        let mut interval_names: Vec<String> = Vec::new();
-        let mut seg_names: HashMap<u64, String> = HashMap::new();
-        let mut alloc_names: HashMap<u64, String> = HashMap::new();
-        let mut next_name = 0u64;
-        let mut count: i128 = 0;
-        for row in 0..t.len() {
-            let action = t.action.get(row).copied().unwrap_or(Action::Unknown);
-            let addr = t.addr.get(row).copied().unwrap_or(0);
-            let raw = t.raw_at(row);
-            // Sizes beyond 64 bits are kept only in the verbatim entry.
-            let big_size: Option<f64> = raw.and_then(|r| match r.get("size") {
-                Some(Tree::Int(i)) if *i > i128::from(u64::MAX) || *i < 0 => Some(*i as f64),
-                Some(Tree::BigInt(s)) => s.parse::<f64>().ok(),
-                _ => None,
-            });
-            let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
-            let size_text = big_size.map_or_else(|| py_size(size), py_size_f64);
-            count = row as i128;
-            let known = matches!(
-                action,
-                Action::Alloc
-                    | Action::FreeRequested
-                    | Action::FreeCompleted
-                    | Action::SegmentAlloc
-                    | Action::SegmentFree
-                    | Action::Oom
-            );
-            match (action, raw) {
-                (Action::Alloc, _) => {
-                    let n = short_name(next_name);
-                    next_name += 1;
-                    let (seg_name, offset) = match intervals.find(addr) {
-                        Some((idx, start)) => (
-                            interval_names.get(idx as usize).cloned().unwrap_or_default(),
-                            i128::from(addr) - i128::from(start),
-                        ),
-                        None => match snapshot_segs.find(addr) {
-                            Some((idx, start)) => (format!("seg_{idx}"), i128::from(addr) - i128::from(start)),
-                            None => ("MEM".to_owned(), i128::from(addr)),
-                        },
-                    };
-                    out.push_str(&format!("{n} = {seg_name}[{offset}:{size_text}]\n"));
-                    alloc_names.insert(addr, n);
-                    count += size;
-                }
-                (Action::FreeRequested, _) => {
-                    let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("del {name} # {size_text}\n"));
-                }
-                (Action::FreeCompleted, _) => {
-                    count -= size;
-                    let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("# free completed for {name} {size_text}\n"));
-                }
-                (Action::SegmentAlloc, _) => {
-                    let n = short_name(next_name);
-                    next_name += 1;
-                    out.push_str(&format!("{n} = cudaMalloc({addr}, {size_text})\n"));
-                    intervals.push(addr, size.max(0) as u128);
-                    interval_names.push(n.clone());
-                    seg_names.insert(addr, n);
-                }
-                (Action::SegmentFree, _) => {
-                    let name = seg_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
-                    out.push_str(&format!("cudaFree({name}) # {size_text}\n"));
-                }
-                (Action::Oom, _) => {
-                    let free_text = match raw.and_then(|r| r.get("device_free")) {
-                        Some(Tree::Int(i)) => py_size(*i),
-                        Some(Tree::BigInt(s)) => py_size_f64(s.parse::<f64>().unwrap_or(0.0)),
-                        _ => py_size(i128::from(t.device_free_at(row).unwrap_or(0))),
-                    };
-                    out.push_str(&format!(
-                        "raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA\n"
-                    ));
-                }
-                (_, Some(tree)) => {
-                    out.push_str(&py_repr(snap, tree));
-                    out.push('\n');
-                }
-                (_, None) => {
-                    debug_assert!(!known);
-                    out.push_str("{}\n");
+        for dev in &snap.devices {
+            let t = &dev.trace;
+            if t.is_empty() || dev.is_pinned_host() {
+                continue;
+            }
+            writeln!(out, "Device {} ----------------", dev.index)?;
+            writeln!(out, "{} entries", t.len())?;
+            let mut intervals = FirstContaining::default();
+            let mut interval_names: Vec<String> = Vec::new();
+            let mut seg_names: HashMap<u64, String> = HashMap::new();
+            let mut alloc_names: HashMap<u64, String> = HashMap::new();
+            let mut next_name = 0u64;
+            let mut count: i128 = 0;
+            for row in 0..t.len() {
+                let action = t.action.get(row).copied().unwrap_or(Action::Unknown);
+                let addr = t.addr.get(row).copied().unwrap_or(0);
+                let raw = t.raw_at(row);
+                // Sizes beyond 64 bits are kept only in the verbatim entry.
+                let big_size: Option<f64> = raw.and_then(|r| match r.get("size") {
+                    Some(Tree::Int(i)) if *i > i128::from(u64::MAX) || *i < 0 => Some(*i as f64),
+                    Some(Tree::BigInt(s)) => s.parse::<f64>().ok(),
+                    _ => None,
+                });
+                let size = i128::from(t.size_bytes.get(row).copied().unwrap_or(0));
+                let size_text = big_size.map_or_else(|| py_size(size), py_size_f64);
+                count = row as i128;
+                let known = matches!(
+                    action,
+                    Action::Alloc
+                        | Action::FreeRequested
+                        | Action::FreeCompleted
+                        | Action::SegmentAlloc
+                        | Action::SegmentFree
+                        | Action::Oom
+                );
+                match (action, raw) {
+                    (Action::Alloc, _) => {
+                        let n = short_name(next_name);
+                        next_name += 1;
+                        let (seg_name, offset) = match intervals.find(addr) {
+                            Some((idx, start)) => (
+                                interval_names.get(idx as usize).cloned().unwrap_or_default(),
+                                i128::from(addr) - i128::from(start),
+                            ),
+                            None => match snapshot_segs.find(addr) {
+                                Some((idx, start)) => (format!("seg_{idx}"), i128::from(addr) - i128::from(start)),
+                                None => ("MEM".to_owned(), i128::from(addr)),
+                            },
+                        };
+                        writeln!(out, "{n} = {seg_name}[{offset}:{size_text}]")?;
+                        alloc_names.insert(addr, n);
+                        count += size;
+                    }
+                    (Action::FreeRequested, _) => {
+                        let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
+                        writeln!(out, "del {name} # {size_text}")?;
+                    }
+                    (Action::FreeCompleted, _) => {
+                        count -= size;
+                        let name = alloc_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
+                        writeln!(out, "# free completed for {name} {size_text}")?;
+                    }
+                    (Action::SegmentAlloc, _) => {
+                        let n = short_name(next_name);
+                        next_name += 1;
+                        writeln!(out, "{n} = cudaMalloc({addr}, {size_text})")?;
+                        intervals.push(addr, size.max(0) as u128);
+                        interval_names.push(n.clone());
+                        seg_names.insert(addr, n);
+                    }
+                    (Action::SegmentFree, _) => {
+                        let name = seg_names.get(&addr).cloned().unwrap_or_else(|| addr.to_string());
+                        writeln!(out, "cudaFree({name}) # {size_text}")?;
+                    }
+                    (Action::Oom, _) => {
+                        let free_text = match raw.and_then(|r| r.get("device_free")) {
+                            Some(Tree::Int(i)) => py_size(*i),
+                            Some(Tree::BigInt(s)) => py_size_f64(s.parse::<f64>().unwrap_or(0.0)),
+                            _ => py_size(i128::from(t.device_free_at(row).unwrap_or(0))),
+                        };
+                        writeln!(out, "raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA")?;
+                    }
+                    (_, Some(tree)) => {
+                        out.write_str(&py_repr(snap, tree))?;
+                        out.write_char('\n')?;
+                    }
+                    (_, None) => {
+                        debug_assert!(!known);
+                        out.write_str("{}\n")?;
+                    }
                 }
             }
+            write!(out, "TOTAL MEM: {}", py_size(count))?;
         }
-        out.push_str(&format!("TOTAL MEM: {}", py_size(count)));
+        out.write_char('\n')?;
+        Ok(())
     }
-    out.push('\n');
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Allocator state (segments and blocks) just after any trace event, the way PyTorch's
-//! "Allocator State History" shows it (reference study, section 3.6), without replaying the whole
+//! "Allocator State History" shows it, without replaying the whole
 //! trace per seek: one backward pass from the final snapshot stores checkpoints, and a seek undoes
 //! at most one checkpoint interval of events. Long replays (that pass, and the analyses' passes
 //! over a whole trace) keep the blocks hashed ([`HashedState`]), which changes as the state does.

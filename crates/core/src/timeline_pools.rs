@@ -1,4 +1,4 @@
-//! Private pools on a timeline ("Allocated Memory (incl. Private Pools)", reference study §3.4).
+//! Private pools on a timeline ("Allocated Memory (incl. Private Pools)").
 //!
 //! Each private pool (a `segment_pool_id` other than `(0, 0)` on the final segments, keyed by
 //! pool and the stream of its allocations) gets an envelope: placed on the stack at the live total of the step where

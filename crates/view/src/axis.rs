@@ -1,7 +1,5 @@
 //! Axis ticks and their labels: bytes in binary units, event steps, and time.
 
-use memviz_core::format::human_size;
-
 /// Smallest "nice" number (1, 2 or 5 times a power of ten) that is at least `x`.
 pub fn nice_step(x: f64) -> f64 {
     if !x.is_finite() || x <= 0.0 {
@@ -28,7 +26,7 @@ pub fn ticks_with_step(lo: f64, hi: f64, step: f64) -> Vec<f64> {
 
 /// Byte ticks for `[0, max_bytes]`, about `target` of them: steps are 1, 2 or 5 times a power of
 /// ten of the binary unit of the maximum (KiB, MiB, GiB, ...), never finer than a tenth of it,
-/// so [`human_size`] labels them all differently.
+/// so [`memviz_core::format::human_size`] labels them all differently.
 pub fn byte_ticks(max_bytes: f64, target: usize) -> (f64, Vec<f64>) {
     if max_bytes.is_nan() || max_bytes <= 0.0 {
         return (1.0, vec![0.0]);
@@ -45,16 +43,6 @@ pub fn byte_ticks(max_bytes: f64, target: usize) -> (f64, Vec<f64>) {
         nice_step(raw / unit).max(if unit > 1.0 { 0.1 } else { 1.0 }) * unit
     };
     (step, ticks_with_step(0.0, max_bytes, step))
-}
-
-/// Label of a byte tick on its own (each in its own unit); an axis labels all of its ticks in
-/// one unit with [`byte_axis_labels`].
-pub fn byte_label(bytes: f64) -> String {
-    if bytes == 0.0 {
-        "0".to_string()
-    } else {
-        human_size(bytes)
-    }
 }
 
 /// The binary unit (1, 1024, 1024², ... bytes) that all labels of an axis share: that of its

@@ -1,6 +1,6 @@
 //! The Allocator State History view without the DOM: the event list's text (PyTorch's
-//! `formatEvent`), address versions, the segment map layout (reference study, section 3.7) and
-//! the texts for what the pointer is over (section 2.5).
+//! `formatEvent`), address versions, the segment map layout (as PyTorch's viewer
+//! draws it) and the texts for what the pointer is over.
 
 use std::collections::HashMap;
 

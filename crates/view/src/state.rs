@@ -277,8 +277,11 @@ pub enum TimelineInput {
     Unpin,
     /// Show or fold the C++ frames in the stack panel.
     ToggleNativeFrames,
-    /// A cited trace entry's link: put the cursor there (or take it away from there).
+    /// A cited trace entry's link: put the cursor there (or take it away from there); from a
+    /// panel view (the History), the timeline is shown with the cursor there.
     Cursor(u32),
+    /// A view was chosen.
+    SelectView(View),
 }
 
 /// What the page must do after an update.
@@ -307,7 +310,7 @@ pub enum Effect {
     /// Download something from the analysis panel.
     Export(panels::ExportKind),
     /// Pin the search match this many matches after (or before) the current one and bring it
-    /// into view ([`ViewState::focus_element`]).
+    /// into view ([`ViewState::step_match`]).
     StepMatch(i32),
     /// Show this window of the shown file's x axis, the y axis fitted to `y_max_bytes` (a row of
     /// the analysis panel zooms the timeline to what it names).
@@ -325,6 +328,12 @@ pub enum Effect {
     /// Open the timeline of the run's entry `.0` ([`ViewState::focus_rank`] says which it is;
     /// the page brings its model in).
     FocusRank(usize),
+    /// Another view is shown: the page shows its panel or the timeline and measures the canvases
+    /// again; with `relayout`, the shown file is laid out again (the view plots other data).
+    ViewShown {
+        /// Whether the layout changes with it.
+        relayout: bool,
+    },
 }
 
 /// A load in progress, as the status line shows it.
@@ -413,7 +422,7 @@ pub struct ViewState {
     /// Their query ([`panels::SearchBoxes::query`]).
     pub search: Query,
     /// Which match of the search was stepped to last (`n` / `N`).
-    pub search_cursor: Option<usize>,
+    pub search_cursor: Option<matches::MatchIndex>,
     /// The file the URL fragment names, until it is opened (its view is restored then).
     pub restore_file: Option<String>,
     /// The keyboard help is shown.
@@ -615,9 +624,28 @@ impl ViewState {
             }
             TimelineInput::Unpin => self.set_pin(None),
             TimelineInput::ToggleNativeFrames => self.native_frames_open = !self.native_frames_open,
-            TimelineInput::Cursor(entry) => self.toggle_cursor(entry),
+            TimelineInput::Cursor(entry) => {
+                if self.view.is_panel() {
+                    // The cursor is on the timeline: it is shown, with the cursor there.
+                    self.show_view(View::ActiveMemoryTimeline, &mut effects);
+                    self.cursor_entry = None;
+                }
+                self.toggle_cursor(entry);
+            }
+            TimelineInput::SelectView(v) => self.show_view(v, &mut effects),
         }
         effects
+    }
+
+    /// Shows view `v` ([`Effect::ViewShown`]) unless it is shown.
+    fn show_view(&mut self, v: View, effects: &mut Vec<Effect>) {
+        if v == self.view {
+            return;
+        }
+        let relayout = v.mode() != self.view.mode();
+        self.view = v;
+        self.history.on_shown();
+        effects.push(Effect::ViewShown { relayout });
     }
 
     fn hold_preview(&mut self, now_ms: f64, effects: &mut Vec<Effect>) {
@@ -829,6 +857,7 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
 }
 
 pub mod flame;
+pub mod matches;
 pub mod panels;
 pub mod pin;
 mod select;

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use memviz_core::format::human_size;
+use memviz_core::format::{escape_html as esc, human_size};
 use memviz_core::ranks::{StackBytes, MOMENT_STACKS};
 use memviz_view::ranks::{stack_differences, RankStatus, Run};
 use wasm_bindgen::JsCast;
@@ -39,11 +39,6 @@ const BAR_PX: f64 = 560.0;
 /// Bytes in binary units.
 fn size(bytes: u64) -> String {
     human_size(bytes as f64)
-}
-
-/// Text made safe for markup.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// What a click on the overview asks: to compare a rank with the median one (a button's

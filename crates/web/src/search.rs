@@ -178,13 +178,13 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             // The match stepped to, by the trace entry that allocated it (a link to the cursor).
             let entry = m
                 .elements
-                .get(i)
+                .get(i.get())
                 .and_then(|&e| fr.file()?.plot.layout.elements.get(e as usize)?.alloc_row)
                 .map_or_else(String::new, |r| format!(", allocated at entry {r}"));
             format!(
                 "· {} · match {} of {}{entry} (n / N)",
                 human_size(m.total_bytes as f64),
-                i + 1,
+                i.number(),
                 memviz_view::axis::step_label(m.elements.len() as f64)
             )
         }

@@ -5,7 +5,7 @@
 //! [`sniff`] tells the container from its first bytes (magic bytes, not the file name).
 //! [`Unpacker`] takes the file's bytes in chunks and hands on the bytes inside, in chunks of at
 //! most [`OUT_BYTES`]: the decompressed data is never held whole. [`Loader`] is the
-//! [`PlainLoader`](crate::PlainLoader) behind an [`Unpacker`]: every front end feeds it the file
+//! [`crate::PlainLoader`] behind an [`Unpacker`]: every front end feeds it the file
 //! as it is, and progress stays in the file's (compressed) bytes.
 //!
 //! Limits: decompressed data may be at most [`MAX_RATIO`] times the compressed bytes read so far
@@ -163,11 +163,6 @@ impl Unpacker {
     /// The container, or what the bytes held so far look like.
     fn container_so_far(&self) -> Option<Container> {
         self.container.or_else(|| (!self.head.is_empty()).then(|| sniff(&self.head)))
-    }
-
-    /// Bytes handed on so far.
-    pub fn unpacked_bytes(&self) -> u64 {
-        self.out_bytes
     }
 
     fn start(&mut self, container: Container) -> Stage {

@@ -472,16 +472,6 @@ impl Document {
         self.dict_iter(dict).collect()
     }
 
-    /// The value at position `pos` of a compact dict (the shape's `pos`-th key).
-    pub fn compact_value(&self, dict: Value, pos: usize) -> Option<Value> {
-        let Value::Dict(i) = dict else { return None };
-        match &self.dict_rec(i)? {
-            DictRec::Compact { start, .. } => Some(self.dict_vals.get(*start as usize + pos)),
-            DictRec::Record(row) => self.record_value(*row, pos),
-            DictRec::Generic(_) | DictRec::Empty => None,
-        }
-    }
-
     /// Python's type name of a value with an article, for error messages ("an int", "a str").
     pub fn type_name(v: Value) -> &'static str {
         match v {

@@ -5,7 +5,7 @@ use crate::tree::Tree;
 
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// What a trace entry records. See the reference study, section 1.5.
+/// What a trace entry records (its `action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Action {

@@ -1,4 +1,4 @@
-//! The Active Memory Timeline layout (reference study, section 3.1), built in O(n log n) instead
+//! The Active Memory Timeline layout (as PyTorch's viewer defines it), built in O(n log n) instead
 //! of PyTorch's O(events x live).
 //!
 //! - x is the event step: each alloc or free takes one step, and a free with allocations live

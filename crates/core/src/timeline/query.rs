@@ -356,17 +356,6 @@ impl Layout {
     pub fn row_at(&self, step: f64) -> Option<u32> {
         self.event_at(step).and_then(|i| self.event_row.get(i)).copied().filter(|&r| r != u32::MAX)
     }
-
-    /// Per-column maxima of live bytes over `columns` equal slices of [a, b) (for the minimap).
-    pub fn column_max(&self, a: f64, b: f64, columns: usize) -> Vec<u64> {
-        let mut out = Vec::with_capacity(columns);
-        let w = (b - a) / columns.max(1) as f64;
-        for c in 0..columns {
-            let x0 = a + w * c as f64;
-            out.push(self.max_live_between(x0, x0 + w));
-        }
-        out
-    }
 }
 
 /// Step of the event whose trace time is nearest to `time_us`, for placing timed marks (such as

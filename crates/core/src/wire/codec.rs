@@ -75,12 +75,6 @@ impl<'a> Encoder<'a> {
             self.scratch = Vec::new();
         }
     }
-
-    /// Writes a column computed from items (for struct fields stored by column).
-    pub fn column_of<S, T: Plain>(&mut self, items: &[S], f: impl Fn(&S) -> T) {
-        let values: Vec<T> = items.iter().map(f).collect();
-        self.column(&values);
-    }
 }
 
 /// The parts, in the order they were written, on the receiving side.

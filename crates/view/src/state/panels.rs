@@ -100,14 +100,6 @@ pub enum Action {
     Entry(u32),
 }
 
-impl Action {
-    /// Whether the action names timeline elements through the analyses (see
-    /// [`Effect::Highlight`]).
-    pub fn names_elements(self) -> bool {
-        matches!(self, Action::Finding(_) | Action::OomHolders(_) | Action::Site(_) | Action::Node(_))
-    }
-}
-
 /// Elements outlined on the timeline, and what named them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Highlight {

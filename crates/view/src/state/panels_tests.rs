@@ -50,10 +50,8 @@ fn every_action_but_a_chart_hover_redraws_the_timeline_marks() {
 fn rows_that_name_elements_ask_for_a_highlight_and_a_second_click_clears_it() {
     let mut s = demo();
     for a in [Action::Finding(2), Action::OomHolders(0), Action::Site(1), Action::Node(7)] {
-        assert!(a.names_elements());
         assert_eq!(apply(&mut s, a), vec![Effect::Highlight(a)]);
     }
-    assert!(!Action::LiveAtPeak.names_elements());
     let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3] };
     s.analysis.toggle_highlight(Some(h.clone()));
     assert_eq!(s.analysis.highlight.as_ref(), Some(&h));

@@ -158,3 +158,26 @@ fn a_cited_entry_toggles_the_cursor() {
     s.update(TimelineInput::Cursor(41), 0.0);
     assert_eq!(s.cursor_entry, None);
 }
+
+/// A cited entry's link in a panel view (the History) shows the timeline with the cursor there,
+/// even when the cursor was on that entry already.
+#[test]
+fn a_cited_entry_in_a_panel_shows_the_timeline_with_the_cursor() {
+    use crate::state::Effect;
+    use crate::view::View;
+    let mut s = demo_with(15_000);
+    s.update(TimelineInput::Cursor(40), 0.0);
+    let effects = s.update(TimelineInput::SelectView(View::AllocatorStateHistory), 0.0);
+    assert_eq!(effects, vec![Effect::ViewShown { relayout: false }]);
+    let effects = s.update(TimelineInput::Cursor(40), 0.0);
+    assert_eq!(s.view, View::ActiveMemoryTimeline);
+    assert_eq!(effects, vec![Effect::ViewShown { relayout: false }]);
+    assert_eq!(s.cursor_entry, Some(40), "put there, not taken away");
+    // On the timeline the same link takes it away, and no view is shown.
+    assert_eq!(s.update(TimelineInput::Cursor(40), 0.0), vec![]);
+    assert_eq!(s.cursor_entry, None);
+    // A view that plots other data is laid out again.
+    let effects = s.update(TimelineInput::SelectView(View::ActiveCachedSegmentTimeline), 0.0);
+    assert_eq!(effects, vec![Effect::ViewShown { relayout: true }]);
+    assert_eq!(s.update(TimelineInput::SelectView(View::ActiveCachedSegmentTimeline), 0.0), vec![]);
+}

@@ -5,9 +5,16 @@
 //! derived is brought up to date, the URL fragment written and one frame asked for
 //! ([`App::settle`]): painting only reads.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::tasks::exact_after;
+use super::App;
+use crate::derived::Derived;
+use crate::input::{Input, Source};
+use crate::model::Timings;
+use crate::{input, render};
 use memviz_view::state::flame::FlameChange;
+use memviz_view::state::{Effect, TimelineInput};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
 
 impl App {
     /// Applies an input about a training run (its overview and the rank in focus).
@@ -76,20 +83,8 @@ impl App {
                 Vec::new()
             }
             Input::SelectView(v) => {
-                if v != self.state.view {
-                    let same_layout = v.mode() == self.state.view.mode();
-                    self.state.view = v;
-                    self.state.history.on_shown();
-                    // Scroll the selected row into view once the list is laid out.
-                    self.memo.views.forget_rows();
-                    // The timeline's canvases were hidden (0 px) while a panel was shown.
-                    crate::views::show_panel_or_timeline(&self.ui, &self.state, &self.memo.views);
-                    self.on_resize();
-                    if !same_layout {
-                        self.relayout(None, None);
-                    }
-                }
-                Vec::new()
+                let now_ms = self.ui.now_ms();
+                self.state.update(TimelineInput::SelectView(v), now_ms)
             }
             Input::PreviewDetail(n) => {
                 self.state.detail_preview = Some(n);
@@ -103,13 +98,8 @@ impl App {
                 Vec::new()
             }
             Input::Cursor(entry) => {
-                if self.state.view.is_panel() {
-                    // From a panel view (History): the timeline, with the cursor there.
-                    self.handle(Input::SelectView(memviz_view::view::View::ActiveMemoryTimeline));
-                    self.state.cursor_entry = None;
-                }
-                self.state.toggle_cursor(entry);
-                Vec::new()
+                let now_ms = self.ui.now_ms();
+                self.state.update(TimelineInput::Cursor(entry), now_ms)
             }
             Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) | Input::Flame(_) => {
                 self.panel_input(input)
@@ -293,6 +283,16 @@ impl App {
                 }
                 Effect::Cursor(entry) => self.state.toggle_cursor(entry),
                 Effect::FocusRank(i) => self.focus_rank(i),
+                Effect::ViewShown { relayout } => {
+                    // Scroll the selected row into view once the list is laid out.
+                    self.memo.views.forget_rows();
+                    // The timeline's canvases were hidden (0 px) while a panel was shown.
+                    crate::views::show_panel_or_timeline(&self.ui, &self.state, &self.memo.views);
+                    self.on_resize();
+                    if relayout {
+                        self.relayout(None, None);
+                    }
+                }
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);
@@ -302,38 +302,11 @@ impl App {
         }
     }
 
-    /// Pins the search match `by` matches after the current one (the pinned match, else the one
-    /// stepped to last) and brings it into view.
+    /// Pins the search match `by` matches after the current one and brings it into view.
     fn step_match(&mut self, by: i32) {
         let Some(m) = self.derived.matches_of(&self.state) else { return };
-        // Only matches drawn one by one can be shown; summarized ones are counted, not pinned.
-        let layout = match self.state.file() {
-            Some(f) => &f.plot.layout,
-            None => return,
-        };
-        let drawn: Vec<u32> = m
-            .elements
-            .iter()
-            .copied()
-            .filter(|&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some()))
-            .collect();
-        if drawn.is_empty() {
-            return;
-        }
-        let n = drawn.len() as i64;
-        let current = match self.state.pinned {
-            Some(Target::Element(e)) => drawn.iter().position(|&d| d == e),
-            _ => None,
-        }
-        .or(self.state.search_cursor.filter(|&c| c < drawn.len()));
-        let next = match current {
-            Some(c) => (c as i64 + i64::from(by)).rem_euclid(n),
-            None if by >= 0 => 0,
-            None => n - 1,
-        } as usize;
-        let e = drawn[next];
-        self.state.search_cursor = m.elements.iter().position(|&x| x == e);
-        self.state.focus_element(e);
+        let elements = Rc::clone(&m.elements);
+        self.state.step_match(&elements, by);
     }
 
     /// After the state changed: computes what is derived and missing, writes the URL fragment

@@ -2,8 +2,21 @@
 //! [`listen_binding`], which installs the [`Binding`]s each part of the page gives (the toolbar's
 //! and the canvases' are here); and the resize observer that measures the canvases again.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::tasks::with_app;
+use super::App;
+use crate::dom::Ui;
+use crate::input;
+use crate::input::{bind, Binding, Input, Source, Surface};
+use gloo_events::{EventListener, EventListenerOptions};
+use memviz_view::state::TimelineInput;
+use memviz_view::view::View;
+use memviz_view::xmap::XAxis;
+use std::cell::RefCell;
+use std::rc::Weak;
+use wasm_bindgen::prelude::*;
+use web_sys::{
+    DragEvent, Element, HtmlElement, HtmlInputElement, HtmlSelectElement, KeyboardEvent, PointerEvent, WheelEvent,
+};
 
 /// Makes the input of a pointer event from its surface and position (CSS px).
 pub(crate) type PointerInput = fn(Surface, f64, f64) -> Input;

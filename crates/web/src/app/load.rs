@@ -2,12 +2,23 @@
 //! ones (and all where no worker starts) on the page in slices, with progress, cancel and the
 //! timings of each phase.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::tasks::with_app;
+use super::{App, LATER_PHASES_SHARE, ON_PAGE_MAX_BYTES, READ_ON_PAGE_MAX_BYTES, SHOW_PHASES_AFTER_MS, YIELD_EVERY_MS};
 use crate::feed::{open_error, BlobSlices, Fed, Feed, FeedTimings, Host, MemorySlices, OnProfile};
+use crate::input::Source;
+use crate::model::{choose_device, PlotData, Timings, DEMO_NAME, DEMO_SNAPSHOT};
 use crate::protocol::Phase;
+use crate::tasks::next_tick;
 use crate::tasks::{sleep_ms, yield_to_events};
+use crate::worker::LoadRequest;
+use crate::worker_client::Outcome;
+use crate::{input, worker_client};
 use memviz_core::timeline::LayoutBuilder;
+use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
+use memviz_view::state::Loading;
+use std::cell::RefCell;
+use std::rc::Weak;
+use wasm_bindgen::prelude::*;
 
 /// Loads queued sources one after the other.
 pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {

@@ -1,6 +1,6 @@
 //! The page's one state ([`App`]), the handlers that change it, and the glue to the DOM.
 //!
-//! DOM events become [`Input`]s through the [`Binding`]s each part of the page gives, installed
+//! DOM events become [`crate::input::Input`]s through the [`crate::input::Binding`]s each part of the page gives, installed
 //! by [`install`] through one helper (`listen_binding`), which borrows the state once and calls
 //! [`App::handle`]. Handlers change state, carry out its effects and end in `settle` (derived
 //! results brought up to date, the URL written, one animation frame asked for); the frame calls
@@ -9,31 +9,23 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::{Rc, Weak};
+use std::rc::Weak;
 
-use gloo_events::{EventListener, EventListenerOptions};
-use memviz_core::describe;
+use gloo_events::EventListener;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{
-    Document, DragEvent, Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement, KeyboardEvent,
-    PointerEvent, WheelEvent,
-};
 
 use crate::derived::Derived;
-use crate::dom::{context_2d, Ui};
-use crate::input::{self, bind, Binding, Input, Source, Surface};
+use crate::dom::Ui;
+use crate::input::Source;
+use crate::model::PlotData;
 pub use crate::model::Timings;
-use crate::model::{choose_device, PlotData, CHUNK_BYTES};
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
 use crate::tasks::{next_frame, next_tick};
-use crate::worker::LoadRequest;
-use crate::worker_client::{self, Outcome};
-use memviz_view::state::{Effect, TimelineInput, ViewState};
-use memviz_view::view::View;
+use memviz_view::state::ViewState;
 use memviz_view::viewport::{PlotRect, Viewport};
 use memviz_view::xmap::XAxis;
 
@@ -68,11 +60,9 @@ mod run;
 mod start;
 mod tasks;
 
-use listeners::{install_listeners, listen_binding, watch_size, ResizeWatch};
+use listeners::ResizeWatch;
 use load::run_queue;
-use start::APP;
 pub use start::{install, open_run_from_script};
-use tasks::exact_after;
 pub(crate) use tasks::with_app;
 
 pub use memviz_view::state::{Drag, Loading, OpenFile, Target};

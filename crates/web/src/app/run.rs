@@ -4,10 +4,16 @@
 //! every load at most [`MAX_RESIDENT_MODELS`] full models stay (the oldest go first, never the
 //! one shown).
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::tasks::with_app;
+use super::App;
+use crate::derived::Derived;
+use crate::input::Source;
 use crate::worker_client::Summarized;
+use crate::{input, worker_client};
 use memviz_view::ranks::{RankDigest, RankStatus, Run, MAX_RESIDENT_MODELS};
+use std::cell::RefCell;
+use std::rc::Weak;
+use wasm_bindgen::prelude::*;
 
 /// Ranks summarized at once: the machine's cores, at least 2.
 fn worker_count() -> usize {

@@ -1,8 +1,24 @@
 //! Start-up: building the state, installing the listeners, opening the snapshots a page came
 //! with, and warming up the WebAssembly on the demo while the page is idle.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::listeners::{install_listeners, listen_binding, watch_size};
+use super::tasks::{with_app, APP};
+use super::{App, READ_ON_PAGE_MAX_BYTES};
+use crate::dom::{context_2d, Ui};
+use crate::input::{Input, Source};
+use crate::model::{PlotData, CHUNK_BYTES, DEMO_NAME, DEMO_SNAPSHOT};
+use crate::render;
+use crate::tasks::{next_frame, next_tick};
+use memviz_core::describe;
+use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
+use memviz_view::state::OpenFile;
+use memviz_view::view::View;
+use memviz_view::viewport::Viewport;
+use memviz_view::xmap::XAxis;
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+use wasm_bindgen::prelude::*;
+use web_sys::{Document, HtmlCanvasElement};
 
 /// What a page with snapshots inside it asks for.
 pub(crate) struct Embedded {
@@ -32,10 +48,6 @@ pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
     let view = get(&config, "view").and_then(|v| v.as_string()).and_then(|v| View::from_value(&v));
     let device = get(&config, "device").and_then(|d| d.as_f64()).map(|d| d as i64);
     Some(Embedded { files, view, device })
-}
-
-thread_local! {
-    pub(crate) static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
 }
 
 /// Builds the state, installs the listeners and keeps the state for the page's lifetime.

@@ -1,9 +1,17 @@
 //! Running work on the state later: the exact frame after a zoom, a borrow of the state from a
 //! task.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::App;
+use crate::render;
+use crate::tasks::next_tick;
 use crate::tasks::sleep_ms;
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+thread_local! {
+    /// The page's one state, kept for the page's lifetime (set at start-up).
+    pub(crate) static APP: RefCell<Option<Rc<RefCell<App>>>> = const { RefCell::new(None) };
+}
 
 /// Draws the timeline exactly again in `delay_ms` unless the input went on meanwhile: the plot
 /// area is computed in a task of its own, then put on the canvas in the next frame.

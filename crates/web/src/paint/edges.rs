@@ -1,5 +1,5 @@
-//! The band edges of the visible window in device pixels ([`PlotDev`]), sampled per pixel
-//! column, and the paths that trace them (on a canvas, or as SVG path data: [`PathSink`]).
+//! The band edges of the visible window in device pixels (`PlotDev`), sampled per pixel
+//! column, and the paths that trace them (on a canvas, or as SVG path data: `PathSink`).
 
 use memviz_core::timeline::{BandEdges, Layout};
 use memviz_view::decimate::decimate_into;

@@ -7,6 +7,7 @@ use memviz_core::analysis::growth::{BoundarySource, Edge};
 use memviz_core::analysis::oom::OomReport;
 use memviz_core::analysis::{signed_size_text, site_label, size_text};
 use memviz_core::describe::utc_time;
+use memviz_core::format::plural;
 use memviz_core::snapshot::Snapshot;
 
 use memviz_core::analysis::fragmentation::{step_of_row, FragSeries, TrackValues};
@@ -32,7 +33,6 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     let list = &i.iterations.list;
     let problems = i.findings.iter().filter(|f| f.problem).count();
     let notes = i.findings.len() - problems;
-    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let _ = write!(
         s,
         "<p class=\"an-verdict {}\" data-problems=\"{problems}\" data-notes=\"{notes}\">{}{}</p>",
@@ -254,7 +254,7 @@ fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
 }
 
 /// Draws the fragmentation chart for the timeline's visible window when the window changed (a
-/// moving window at most every [`FRAG_WINDOW_REDRAW_MS`]), and its marker at the step the user
+/// moving window at most every `FRAG_WINDOW_REDRAW_MS`), and its marker at the step the user
 /// points at (called by each frame while the tab is shown).
 #[allow(clippy::too_many_lines)] // one chart and its readout; moves into a paint module with the panel state
 pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElement) {

@@ -49,20 +49,7 @@ struct WrittenKey {
 }
 
 /// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use memviz_core::format::escape_html as esc;
 
 /// Escapes text for HTML, writes its `backtick` spans as `<code>` (a lone backtick stays) and
 /// the trace entries it cites as links ([`linked`]).

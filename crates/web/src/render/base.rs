@@ -1,10 +1,18 @@
 //! The timeline's base layer: axes, grid, bands (rasterized, [`PlotPixels`]), annotations and
 //! OOM markers, exactly or stretched from the held copies while a zoom goes on.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    band_edge, crisp, draw_annotations, held_what, is_small, shown_what, view_edges, Frame, FrameInfo, HeldWhat,
+    Holding, PaintMemo, Palette, ViewEdges, FONT, SMALL_FONT,
+};
+use crate::canvas::{fit_canvas, put_pixels};
 use crate::model::column_envelopes;
+use memviz_view::axis;
 use memviz_view::path;
+use memviz_view::raster::Raster;
+use memviz_view::state::OpenFile;
+use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Path2d};
 
 /// Draws everything of the timeline that does not depend on the pointer.
 ///

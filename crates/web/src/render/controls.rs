@@ -1,8 +1,10 @@
 //! The toolbar and the status line brought in line with the state: menus, Detail, x axis,
 //! progress and the status text.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{Frame, PaintMemo};
+use memviz_core::format::human_size;
+use memviz_view::state::OpenFile;
+use memviz_view::view::View;
 
 use memviz_view::entries::count;
 

@@ -3,8 +3,10 @@
 //! panel's dimming are left out, the pinned allocation and the search matches are not shown
 //! either (the image is of the memory, not of the page's state). It is in the theme shown.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{draw_timeline_base, fit_text, Frame, FONT};
+use memviz_core::format::human_size;
+use wasm_bindgen::JsValue;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 /// Pixel density of an exported image.
 const EXPORT_DPR: f64 = 2.0;

@@ -1,8 +1,9 @@
 //! What the end-to-end tests and benchmarks read: the `data-*` attributes of the plot and the
 //! `memviz:ready` mark with the load's timings, written after a frame.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{plot_kind, Frame, FrameInfo};
+use wasm_bindgen::JsValue;
+use web_sys::HtmlCanvasElement;
 
 /// The first complete timeline of a load: nothing loading, a file shown, and the canvases
 /// drawn at the size the page gives them.

@@ -2,8 +2,7 @@
 //! its progress and Cancel (over the drop zone before any file is open), and on the landing page
 //! the note that names the file a reloaded address waits for; the keyboard help.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{loading_text, set_text, Frame};
 
 /// Brings the load card and the restore note in line with the state.
 pub(crate) fn sync_landing(fr: &Frame<'_>) {

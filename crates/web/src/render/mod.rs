@@ -5,21 +5,16 @@
 //! so that level of detail (bands under half a device pixel are not drawn one by one) and
 //! decimation (at most about two vertices per device-pixel column) match what the screen shows.
 
-use memviz_core::format::human_size;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Path2d};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::canvas::{fit_canvas, put_pixels, HeldPlot};
+use crate::canvas::{fit_canvas, HeldPlot};
 use crate::model::Timings;
 pub(crate) use crate::paint::edges::*;
 pub use crate::paint::*;
-use memviz_view::axis;
 pub use memviz_view::layout_px::*;
-use memviz_view::raster::Raster;
 use memviz_view::state::{Drag, OpenFile, Target};
 use memviz_view::view::View;
-use memviz_view::viewport::{clamp_px, PlotRect, Viewport};
-use memviz_view::xmap::XMap;
-use wasm_bindgen::JsValue;
+use memviz_view::viewport::Viewport;
 
 mod base;
 mod controls;
@@ -205,8 +200,8 @@ pub fn sync_page(fr: &Frame<'_>, memo: &mut PaintMemo) {
     crate::views::show_panel_or_timeline(fr.ui, fr.state, &memo.views);
 }
 
-/// Draws everything from the state: the page, the canvases ([`draw_frame`]) and the hovered
-/// band's outline over a small timeline ([`sync_hover_outline`]).
+/// Draws everything from the state: the page, the canvases (`draw_frame`) and the hovered
+/// band's outline over a small timeline (`sync_hover_outline`).
 pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
     draw_frame(fr, memo);
     sync_hover_outline(fr, memo);
@@ -251,7 +246,7 @@ fn sync_hover_outline(fr: &Frame<'_>, memo: &mut PaintMemo) {
     memo.hover_svg = shown;
 }
 
-/// What `#plot-hover` shows ([`sync_hover_outline`]).
+/// What `#plot-hover` shows (`sync_hover_outline`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HoverSvg {
     /// The path's data (device px).

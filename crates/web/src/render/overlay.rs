@@ -1,8 +1,16 @@
 //! What is drawn over the base layer (hover and pin outlines), the annotation strip and the
 //! minimap.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    annotation_x_px, colour_of_name, is_small, plot_kind, Frame, FrameInfo, Palette, PlotDev, PlotKind, SvgPath,
+    ANNOTATION_ROW_PX, SMALL_FONT, TOP_PX,
+};
+use crate::canvas::fit_canvas;
+use memviz_core::format::human_size;
+use memviz_view::state::{Drag, OpenFile, Target};
+use memviz_view::viewport::{clamp_px, PlotRect};
+use memviz_view::xmap::XMap;
+use web_sys::CanvasRenderingContext2d;
 
 /// Draws what the pointer points at over the base layer: outlines of the hovered and pinned
 /// allocations, the hovered annotation's region, the hovered OOM marker.

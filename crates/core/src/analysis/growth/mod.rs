@@ -23,6 +23,7 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use super::{signed_size_text, site_label, size_text, Replay};
+use crate::format::plural;
 use crate::snapshot::Snapshot;
 use carry::has_autograd_frames;
 
@@ -57,14 +58,6 @@ pub struct Insights {
 }
 
 /// `1 allocation`, `3 allocations`.
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
 fn iter_range_text(list: &[Iteration], idx: &[usize]) -> String {
     let labels: Vec<String> = idx.iter().map(|&i| (i + 1).to_string()).collect();
     match (idx.first(), idx.last()) {

@@ -171,11 +171,6 @@ impl Parser {
         self.consumed
     }
 
-    /// Whether STOP has been seen.
-    pub fn is_done(&self) -> bool {
-        self.stopped
-    }
-
     /// Feeds the next chunk of input.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
         if self.stopped {
