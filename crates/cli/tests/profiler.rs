@@ -86,3 +86,26 @@ fn profiler_files_memviz_cannot_draw_say_what_to_export() {
     assert!(!out.status.success() && err.contains("profile_memory=True"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Both forms of the profiler's memory timeline give the same categories at the peak as
+/// `python3 tests/gen/verify_categories.py tests/data/real/gpt_profile.timeline.json`.
+#[test]
+fn categories_of_the_memory_timeline_json_and_raw_agree_with_the_script() {
+    for name in ["gpt_profile.timeline.json", "gpt_profile.timeline.raw.json.gz"] {
+        let p = test_fixtures::fixture("real", name).to_string_lossy().into_owned();
+        let text = ok(&["categories", &p]);
+        assert!(text.contains("peak: 623 MiB (653294848 bytes)"), "{name}: {text}");
+        for (category, bytes) in [
+            ("parameter", "45901568"),
+            ("optimizer_state", "93179904"),
+            ("input", "16896"),
+            ("activation", "231867392"),
+            ("gradient", "12320256"),
+            ("autograd_detail", "69730304"),
+            ("unknown", "200278528"),
+        ] {
+            let line = text.lines().find(|l| l.trim_start().starts_with(category)).unwrap_or_default();
+            assert!(line.split_whitespace().nth(1) == Some(bytes), "{name}: {category}: {line}");
+        }
+    }
+}
