@@ -15,8 +15,7 @@ use crate::tree::Tree;
 
 use super::events::{Collected, MemoryDevice, MemoryEvent, Range};
 
-/// Device index given to CPU memory (CUDA devices keep their ids; pinned host memory is -1).
-pub const CPU_DEVICE_INDEX: i64 = -2;
+pub use crate::snapshot::CPU_DEVICE_INDEX;
 
 /// The message for a trace without memory events.
 pub const NO_MEMORY_EVENTS: &str = "this profiler trace holds no memory events: record them with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True, with_stack=True, record_shapes=True), then prof.export_chrome_trace(\"trace.json.gz\")";

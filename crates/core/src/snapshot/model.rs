@@ -395,6 +395,9 @@ impl Trace {
 /// Index of the pinned host memory "device" (host segments carry `device: -1`).
 pub const PINNED_HOST_INDEX: i64 = -1;
 
+/// Index of a profiler trace's CPU memory (CUDA devices keep their ids).
+pub const CPU_DEVICE_INDEX: i64 = -2;
+
 /// What memory a [`Device`] stands for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DeviceKind {
@@ -404,7 +407,7 @@ pub enum DeviceKind {
     /// Pinned host memory (PyTorch 2.14+, `record_pinned_host_memory=True`): `host_traces` and
     /// `host_segments`. PyTorch's `stats` and `trace` ignore it.
     PinnedHost,
-    /// CPU memory, as a profiler trace records it (index [`crate::chrome_trace::CPU_DEVICE_INDEX`]).
+    /// CPU memory, as a profiler trace records it (index [`CPU_DEVICE_INDEX`]).
     Cpu,
 }
 
@@ -431,7 +434,7 @@ impl Device {
         match self.kind {
             DeviceKind::Cuda => format!("cuda:{}", self.index),
             DeviceKind::PinnedHost => "pinned host".to_owned(),
-            DeviceKind::Cpu if self.index == crate::chrome_trace::CPU_DEVICE_INDEX => "cpu".to_owned(),
+            DeviceKind::Cpu if self.index == CPU_DEVICE_INDEX => "cpu".to_owned(),
             DeviceKind::Cpu => format!("device {}", self.index),
         }
     }
