@@ -8,16 +8,22 @@ use serde_json::json;
 pub fn text(file: &str, i: &Info) -> String {
     let mut s = String::new();
     s.push_str(&format!("{file}\n"));
+    let profiler = i.format_notes.contains(&memviz_core::info::PROFILER_TRACE_NOTE);
     let fmt = if i.format_notes.is_empty() { String::new() } else { format!(", {}", i.format_notes.join(", ")) };
-    s.push_str(&format!("format: pickle protocol {}{fmt}\n", i.protocol));
     let r = &i.recording;
-    s.push_str(&format!(
-        "recording (inferred): enabled={} context={} stacks={}{}\n",
-        r.enabled,
-        r.context,
-        r.stacks,
-        if r.has_time { ", time_us recorded" } else { ", no time_us" }
-    ));
+    if profiler {
+        s.push_str(&format!("format: {}\n", memviz_core::info::PROFILER_TRACE_NOTE));
+        s.push_str("recording: torch.profiler with profile_memory=True; stacks are the ops and Python functions open at each event\n");
+    } else {
+        s.push_str(&format!("format: pickle protocol {}{fmt}\n", i.protocol));
+        s.push_str(&format!(
+            "recording (inferred): enabled={} context={} stacks={}{}\n",
+            r.enabled,
+            r.context,
+            r.stacks,
+            if r.has_time { ", time_us recorded" } else { ", no time_us" }
+        ));
+    }
     s.push_str(&format!(
         "frames: {}  stacks: {}  annotations: {}  allocator_settings: {}\n",
         i.frames,
@@ -26,7 +32,8 @@ pub fn text(file: &str, i: &Info) -> String {
         if i.has_allocator_settings { "yes" } else { "no" }
     ));
     for d in &i.devices {
-        if d.pinned_host {
+        // Pinned host memory and a profiler trace's CPU memory go by their names.
+        if d.device < 0 {
             s.push_str(&format!("{}: {} entries\n", d.name, d.entries));
         } else {
             s.push_str(&format!("device {}: {} entries\n", d.device, d.entries));
@@ -50,6 +57,11 @@ pub fn text(file: &str, i: &Info) -> String {
                 None => " before the first entry".into(),
             }
         ));
+        if profiler {
+            // The trace's segments are made up of its live allocations: no reserved bytes to show.
+            s.push_str(&format!("  at the end: {} allocated\n", human_size(d.final_allocated_bytes as f64)));
+            continue;
+        }
         s.push_str(&format!(
             "  peak reserved: {} ({} bytes)\n",
             human_size(d.peak_reserved_bytes as f64),

@@ -246,7 +246,9 @@ use read::load;
 fn parse_device(s: &str) -> Result<i64, String> {
     match s.trim() {
         "host" | "pinned" | "pinned-host" => Ok(memviz_core::snapshot::PINNED_HOST_INDEX),
-        t => t.parse::<i64>().map_err(|_| format!("'{s}' is not a device: use an index or 'host'")),
+        // A profiler trace's CPU memory.
+        "cpu" => Ok(memviz_core::chrome_trace::CPU_DEVICE_INDEX),
+        t => t.parse::<i64>().map_err(|_| format!("'{s}' is not a device: use an index, 'host' or 'cpu'")),
     }
 }
 

@@ -88,6 +88,12 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A profiler trace that cannot be read as memory (cut off, of the wrong shape, without
+    /// memory events).
+    Trace {
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// An error in the data inside a container (offsets count from the start of that data).
     Inside {
         /// The container's name (`gzip`, `xz`, `zstd`, `HTML page`).
@@ -174,6 +180,7 @@ impl fmt::Display for Error {
             Error::Decompress { format, offset: Some(o), reason } => write!(f, "cannot decompress this {format} file: {reason} (at byte {o} of the compressed file)"),
             Error::Decompress { format, offset: None, reason } => write!(f, "cannot decompress this {format} file: {reason}"),
             Error::Html { reason } => write!(f, "{reason}"),
+            Error::Trace { reason } => write!(f, "{reason}"),
             Error::Inside { container: "HTML page", error } => write!(f, "{error} (in the snapshot inside the HTML page)"),
             Error::Inside { container, error } => write!(f, "{error} (in the {container}-decompressed data)"),
         }

@@ -128,7 +128,12 @@ pub fn stack_lines(snap: &Snapshot, stack: u32) -> Vec<String> {
         if !frame_visible(name, file) {
             continue;
         }
-        lines.push(frame_text(snap, f, true));
+        // A profiler trace's ops are frames with no file: the op's name says it all.
+        if file.is_empty() && f.line == 0 {
+            lines.push(name.to_owned());
+        } else {
+            lines.push(frame_text(snap, f, true));
+        }
         if let Some(extra) = &f.extra {
             let field = |k: &str| match extra.dict.get(k) {
                 Some(Tree::Str(s)) => Some(s.clone()),
@@ -138,6 +143,9 @@ pub fn stack_lines(snap: &Snapshot, stack: u32) -> Vec<String> {
                 (field("fx_node_name"), field("fx_node_op"), field("fx_node_target"))
             {
                 lines.push(format!("    >> FX: node={node}, op={op}, target={target}"));
+            }
+            if let Some(shapes) = field(crate::chrome_trace::INPUT_SHAPES_KEY) {
+                lines.push(format!("    >> input shapes: {shapes}"));
             }
             if let Some(orig) = field("fx_original_trace") {
                 lines.push("    >> Original Model Code:".into());

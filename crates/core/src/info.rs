@@ -190,6 +190,9 @@ pub fn peak_live_bytes(snap: &Snapshot, device_pos: usize) -> (u64, Option<usize
     (initial.saturating_add(u64::try_from(highest).unwrap_or(u64::MAX)), highest_row)
 }
 
+/// The format note of a profiler trace read as memory ([`crate::chrome_trace`]).
+pub const PROFILER_TRACE_NOTE: &str = "profiler trace (torch.profiler's [memory] events)";
+
 /// Summarizes a snapshot.
 #[allow(clippy::too_many_lines)] // one summary field after another; not split yet
 pub fn info(snap: &Snapshot) -> Info {
@@ -281,7 +284,9 @@ pub fn info(snap: &Snapshot) -> Info {
         });
     }
     let mut format_notes = Vec::new();
-    if snap.source.json {
+    if snap.source.profiler_trace {
+        format_notes.push(PROFILER_TRACE_NOTE);
+    } else if snap.source.json {
         format_notes.push("json");
     }
     if snap.source.bare_segment_list {

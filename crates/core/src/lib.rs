@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod chrome_trace;
 pub mod coverage;
 pub mod describe;
 pub mod error;
@@ -50,6 +51,8 @@ pub use snapshot::Snapshot;
 enum Kind {
     Pickle,
     Json,
+    /// A profiler trace ([`chrome_trace`]).
+    Trace,
 }
 
 fn detect(head: &[u8]) -> Result<Kind, Error> {
@@ -57,6 +60,9 @@ fn detect(head: &[u8]) -> Result<Kind, Error> {
         return Err(Error::Empty);
     }
     if let Some(k) = error::sniff(head) {
+        if k == FileKind::ProfilerTrace {
+            return Ok(Kind::Trace);
+        }
         return Err(Error::NotAPickle { kind: k });
     }
     match head.iter().find(|c| !c.is_ascii_whitespace()) {
@@ -86,6 +92,7 @@ pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
     }
     match detect(bytes.get(..64).unwrap_or(bytes))? {
         Kind::Json => json::load(bytes),
+        Kind::Trace => chrome_trace::load(bytes).map(|(s, _)| s),
         Kind::Pickle => {
             let doc = pickle::parse(bytes)?;
             Snapshot::from_owned_document(doc)
@@ -98,6 +105,7 @@ pub fn load(bytes: &[u8]) -> Result<Snapshot, Error> {
 pub struct PlainLoader {
     kind: Option<Kind>,
     parser: pickle::Parser,
+    trace: Option<Box<chrome_trace::TraceLoader>>,
     json: Vec<u8>,
     head: Vec<u8>,
     total_len: Option<u64>,
@@ -111,7 +119,7 @@ impl PlainLoader {
         if let Some(n) = total_len {
             parser.set_total_len(n);
         }
-        PlainLoader { kind: None, parser, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
+        PlainLoader { kind: None, parser, trace: None, json: Vec::new(), head: Vec::new(), total_len, fed: 0 }
     }
 
     /// Feeds the next chunk.
@@ -136,6 +144,7 @@ impl PlainLoader {
                     Ok(())
                 }
                 Kind::Pickle => self.parser.feed(&first),
+                Kind::Trace => self.trace.insert(Box::default()).feed(&first),
             };
         }
         match self.kind {
@@ -143,6 +152,10 @@ impl PlainLoader {
                 self.json.extend_from_slice(chunk);
                 Ok(())
             }
+            Some(Kind::Trace) => match self.trace.as_mut() {
+                Some(t) => t.feed(chunk),
+                None => Ok(()),
+            },
             _ => self.parser.feed(chunk),
         }
     }
@@ -169,6 +182,7 @@ impl PlainLoader {
         }
         match self.kind {
             Some(Kind::Json) => json::load(&self.json).map(snapshot::Unchecked::checked),
+            Some(Kind::Trace) => self.trace.take().unwrap_or_default().finish().map(snapshot::Unchecked::checked),
             _ => {
                 let doc = self.parser.finish()?;
                 Snapshot::from_owned_document_unchecked(doc)

@@ -17,6 +17,12 @@ const KEEP_BYTES: usize = 64;
 const KEY: &[u8] = b"\"base64\"";
 const EMPTY_MEMVIZ_PAGE: &[u8] = b"id=\"memviz-embedded\">{\"files\":[]";
 
+/// What the profiler's `export_memory_timeline("x.html")` writes: a matplotlib PNG in a page.
+const PNG_IN_PAGE: &[u8] = b"data:image/png;base64,";
+
+/// The message for that page: what it is, and the export memviz reads instead.
+pub const MEMORY_TIMELINE_PICTURE: &str = "this is the profiler's memory timeline as a picture (export_memory_timeline to .html writes a PNG in a page), not data: prof.export_memory_timeline(\"x.json\", device=\"cuda:0\") writes the same timeline as data that memviz makes interactive, and prof.export_chrome_trace(\"x.json.gz\") every allocation with its op and Python stack";
+
 /// Whether a file's first bytes are an HTML page.
 pub(super) fn looks_like_html(head: &[u8]) -> bool {
     let head = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
@@ -112,6 +118,9 @@ impl Html {
             State::Base64 => self.decode(chunk, emit),
             State::Seeking => {
                 self.window.extend_from_slice(chunk);
+                if find(&self.window, PNG_IN_PAGE, 0).is_some() && find(&self.window, KEY, 0).is_none() {
+                    return Err(Error::Html { reason: MEMORY_TIMELINE_PICTURE.into() });
+                }
                 if find(&self.window, EMPTY_MEMVIZ_PAGE, 0).is_some() {
                     return Err(Error::Html {
                         reason: "this memviz page holds no snapshot (it is the empty viewer that memviz viewer writes: open it and drop a snapshot on it)".into(),

@@ -16,6 +16,7 @@
 
 mod gzip;
 mod html;
+pub use html::MEMORY_TIMELINE_PICTURE;
 mod xz;
 mod zstd;
 

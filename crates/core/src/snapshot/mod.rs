@@ -14,5 +14,5 @@ mod wire;
 pub use build::{Unchecked, MAX_DEVICES};
 pub use model::{
     Action, Annotation, Block, BlockState, Device, DeviceKind, Frame, FrameExtra, Segment, Snapshot, SourceInfo,
-    SparseColumn, StackTable, Strings, Trace, Warning, WarningKind, PINNED_HOST_INDEX,
+    SparseColumn, StackTable, Strings, Trace, Warning, WarningKind, CPU_DEVICE_INDEX, PINNED_HOST_INDEX,
 };

@@ -227,7 +227,7 @@ impl<T: Copy + PartialEq> SparseColumn<T> {
     }
 
     /// The column holding `values` (one per row): the same column as pushing them one by one.
-    pub(super) fn from_rows(values: Vec<T>) -> Self {
+    pub(crate) fn from_rows(values: Vec<T>) -> Self {
         let Some(&first) = values.first() else {
             return SparseColumn { default: None, values };
         };
@@ -395,6 +395,9 @@ impl Trace {
 /// Index of the pinned host memory "device" (host segments carry `device: -1`).
 pub const PINNED_HOST_INDEX: i64 = -1;
 
+/// Index of a profiler trace's CPU memory (CUDA devices keep their ids).
+pub const CPU_DEVICE_INDEX: i64 = -2;
+
 /// What memory a [`Device`] stands for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DeviceKind {
@@ -404,6 +407,8 @@ pub enum DeviceKind {
     /// Pinned host memory (PyTorch 2.14+, `record_pinned_host_memory=True`): `host_traces` and
     /// `host_segments`. PyTorch's `stats` and `trace` ignore it.
     PinnedHost,
+    /// CPU memory, as a profiler trace records it (index [`CPU_DEVICE_INDEX`]).
+    Cpu,
 }
 
 /// One device: its index, kind and trace.
@@ -429,6 +434,8 @@ impl Device {
         match self.kind {
             DeviceKind::Cuda => format!("cuda:{}", self.index),
             DeviceKind::PinnedHost => "pinned host".to_owned(),
+            DeviceKind::Cpu if self.index == CPU_DEVICE_INDEX => "cpu".to_owned(),
+            DeviceKind::Cpu => format!("device {}", self.index),
         }
     }
 }
@@ -467,7 +474,7 @@ impl StackTable {
         false
     }
 
-    pub(super) fn push(&mut self, frames: &[u32]) -> u32 {
+    pub(crate) fn push(&mut self, frames: &[u32]) -> u32 {
         if frames.is_empty() {
             return 0;
         }
@@ -575,6 +582,8 @@ pub struct SourceInfo {
     pub has_device_traces: bool,
     /// Top-level keys in file order.
     pub top_level_keys: Vec<String>,
+    /// Read from a profiler trace's memory events ([`crate::chrome_trace`]).
+    pub profiler_trace: bool,
 }
 
 /// A whole snapshot.

@@ -73,8 +73,16 @@ wire_struct!(Segment {
 wire_struct!(Block { address, size, requested_size, state, stack });
 wire_struct!(Annotation { name, start, device, time_us });
 wire_struct!(Warning { kind, count, example });
-wire_struct!(SourceInfo { protocol, json, bare_segment_list, legacy_history, has_device_traces, top_level_keys });
-wire_enum!(DeviceKind, [DeviceKind::Cuda, DeviceKind::PinnedHost]);
+wire_struct!(SourceInfo {
+    protocol,
+    json,
+    bare_segment_list,
+    legacy_history,
+    has_device_traces,
+    top_level_keys,
+    profiler_trace
+});
+wire_enum!(DeviceKind, [DeviceKind::Cuda, DeviceKind::PinnedHost, DeviceKind::Cpu]);
 wire_struct!(Device { index, trace, kind });
 crate::wire_by_field!(Trace {} chunked {
     action,
