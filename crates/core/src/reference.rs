@@ -1,4 +1,4 @@
-//! The text that PyTorch's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
+//! The text that PyTorch 2.15's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
 //! for byte, quirks included (see the reference study, section 4): `stats` counts requested bytes
 //! as allocated and draws 20 MiB pages; `trace` never recycles names, matches snapshot segments by
 //! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`. Both ignore
@@ -169,6 +169,14 @@ impl FirstContaining {
     }
 }
 
+/// Python's `str()` of a value: a string as it is, anything else as its `repr`.
+fn py_str_of(snap: &Snapshot, t: &Tree) -> String {
+    match t {
+        Tree::Str(s) => s.clone(),
+        other => py_repr(snap, other),
+    }
+}
+
 fn short_name(n: u64) -> String {
     let (r, m) = (n / 26, n % 26);
     let c = (b'a' + m as u8) as char;
@@ -186,7 +194,7 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
     if !snap.source.has_device_traces {
         return Err(Error::NotASnapshot {
             found: if snap.source.bare_segment_list {
-                "this is a bare list of segments (PyTorch 1.13 or older), which holds no trace".into()
+                "this is a bare list of segments (PyTorch 1.13 or older, or memory_snapshot() / MemPool.snapshot()), which holds no trace".into()
             } else {
                 "no 'device_traces' key, so there is no trace to print".into()
             },
@@ -281,6 +289,22 @@ pub fn trace(snap: &Snapshot) -> Result<String, Error> {
                     out.push_str(&format!(
                         "raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA\n"
                     ));
+                }
+                (Action::Annotate, Some(tree)) => {
+                    let at = || format!("device_traces[{}][{row}]", dev.index);
+                    let missing = |key: &str| Error::Schema {
+                        path: at(),
+                        reason: format!("an annotate entry without '{key}' (PyTorch's trace fails with KeyError)"),
+                    };
+                    let addr_tree = tree.get("addr").ok_or_else(|| missing("addr"))?;
+                    let meta = tree.get("user_metadata").ok_or_else(|| missing("user_metadata"))?;
+                    // 2.15 names the annotated allocation as `del` does; the address where none was seen.
+                    let known_name = match addr_tree {
+                        Tree::Int(i) => u64::try_from(*i).ok().and_then(|a| alloc_names.get(&a)).cloned(),
+                        _ => None,
+                    };
+                    let name = known_name.unwrap_or_else(|| py_str_of(snap, addr_tree));
+                    out.push_str(&format!("# annotate {name}: {}\n", py_str_of(snap, meta)));
                 }
                 (_, Some(tree)) => {
                     out.push_str(&py_repr(snap, tree));
