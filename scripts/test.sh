@@ -37,6 +37,9 @@ trunk build --release --offline
 step "core, view, CLI and the page's native tests"
 cargo test -p memviz-core -p memviz-view -p memviz -p memviz-web
 
+step "PyTorch's viewer tests, restated (tests/data/conformance): the pass count"
+cargo test -p memviz --test conformance -- --nocapture 2>&1 | grep -E "conformance:|test result"
+
 step "core and view build for wasm32 without browser crates"
 cargo build -p memviz-core -p memviz-view --target wasm32-unknown-unknown
 for crate in memviz-core memviz-view; do

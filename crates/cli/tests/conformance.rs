@@ -182,7 +182,7 @@ fn pytorch_viewer_tests_pass_or_are_documented_differences() {
     assert_eq!(checks, cases["checks"].as_u64().unwrap(), "checks run");
     let documented = documented();
     println!(
-        "PyTorch viewer conformance: {passed} of {checks} checks pass ({calls} calls of process_alloc_data); {} differ on purpose (docs/layout.md)",
+        "PyTorch viewer conformance: {passed} of {checks} checks pass ({calls} calls of process_alloc_data); {} differ, each listed in docs/layout.md",
         failing.len()
     );
     let undocumented: Vec<&String> = failing.difference(&documented).collect();
