@@ -55,6 +55,9 @@ else
   echo "corpus: not given, so other people's public snapshots were not checked (MEMVIZ_CORPUS=DIR bash scripts/test.sh checks every *.pickle in DIR)"
 fi
 
+step "PyTorch's viewer tests, restated (tests/data/conformance): the pass count"
+cargo test -p memviz --test conformance -- --nocapture 2>&1 | grep -E "conformance:|test result"
+
 step "core and view build for wasm32 without browser crates"
 cargo build -p memviz-core -p memviz-view --target wasm32-unknown-unknown
 for crate in memviz-core memviz-view; do

@@ -468,6 +468,8 @@ class Device:
         self.compile_context = "N/A"
         self.user_metadata = ""
         self.forward_frames = None
+        # _record_memory_history(skip_actions=[...]): these actions are never stored.
+        self.skip_actions: set[str] = set()
 
     # -- trace entries ------------------------------------------------------
     def now(self, lo=2, hi=900):
@@ -475,7 +477,7 @@ class Device:
         return self.t
 
     def emit(self, action, addr, size, stream, frames, pool=None, addr_key="addr", **extra):
-        if not self.recording:
+        if not self.recording or action in self.skip_actions:
             return None
         e = {"action": action, addr_key: addr, "size": size, "stream": stream}
         if self.with_time:
@@ -1654,6 +1656,119 @@ def v_trace_overflowed():
         "allocations it never saw allocated.")
 
 
+def v_skip_free_requested():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=61, pool_id=True)
+    dev.skip_actions = {"free_requested"}
+    warm_model(dev, st)
+    for _ in range(3):
+        g = train_step(dev, st)
+        dev.free(g)
+    # A free held back by another stream: without free_requested only its completion is stored.
+    side = dev.malloc(6 << 20, st["data"], stream=0)
+    dev.free(side, defer=True)
+    g = train_step(dev, st)
+    dev.complete(side)
+    dev.free(g)
+    return snapshot([dev], allocator_settings(), []), (
+        "Recorded with _record_memory_history(skip_actions=['free_requested']) (PyTorch 2.10+): "
+        "no free_requested entries, frees are their free_completed alone, one of them completed "
+        "many entries after the block was let go (a deferred free nothing can call stalled).")
+
+
+def v_skip_segment_actions():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=63, pool_id=True)
+    dev.skip_actions = {"segment_alloc", "segment_free"}
+    warm_model(dev, st)
+    for _ in range(2):
+        g = train_step(dev, st)
+        dev.free(g)
+    dev.empty_cache(st["empty_cache"])
+    g = train_step(dev, st)
+    dev.free(g)
+    return snapshot([dev], allocator_settings(), []), (
+        "Recorded with skip_actions=['segment_alloc', 'segment_free']: allocations and frees "
+        "only; an empty_cache() freed segments that held traced allocations, so some addresses "
+        "lie in no final segment and no segment_free says where they went.")
+
+
+def v_host_only():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=65, pool_id=True)
+    warm_model(dev, st)
+    dev.recording = False  # record_cuda=False: the CUDA allocator stores no trace
+    g = train_step(dev, st)
+    host = Device(-1, seed=66, base=140230000000000, pool_id=True)
+    pin = S.py(("pin_memory", PIN, 18), ("_pin_memory_loop", PIN, 51), ("train_step", TRAIN, 77),
+               ("main", TRAIN, 131), ("<module>", TRAIN, 140))
+    kept = []
+    for i in range(6):
+        batch = host.malloc(32 * 3072 * 4, pin)
+        labels = host.malloc(32 * 8, pin)
+        host.free(labels)
+        if i % 2:
+            kept.append(batch)  # every other batch is kept alive: host memory grows
+        else:
+            host.free(batch)
+    del g, kept
+    snap = snapshot([dev], allocator_settings(), [])
+    snap["host_segments"] = host.segment_dicts()
+    snap["host_traces"] = host.trace
+    return snap, (
+        "Host memory only: _record_memory_history(record_cuda=False, "
+        "record_pinned_host_memory=True). The CUDA trace is empty but its segments are there "
+        "(state); `host_traces` holds six steps of pinned batches, every other one kept alive.")
+
+
+def v_internal_metadata():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=67, pool_id=True)
+    warm_model(dev, st)
+    g = train_step(dev, st)
+    dev.free(g)
+    # mallocWithAddress: the allocator takes a prefix block up to the wanted address for itself
+    # and gives it back at once, so the block at that address can be handed out.
+    prefix = dev.malloc(2 << 20, [], internal_metadata="mallocWithAddress")
+    want = dev.malloc(4 << 20, st["data"])
+    seg, b = dev.live[prefix]
+    dev.emit("free_requested", prefix, b.requested, seg.stream, [], pool=seg.pool,
+             internal_metadata="mallocWithAddress")
+    dev.recording = False
+    dev.complete(prefix)
+    dev.recording = True
+    dev.emit("free_completed", prefix, 2 << 20, seg.stream, [], pool=seg.pool,
+             internal_metadata="mallocWithAddress")
+    g = train_step(dev, st)
+    dev.free(want)
+    dev.free(g)
+    return snapshot([dev], allocator_settings(), []), (
+        "Entries carrying `internal_metadata` (PyTorch 2.15's pickled path, only when non-empty): "
+        "the allocator's own prefix-block alloc/free pair of mallocWithAddress (no frames), "
+        "before the allocation at the wanted address.")
+
+
+def v_pool_snapshot_no_traces():
+    S = Stacks()
+    st = common_stacks(S)
+    dev = Device(0, seed=69, pool_id=True)
+    pool = (1, 4)
+    warm_model(dev, st)
+    keep = [dev.malloc(sz, st["linear"], pool=pool) for sz in (3 << 20, 1 << 20, 6 << 20, 65536)]
+    dev.free(keep[1])
+    segs = [d for d in dev.segment_dicts() if tuple(d["segment_pool_id"]) == pool]
+    for d in segs:
+        for b in d["blocks"]:
+            b["frames"] = []
+    return segs, (
+        "MemPool.snapshot(include_traces=False) / memory_snapshot(mempool_id, include_traces=False) "
+        "(PyTorch 2.11+): a bare list of the pool's segments, no trace and no frames on blocks.")
+
+
 SYNTH_VARIANTS = [
     ("bare_list_legacy", v_bare_list_legacy),
     ("bare_list_modern", v_bare_list_modern),
@@ -1694,6 +1809,11 @@ SYNTH_VARIANTS = [
     ("pinned_host_lists", v_pinned_host_lists),
     ("annotate_entries", v_annotate_entries),
     ("trace_overflowed", v_trace_overflowed),
+    ("skip_free_requested", v_skip_free_requested),
+    ("skip_segment_actions", v_skip_segment_actions),
+    ("host_only", v_host_only),
+    ("internal_metadata", v_internal_metadata),
+    ("pool_snapshot_no_traces", v_pool_snapshot_no_traces),
 ]
 
 

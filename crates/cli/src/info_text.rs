@@ -23,6 +23,16 @@ pub fn text(file: &str, i: &Info) -> String {
             r.stacks,
             if r.has_time { ", time_us recorded" } else { ", no time_us" }
         ));
+        if !r.skipped_actions.is_empty() {
+            s.push_str(&format!("left out by the recording (inferred, skip_actions): {}\n", r.skipped_actions.join(", ")));
+        }
+        if !r.cuda_recorded {
+            s.push_str("CUDA not recorded (inferred, record_cuda=False): only pinned host memory has a trace\n");
+        }
+        if !r.internal_entries.is_empty() {
+            let e: Vec<String> = r.internal_entries.iter().map(|(t, n)| format!("{t}={n}")).collect();
+            s.push_str(&format!("allocator's own entries (internal_metadata): {}\n", e.join(" ")));
+        }
     }
     s.push_str(&format!(
         "frames: {}  stacks: {}  annotations: {}  allocator_settings: {}\n",
@@ -121,7 +131,15 @@ pub fn json(i: &Info) -> String {
     let v = json!({
         "protocol": i.protocol,
         "format_notes": i.format_notes,
-        "recording": {"enabled": i.recording.enabled, "context": i.recording.context, "stacks": i.recording.stacks, "has_time": i.recording.has_time},
+        "recording": {
+            "enabled": i.recording.enabled,
+            "context": i.recording.context,
+            "stacks": i.recording.stacks,
+            "has_time": i.recording.has_time,
+            "skipped_actions": i.recording.skipped_actions,
+            "cuda_recorded": i.recording.cuda_recorded,
+            "internal_metadata": i.recording.internal_entries.iter().map(|(t, n)| (t.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        },
         "frames": i.frames,
         "stacks": i.stacks,
         "annotations": i.annotations,

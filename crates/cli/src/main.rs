@@ -19,6 +19,7 @@ mod analysis_cmds;
 mod error;
 mod html;
 mod info_text;
+mod layout_cmd;
 mod parquet_export;
 mod ranks;
 // Where test data lives, shared with the core's tests: a missing file fails the test.
@@ -114,6 +115,25 @@ enum Command {
         /// Lines and stacks listed.
         #[arg(long, default_value_t = 10)]
         top: usize,
+    },
+    /// The laid-out plot as data (what the page draws): y maximum, peak, elements, private-pool
+    /// envelopes and stripes, ghosts, each element's hover text.
+    Layout {
+        /// Snapshot: pickle or JSON, maybe gzip/xz/zstd compressed, or an HTML page with one inside; `-` for standard input.
+        file: String,
+        /// Device index, or `host` for pinned host memory (default: the device with the longest
+        /// trace, else the one with the most memory).
+        #[arg(long, value_parser = parse_device, allow_hyphen_values = true)]
+        device: Option<i64>,
+        /// Which plot.
+        #[arg(long, value_enum, default_value = "active")]
+        view: layout_cmd::LayoutView,
+        /// How many of the largest allocations get their own band (the page's Detail).
+        #[arg(long, default_value_t = memviz_core::timeline::DEFAULT_MAX_ENTRIES)]
+        detail: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Iterations, memory growth, memory kept from one iteration into the next, out-of-memory events.
     Insights {
@@ -315,6 +335,9 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Live { file, at, device, json, top } => {
             analysis_cmds::live(&file, load(&file)?, &at, device, json, top)?
+        }
+        Command::Layout { file, device, view, detail, json } => {
+            layout_cmd::layout(load(&file)?, device, view, detail, json)?
         }
         Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json)?,
         Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json)?,

@@ -1,5 +1,6 @@
 //! How much of a run a device's trace covers, inferred from the file: why a trace is empty
-//! (`enabled='state'` keeps no history, only the blocks and their stacks), and whether it starts
+//! (`enabled='state'` keeps no history, only the blocks and their stacks; `record_cuda=False`
+//! records pinned host memory only), and whether it starts
 //! mid-run (the ring buffer of `max_entries` wrapped, as `allocator_settings.trace_alloc_overflowed`
 //! says or a full buffer suggests, or history began after allocations it later frees). The
 //! allocations the trace never saw are still known from the final segments' blocks: they are the
@@ -26,6 +27,9 @@ pub enum EmptyTrace {
     },
     /// No trace and no memory on this device.
     NothingRecorded,
+    /// A CUDA device with no trace while pinned host memory has one: recorded with
+    /// `_record_memory_history(record_cuda=False, record_pinned_host_memory=True)`.
+    CudaNotRecorded,
 }
 
 /// How the trace begins.
@@ -78,6 +82,11 @@ impl Coverage {
             format!("{} allocated block{}", self.ghost_allocations, if self.ghost_allocations == 1 { "" } else { "s" });
         match self.empty {
             Some(EmptyTrace::NothingRecorded) => return Some("no trace and no memory on this device".into()),
+            Some(EmptyTrace::CudaNotRecorded) => {
+                return Some(format!(
+                    "CUDA memory was not recorded (_record_memory_history(record_cuda=False)): only pinned host memory has a trace (--device host); the {ghosts} here are shown from the segments' blocks"
+                ))
+            }
             Some(EmptyTrace::StateOnly { blocks_have_frames: true }) => {
                 return Some(format!(
                     "trace empty but the {ghosts} have stacks: recorded with _record_memory_history(enabled='state'), which keeps the allocator state and no history; its allocations are shown from the segments' blocks (use enabled='all' for a timeline)"
@@ -135,6 +144,9 @@ impl Coverage {
                 "No history: the trace is empty and the blocks have no stacks (enabled='state' with context=None, or recording stopped or cleared before the dump). {live}; point at a block for its size. Record with enabled='all' for a timeline."
             )),
             EmptyTrace::NothingRecorded => Some("Nothing was recorded on this device: no trace and no memory.".into()),
+            EmptyTrace::CudaNotRecorded => Some(format!(
+                "CUDA memory was not recorded (_record_memory_history(record_cuda=False)): the pinned host device holds the trace. {live}."
+            )),
         }
     }
 }
@@ -174,7 +186,14 @@ pub fn coverage(snap: &Snapshot, device_pos: usize) -> Coverage {
             }
         }
     }
-    finish(snap, t.len(), unseen_frees, &ghosts)
+    finish(snap, t.len(), unseen_frees, &ghosts, host_only(snap, device_pos))
+}
+
+/// Whether device `device_pos` is a CUDA device of a recording of pinned host memory only.
+fn host_only(snap: &Snapshot, device_pos: usize) -> bool {
+    let cuda = snap.devices.get(device_pos).is_some_and(|d| !d.is_pinned_host());
+    cuda && snap.devices.iter().all(|d| d.is_pinned_host() || d.trace.is_empty())
+        && snap.devices.iter().any(|d| d.is_pinned_host() && !d.trace.is_empty())
 }
 
 /// [`coverage`] read off a layout of the same device in [`Mode::Allocations`], which paired the
@@ -198,7 +217,7 @@ pub fn coverage_from_layout(snap: &Snapshot, device_pos: usize, layout: &Layout)
         }
     }
     ghosts.segments = snap.segments.iter().filter(|s| s.device == dev.index).count();
-    Some(finish(snap, dev.trace.len(), unseen_frees, &ghosts))
+    Some(finish(snap, dev.trace.len(), unseen_frees, &ghosts, host_only(snap, device_pos)))
 }
 
 /// The coverage of a device that does not exist.
@@ -232,7 +251,7 @@ impl Ghosts {
 }
 
 /// The coverage of a trace of `entries` with `unseen_frees` and `ghosts`.
-fn finish(snap: &Snapshot, entries: usize, unseen_frees: usize, ghosts: &Ghosts) -> Coverage {
+fn finish(snap: &Snapshot, entries: usize, unseen_frees: usize, ghosts: &Ghosts, host_only: bool) -> Coverage {
     let mut c = Coverage {
         entries,
         empty: None,
@@ -241,6 +260,10 @@ fn finish(snap: &Snapshot, entries: usize, unseen_frees: usize, ghosts: &Ghosts)
         ghost_allocations: ghosts.count,
         ghost_bytes: ghosts.bytes,
     };
+    if entries == 0 && host_only {
+        c.empty = Some(EmptyTrace::CudaNotRecorded);
+        return c;
+    }
     // enabled='state' forces max_entries to 1: at most one entry survives.
     if entries <= 1 {
         if ghosts.segments == 0 && entries == 0 {

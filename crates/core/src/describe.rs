@@ -141,6 +141,13 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
         if let Some(c) = t.category.get(r).filter(|&c| c != 0) {
             out.push_str(&format!("Category: {}\n", snap.strings.get(c)));
         }
+        if let Some(m) = t.internal_metadata_at(r) {
+            let text = match m {
+                crate::tree::Tree::Str(s) => s.clone(),
+                other => crate::format::py_repr(snap, other),
+            };
+            out.push_str(&format!("Internal (the allocator's own entry): {text}\n"));
+        }
     }
     let mut tail = String::new();
     if let Some(r) = e.alloc_row {

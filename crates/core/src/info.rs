@@ -61,6 +61,14 @@ pub struct Recording {
     pub enabled: &'static str,
     /// Whether `time_us` was recorded.
     pub has_time: bool,
+    /// Actions the recording left out (`_record_memory_history(skip_actions=[...])`), inferred
+    /// from the trace: see [`skipped_actions`].
+    pub skipped_actions: Vec<&'static str>,
+    /// `false` when the CUDA traces are empty while pinned host memory has one
+    /// (`record_cuda=False, record_pinned_host_memory=True`).
+    pub cuda_recorded: bool,
+    /// Entries the allocator marked with `internal_metadata`, by its text, in first-seen order.
+    pub internal_entries: Vec<(String, usize)>,
 }
 
 /// Summary of a snapshot.
@@ -289,8 +297,11 @@ pub fn info(snap: &Snapshot) -> Info {
     } else if snap.source.json {
         format_notes.push("json");
     }
-    if snap.source.bare_segment_list {
+    if snap.source.bare_segment_list && snap.source.legacy_history {
         format_notes.push("bare segment list (PyTorch 1.13 or older)");
+    } else if snap.source.bare_segment_list {
+        // torch.cuda.memory_snapshot() and MemPool.snapshot(include_traces=False) write this.
+        format_notes.push("segment list only, no trace (memory_snapshot() or MemPool.snapshot())");
     }
     if snap.source.legacy_history {
         format_notes.push("legacy block history");
@@ -374,8 +385,87 @@ fn infer_recording(snap: &Snapshot) -> Recording {
     } else {
         "none"
     };
+    let cuda_entries: usize = snap.devices.iter().filter(|d| !d.is_pinned_host()).map(|d| d.trace.len()).sum();
+    let cuda_recorded = !(cuda_entries == 0 && trace_entries > 0);
+    // A host-only recording is `enabled='all'` for the host trace; the empty CUDA trace is no
+    // sign of `enabled='state'`.
     let enabled = if trace_entries <= 1 && !snap.segments.is_empty() { "state" } else { "all" };
-    Recording { stacks, context, enabled, has_time: snap.devices.iter().any(|d| d.trace.has_time()) }
+    Recording {
+        stacks,
+        context,
+        enabled,
+        has_time: snap.devices.iter().any(|d| d.trace.has_time()),
+        skipped_actions: skipped_actions(snap),
+        cuda_recorded,
+        internal_entries: internal_entries(snap),
+    }
+}
+
+/// Actions a recording left out (`skip_actions`), inferred from what the traces hold:
+/// - `free_requested`: frees complete (`free_completed`) but none was ever requested;
+/// - `free_completed`: frees are requested but none ever completed;
+/// - `segment_alloc` and `segment_free`: a trace allocates, holds no segment entry at all, and
+///   allocated at an address that lies in none of its device's final segments, so a segment
+///   was released during the trace without its `segment_free`.
+///
+/// A trace too short to show either entry says nothing. O(entries + segments log segments).
+pub fn skipped_actions(snap: &Snapshot) -> Vec<&'static str> {
+    let count =
+        |a: Action| -> usize { snap.devices.iter().map(|d| d.trace.action.iter().filter(|&&x| x == a).count()).sum() };
+    let (requested, completed) = (count(Action::FreeRequested), count(Action::FreeCompleted));
+    let segment_entries = count(Action::SegmentAlloc)
+        + count(Action::SegmentFree)
+        + count(Action::SegmentMap)
+        + count(Action::SegmentUnmap);
+    let mut out = Vec::new();
+    if completed > 0 && requested == 0 {
+        out.push("free_requested");
+    }
+    if requested > 0 && completed == 0 && count(Action::Free) == 0 {
+        out.push("free_completed");
+    }
+    if segment_entries == 0 && snap.devices.iter().any(|d| allocs_outside_segments(snap, d.index, &d.trace)) {
+        out.extend(["segment_alloc", "segment_free"]);
+    }
+    out
+}
+
+/// Whether a trace allocated at an address outside every final segment of its device.
+fn allocs_outside_segments(snap: &Snapshot, device: i64, t: &crate::snapshot::Trace) -> bool {
+    let mut ranges: Vec<(u64, u64)> = snap
+        .segments
+        .iter()
+        .filter(|s| s.device == device)
+        .map(|s| (s.address, s.address.saturating_add(s.total_size)))
+        .collect();
+    if ranges.is_empty() {
+        return false;
+    }
+    ranges.sort_unstable();
+    let inside = |addr: u64| {
+        let i = ranges.partition_point(|r| r.0 <= addr);
+        i > 0 && ranges.get(i - 1).is_some_and(|r| addr < r.1)
+    };
+    t.action.iter().zip(&t.addr).any(|(&a, &addr)| a == Action::Alloc && !inside(addr))
+}
+
+/// Entries marked with `internal_metadata`, counted by its text (a non-string as its repr).
+fn internal_entries(snap: &Snapshot) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for d in &snap.devices {
+        for (row, _) in &d.trace.raw {
+            let Some(v) = d.trace.internal_metadata_at(*row as usize) else { continue };
+            let text = match v {
+                crate::tree::Tree::Str(s) => s.clone(),
+                other => crate::format::py_repr(snap, other),
+            };
+            match out.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, n)) => *n += 1,
+                None => out.push((text, 1)),
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! The text that PyTorch's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
-//! for byte, quirks included: `stats` counts requested bytes
+//! The text that PyTorch 2.15's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
+//! for byte, quirks included (see the reference study, section 4): `stats` counts requested bytes
 //! as allocated and draws 20 MiB pages; `trace` never recycles names, matches snapshot segments by
 //! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`. Both ignore
 //! pinned host memory (`host_segments`, `host_traces`), as PyTorch's CLI does.
@@ -170,6 +170,14 @@ impl FirstContaining {
     }
 }
 
+/// Python's `str()` of a value: a string as it is, anything else as its `repr`.
+fn py_str_of(snap: &Snapshot, t: &Tree) -> String {
+    match t {
+        Tree::Str(s) => s.clone(),
+        other => py_repr(snap, other),
+    }
+}
+
 fn short_name(n: u64) -> String {
     let (r, m) = (n / 26, n % 26);
     let c = (b'a' + m as u8) as char;
@@ -192,11 +200,25 @@ pub fn trace_text(snap: &Snapshot) -> Result<TraceText<'_>, Error> {
     if !snap.source.has_device_traces {
         return Err(Error::NotASnapshot {
             found: if snap.source.bare_segment_list {
-                "this is a bare list of segments (PyTorch 1.13 or older), which holds no trace".into()
+                "this is a bare list of segments (PyTorch 1.13 or older, or memory_snapshot() / MemPool.snapshot()), which holds no trace".into()
             } else {
                 "no 'device_traces' key, so there is no trace to print".into()
             },
         });
+    }
+    // PyTorch's trace fails with KeyError on an annotate entry without these; say so before the first line.
+    for dev in snap.devices.iter().filter(|d| !d.is_pinned_host()) {
+        let t = &dev.trace;
+        for row in (0..t.len()).filter(|&r| t.action.get(r) == Some(&Action::Annotate)) {
+            if let Some(tree) = t.raw_at(row) {
+                if let Some(key) = ["addr", "user_metadata"].into_iter().find(|k| tree.get(k).is_none()) {
+                    return Err(Error::Schema {
+                        path: format!("device_traces[{}][{row}]", dev.index),
+                        reason: format!("an annotate entry without '{key}' (PyTorch's trace fails with KeyError)"),
+                    });
+                }
+            }
+        }
     }
     Ok(TraceText { snap })
 }
@@ -296,6 +318,18 @@ impl fmt::Display for TraceText<'_> {
                             _ => py_size(i128::from(t.device_free_at(row).unwrap_or(0))),
                         };
                         writeln!(out, "raise OutOfMemoryError # {size_text} requested, {free_text} free in CUDA")?;
+                    }
+                    (Action::Annotate, Some(tree)) => {
+                        // trace_text checked that both keys are there, as PyTorch's trace needs.
+                        if let (Some(addr_tree), Some(meta)) = (tree.get("addr"), tree.get("user_metadata")) {
+                            // 2.15 names the annotated allocation as `del` does; the address where none was seen.
+                            let known_name = match addr_tree {
+                                Tree::Int(i) => u64::try_from(*i).ok().and_then(|a| alloc_names.get(&a)).cloned(),
+                                _ => None,
+                            };
+                            let name = known_name.unwrap_or_else(|| py_str_of(snap, addr_tree));
+                            writeln!(out, "# annotate {name}: {}", py_str_of(snap, meta))?;
+                        }
                     }
                     (_, Some(tree)) => {
                         out.write_str(&py_repr(snap, tree))?;

@@ -1,6 +1,8 @@
 // Snapshots of PyTorch 2.14+ in the page: pinned host memory as its own device, `annotate`
 // entries on the allocation they name (tooltip, stack panel, Allocator State History), and the
 // banner of a trace whose ring buffer overflowed; a state-only file keeps its one column and note.
+// Every recording option of 2.10-2.15 opens: skip_actions, host memory only, internal_metadata,
+// FX-augmented frames, a pool's segments without traces.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -122,6 +124,64 @@ test('a state-only snapshot shows its live blocks as one column with the line sa
   assert.match(note, /enabled='all'/, note);
   assert.equal(await page.getAttribute('#coverage-note', 'hidden'), '', 'the column has its own note');
   assert.match(await page.textContent('#status'), /live at the snapshot/);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('skip_actions files open and lay out: no free_requested, no segment entries', async () => {
+  const page = await env.newPage();
+  for (const name of ['skip_free_requested.pickle', 'skip_segment_actions.pickle']) {
+    await openFiles(page, synth(name));
+    const hit = await findPoint(page, (f) => f.hover?.startsWith('element:'));
+    assert.ok(hit, `${name}: an allocation to point at`);
+    assert.match(await page.textContent('#status'), /[\d,]+ allocations/);
+    await shot(page, `newer-formats-${name.replace('.pickle', '')}`);
+  }
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('a recording of pinned host memory only opens on the host, its timeline drawn', async () => {
+  const page = await env.newPage();
+  await openFiles(page, synth('host_only.pickle'));
+  const options = await deviceOptions(page);
+  assert.equal(options.length, 2, JSON.stringify(options));
+  assert.equal(await page.inputValue('#device-select'), options[1].value, 'the device with the trace opens');
+  assert.match(options[1].text, /^pinned host · /);
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('pin_memory'));
+  assert.ok(hit, 'a pinned batch with its stack');
+  await shot(page, 'newer-formats-host-only');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test("internal_metadata shows on the allocator's own allocation", async () => {
+  const page = await env.newPage();
+  await openFiles(page, synth('internal_metadata.pickle'));
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('mallocWithAddress'), { cols: 32, rows: 16 });
+  assert.ok(hit, 'the prefix block of mallocWithAddress');
+  assert.match(hit.stack, /Internal \(the allocator's own entry\): mallocWithAddress/);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('FX-augmented frames show their node and the model code', async () => {
+  const page = await env.newPage();
+  await openFiles(page, synth('fx_frames.pickle'));
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('>> FX'), { cols: 32, rows: 16 });
+  assert.ok(hit, 'an allocation made in compiled code');
+  assert.match(hit.stack, />> FX: node=addmm, op=call_function, target=aten\.addmm\.default/);
+  assert.match(hit.stack, /h = self\.fc1\(x\)/);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test("a pool's segments without traces (MemPool.snapshot(include_traces=False)) open as one column", async () => {
+  const page = await env.newPage();
+  await openFiles(page, synth('pool_snapshot_no_traces.pickle'));
+  assert.equal(await page.getAttribute('#plot', 'data-kind'), 'moment');
+  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:'));
+  assert.ok(hit, 'a block of the pool');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

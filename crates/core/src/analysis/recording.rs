@@ -50,6 +50,11 @@ pub struct StalledFree {
 /// with completions; only when some free stalled does a second pass find their lifetimes.
 pub fn stalled_frees(snap: &Snapshot, replay: &Replay) -> Vec<StalledFree> {
     let Some(t) = snap.devices.get(replay.device_pos).map(|d| &d.trace) else { return Vec::new() };
+    // Recorded with skip_actions=['free_completed'], no request ever completes: that is the
+    // recording, not a stall.
+    if !t.action.iter().any(|a| matches!(a, Action::FreeCompleted | Action::Free)) {
+        return Vec::new();
+    }
     let mut pending: FxHashMap<u64, (u32, u64)> = FxHashMap::default();
     let mut out = Vec::new();
     let n = t.len() as u32;
@@ -160,6 +165,8 @@ pub fn findings(snap: &Snapshot, replay: &Replay) -> Vec<Finding> {
                     human_size(cov.ghost_bytes as f64),
                     cov.ghost_allocations
                 )
+            } else if cov.empty == Some(EmptyTrace::CudaNotRecorded) {
+                "CUDA memory not recorded: the recording is of pinned host memory (--device host)".into()
             } else {
                 "nothing recorded on this device".into()
             },

@@ -354,6 +354,12 @@ impl Trace {
         self.raw.binary_search_by_key(&r, |(x, _)| *x).ok().and_then(|i| self.raw.get(i)).map(|(_, t)| t)
     }
 
+    /// The entry's `internal_metadata` (PyTorch 2.15 marks the allocator's own entries with it,
+    /// e.g. `mallocWithAddress`), when it has one.
+    pub fn internal_metadata_at(&self, row: usize) -> Option<&Tree> {
+        self.raw_at(row).and_then(|t| t.get("internal_metadata"))
+    }
+
     /// Appends the rows of another trace (the lists of `host_traces`, one per device, read as
     /// one trace).
     pub fn append(&mut self, other: &Trace) {
@@ -621,10 +627,17 @@ impl Snapshot {
     /// The device to show first (a position in [`Snapshot::devices`]): the CUDA device with the
     /// longest trace; when every CUDA trace is empty (`enabled='state'`), the one holding the most
     /// memory (reserved bytes in its segments, then allocated bytes); ties go to the lowest
-    /// position. Pinned host memory is chosen only when there is no CUDA device.
+    /// position. Pinned host memory is chosen when there is no CUDA device, or when only it has a
+    /// trace (`record_cuda=False, record_pinned_host_memory=True`: the recording is of the host).
     pub fn default_device(&self) -> Option<usize> {
         let cuda: Vec<usize> =
             (0..self.devices.len()).filter(|&i| self.devices.get(i).is_some_and(|d| !d.is_pinned_host())).collect();
+        let traced = |i: &usize| self.devices.get(*i).is_some_and(|d| !d.trace.is_empty());
+        if !cuda.iter().any(traced) {
+            if let Some(host) = (0..self.devices.len()).find(|i| traced(i) && !cuda.contains(i)) {
+                return Some(host);
+            }
+        }
         let candidates: Vec<usize> = if cuda.is_empty() { (0..self.devices.len()).collect() } else { cuda };
         let longest = |i: &usize| self.devices.get(*i).map_or(0, |d| d.trace.len());
         let mut best: Option<(usize, (u64, u64))> = None;

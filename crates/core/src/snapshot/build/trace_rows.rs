@@ -200,6 +200,7 @@ impl<'d> Builder<'d> {
         const K_CAT: usize = 9;
         const K_FREE: usize = 10;
         const K_FWD: usize = 11;
+        const K_INTERNAL: usize = 12;
         let key_slot = |k: &str| -> Option<usize> {
             Some(match k {
                 "action" => K_ACTION,
@@ -214,11 +215,12 @@ impl<'d> Builder<'d> {
                 "category" => K_CAT,
                 "device_free" => K_FREE,
                 "forward_frames" => K_FWD,
+                "internal_metadata" => K_INTERNAL,
                 _ => return None,
             })
         };
         for (row, e) in entries.iter().enumerate() {
-            let mut vals: [Option<Value>; 12] = [None; 12];
+            let mut vals: [Option<Value>; 13] = [None; 13];
             let mut unknown_key = false;
             if let Some(rec) = doc.trace_record(e) {
                 self.record_row(&mut t, &rec, e, row, device_index);
@@ -375,6 +377,12 @@ impl<'d> Builder<'d> {
                 row,
                 device_index,
             );
+            // `internal_metadata` (the allocator's own entries, PyTorch 2.15) is rare: such an
+            // entry is kept verbatim, where `Trace::internal_metadata_at` reads it.
+            if vals[K_INTERNAL].is_some() && t.raw.last().is_none_or(|(x, _)| *x as usize != r) {
+                let tree = self.tree_of(e);
+                t.raw.push((r as u32, tree));
+            }
         }
         let rows = t.action.len();
         t.time_us.finish(rows);
