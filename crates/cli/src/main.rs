@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use memviz_core::{info, reference};
 
 mod analysis_cmds;
+mod group_cmds;
 mod html;
 mod info_text;
 mod parquet_export;
@@ -110,6 +111,15 @@ enum Command {
         /// Lines and stacks listed.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Group the live allocations by `user-line` (the first frame outside torch, Python's
+        /// library and installed packages), `frame`, `op`, `metadata`, `metadata:KEY`, `category`
+        /// or `annotation` instead (JSON: `{"by", "groups": [{"value", "reason", "bytes", "allocations"}]}`).
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code, beside torch and installed packages
+        /// (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// Iterations, memory growth, memory kept from one iteration into the next, out-of-memory events.
     Insights {
@@ -122,6 +132,13 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Only the growth across iterations, grouped by `user-line`, `frame`, `op`, `metadata`,
+        /// `metadata:KEY`, `category` or `annotation`.
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// Explains each out-of-memory event: request, free memory, fragmentation, holders, what to try.
     Oom {
@@ -291,10 +308,21 @@ fn run(cli: Cli) -> Result<String, String> {
             let i = info::info(load(&file)?);
             Ok(if json { info_text::json(&i) } else { info_text::text(&file, &i) })
         }
-        Command::Live { file, at, device, json, top } => {
-            analysis_cmds::live(&file, load(&file)?, &at, device, json, top)
+        Command::Live { file, at, device, json, top, by: Some(by), library } => {
+            let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
+            group_cmds::live_by(&file, load(&file)?, &at, device, &opts, json, top)
         }
-        Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json),
+        Command::Live { file, at, device, json, top, by: None, library } => {
+            let opts = group_cmds::ByOptions::parse(None, &library)?;
+            analysis_cmds::live(&file, load(&file)?, &at, device, json, top, &opts)
+        }
+        Command::Insights { file, device, json, by: Some(by), library } => {
+            let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
+            group_cmds::growth_by(&file, load(&file)?, device, &opts, json)
+        }
+        Command::Insights { file, device, json, by: None, .. } => {
+            analysis_cmds::insights(&file, load(&file)?, device, json)
+        }
         Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json),
         Command::Fragmentation { file, device, points, json } => {
             analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)
