@@ -8,6 +8,7 @@ use memviz_core::analysis::categories::{self, CategoryTimeline};
 use memviz_core::analysis::compare::{self, Alignment, CompareOptions, KeyMode};
 use memviz_core::analysis::export;
 use memviz_core::analysis::fragmentation;
+use memviz_core::analysis::grouping::{GroupTotal, Grouping};
 use memviz_core::analysis::growth::{self, BoundarySource, Edge, Insights};
 use memviz_core::analysis::live::{self, LiveSet};
 use memviz_core::analysis::oom::{self, OomReport};
@@ -83,10 +84,23 @@ fn frames_preview(snap: &Snapshot, stack: u32, n: usize) -> Vec<String> {
     out
 }
 
-fn live_text(file: &str, snap: &Snapshot, replay: &Replay, l: &LiveSet, top: usize) -> String {
+fn live_text(
+    file: &str,
+    snap: &Snapshot,
+    replay: &Replay,
+    l: &LiveSet,
+    top: usize,
+    (grouping, groups): (&Grouping, &[GroupTotal]),
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{file}: {}, live {}", device_label(snap, l.device), when(snap, replay, l.moment, l.row));
     let _ = writeln!(s, "{} in {} allocations", sz(l.total_bytes), l.count);
+    let _ = writeln!(s, "\nBy {} (top {}):", grouping.by.title(), top.min(groups.len()));
+    let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", "bytes", "", "count", grouping.by.slug());
+    for g in groups.iter().take(top) {
+        let _ =
+            writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.allocations, grouping.label(g.group));
+    }
     let _ = writeln!(s, "\nBy source line (top {}):", top.min(l.by_site.len()));
     let _ = writeln!(s, "{:>14} {:>10} {:>7}  line", "bytes", "", "count");
     for g in l.by_site.iter().take(top) {
@@ -161,13 +175,19 @@ pub fn live(
     device: Option<i64>,
     json: bool,
     top: usize,
+    by: &crate::group_cmds::ByOptions,
 ) -> Result<String, String> {
     let pos = device_position(snap, device).map_err(|e| e.to_string())?;
     let moment = Moment::parse(at).map_err(|e| e.to_string())?;
     let replay = Replay::build(snap, pos);
     let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
+    let grouping = Grouping::build(snap, &replay, &by.by, &by.library);
+    let groups = grouping.totals(&replay, &l.elements);
     if json {
         let mut v = l.to_json(snap, top);
+        if let (Some(o), serde_json::Value::Object(g)) = (v.as_object_mut(), grouping.totals_json(&groups, top)) {
+            o.extend(g);
+        }
         let ann = memviz_core::analysis::annotations::annotations(snap, &replay);
         let list: Vec<serde_json::Value> = l
             .elements
@@ -184,7 +204,7 @@ pub fn live(
         }
         return Ok(pretty(&v));
     }
-    let mut text = live_text(file, snap, &replay, &l, top);
+    let mut text = live_text(file, snap, &replay, &l, top, (&grouping, &groups));
     annotation_lines(snap, &replay, &l, &mut text);
     Ok(text)
 }
@@ -304,10 +324,16 @@ fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
         if g.significant {
             let _ = writeln!(
                 s,
-                "growth: {} bytes per iteration ({})",
-                g.bytes_per_iteration,
-                signed_size_text(i128::from(g.bytes_per_iteration))
+                "growth: {} per iteration ({} bytes)",
+                signed_size_text(i128::from(g.bytes_per_iteration)),
+                g.bytes_per_iteration
             );
+            let _ = writeln!(s, "  by your line:");
+            for n in i.growth_by_line.iter().take(10) {
+                let b = n.growth.bytes_per_iteration;
+                let _ = writeln!(s, "  {:>12} bytes/iteration {:>10}  {}", b, signed_size_text(i128::from(b)), n.label);
+            }
+            let _ = writeln!(s, "  by innermost frame:");
             for st in g.stacks.iter().take(10) {
                 let _ = writeln!(s, "  {:>12} bytes/iteration  {}", st.bytes_per_iteration, site_label(snap, st.stack));
             }
@@ -591,15 +617,16 @@ mod tests {
     #[test]
     fn live_text_shows_verified_figures() {
         let (f, s) = load("resnet50_buggy.pickle");
-        let t = live(&f, &s, "peak", None, false, 5).expect("live");
+        let by = crate::group_cmds::ByOptions::parse(None, &[]).expect("by");
+        let t = live(&f, &s, "peak", None, false, 5, &by).expect("live");
         assert!(t.contains("at the peak, after entry 2302"), "{t}");
         assert!(t.contains("(470210256 bytes) in 857 allocations"), "{t}");
         assert!(t.contains("145840288"), "{t}");
-        let j = live(&f, &s, "peak", None, true, 5).expect("json");
+        let j = live(&f, &s, "peak", None, true, 5, &by).expect("json");
         let v: serde_json::Value = serde_json::from_str(&j).expect("valid json");
         assert_eq!(v["total_bytes"], 470_210_256u64);
-        assert!(live(&f, &s, "99999", None, false, 5).is_err());
-        assert!(live(&f, &s, "peak", Some(7), false, 5).is_err());
+        assert!(live(&f, &s, "99999", None, false, 5, &by).is_err());
+        assert!(live(&f, &s, "peak", Some(7), false, 5, &by).is_err());
     }
 
     #[test]
@@ -618,7 +645,7 @@ mod tests {
     fn insights_text_on_growth_leak() {
         let (f, s) = load("growth_leak.pickle");
         let t = insights(&f, &s, None, false).expect("insights");
-        assert!(t.contains("growth: 8398852 bytes per iteration"), "{t}");
+        assert!(t.contains("growth: +8 MiB per iteration (8398852 bytes)"), "{t}");
         assert!(t.contains("8388608 bytes/iteration  torch/nn/functional.py:1723 (relu)"), "{t}");
     }
 

@@ -17,6 +17,7 @@ use error::CliError;
 
 mod analysis_cmds;
 mod error;
+mod group_cmds;
 mod html;
 mod info_text;
 mod layout_cmd;
@@ -115,6 +116,15 @@ enum Command {
         /// Lines and stacks listed.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Group the live allocations by `user-line` (the first frame outside torch, Python's
+        /// library and installed packages), `frame`, `op`, `metadata`, `metadata:KEY`, `category`
+        /// or `annotation` instead (JSON: `{"by", "groups": [{"value", "reason", "bytes", "allocations"}]}`).
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code, beside torch and installed packages
+        /// (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// The laid-out plot as data (what the page draws): y maximum, peak, elements, private-pool
     /// envelopes and stripes, ghosts, each element's hover text.
@@ -146,6 +156,13 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Only the growth across iterations, grouped by `user-line`, `frame`, `op`, `metadata`,
+        /// `metadata:KEY`, `category` or `annotation`.
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// Explains each out-of-memory event: request, free memory, fragmentation, holders, what to try.
     Oom {
@@ -333,14 +350,25 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 info_text::text(&file, &i)
             }
         }
-        Command::Live { file, at, device, json, top } => {
-            analysis_cmds::live(&file, load(&file)?, &at, device, json, top)?
+        Command::Live { file, at, device, json, top, by: Some(by), library } => {
+            let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
+            group_cmds::live_by(&file, load(&file)?, &at, device, &opts, json, top)?
         }
+        Command::Live { file, at, device, json, top, by: None, library } => {
+            let opts = group_cmds::ByOptions::parse(None, &library)?;
+            analysis_cmds::live(&file, load(&file)?, &at, device, json, top, &opts)?
+        }
+        Command::Insights { file, device, json, by: Some(by), library } => {
+            let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
+            group_cmds::growth_by(&file, load(&file)?, device, &opts, json)?
+        }
+        Command::Insights { file, device, json, by: None, .. } => {
+            analysis_cmds::insights(&file, load(&file)?, device, json)?
+        }
+        Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json)?,
         Command::Layout { file, device, view, detail, json } => {
             layout_cmd::layout(load(&file)?, device, view, detail, json)?
         }
-        Command::Insights { file, device, json } => analysis_cmds::insights(&file, load(&file)?, device, json)?,
-        Command::Oom { file, device, json } => analysis_cmds::oom(&file, load(&file)?, device, json)?,
         Command::Fragmentation { file, device, points, json } => {
             analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)?
         }

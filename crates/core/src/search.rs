@@ -2,23 +2,40 @@
 //! (case-insensitive substring over the visible frames) and by a size range.
 //!
 //! Frame text is prepared once per snapshot ([`StackTexts`]): one lowercase string per stack id,
-//! so a keystroke costs one substring test per element, not formatting every stack again.
+//! so a keystroke costs one substring test per element, not formatting every stack again. The
+//! frame box also matches the user metadata of the allocation's entry
+//! (`_set_memory_metadata`), lowercased once per distinct text.
 
 use crate::format::{addr_label, stack_lines};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, Trace};
 use crate::timeline::{Element, Layout};
 
-/// Lowercase visible frame text of every stack, joined by newlines, indexed by stack id.
+/// Lowercase visible frame text of every stack, joined by newlines, indexed by stack id; and the
+/// lowercase text of every user metadata string.
 #[derive(Clone, Debug, Default)]
 pub struct StackTexts {
     texts: Vec<String>,
+    metadata: std::collections::HashMap<u32, String>,
 }
 
 impl StackTexts {
-    /// Formats every stack of the snapshot once.
+    /// Formats every stack of the snapshot once, and lowercases every metadata text once.
     pub fn build(snap: &Snapshot) -> StackTexts {
         let texts = (0..snap.stacks.len()).map(|s| stack_lines(snap, s as u32).join("\n").to_lowercase()).collect();
-        StackTexts { texts }
+        let mut metadata = std::collections::HashMap::new();
+        for t in snap.devices.iter().map(|d| &d.trace).filter(|t| t.user_metadata.is_present()) {
+            for row in 0..t.len() {
+                if let Some(id) = t.user_metadata.get(row).filter(|&id| id != 0) {
+                    metadata.entry(id).or_insert_with(|| snap.strings.get(id).to_lowercase());
+                }
+            }
+        }
+        StackTexts { texts, metadata }
+    }
+
+    /// Lowercase text of a metadata string id (empty when none).
+    pub fn metadata(&self, id: u32) -> &str {
+        self.metadata.get(&id).map_or("", String::as_str)
     }
 
     /// Text of a stack (empty for an unknown id).
@@ -100,8 +117,29 @@ impl Query {
         self.frame.is_empty() || texts.get(e.stack).contains(self.frame.as_str())
     }
 
+    /// [`Query::matches`], the frame text also matching the user metadata of the element's
+    /// entry in `trace` (its alloc, else its free).
+    pub fn matches_in(&self, e: &Element, prefix: char, texts: &StackTexts, trace: &Trace) -> bool {
+        if self.matches(e, prefix, texts) {
+            return true;
+        }
+        if self.frame.is_empty() || !trace.user_metadata.is_present() {
+            return false;
+        }
+        let meta = e.alloc_row.or(e.free_row).and_then(|r| trace.user_metadata.get(r as usize)).filter(|&id| id != 0);
+        let Some(id) = meta else { return false };
+        let only_frame = Query { frame: String::new(), ..self.clone() };
+        texts.metadata(id).contains(self.frame.as_str()) && only_frame.matches(e, prefix, texts)
+    }
+
     /// Indices of the matching elements of a layout (leaving out those the layout hides).
     pub fn matching(&self, layout: &Layout, prefix: char, texts: &StackTexts) -> Vec<u32> {
+        self.matching_in(layout, prefix, texts, None)
+    }
+
+    /// [`Query::matching`], the frame text also matching user metadata when `trace` (the
+    /// layout's device's) is given.
+    pub fn matching_in(&self, layout: &Layout, prefix: char, texts: &StackTexts, trace: Option<&Trace>) -> Vec<u32> {
         if self.is_empty() {
             return Vec::new();
         }
@@ -110,7 +148,10 @@ impl Query {
             .iter()
             .enumerate()
             .filter(|(_, e)| !layout.is_hidden(e))
-            .filter(|(_, e)| self.matches(e, prefix, texts))
+            .filter(|(_, e)| match trace {
+                Some(t) => self.matches_in(e, prefix, texts, t),
+                None => self.matches(e, prefix, texts),
+            })
             .map(|(i, _)| i as u32)
             .collect()
     }
@@ -154,7 +195,7 @@ mod tests {
 
     #[test]
     fn matches_labels_frames_and_sizes() {
-        let texts = StackTexts { texts: vec!["train.py:12:forward\nconv.py:3:conv2d".into()] };
+        let texts = StackTexts { texts: vec!["train.py:12:forward\nconv.py:3:conv2d".into()], ..StackTexts::default() };
         let e = el(0x7f00, 2048, 3);
         let q = |a: &str, f: &str, lo: &str, hi: &str| Query::new(a, f, lo, hi).matches(&e, 'b', &texts);
         assert!(q("b7f00_3", "", "", ""));
@@ -168,5 +209,24 @@ mod tests {
         assert!(!q("", "", "4KiB", ""));
         assert!(!q("", "", "", "1KiB"));
         assert!(Query::new("", "", "x", "").is_empty());
+    }
+
+    #[test]
+    fn the_frame_box_matches_metadata() {
+        let p = crate::test_fixtures::real_fixture("metadata_layers.pickle");
+        let snap = crate::load(&std::fs::read(&p).expect("read")).expect("load");
+        let layout = crate::timeline::Layout::build(&snap, 0, crate::timeline::Options::default());
+        let texts = StackTexts::build(&snap);
+        let t = &snap.devices[0].trace;
+        let q = Query::new("", "\"forward\"", "", "");
+        assert!(q.matching(&layout, 'b', &texts).is_empty(), "no frame says \"forward\" in quotes");
+        // python3: allocations whose alloc entry's user_metadata contains "forward" (quoted): 167.
+        assert_eq!(q.matching_in(&layout, 'b', &texts, Some(t)).len(), 167);
+        let q = Query::new("", "optimizer step 1", "", "");
+        // Frees only: elements live before the trace whose free carries the text, none here.
+        let _ = q.matching_in(&layout, 'b', &texts, Some(t));
+        // The size box still applies to metadata matches.
+        let q = Query::new("", "\"forward\"", "", "1");
+        assert!(q.matching_in(&layout, 'b', &texts, Some(t)).is_empty());
     }
 }

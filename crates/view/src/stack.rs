@@ -3,8 +3,9 @@
 //! The panel's text is [`StackText`]: the lines about the target, then its frames as
 //! [`FrameRow`]s — Python frames first, each with its function first and a shortened path
 //! (`forward  project/model.py:133`), the user's code told apart from libraries'; the C++ frames
-//! after them, counted, for the page to fold. The tooltip is [`tip_lines`]: size, the innermost
-//! frame of the user's code, the allocation's `annotate` entries, and the lifetime. The panel
+//! after them, counted, for the page to fold. The tooltip is [`tip_lines`]: size, the model's
+//! line an FX-augmented frame records (compiled code), the innermost frame of the user's code,
+//! the user metadata, the allocation's `annotate` entries, and the lifetime. The panel
 //! lists each annotation with its entry, time and frames. The recorded text of every frame stays in
 //! [`FrameRow::full`].
 
@@ -275,7 +276,17 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
             let what = if matches!(p.layout.options.mode, Mode::Allocations) { "allocation" } else { "segment" };
             let mut lines = vec![format!("{} {what}", human_size(e.size_bytes as f64))];
             let text = stack_text(f, target);
+            // The model's own line first where Inductor's generated code allocated.
+            if let Some(model) = fx_original_line(&f.snap, e.stack) {
+                lines.push(format!("{model}  (model code)"));
+            }
             lines.push(text.top_frame().map_or_else(|| "no stack recorded".to_string(), |r| r.line_first()));
+            if let Some(r) = e.alloc_row.or(e.free_row) {
+                let meta = annotations::text_of(&f.snap, p.device_pos, r as usize);
+                if !meta.is_empty() {
+                    lines.push(format!("metadata: {meta}"));
+                }
+            }
             let notes = annotations_of(f, i);
             if let Some(last) = notes.last() {
                 let more = if notes.len() > 1 { format!(" (+{} earlier)", notes.len() - 1) } else { String::new() };
@@ -299,6 +310,28 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
             vec![a.name.clone(), format!("{:.3} ms", (a.end_us - a.start_us) as f64 / 1000.0)]
         }),
     }
+}
+
+/// The user's model line that an FX-augmented frame (Inductor's generated code) records in its
+/// `fx_original_trace`, innermost first: `forward  project/model.py:88`.
+pub fn fx_original_line(snap: &Snapshot, stack: u32) -> Option<String> {
+    for fr in snap.stack_frames(stack) {
+        let Some(Tree::Str(orig)) = fr.extra.as_ref().and_then(|x| x.dict.get("fx_original_trace")) else { continue };
+        // `  File "PATH", line N, in FUNC` lines, outermost first as Python prints them.
+        let mut found = None;
+        for l in orig.lines() {
+            let Some(rest) = l.trim_start().strip_prefix("File \"") else { continue };
+            let Some((path, rest)) = rest.split_once("\", line ") else { continue };
+            let (line, func) = rest.split_once(", in ").unwrap_or((rest, ""));
+            if frame_kind(path) == FrameKind::User {
+                found = Some(format!("{}  {}:{}", func.trim(), short_path(path), line.trim()));
+            }
+        }
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 impl FrameRow {

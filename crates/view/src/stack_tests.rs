@@ -191,3 +191,39 @@ fn pinned_host_memory_is_a_device_with_its_stacks() {
         assert!(text.contains("pin_memory"), "{name}: {text}");
     }
 }
+
+fn open(bytes: &[u8]) -> OpenFile {
+    let snap = memviz_core::load(bytes).expect("the file loads");
+    let device = choose_device(&snap, None);
+    let plot = PlotData::build(&snap, device, Options::default());
+    OpenFile {
+        name: "f".into(),
+        snap,
+        plot,
+        max_entries: 15_000,
+        x_axis: XAxis::Steps,
+        viewport: Viewport::new(1.0, 1.0, 1.0),
+    }
+}
+
+#[test]
+fn the_tooltip_puts_the_model_line_of_compiled_code_first() {
+    let f = open(include_bytes!("../../../tests/data/synth/fx_frames.pickle"));
+    let lines = tip_lines(&f, Target::Element(0));
+    assert_eq!(lines[1], "forward  project/model.py:88  (model code)", "{lines:?}");
+    assert!(lines[2].starts_with("call  "), "then the generated code: {lines:?}");
+}
+
+#[test]
+fn the_tooltip_shows_the_user_metadata() {
+    let f = open(include_bytes!("../../../tests/data/real/metadata_layers.pickle"));
+    let e = (0..f.plot.layout.elements.len() as u32)
+        .find(|&e| {
+            f.plot.layout.elements[e as usize].alloc_row.is_some_and(|r| {
+                annotations::text_of(&f.snap, f.plot.device_pos, r as usize).contains("\"phase\": \"forward\"")
+            })
+        })
+        .expect("a forward allocation");
+    let lines = tip_lines(&f, Target::Element(e));
+    assert!(lines.iter().any(|l| l.starts_with("metadata: {\"phase\": \"forward\", \"layer\": ")), "{lines:?}");
+}

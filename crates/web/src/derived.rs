@@ -12,6 +12,7 @@ use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
+use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
@@ -27,6 +28,8 @@ use memviz_view::state::panels::{Action, Highlight, Tab};
 use memviz_view::state::ViewState;
 use memviz_view::view::View;
 
+/// Groups the timeline colours by their own colour at most (the rest share "other").
+pub const COLOURED_GROUPS: usize = 12;
 /// Points of the fragmentation chart at most.
 pub const FRAG_POINTS: usize = 600;
 /// Points of the inferred category timeline.
@@ -52,6 +55,16 @@ pub struct Analysis {
     pub live: Option<LiveSet>,
     /// The moment `live` is for.
     pub live_moment: Option<Moment>,
+    /// Every allocation's group under the state's grouping.
+    pub grouping: Option<Grouping>,
+    /// The colour of each group (index into the page's palette; [`COLOURED_GROUPS`]: other).
+    pub group_colour: Vec<u8>,
+    /// The coloured groups, most bytes allocated first, and "other".
+    pub legend: Vec<(String, u64)>,
+    /// The live set's groups, largest first.
+    pub live_groups: Vec<GroupTotal>,
+    /// The moment and grouping `live_groups` are for.
+    live_groups_key: Option<(Moment, GroupBy)>,
 }
 
 /// The flame view's graph.
@@ -136,7 +149,7 @@ impl Derived {
     pub fn refresh(&mut self, s: &ViewState) {
         self.ensure_device_views(s);
         let panel_open = s.analysis.open && s.file().is_some();
-        if panel_open || s.analysis.highlight.is_some() {
+        if panel_open || s.analysis.highlight.is_some() || s.analysis.colour_by_group {
             self.ensure_analysis(s);
         }
         if panel_open && s.analysis.tab == Tab::Compare {
@@ -194,13 +207,39 @@ impl Derived {
             let replay = Replay::build(&f.snap, key.1);
             let insights = growth::insights_with(&f.snap, &replay);
             let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
-            self.analysis =
-                Some(Analysis { key, replay, insights, fragmentation, frag_track, live: None, live_moment: None });
+            self.analysis = Some(Analysis {
+                key,
+                replay,
+                insights,
+                fragmentation,
+                frag_track,
+                live: None,
+                live_moment: None,
+                grouping: None,
+                group_colour: Vec::new(),
+                legend: Vec::new(),
+                live_groups: Vec::new(),
+                live_groups_key: None,
+            });
         }
         let a = self.analysis.as_mut()?;
         if a.live_moment != Some(moment) {
             a.live = core_live::live_set(&f.snap, &a.replay, moment).ok();
             a.live_moment = Some(moment);
+        }
+        let by = &s.analysis.group_by;
+        if a.grouping.as_ref().is_none_or(|g| &g.by != by) {
+            let g = Grouping::build(&f.snap, &a.replay, by, &LibraryRule::default());
+            (a.group_colour, a.legend) = g.colours(&a.replay, COLOURED_GROUPS);
+            a.grouping = Some(g);
+            a.live_groups_key = None;
+        }
+        if a.live_groups_key.as_ref() != Some(&(moment, by.clone())) {
+            a.live_groups = match (&a.grouping, &a.live) {
+                (Some(g), Some(l)) => g.totals(&a.replay, &l.elements),
+                _ => Vec::new(),
+            };
+            a.live_groups_key = Some((moment, by.clone()));
         }
         Some(a)
     }
@@ -304,7 +343,8 @@ impl Derived {
         };
         let layout = &f.plot.layout;
         let prefix = if layout.options.mode == Mode::Allocations { 'b' } else { 's' };
-        let elements = Rc::new(s.search.matching(layout, prefix, &texts));
+        let trace = f.snap.devices.get(f.plot.device_pos).map(|d| &d.trace);
+        let elements = Rc::new(s.search.matching_in(layout, prefix, &texts, trace));
         let drawn =
             elements.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
         let total_bytes = elements
@@ -410,6 +450,16 @@ impl Derived {
                     .collect();
                 Some(Highlight { key: format!("site:{i}"), elements })
             }
+            Action::Group(i) => {
+                let (live, g) = (a.live.as_ref()?, a.grouping.as_ref()?);
+                let group = a.live_groups.get(i)?.group;
+                Some(Highlight { key: format!("group:{i}"), elements: g.elements_of(group, &live.elements) })
+            }
+            Action::Growth(i) => a
+                .insights
+                .growth_by_line
+                .get(i)
+                .map(|n| Highlight { key: format!("growth:{i}"), elements: n.elements.clone() }),
             Action::Node(n) => {
                 let live = a.live.as_ref()?;
                 Some(Highlight { key: format!("node:{n}"), elements: elements_under(snap, &a.replay, live, n) })

@@ -134,9 +134,20 @@ test('insights: growth_leak grows by 8398852 bytes per iteration', async () => {
   await openPanel(page);
   assert.match(await page.textContent('#analysis .an-iterations'), /^8 iterations/);
   assert.match(await page.textContent('#analysis .an-iterations'), /ProfilerStep#N/);
-  assert.match(await page.textContent('#analysis .an-growth'), /Growth: 8398852 bytes per iteration \(\+8 MiB\)/);
-  const first = await page.locator('#analysis tr.an-growing').first().textContent();
-  assert.match(first, /^8388608torch\/nn\/functional\.py:1723 \(relu\)$/);
+  // One size format in the headline, the exact bytes on hover.
+  assert.match(await page.textContent('#analysis .an-growth'), /^Growth: \+8 MiB per iteration$/);
+  assert.equal(await page.getAttribute('#analysis .an-growth b', 'title'), '8398852 bytes per iteration');
+  // The first row is the user's line, with relu's and linear's growth together.
+  const first = page.locator('#analysis tr.an-growing').first();
+  assert.match(await first.textContent(), /^\/home\/user\/project\/train\.py:20 \(growth_leak\)\+8 MiB/);
+  assert.equal(await first.getAttribute('data-bytes'), '8398848');
+  await first.click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '26');
+  await first.click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '0', 'a second click clears it');
+  assert.match(await page.locator('#analysis tr.an-growing-frame').first().textContent(), /^\+8 MiBtorch\/nn\/functional\.py:1723 \(relu\)$/);
   const growth = page.locator('#analysis .finding.problem[data-kind=growth]');
   assert.equal(await growth.count(), 1);
   await growth.click();

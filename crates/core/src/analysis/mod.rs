@@ -4,7 +4,7 @@
 //! ([`compare`]), memory by category ([`categories`]), exports ([`export`]), and findings about
 //! the recording and stalled frees ([`recording`]), the allocator's unused cache
 //! ([`cache`]); `annotate` entries attached to allocations
-//! ([`annotations`]); flame graphs of the live set or of bytes × lifetime ([`flame`]).
+//! ([`annotations`]); one grouping of allocations for all of them ([`grouping`]); flame graphs of the live set or of bytes × lifetime ([`flame`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
 //! indices as [`crate::timeline::Layout::elements`], so the page can highlight what an analysis
@@ -19,6 +19,7 @@ pub mod export;
 mod finding;
 pub mod flame;
 pub mod fragmentation;
+pub mod grouping;
 pub mod growth;
 pub mod live;
 pub mod oom;
@@ -46,6 +47,8 @@ pub enum AnalysisError {
     BadMoment(String),
     /// A category timeline file that cannot be read.
     BadTimeline(String),
+    /// A grouping that is not one of [`grouping::GroupBy`]'s.
+    BadGroupBy(String),
 }
 
 impl fmt::Display for AnalysisError {
@@ -60,7 +63,7 @@ impl fmt::Display for AnalysisError {
                 )
             }
             AnalysisError::BadMoment(s) => write!(f, "'{s}' is not a moment: use peak, start, end or an entry number"),
-            AnalysisError::BadTimeline(s) => write!(f, "{s}"),
+            AnalysisError::BadTimeline(s) | AnalysisError::BadGroupBy(s) => write!(f, "{s}"),
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The user state of the page's panels and what their actions do: the analysis panel beside the
 //! timeline ([`AnalysisState`]: tab, moment of the live set, highlight, Compare's other file,
-//! the category colouring and a profiler timeline), the Allocator State History
+//! the category colouring and a profiler timeline, the grouping of its tables), the Allocator State History
 //! ([`HistoryState`]: selected event, scroll, pointer) and the private-pools view's hovered
 //! envelope. Actions change this state and return [`Effect`]s for what needs the page (a new
 //! layout, a highlight computed from the analyses, a download, a new window of the timeline).
 
 use memviz_core::analysis::categories::CategoryTimeline;
+use memviz_core::analysis::grouping::{self, GroupBy};
 use memviz_core::analysis::Moment;
 use memviz_core::search::{parse_size_bytes, Query};
 
@@ -71,6 +72,15 @@ pub enum Action {
     Site(usize),
     /// Highlight the live allocations under a tree node.
     Node(u32),
+    /// Highlight the live allocations of a group (index into the live set's groups, largest
+    /// first, under [`AnalysisState::group_by`]).
+    Group(usize),
+    /// Highlight the allocations of a growing line (index into the insights' growth by line).
+    Growth(usize),
+    /// Group the tables by a choice of [`grouping::choices`] of the file shown (index).
+    GroupBy(u16),
+    /// Colour the timeline by the grouping (with a legend), or stop.
+    GroupColour,
     /// Forget the highlight.
     ClearHighlight,
     /// Live set at the peak.
@@ -161,7 +171,7 @@ impl CategoriesState {
 }
 
 /// The analysis panel's state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AnalysisState {
     /// Whether it is shown.
     pub open: bool,
@@ -177,6 +187,26 @@ pub struct AnalysisState {
     pub compare_with: Option<usize>,
     /// Categories: the profiler timeline and the inferred colouring.
     pub categories: CategoriesState,
+    /// What the grouped tables group by (the user's line unless chosen).
+    pub group_by: GroupBy,
+    /// Whether the timeline's allocations are coloured by their group.
+    pub colour_by_group: bool,
+}
+
+impl Default for AnalysisState {
+    fn default() -> AnalysisState {
+        AnalysisState {
+            open: false,
+            tab: Tab::default(),
+            moment: None,
+            highlight: None,
+            canvas_seq: 0,
+            compare_with: None,
+            categories: CategoriesState::default(),
+            group_by: GroupBy::UserLine,
+            colour_by_group: false,
+        }
+    }
 }
 
 impl AnalysisState {
@@ -201,13 +231,35 @@ impl AnalysisState {
                 self.open = true;
                 self.tab = Tab::Live;
             }
-            Action::Finding(_) | Action::OomHolders(_) | Action::Site(_) | Action::Node(_) => {
+            Action::Finding(_)
+            | Action::OomHolders(_)
+            | Action::Site(_)
+            | Action::Node(_)
+            | Action::Group(_)
+            | Action::Growth(_) => {
                 effects.push(Effect::Highlight(action));
+            }
+            Action::GroupBy(i) => {
+                let Some(f) = file else { return effects };
+                let Some(by) = grouping::choices(&f.snap, f.plot.device_pos).into_iter().nth(usize::from(i)) else {
+                    return effects;
+                };
+                if self.highlight.as_ref().is_some_and(|h| h.key.starts_with("group:")) {
+                    self.highlight = None;
+                }
+                self.group_by = by;
             }
             Action::Export(kind) => effects.push(Effect::Export(kind)),
             Action::Entry(entry) => effects.push(Effect::Cursor(entry)),
             Action::CompareWith(i) => self.compare_with = Some(i),
-            Action::CategoryColour => self.categories.colour_inferred = !self.categories.colour_inferred,
+            Action::CategoryColour => {
+                self.categories.colour_inferred = !self.categories.colour_inferred;
+                self.colour_by_group &= !self.categories.colour_inferred;
+            }
+            Action::GroupColour => {
+                self.colour_by_group = !self.colour_by_group;
+                self.categories.colour_inferred &= !self.colour_by_group;
+            }
             Action::CategoryClose => self.categories.close_profile(),
             Action::CategoryHover(x_px) => {
                 self.categories.hover_x_px = x_px;

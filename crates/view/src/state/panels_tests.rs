@@ -10,6 +10,7 @@ use crate::state::{Target, ViewState};
 use crate::xmap::XAxis;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
+static METADATA: &[u8] = include_bytes!("../../../../tests/data/real/metadata_layers.pickle");
 
 fn demo() -> ViewState {
     crate::test_state::open_state(DEMO, "x.pickle", 15_000, ViewState::default().minimap_css)
@@ -49,7 +50,14 @@ fn every_action_but_a_chart_hover_redraws_the_timeline_marks() {
 #[test]
 fn rows_that_name_elements_ask_for_a_highlight_and_a_second_click_clears_it() {
     let mut s = demo();
-    for a in [Action::Finding(2), Action::OomHolders(0), Action::Site(1), Action::Node(7)] {
+    for a in [
+        Action::Finding(2),
+        Action::OomHolders(0),
+        Action::Site(1),
+        Action::Node(7),
+        Action::Group(0),
+        Action::Growth(1),
+    ] {
         assert_eq!(apply(&mut s, a), vec![Effect::Highlight(a)]);
     }
     let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3] };
@@ -332,4 +340,25 @@ fn a_cited_entry_puts_the_cursor_there_and_shows_it() {
     assert_eq!(apply(&mut s, Action::Entry(entry)), vec![Effect::Cursor(entry)]);
     s.toggle_cursor(entry);
     assert_eq!(s.cursor_entry, None);
+}
+
+#[test]
+fn the_group_by_menu_picks_a_choice_of_the_file_and_drops_a_group_highlight() {
+    let mut s = crate::test_state::open_state(METADATA, "m.pickle", 15_000, ViewState::default().minimap_css);
+    assert_eq!(s.analysis.group_by, GroupBy::UserLine, "the user's line by default");
+    // The menu, then one choice per metadata key: metadata:phase is the 7th.
+    apply(&mut s, Action::GroupBy(6));
+    assert_eq!(s.analysis.group_by, GroupBy::Metadata(Some("phase".into())));
+    s.analysis.toggle_highlight(Some(Highlight { key: "group:1".into(), elements: vec![3] }));
+    apply(&mut s, Action::GroupBy(2));
+    assert_eq!(s.analysis.group_by, GroupBy::Op);
+    assert_eq!(s.analysis.highlight, None, "the old grouping's row is gone");
+    apply(&mut s, Action::GroupBy(99));
+    assert_eq!(s.analysis.group_by, GroupBy::Op, "a choice the file lacks changes nothing");
+    // Colouring by group and by category exclude each other.
+    apply(&mut s, Action::CategoryColour);
+    apply(&mut s, Action::GroupColour);
+    assert!(s.analysis.colour_by_group && !s.analysis.categories.colour_inferred);
+    apply(&mut s, Action::CategoryColour);
+    assert!(!s.analysis.colour_by_group && s.analysis.categories.colour_inferred);
 }

@@ -91,15 +91,29 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         if g.significant {
             let _ = write!(
                 s,
-                "<p class=\"an-growth bad\">Growth: <b>{} bytes per iteration</b> ({})</p><table class=\"an-table\"><thead><tr><th>bytes/iteration</th><th>site</th></tr></thead><tbody>",
+                "<p class=\"an-growth bad\">Growth: <b title=\"{} bytes per iteration\">{} per iteration</b></p><table class=\"an-table an-nums an-growth-lines\"><thead><tr><th class=\"site\">your line</th><th class=\"num\">per iteration</th><th class=\"num\">at the end</th></tr></thead><tbody>",
                 g.bytes_per_iteration,
                 signed_size_text(i128::from(g.bytes_per_iteration))
             );
+            for (k, n) in i.growth_by_line.iter().enumerate().take(10) {
+                let b = n.growth.bytes_per_iteration;
+                let end = n.growth.end_bytes.last().copied().unwrap_or(0);
+                let _ = write!(
+                    s,
+                    "<tr class=\"an-growing\" data-act=\"growth\" data-i=\"{k}\" data-key=\"growth:{k}\" data-bytes=\"{b}\" title=\"Click to highlight these allocations\"><td class=\"site\" title=\"{}\">{}</td><td class=\"num\" title=\"{b} bytes\">{}</td><td class=\"num\" title=\"{end} bytes\">{}</td></tr>",
+                    esc(&n.label),
+                    esc(&n.label),
+                    signed_size_text(i128::from(b)),
+                    size_text(end)
+                );
+            }
+            s.push_str("</tbody></table><table class=\"an-table\"><thead><tr><th>bytes/iteration</th><th>innermost frame</th></tr></thead><tbody>");
             for st in g.stacks.iter().take(10) {
                 let _ = write!(
                     s,
-                    "<tr class=\"an-growing\"><td>{}</td><td>{}</td></tr>",
+                    "<tr class=\"an-growing-frame\"><td title=\"{} bytes\">{}</td><td>{}</td></tr>",
                     st.bytes_per_iteration,
+                    signed_size_text(i128::from(st.bytes_per_iteration)),
                     esc(&site_label(snap, st.stack))
                 );
             }
@@ -107,8 +121,9 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         } else {
             let _ = write!(
                 s,
-                "<p class=\"an-growth\">No steady growth (trend of live bytes at iteration ends: {} bytes per iteration).</p>",
-                g.bytes_per_iteration
+                "<p class=\"an-growth\">No steady growth (trend of live bytes at iteration ends: <span title=\"{} bytes per iteration\">{} per iteration</span>).</p>",
+                g.bytes_per_iteration,
+                signed_size_text(i128::from(g.bytes_per_iteration))
             );
         }
     }

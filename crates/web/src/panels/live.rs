@@ -1,15 +1,21 @@
-//! The Live set tab: what is live at a moment (the peak unless the user picks another), by
-//! source line and as a collapsible tree of frames; exports.
+//! The Live set tab: what is live at a moment (the peak unless the user picks another), by the
+//! chosen grouping (the user's line unless another is picked), by innermost frame and as a
+//! collapsible tree of frames; exports.
 
 use std::fmt::Write;
 
+use memviz_core::analysis::grouping::{self, GroupBy};
 use memviz_core::analysis::live::LiveSet;
 use memviz_core::analysis::{size_text, Moment};
 use memviz_core::describe::utc_time;
 use memviz_core::snapshot::Snapshot;
 
 use super::insights::sz;
+use memviz_view::state::panels::Action;
+use wasm_bindgen::JsCast;
+
 use super::{entry_link, esc, Analysis};
+use crate::input::Input;
 
 /// Children shown per tree node at most.
 const TREE_CHILDREN: usize = 12;
@@ -19,7 +25,7 @@ const TREE_NODES: usize = 600;
 const SITES: usize = 50;
 
 /// Writes the tab.
-pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
+pub fn html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, colour_on: bool, s: &mut String) {
     s.push_str("<div class=\"an-actions\"><button type=\"button\" data-act=\"peak\">Peak</button><button type=\"button\" data-act=\"centre\" title=\"The moment at the centre of the visible window\">Window centre</button><span class=\"hint\">or click the timeline</span></div>");
     let Some(l) = &a.live else {
         s.push_str("<p>No live set at this moment.</p>");
@@ -43,7 +49,9 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         memviz_view::entries::count(l.count, if l.count == 1 { "allocation" } else { "allocations" })
     );
     s.push_str("<div class=\"an-actions\">Export: <button type=\"button\" data-act=\"csv\">CSV</button><button type=\"button\" data-act=\"json\">JSON</button><button type=\"button\" data-act=\"speedscope\">speedscope</button><button type=\"button\" data-act=\"png\" title=\"The timeline as shown\">PNG</button></div>");
-    s.push_str("<h3>By source line</h3><table class=\"an-table an-nums an-sites\"><thead><tr><th class=\"site\">site</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>");
+    groups_html(snap, a, group_by, s);
+    super::colour_by::legend_html(a, colour_on, s);
+    s.push_str("<h3>By innermost frame</h3><table class=\"an-table an-nums an-sites\"><thead><tr><th class=\"site\">site</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>");
     for (i, g) in l.by_site.iter().enumerate().take(SITES) {
         let _ = write!(
             s,
@@ -61,6 +69,58 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
     }
     s.push_str("</tbody></table><h3>By frame</h3>");
     tree_html(snap, l, s);
+}
+
+/// The group-by menu and the live set's groups under it, each row a handle on its allocations.
+fn groups_html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, s: &mut String) {
+    let (Some(g), Some(l)) = (&a.grouping, &a.live) else { return };
+    s.push_str("<h3 class=\"an-group-head\">By <select data-act=\"group-by\" title=\"Group the live allocations by\">");
+    for (k, c) in grouping::choices(snap, a.replay.device_pos).iter().enumerate() {
+        let _ = write!(
+            s,
+            "<option value=\"{k}\" data-by=\"{}\"{}>{}</option>",
+            esc(&c.slug()),
+            if c == group_by { " selected" } else { "" },
+            esc(&c.title())
+        );
+    }
+    let _ = write!(
+        s,
+        "</select></h3><table class=\"an-table an-nums an-groups\" data-by=\"{}\"><thead><tr><th class=\"site\">{}</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>",
+        esc(&g.by.slug()),
+        esc(&g.by.title())
+    );
+    for (i, t) in a.live_groups.iter().enumerate().take(SITES) {
+        let label = g.labels.get(t.group as usize);
+        let text = label.map_or_else(String::new, |l| l.text());
+        let value =
+            label.and_then(|l| l.value.as_deref()).map_or(String::new(), |v| format!(" data-value=\"{}\"", esc(v)));
+        let _ = write!(
+            s,
+            "<tr data-act=\"group\" data-i=\"{i}\" data-key=\"group:{i}\" data-bytes=\"{}\" data-count=\"{}\"{value} title=\"Click to highlight these allocations\"><td class=\"site\" title=\"{}\">{}</td><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\">{}</td></tr>",
+            t.bytes,
+            t.allocations,
+            esc(&text),
+            esc(&text),
+            t.bytes,
+            size_text(t.bytes),
+            t.allocations
+        );
+    }
+    if a.live_groups.len() > SITES {
+        let _ = write!(s, "<tr><td colspan=\"3\">… {} more groups</td></tr>", a.live_groups.len() - SITES);
+    }
+    let _ = l;
+    s.push_str("</tbody></table>");
+}
+
+/// The group-by menu's choice, from a `change` event in the panel.
+pub fn group_by_choice(e: &web_sys::Event) -> Option<Input> {
+    let el: web_sys::HtmlSelectElement = e.target()?.dyn_into().ok()?;
+    if el.get_attribute("data-act").as_deref() != Some("group-by") {
+        return None;
+    }
+    Some(Input::Analysis(Action::GroupBy(el.value().parse().ok()?)))
 }
 
 /// The tree as nested `<details>`, built without recursion.

@@ -9,6 +9,7 @@
 
 pub mod categories;
 pub mod chart;
+pub mod colour_by;
 pub mod compare;
 pub mod export;
 pub mod insights;
@@ -46,6 +47,8 @@ struct WrittenKey {
     files: usize,
     other: Option<usize>,
     colour_inferred: bool,
+    group_by: memviz_core::analysis::grouping::GroupBy,
+    colour_by_group: bool,
 }
 
 /// Escapes text for HTML.
@@ -116,6 +119,8 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         files: fr.state.files.len(),
         other: p.compare_other(fr.state.current, fr.state.files.len()),
         colour_inferred: p.categories.colour_inferred,
+        group_by: p.group_by.clone(),
+        colour_by_group: p.colour_by_group,
     };
     if memo.written.as_ref() != Some(&key) {
         panel.set_hidden(!open);
@@ -175,7 +180,7 @@ fn body_html(fr: &Frame<'_>) -> String {
     match (fr.derived.analysis_of(fr.state), fr.file()) {
         (Some(a), Some(f)) => match p.tab {
             Tab::Insights => insights::html(&f.snap, a, &mut s),
-            Tab::Live => live::html(&f.snap, a, &mut s),
+            Tab::Live => live::html(&f.snap, a, &p.group_by, p.colour_by_group, &mut s),
             Tab::Compare => compare::html(fr, &mut s),
             Tab::Categories => categories::html(fr, &mut s),
         },
@@ -199,10 +204,13 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "tab-categories" => Action::Tab(Tab::Categories),
         "compare-with" => Action::CompareWith(i()?),
         "cat-colour" => Action::CategoryColour,
+        "group-colour" => Action::GroupColour,
         "cat-close" => Action::CategoryClose,
         "finding" => Action::Finding(i()?),
         "oom" => Action::OomHolders(i()?),
         "site" => Action::Site(i()?),
+        "group" => Action::Group(i()?),
+        "growth" => Action::Growth(i()?),
         "node" => Action::Node(u32::try_from(i()?).ok()?),
         "clear" => Action::ClearHighlight,
         "peak" => Action::LiveAtPeak,
@@ -226,6 +234,9 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
             // <summary> toggles its <details> itself; the row is highlighted as well.
             Some(Input::Analysis(a))
         }));
+    }
+    if let Some(panel) = by_id(ui, "analysis") {
+        l.push(bind(panel.as_ref(), "change", live::group_by_choice));
     }
     if let Some(t) = by_id(ui, "analysis-toggle") {
         l.push(bind(t.as_ref(), "click", |_: &MouseEvent| Some(Input::Analysis(Action::Toggle))));
@@ -251,6 +262,7 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
 pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let p = &fr.state.analysis;
     categories::draw_colours(fr, drawn, ctx);
+    colour_by::draw(fr, drawn, ctx);
     draw_cursor(fr, drawn, ctx);
     if p.highlight.is_none() || fr.state.view.mode() != Mode::Allocations {
         let _ = fr.ui.plot.remove_attribute("data-highlighted");

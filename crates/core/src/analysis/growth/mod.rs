@@ -22,6 +22,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
+use super::grouping::{GroupBy, Grouping, LibraryRule};
 use super::{signed_size_text, site_label, size_text, Replay};
 use crate::format::plural;
 use crate::snapshot::Snapshot;
@@ -38,7 +39,7 @@ mod tests;
 pub use super::finding::Finding;
 pub use carry::{carry_over, CarryKind, CarryOver};
 pub use iterations::{find_iterations, BoundarySource, Edge, Iteration, Iterations};
-pub use stacks::{growth, slope, GrowingStack, Growth};
+pub use stacks::{growth, growth_by_group, slope, GrowingGroup, GrowingStack, Growth};
 
 /// Everything `memviz insights` reports for one device.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,12 +50,46 @@ pub struct Insights {
     pub iterations: Iterations,
     /// Growth per stack (3 iterations or more).
     pub growth: Option<Growth>,
+    /// Growth per line of the user's code (the default grouping), fastest first.
+    pub growth_by_line: Vec<NamedGrowth>,
     /// Memory crossing iteration boundaries, by kind and iteration.
     pub carry_over: Vec<CarryOver>,
     /// Out-of-memory explanations.
     pub ooms: Vec<super::oom::OomReport>,
     /// Findings, problems first.
     pub findings: Vec<Finding>,
+}
+
+/// A growing group with its label and the allocations of it live at the last iteration's end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedGrowth {
+    /// The group's label (`train.py:20 (growth_leak)`).
+    pub label: String,
+    /// Its growth.
+    pub growth: GrowingGroup,
+    /// Its allocations live at the end of the last iteration ([`Replay::lives`] indices).
+    pub elements: Vec<u32>,
+}
+
+/// Growth by `by`, labelled, with the allocations to highlight.
+pub fn named_growth(snap: &Snapshot, replay: &Replay, its: &Iterations, by: &GroupBy) -> Vec<NamedGrowth> {
+    if its.list.len() < 3 {
+        return Vec::new();
+    }
+    let grouping = Grouping::build(snap, replay, by, &LibraryRule::default());
+    let last = its.list.last().map(|l| l.end_row.saturating_sub(1));
+    growth_by_group(replay, its, &grouping)
+        .into_iter()
+        .map(|g| {
+            let elements = (0..replay.lives.len() as u32)
+                .filter(|&e| {
+                    grouping.group_of(e) == Some(g.group)
+                        && replay.lives.get(e as usize).is_some_and(|l| l.live_after(last))
+                })
+                .collect();
+            NamedGrowth { label: grouping.label(g.group), growth: g, elements }
+        })
+        .collect()
 }
 
 /// `1 allocation`, `3 allocations`.
@@ -89,6 +124,11 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
         .map(|g| g.stacks.iter().map(|s| s.stack).collect())
         .unwrap_or_default();
     let carry = if its.list.len() >= 2 { carry_over(snap, replay, &its, &growing) } else { Vec::new() };
+    let growth_by_line = if growth.as_ref().is_some_and(|g| g.significant) {
+        named_growth(snap, replay, &its, &GroupBy::UserLine)
+    } else {
+        Vec::new()
+    };
     let ooms = super::oom::explain(snap, replay);
     let mut findings = Vec::new();
     let list = &its.list;
@@ -104,18 +144,28 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
             g.end_bytes.len(),
             g.end_bytes.iter().map(|&b| size_text(b)).collect::<Vec<_>>().join(" → ")
         )];
-        for s in g.stacks.iter().take(10) {
+        for n in growth_by_line.iter().take(10) {
+            let s = &n.growth;
             details.push(format!(
                 "{} per iteration from {} (grew in {} of {} iterations, {} at the end)",
                 signed_size_text(i128::from(s.bytes_per_iteration)),
-                site_label(snap, s.stack),
+                n.label,
                 s.increases,
                 s.end_bytes.len().saturating_sub(1),
                 size_text(s.end_bytes.last().copied().unwrap_or(0))
             ));
         }
-        if g.stacks.len() > 10 {
-            details.push(format!("and {} more growing stacks", g.stacks.len() - 10));
+        if growth_by_line.len() > 10 {
+            details.push(format!("and {} more growing lines", growth_by_line.len() - 10));
+        }
+        let inner: Vec<String> = g
+            .stacks
+            .iter()
+            .take(5)
+            .map(|s| format!("{} {}", site_label(snap, s.stack), signed_size_text(i128::from(s.bytes_per_iteration))))
+            .collect();
+        if !inner.is_empty() {
+            details.push(format!("innermost frames: {}", inner.join(", ")));
         }
         let grow_set: HashSet<u32> = g.stacks.iter().map(|s| s.stack).collect();
         let last = list.last().map(|l| l.end_row.saturating_sub(1));
@@ -315,7 +365,7 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
     findings.extend(super::recording::findings(snap, replay));
     findings.extend(super::cache::unused_cache_finding(snap, replay));
     findings.sort_by_key(|f| !f.problem);
-    Insights { device: replay.device, iterations: its, growth, carry_over: carry, ooms, findings }
+    Insights { device: replay.device, iterations: its, growth, growth_by_line, carry_over: carry, ooms, findings }
 }
 
 impl Insights {
@@ -333,6 +383,14 @@ impl Insights {
                     "end_bytes": s.end_bytes,
                     "increases": s.increases,
                     "frames": super::live::stack_json(snap, s.stack),
+                })).collect::<Vec<_>>(),
+                "by": GroupBy::UserLine.slug(),
+                "groups": self.growth_by_line.iter().map(|n| json!({
+                    "value": n.label,
+                    "bytes_per_iteration": n.growth.bytes_per_iteration,
+                    "end_bytes": n.growth.end_bytes,
+                    "increases": n.growth.increases,
+                    "elements": n.elements,
                 })).collect::<Vec<_>>(),
             })
         });

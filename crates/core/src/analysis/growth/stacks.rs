@@ -63,15 +63,26 @@ pub fn slope(v: &[u64]) -> f64 {
     }
 }
 
-/// Growth per stack at iteration ends (needs 3 iterations).
-pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
-    let m = its.list.len();
-    if m < 3 {
-        return None;
-    }
-    let ends: Vec<u32> = its.list.iter().map(|i| i.end_row.saturating_sub(1)).collect();
+/// A group of allocations ([`crate::analysis::grouping::Grouping`]) whose live bytes grow from
+/// iteration to iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GrowingGroup {
+    /// Group id.
+    pub group: u32,
+    /// Least-squares slope of its live bytes at iteration ends.
+    pub bytes_per_iteration: i64,
+    /// Its live bytes at the end of each iteration.
+    pub end_bytes: Vec<u64>,
+    /// How many iterations ended higher than the one before.
+    pub increases: usize,
+}
+
+/// Keys (a stack, a group) whose live bytes at iteration ends keep growing, as
+/// `(key, slope, end bytes, increases)`, in key order. `key_of` gives a lifetime's key.
+fn growing_keys(replay: &Replay, ends: &[u32], key_of: impl Fn(usize) -> u32) -> Vec<(u32, i64, Vec<u64>, usize)> {
+    let m = ends.len();
     let mut diffs: HashMap<(u32, u32), i128> = HashMap::default();
-    for l in &replay.lives {
+    for (idx, l) in replay.lives.iter().enumerate() {
         let lo = match l.alloc_row {
             None => 0,
             Some(a) => ends.partition_point(|&e| e < a),
@@ -81,43 +92,83 @@ pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
             Some(f) => ends.partition_point(|&e| e < f),
         };
         if lo < hi {
-            *diffs.entry((l.stack, lo as u32)).or_default() += i128::from(l.size_bytes);
-            *diffs.entry((l.stack, hi as u32)).or_default() -= i128::from(l.size_bytes);
+            let key = key_of(idx);
+            *diffs.entry((key, lo as u32)).or_default() += i128::from(l.size_bytes);
+            *diffs.entry((key, hi as u32)).or_default() -= i128::from(l.size_bytes);
         }
     }
     let mut keys: Vec<(u32, u32)> = diffs.keys().copied().collect();
     keys.sort_unstable();
-    let mut stacks = Vec::new();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < keys.len() {
-        let stack = keys[i].0;
+        let key = keys[i].0;
         let mut v = vec![0u64; m];
         let mut cur: i128 = 0;
-        let mut k = 0usize;
         let mut j = i;
         for (slot, x) in v.iter_mut().enumerate() {
-            while j < keys.len() && keys[j].0 == stack && keys[j].1 as usize <= slot {
+            while j < keys.len() && keys[j].0 == key && keys[j].1 as usize <= slot {
                 cur += diffs.get(&keys[j]).copied().unwrap_or(0);
                 j += 1;
             }
             *x = cur.clamp(0, i128::from(u64::MAX)) as u64;
-            k = slot;
         }
-        let _ = k;
-        while j < keys.len() && keys[j].0 == stack {
+        while j < keys.len() && keys[j].0 == key {
             j += 1;
         }
         let (ok, inc) = grows(&v);
         if ok {
-            stacks.push(GrowingStack {
-                stack,
-                bytes_per_iteration: slope(&v).round() as i64,
-                end_bytes: v,
-                increases: inc,
-            });
+            out.push((key, slope(&v).round() as i64, v, inc));
         }
         i = j;
     }
+    out
+}
+
+/// The last row of each iteration.
+fn iteration_ends(its: &Iterations) -> Vec<u32> {
+    its.list.iter().map(|i| i.end_row.saturating_sub(1)).collect()
+}
+
+/// Groups that keep growing across iterations (needs 3 iterations), fastest first.
+pub fn growth_by_group(
+    replay: &Replay,
+    its: &Iterations,
+    grouping: &crate::analysis::grouping::Grouping,
+) -> Vec<GrowingGroup> {
+    if its.list.len() < 3 {
+        return Vec::new();
+    }
+    let key_of = |i: usize| grouping.of_life.get(i).copied().unwrap_or(u32::MAX);
+    let mut v: Vec<GrowingGroup> = growing_keys(replay, &iteration_ends(its), key_of)
+        .into_iter()
+        .filter(|k| k.0 != u32::MAX)
+        .map(|(group, bytes_per_iteration, end_bytes, increases)| GrowingGroup {
+            group,
+            bytes_per_iteration,
+            end_bytes,
+            increases,
+        })
+        .collect();
+    v.sort_by(|a, b| b.bytes_per_iteration.cmp(&a.bytes_per_iteration).then(a.group.cmp(&b.group)));
+    v
+}
+
+/// Growth per stack at iteration ends (needs 3 iterations).
+pub fn growth(replay: &Replay, its: &Iterations) -> Option<Growth> {
+    if its.list.len() < 3 {
+        return None;
+    }
+    let key_of = |i: usize| replay.lives.get(i).map_or(0, |l| l.stack);
+    let mut stacks: Vec<GrowingStack> = growing_keys(replay, &iteration_ends(its), key_of)
+        .into_iter()
+        .map(|(stack, bytes_per_iteration, end_bytes, increases)| GrowingStack {
+            stack,
+            bytes_per_iteration,
+            end_bytes,
+            increases,
+        })
+        .collect();
     stacks.sort_by(|a, b| b.bytes_per_iteration.cmp(&a.bytes_per_iteration).then(a.stack.cmp(&b.stack)));
     let end_bytes: Vec<u64> = its.list.iter().map(|i| i.end_bytes).collect();
     let total = slope(&end_bytes).round() as i64;
