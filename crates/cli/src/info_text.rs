@@ -24,7 +24,10 @@ pub fn text(file: &str, i: &Info) -> String {
             if r.has_time { ", time_us recorded" } else { ", no time_us" }
         ));
         if !r.skipped_actions.is_empty() {
-            s.push_str(&format!("left out by the recording (inferred, skip_actions): {}\n", r.skipped_actions.join(", ")));
+            s.push_str(&format!(
+                "left out by the recording (inferred, skip_actions): {}\n",
+                r.skipped_actions.join(", ")
+            ));
         }
         if !r.cuda_recorded {
             s.push_str("CUDA not recorded (inferred, record_cuda=False): only pinned host memory has a trace\n");

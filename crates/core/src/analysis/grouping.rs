@@ -250,7 +250,7 @@ fn json_value_text(v: &Value) -> String {
 }
 
 /// Most metadata keys offered as groupings.
-const MAX_METADATA_KEYS: usize = 16;
+pub const MAX_METADATA_KEYS: usize = 16;
 
 /// The keys of the JSON-object metadata of a device's trace (text or dict), in order of first
 /// appearance, at most [`MAX_METADATA_KEYS`]. Each distinct text is parsed once.
