@@ -282,3 +282,33 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A snapshot that `memviz.record` wrote on a GPU (tests/data/real/record_oom.pickle, see its
+/// manifest line): the out-of-memory error it caught is in it, with the request and the cap.
+#[test]
+fn the_snapshot_memviz_record_wrote_holds_its_out_of_memory_error() {
+    let path = fixture("record_oom.pickle");
+    let p = path.to_str().expect("path");
+    let args = ["info", "--json", p];
+    let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &run(&args))).expect("json");
+    assert_eq!(v["protocol"], 4, "memviz.record writes protocol 4");
+    assert_eq!(v["devices"][0]["ooms"], 1);
+    assert_eq!(v["devices"][0]["entries"], 403);
+    let args = ["oom", p];
+    let text = String::from_utf8(ok_stdout(&args, &run(&args))).expect("utf-8");
+    assert!(text.contains("Out of memory at entry 402"), "{text}");
+    assert!(text.contains("requested:            8 GiB (8589934592 bytes)"), "{text}");
+    assert!(text.contains("set_per_process_memory_fraction"), "{text}");
+    assert!(text.contains("record_run.py:67 (rank_main)"), "{text}");
+}
+
+/// A real recording with `skip_actions=["free_requested"]`: memviz says what was left out, and
+/// still prints what PyTorch's CLI prints (the reference test covers the bytes).
+#[test]
+fn a_real_skip_actions_recording_says_what_it_left_out() {
+    let path = fixture("skip_actions.pickle");
+    let args = ["info", path.to_str().expect("path")];
+    let text = String::from_utf8(ok_stdout(&args, &run(&args))).expect("utf-8");
+    assert!(text.contains("left out by the recording (inferred, skip_actions): free_requested\n"), "{text}");
+    assert!(text.contains("actions: alloc=78 free_completed=75 segment_alloc=6\n"), "{text}");
+}
