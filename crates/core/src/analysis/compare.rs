@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use super::compare_verdict::{site_bytes, site_diffs, VerdictBasis};
 use super::growth::{find_iterations, Iterations};
 use super::{
     frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
@@ -162,6 +163,8 @@ pub struct Comparison {
     pub recording_differences: Vec<String>,
     /// Whether stacks were matched on their Python frames only.
     pub python_frames_only: bool,
+    /// Per-site differences the verdict rests on ([`Comparison::verdict`]).
+    pub basis: VerdictBasis,
 }
 
 /// How the recording settings of device `a_pos` of `a` and `b_pos` of `b` differ, as inferred
@@ -378,6 +381,7 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
             more_in_a,
         });
     }
+    let basis = verdict_basis(&sa, &sb, used, python_frames_only);
     Comparison {
         alignment,
         a_peak: (sa.replay.peak_bytes, sa.replay.peak_row),
@@ -388,7 +392,19 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
         points,
         recording_differences,
         python_frames_only,
+        basis,
     }
+}
+
+/// With `used` ≥ 2 matched iterations: per site, bytes live at the last one's peak allocated
+/// before it began; else all bytes live at each peak.
+fn verdict_basis(sa: &Side, sb: &Side, used: usize, python_only: bool) -> VerdictBasis {
+    let last = used.checked_sub(1).filter(|_| used >= 2);
+    let pick = |s: &Side| match last.and_then(|k| s.its.list.get(k)) {
+        Some(it) => site_bytes(s.snap, &s.replay, Some(it.peak_row), Some(it.start_row), python_only),
+        None => site_bytes(s.snap, &s.replay, s.replay.peak_row, None, python_only),
+    };
+    VerdictBasis { carried_into: last.map(|k| k + 1), sites: site_diffs(&pick(sa), &pick(sb)) }
 }
 
 fn diff_json(d: &StackDiff) -> Value {
@@ -402,7 +418,11 @@ impl Comparison {
             Alignment::Iterations { a, b } => json!({"kind": "iterations", "a_iterations": a, "b_iterations": b}),
             Alignment::Proportion => json!({"kind": "proportion"}),
         };
+        let (iterations, verdict, aligned_by) = self.verdict_json();
         json!({
+            "verdict": verdict,
+            "aligned_by": aligned_by,
+            "iterations": iterations,
             "alignment": alignment,
             "recording_differences": self.recording_differences,
             "python_frames_only": self.python_frames_only,

@@ -1,0 +1,199 @@
+//! The verdict of a [`Comparison`] in words, and the peak of each iteration in both files: what
+//! `memviz compare` prints on top and what the page can show in the same words. Differences are
+//! always B − A.
+//!
+//! With iterations the verdict rests on memory that crosses iteration boundaries: per site, the
+//! bytes live at the peak of the last matched iteration that were allocated before that iteration
+//! began (kept gradients, leaks, caches); memory both files keep the same way cancels out. Without
+//! iterations it rests on the live bytes per site at each file's peak.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::compare::{site_key, Alignment, Comparison, StackDiff, NO_PYTHON_FRAMES_LABEL};
+use super::growth::BoundarySource;
+use super::{is_unrecorded, signed_size_text, size_text, Replay, BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
+use crate::snapshot::Snapshot;
+
+/// One iteration's highest live bytes in both files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IterationPeak {
+    /// 1-based iteration.
+    pub iteration: usize,
+    /// A's highest live bytes in it.
+    pub peak_a_bytes: u64,
+    /// B's.
+    pub peak_b_bytes: u64,
+}
+
+/// What the verdict's largest difference is measured on: per site (source line) bytes at one
+/// moment of each file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictBasis {
+    /// `Some(k)` (1-based): bytes live at iteration k's peak that were allocated before iteration k
+    /// began; `None`: all bytes live at each file's peak.
+    pub carried_into: Option<usize>,
+    /// Per site, largest |B − A| first (sites equal in both left out).
+    pub sites: Vec<StackDiff>,
+}
+
+/// Bytes and allocations per site live after `row`, counting only those allocated before row
+/// `before` when given (allocations from before the trace count as allocated before).
+pub(super) fn site_bytes(
+    snap: &Snapshot,
+    replay: &Replay,
+    row: Option<u32>,
+    before: Option<u32>,
+    python_only: bool,
+) -> HashMap<String, (u64, usize)> {
+    let mut labels: HashMap<u32, String> = HashMap::new();
+    let mut out: HashMap<String, (u64, usize)> = HashMap::new();
+    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
+        if let (Some(b), Some(a)) = (before, l.alloc_row) {
+            if a >= b {
+                continue;
+            }
+        }
+        let site = if is_unrecorded(l) {
+            BEFORE_TRACE_LABEL.to_string()
+        } else {
+            labels.entry(l.stack).or_insert_with(|| site_key(snap, l.stack, python_only)).clone()
+        };
+        let e = out.entry(site).or_insert((0, 0));
+        e.0 = e.0.saturating_add(l.size_bytes);
+        e.1 += 1;
+    }
+    out
+}
+
+/// Per site B − A of two [`site_bytes`] maps, largest |B − A| first, then by site.
+pub(super) fn site_diffs(a: &HashMap<String, (u64, usize)>, b: &HashMap<String, (u64, usize)>) -> Vec<StackDiff> {
+    let mut sites: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
+    sites.sort();
+    let mut out: Vec<StackDiff> = sites
+        .into_iter()
+        .map(|s| {
+            let (ab, ac) = a.get(s).copied().unwrap_or((0, 0));
+            let (bb, bc) = b.get(s).copied().unwrap_or((0, 0));
+            StackDiff { key: s.clone(), site: s.clone(), a_bytes: ab, b_bytes: bb, a_count: ac, b_count: bc }
+        })
+        .filter(|d| d.delta() != 0)
+        .collect();
+    out.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.site.cmp(&y.site)));
+    out
+}
+
+/// What a frameless site most likely is, said in words.
+fn site_note(site: &str) -> &'static str {
+    match site {
+        NO_PYTHON_FRAMES_LABEL | NO_FRAMES_LABEL => " (no Python frames: backward or library code)",
+        BEFORE_TRACE_LABEL => " (allocated before the trace began)",
+        _ => "",
+    }
+}
+
+fn source_name(s: Option<&BoundarySource>) -> &'static str {
+    match s {
+        Some(BoundarySource::Annotation { .. }) => "iteration annotations",
+        Some(BoundarySource::Periodic { .. }) => "detected iterations",
+        None => "no iterations",
+    }
+}
+
+impl Comparison {
+    /// How the two traces were aligned, in words: `by iteration annotations`, `by detected
+    /// iterations` (from the live-bytes curve), or `by trace position scaled`.
+    pub fn alignment_text(&self) -> String {
+        match self.alignment {
+            Alignment::Iterations { a, b } => {
+                let (sa, sb) =
+                    (source_name(self.a_iterations.source.as_ref()), source_name(self.b_iterations.source.as_ref()));
+                let how = if sa == sb { format!("by {sa}") } else { format!("by {sa} in A, {sb} in B") };
+                format!("{how} (A has {a}, B has {b})")
+            }
+            Alignment::Proportion => "by trace position scaled (no iterations in both)".into(),
+        }
+    }
+
+    /// The highest live bytes of each iteration both files have (empty without iterations).
+    pub fn iteration_peaks(&self) -> Vec<IterationPeak> {
+        if self.alignment == Alignment::Proportion {
+            return Vec::new();
+        }
+        let (a, b) = (&self.a_iterations.list, &self.b_iterations.list);
+        a.iter()
+            .zip(b)
+            .enumerate()
+            .map(|(k, (ia, ib))| IterationPeak {
+                iteration: k + 1,
+                peak_a_bytes: ia.peak_bytes,
+                peak_b_bytes: ib.peak_bytes,
+            })
+            .collect()
+    }
+
+    /// The verdict in words, B − A: how much more or less B holds at its peak, and the site that
+    /// differs most, with whether its memory crosses iterations in one file only.
+    pub fn verdict(&self) -> String {
+        let d = i128::from(self.b_peak.0) - i128::from(self.a_peak.0);
+        let mut s = match d.cmp(&0) {
+            std::cmp::Ordering::Greater => {
+                format!("B holds {} more at its peak", size_text(u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX)))
+            }
+            std::cmp::Ordering::Less => {
+                format!("B holds {} less at its peak", size_text(u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX)))
+            }
+            std::cmp::Ordering::Equal => format!("B and A peak at the same {}", size_text(self.b_peak.0)),
+        };
+        let largest = self.basis.sites.first();
+        match (self.basis.carried_into, largest) {
+            (Some(k), Some(top)) => {
+                let where_ = match (top.a_bytes, top.b_bytes) {
+                    (0, _) => "in B only".to_string(),
+                    (_, 0) => "in A only".to_string(),
+                    (a, b) if b > a => "in both, more in B".to_string(),
+                    _ => "in both, more in A".to_string(),
+                };
+                s.push_str(&format!(
+                    "; the largest difference: {} from `{}`{}, live across iterations {where_} (at the peak of iteration {k}: A {}, B {})",
+                    signed_size_text(top.delta()),
+                    top.site,
+                    site_note(&top.site),
+                    size_text(top.a_bytes),
+                    size_text(top.b_bytes)
+                ));
+            }
+            (Some(k), None) => {
+                s.push_str(&format!(
+                    "; the memory kept across iterations is the same in both (at the peak of iteration {k})"
+                ));
+            }
+            (None, Some(top)) => {
+                s.push_str(&format!(
+                    "; the largest difference at the peaks: {} from `{}`{} (A {}, B {})",
+                    signed_size_text(top.delta()),
+                    top.site,
+                    site_note(&top.site),
+                    size_text(top.a_bytes),
+                    size_text(top.b_bytes)
+                ));
+            }
+            (None, None) => s.push_str("; every site holds the same bytes at the peaks"),
+        }
+        if self.alignment == Alignment::Proportion {
+            s.push_str("; no iterations in both files, so moments were matched by trace position scaled");
+        }
+        s
+    }
+
+    /// `iterations`, `verdict` and `aligned_by` for [`Comparison::to_json`].
+    pub(super) fn verdict_json(&self) -> (Value, Value, Value) {
+        let its: Vec<Value> = self
+            .iteration_peaks()
+            .iter()
+            .map(|p| json!({"iteration": p.iteration, "peak_a_bytes": p.peak_a_bytes, "peak_b_bytes": p.peak_b_bytes}))
+            .collect();
+        (Value::from(its), Value::from(self.verdict()), Value::from(self.alignment_text()))
+    }
+}
