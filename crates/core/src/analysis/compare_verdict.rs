@@ -197,3 +197,99 @@ impl Comparison {
         (Value::from(its), Value::from(self.verdict()), Value::from(self.alignment_text()))
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::analysis::compare::{compare, CompareOptions};
+    use crate::analysis::growth::{insights, CarryKind};
+    use crate::analysis::test_util::fixture;
+
+    /// Gradients buggy keeps (it never calls `zero_grad`), as `memviz insights --json
+    /// tests/data/real/resnet50_buggy.pickle` reports them: 161 tensors made in backward.
+    const KEPT_GRADIENT_BYTES: u64 = 102_228_128;
+
+    /// The highest live bytes over rows `[start, end)`, from the replay's curve alone.
+    fn curve_peak(r: &Replay, start: u32, end: u32) -> u64 {
+        r.live_after_bytes[start as usize..end as usize].iter().copied().max().unwrap()
+    }
+
+    #[test]
+    fn fixed_against_buggy_names_the_kept_gradients() {
+        let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
+        let c = compare(&a, 0, &b, 0, CompareOptions::default());
+        assert_eq!(c.alignment_text(), "by iteration annotations (A has 5, B has 5)");
+        // The kept gradients, by the carry-over analysis of buggy on its own.
+        let grads = insights(&b, 0).carry_over.into_iter().find(|k| k.kind == CarryKind::Gradients).unwrap();
+        assert_eq!((grads.bytes, grads.count), (KEPT_GRADIENT_BYTES, 161));
+        assert_eq!(grads.sites, vec![(NO_FRAMES_LABEL.to_string(), KEPT_GRADIENT_BYTES, 161)]);
+        // Fixed keeps none: nothing of the gradients kind crosses its iterations.
+        assert!(insights(&a, 0).carry_over.iter().all(|k| k.kind != CarryKind::Gradients));
+        let top = &c.basis.sites[0];
+        assert_eq!(top.site, NO_PYTHON_FRAMES_LABEL);
+        assert_eq!(top.delta(), i128::from(KEPT_GRADIENT_BYTES));
+        assert_eq!(top.b_count - top.a_count, 161);
+        let v = c.verdict();
+        assert!(v.starts_with("B holds 25.3 MiB more at its peak; "), "{v}");
+        assert!(v.contains("largest difference: +97.5 MiB from `<no Python frames>`"), "{v}");
+        assert!(v.contains("live across iterations in both, more in B (at the peak of iteration 5"), "{v}");
+        assert_eq!(size_text(KEPT_GRADIENT_BYTES), "97.5 MiB");
+        // Swapped, every sign turns.
+        let s = compare(&b, 0, &a, 0, CompareOptions::default());
+        assert_eq!(s.basis.sites[0].delta(), -i128::from(KEPT_GRADIENT_BYTES));
+        let v = s.verdict();
+        assert!(v.starts_with("B holds 25.3 MiB less at its peak; "), "{v}");
+        assert!(v.contains("-97.5 MiB from `<no Python frames>`") && v.contains("in both, more in A"), "{v}");
+    }
+
+    #[test]
+    fn iteration_peaks_are_each_files_own() {
+        let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
+        let c = compare(&a, 0, &b, 0, CompareOptions::default());
+        let peaks = c.iteration_peaks();
+        assert_eq!(peaks.len(), 5);
+        let (ia, ib) = (insights(&a, 0).iterations.list, insights(&b, 0).iterations.list);
+        let (ra, rb) = (Replay::build(&a, 0), Replay::build(&b, 0));
+        for (k, p) in peaks.iter().enumerate() {
+            assert_eq!(p.iteration, k + 1);
+            assert_eq!((p.peak_a_bytes, p.peak_b_bytes), (ia[k].peak_bytes, ib[k].peak_bytes));
+            assert_eq!(p.peak_a_bytes, curve_peak(&ra, ia[k].start_row, ia[k].end_row));
+            assert_eq!(p.peak_b_bytes, curve_peak(&rb, ib[k].start_row, ib[k].end_row));
+        }
+        // From the second iteration on, buggy peaks higher by the same 26,499,328 bytes.
+        assert_eq!(peaks[0].peak_a_bytes, peaks[0].peak_b_bytes);
+        assert!(peaks[1..].iter().all(|p| p.peak_b_bytes - p.peak_a_bytes == 26_499_328));
+    }
+
+    #[test]
+    fn without_iterations_the_verdict_says_position() {
+        let load = |n: &str| {
+            let p = crate::test_fixtures::fixture("synth", n);
+            crate::load(&std::fs::read(&p).unwrap()).unwrap()
+        };
+        let (a, b) = (load("oom.pickle"), load("multi_stream.pickle"));
+        let c = compare(&a, 0, &b, 0, CompareOptions::default());
+        assert_eq!(c.alignment, Alignment::Proportion);
+        assert_eq!(c.alignment_text(), "by trace position scaled (no iterations in both)");
+        assert!(c.iteration_peaks().is_empty());
+        assert_eq!(c.basis.carried_into, None);
+        // The sites at each file's peak, from the replays alone.
+        let (ra, rb) = (Replay::build(&a, 0), Replay::build(&b, 0));
+        let at_peak = |s: &Snapshot, r: &Replay| {
+            let mut m: HashMap<String, u64> = HashMap::new();
+            for l in r.lives.iter().filter(|l| l.live_after(r.peak_row)) {
+                *m.entry(crate::analysis::life_site_label(s, l)).or_default() += l.size_bytes;
+            }
+            m
+        };
+        let (ma, mb) = (at_peak(&a, &ra), at_peak(&b, &rb));
+        let top = &c.basis.sites[0];
+        assert_eq!((top.a_bytes, top.b_bytes), (ma[&top.site], mb.get(&top.site).copied().unwrap_or(0)));
+        let v = c.verdict();
+        let less = ra.peak_bytes - rb.peak_bytes;
+        assert!(v.starts_with(&format!("B holds {} less at its peak", size_text(less))), "{v}");
+        assert!(v.contains(&format!("{} from `{}`", signed_size_text(top.delta()), top.site)), "{v}");
+        assert!(v.ends_with("so moments were matched by trace position scaled"), "{v}");
+    }
+}
