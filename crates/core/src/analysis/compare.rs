@@ -2,6 +2,7 @@
 //! [`super::growth::find_iterations`]), else by position in the trace (entry / entries). Gives
 //! both total curves on one x axis (for drawing) and, at matched points (both peaks, each
 //! iteration's peak, the end), live bytes per stack that differ, in both directions.
+//! It also keeps the per-site differences the verdict in words (`compare_verdict`) rests on.
 //!
 //! Stacks from different files are matched by content: the visible source frames
 //! (`file:line (function)`, innermost first), or the visible C++ frames for stacks without source
@@ -18,7 +19,6 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::compare_verdict::{site_bytes, site_diffs, VerdictBasis};
 use super::growth::{find_iterations, Iterations};
 use super::{
     frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
@@ -163,7 +163,7 @@ pub struct Comparison {
     pub recording_differences: Vec<String>,
     /// Whether stacks were matched on their Python frames only.
     pub python_frames_only: bool,
-    /// Per-site differences the verdict rests on ([`Comparison::verdict`]).
+    /// Per-site differences the verdict rests on (`Comparison::verdict`).
     pub basis: VerdictBasis,
 }
 
@@ -185,6 +185,63 @@ pub fn recording_differences(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: us
     let (ca, cb) = (coverage(a, a_pos), coverage(b, b_pos));
     let start = |c: &crate::coverage::Coverage| if c.starts_mid_run() { "starts mid-run" } else { "from the start" };
     differ("trace (max_entries)", start(&ca), start(&cb));
+    out
+}
+
+/// What the verdict's largest difference is measured on: per site (source line) bytes at one
+/// moment of each file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictBasis {
+    /// `Some(k)` (1-based): bytes live at iteration k's peak that were allocated before iteration k
+    /// began; `None`: all bytes live at each file's peak.
+    pub carried_into: Option<usize>,
+    /// Per site, largest |B − A| first (sites equal in both left out).
+    pub sites: Vec<StackDiff>,
+}
+
+/// Bytes and allocations per site live after `row`, counting only those allocated before row
+/// `before` when given (allocations from before the trace count as allocated before).
+fn site_bytes(
+    snap: &Snapshot,
+    replay: &Replay,
+    row: Option<u32>,
+    before: Option<u32>,
+    python_only: bool,
+) -> HashMap<String, (u64, usize)> {
+    let mut labels: HashMap<u32, String> = HashMap::new();
+    let mut out: HashMap<String, (u64, usize)> = HashMap::new();
+    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
+        if let (Some(b), Some(a)) = (before, l.alloc_row) {
+            if a >= b {
+                continue;
+            }
+        }
+        let site = if is_unrecorded(l) {
+            BEFORE_TRACE_LABEL.to_string()
+        } else {
+            labels.entry(l.stack).or_insert_with(|| site_key(snap, l.stack, python_only)).clone()
+        };
+        let e = out.entry(site).or_insert((0, 0));
+        e.0 = e.0.saturating_add(l.size_bytes);
+        e.1 += 1;
+    }
+    out
+}
+
+/// Per site B − A of two [`site_bytes`] maps, largest |B − A| first, then by site.
+fn site_diffs(a: &HashMap<String, (u64, usize)>, b: &HashMap<String, (u64, usize)>) -> Vec<StackDiff> {
+    let mut sites: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
+    sites.sort();
+    let mut out: Vec<StackDiff> = sites
+        .into_iter()
+        .map(|s| {
+            let (ab, ac) = a.get(s).copied().unwrap_or((0, 0));
+            let (bb, bc) = b.get(s).copied().unwrap_or((0, 0));
+            StackDiff { key: s.clone(), site: s.clone(), a_bytes: ab, b_bytes: bb, a_count: ac, b_count: bc }
+        })
+        .filter(|d| d.delta() != 0)
+        .collect();
+    out.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.site.cmp(&y.site)));
     out
 }
 

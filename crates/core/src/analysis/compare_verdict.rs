@@ -7,14 +7,11 @@
 //! began (kept gradients, leaks, caches); memory both files keep the same way cancels out. Without
 //! iterations it rests on the live bytes per site at each file's peak.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
 
-use super::compare::{site_key, Alignment, Comparison, StackDiff, NO_PYTHON_FRAMES_LABEL};
+use super::compare::{Alignment, Comparison, NO_PYTHON_FRAMES_LABEL};
 use super::growth::BoundarySource;
-use super::{is_unrecorded, signed_size_text, size_text, Replay, BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
-use crate::snapshot::Snapshot;
+use super::{signed_size_text, size_text, BEFORE_TRACE_LABEL, NO_FRAMES_LABEL};
 
 /// One iteration's highest live bytes in both files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,63 +22,6 @@ pub struct IterationPeak {
     pub peak_a_bytes: u64,
     /// B's.
     pub peak_b_bytes: u64,
-}
-
-/// What the verdict's largest difference is measured on: per site (source line) bytes at one
-/// moment of each file.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct VerdictBasis {
-    /// `Some(k)` (1-based): bytes live at iteration k's peak that were allocated before iteration k
-    /// began; `None`: all bytes live at each file's peak.
-    pub carried_into: Option<usize>,
-    /// Per site, largest |B − A| first (sites equal in both left out).
-    pub sites: Vec<StackDiff>,
-}
-
-/// Bytes and allocations per site live after `row`, counting only those allocated before row
-/// `before` when given (allocations from before the trace count as allocated before).
-pub(super) fn site_bytes(
-    snap: &Snapshot,
-    replay: &Replay,
-    row: Option<u32>,
-    before: Option<u32>,
-    python_only: bool,
-) -> HashMap<String, (u64, usize)> {
-    let mut labels: HashMap<u32, String> = HashMap::new();
-    let mut out: HashMap<String, (u64, usize)> = HashMap::new();
-    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
-        if let (Some(b), Some(a)) = (before, l.alloc_row) {
-            if a >= b {
-                continue;
-            }
-        }
-        let site = if is_unrecorded(l) {
-            BEFORE_TRACE_LABEL.to_string()
-        } else {
-            labels.entry(l.stack).or_insert_with(|| site_key(snap, l.stack, python_only)).clone()
-        };
-        let e = out.entry(site).or_insert((0, 0));
-        e.0 = e.0.saturating_add(l.size_bytes);
-        e.1 += 1;
-    }
-    out
-}
-
-/// Per site B − A of two [`site_bytes`] maps, largest |B − A| first, then by site.
-pub(super) fn site_diffs(a: &HashMap<String, (u64, usize)>, b: &HashMap<String, (u64, usize)>) -> Vec<StackDiff> {
-    let mut sites: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
-    sites.sort();
-    let mut out: Vec<StackDiff> = sites
-        .into_iter()
-        .map(|s| {
-            let (ab, ac) = a.get(s).copied().unwrap_or((0, 0));
-            let (bb, bc) = b.get(s).copied().unwrap_or((0, 0));
-            StackDiff { key: s.clone(), site: s.clone(), a_bytes: ab, b_bytes: bb, a_count: ac, b_count: bc }
-        })
-        .filter(|d| d.delta() != 0)
-        .collect();
-    out.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.site.cmp(&y.site)));
-    out
 }
 
 /// What a frameless site most likely is, said in words.
@@ -201,10 +141,14 @@ impl Comparison {
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::analysis::compare::{compare, CompareOptions};
     use crate::analysis::growth::{insights, CarryKind};
     use crate::analysis::test_util::fixture;
+    use crate::analysis::Replay;
+    use crate::snapshot::Snapshot;
 
     /// Gradients buggy keeps (it never calls `zero_grad`), as `memviz insights --json
     /// tests/data/real/resnet50_buggy.pickle` reports them: 161 tensors made in backward.
