@@ -354,4 +354,13 @@ fn compare_prints_a_verdict_and_the_peak_of_each_iteration() {
     }
     assert_eq!(v["alignment"]["kind"], "iterations");
     assert_eq!(v["b"]["peak_bytes"], 470_210_256u64);
+    // Two files without iterations: matched by position, no iteration rows, and the verdict says so.
+    let (a, b) =
+        (test_fixtures::fixture("synth", "oom.pickle"), test_fixtures::fixture("synth", "multi_stream.pickle"));
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let args = ["compare", &a, &b, "--json"];
+    let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &run(&args))).expect("JSON");
+    assert_eq!(v["iterations"], serde_json::json!([]));
+    assert_eq!(v["aligned_by"], "by trace position scaled (no iterations in both)");
+    assert!(v["verdict"].as_str().is_some_and(|s| s.ends_with("matched by trace position scaled")), "{v}");
 }
