@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use memviz_core::analysis::categories::{self, CategoryTimeline};
-use memviz_core::analysis::compare::{self, Alignment, CompareOptions, KeyMode};
+use memviz_core::analysis::compare::{self, CompareOptions, KeyMode};
 use memviz_core::analysis::export;
 use memviz_core::analysis::fragmentation;
 use memviz_core::analysis::grouping::{GroupTotal, Grouping};
@@ -436,15 +436,9 @@ pub fn compare(
     if json {
         return Ok(pretty(&c.to_json()));
     }
-    let mut s = format!("A: {a_name}\nB: {b_name}\n");
-    let _ = writeln!(
-        s,
-        "aligned by {}",
-        match c.alignment {
-            Alignment::Iterations { a, b } => format!("iteration (A has {a}, B has {b})"),
-            Alignment::Proportion => "position in the trace (no iterations in both)".into(),
-        }
-    );
+    let mut s = format!("A: {a_name}\nB: {b_name}\ndifferences are B - A (positive: B holds more)\n");
+    let _ = writeln!(s, "verdict: {}", c.verdict());
+    let _ = writeln!(s, "aligned {}", c.alignment_text());
     if !c.recording_differences.is_empty() {
         let _ = writeln!(s, "recorded with different settings: {}", c.recording_differences.join("; "));
     }
@@ -460,6 +454,20 @@ pub fn compare(
         c.b_peak.1.map_or("-".into(), |r| r.to_string()),
         signed_size_text(i128::from(c.b_peak.0) - i128::from(c.a_peak.0))
     );
+    let peaks = c.iteration_peaks();
+    if !peaks.is_empty() {
+        let _ = writeln!(s, "\n{:>9} {:>12} {:>12} {:>12}", "iteration", "peak of A", "peak of B", "B - A");
+        for p in &peaks {
+            let _ = writeln!(
+                s,
+                "{:>9} {:>12} {:>12} {:>12}",
+                p.iteration,
+                size_text(p.peak_a_bytes),
+                size_text(p.peak_b_bytes),
+                signed_size_text(i128::from(p.peak_b_bytes) - i128::from(p.peak_a_bytes))
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "\n{:<22} {:>14} {:>8} {:>14} {:>8} {:>12}",

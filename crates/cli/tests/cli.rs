@@ -312,3 +312,55 @@ fn a_real_skip_actions_recording_says_what_it_left_out() {
     assert!(text.contains("left out by the recording (inferred, skip_actions): free_requested\n"), "{text}");
     assert!(text.contains("actions: alloc=78 free_completed=75 segment_alloc=6\n"), "{text}");
 }
+
+/// `memviz compare` on resnet50 fixed (A) against buggy (B, never calls `zero_grad`): the verdict
+/// and the per-iteration peaks on top, the same in `--json` beside every earlier field. Figures
+/// from `memviz insights` of each file: peaks 375,664,840 then 443,710,928 (fixed) and
+/// 470,210,256 (buggy) bytes; buggy keeps 102,228,128 bytes of gradients (97.5 MiB).
+#[test]
+fn compare_prints_a_verdict_and_the_peak_of_each_iteration() {
+    let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let args = ["compare", &a, &b];
+    let text = String::from_utf8(ok_stdout(&args, &run(&args))).expect("utf-8");
+    let head: Vec<&str> = text.lines().take(5).collect();
+    assert_eq!(head[2], "differences are B - A (positive: B holds more)", "{text}");
+    assert!(
+        head[3].starts_with(
+            "verdict: B holds 25.3 MiB more at its peak; the largest difference: +97.5 MiB from `<no Python frames>`"
+        ),
+        "{text}"
+    );
+    assert_eq!(head[4], "aligned by iteration annotations (A has 5, B has 5)", "{text}");
+    let table = "iteration    peak of A    peak of B        B - A\n        1    358.3 MiB    358.3 MiB         +0 B\n        2    423.2 MiB    448.4 MiB    +25.3 MiB\n";
+    let at = text.find(table).unwrap_or_else(|| panic!("{text}"));
+    assert!(at < text.find("moment ").expect("moment table"), "{text}");
+    let args = ["compare", &a, &b, "--json"];
+    let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &run(&args))).expect("JSON");
+    let its = v["iterations"].as_array().expect("iterations");
+    assert_eq!(its.len(), 5);
+    assert_eq!(
+        its[0],
+        serde_json::json!({"iteration": 1, "peak_a_bytes": 375_664_840u64, "peak_b_bytes": 375_664_840u64})
+    );
+    for (k, it) in its.iter().enumerate().skip(1) {
+        assert_eq!(it["iteration"], k + 1);
+        assert_eq!((it["peak_a_bytes"].as_u64(), it["peak_b_bytes"].as_u64()), (Some(443_710_928), Some(470_210_256)));
+    }
+    assert_eq!(v["verdict"].as_str(), head[3].strip_prefix("verdict: "));
+    assert_eq!(v["aligned_by"], "by iteration annotations (A has 5, B has 5)");
+    for field in ["alignment", "recording_differences", "python_frames_only", "a", "b", "curve", "points"] {
+        assert!(v.get(field).is_some(), "{field} missing");
+    }
+    assert_eq!(v["alignment"]["kind"], "iterations");
+    assert_eq!(v["b"]["peak_bytes"], 470_210_256u64);
+    // Two files without iterations: matched by position, no iteration rows, and the verdict says so.
+    let (a, b) =
+        (test_fixtures::fixture("synth", "oom.pickle"), test_fixtures::fixture("synth", "multi_stream.pickle"));
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let args = ["compare", &a, &b, "--json"];
+    let v: serde_json::Value = serde_json::from_slice(&ok_stdout(&args, &run(&args))).expect("JSON");
+    assert_eq!(v["iterations"], serde_json::json!([]));
+    assert_eq!(v["aligned_by"], "by trace position scaled (no iterations in both)");
+    assert!(v["verdict"].as_str().is_some_and(|s| s.ends_with("matched by trace position scaled")), "{v}");
+}

@@ -2,6 +2,7 @@
 //! [`super::growth::find_iterations`]), else by position in the trace (entry / entries). Gives
 //! both total curves on one x axis (for drawing) and, at matched points (both peaks, each
 //! iteration's peak, the end), live bytes per stack that differ, in both directions.
+//! It also keeps the per-site differences the verdict in words (`compare_verdict`) rests on.
 //!
 //! Stacks from different files are matched by content: the visible source frames
 //! (`file:line (function)`, innermost first), or the visible C++ frames for stacks without source
@@ -162,6 +163,8 @@ pub struct Comparison {
     pub recording_differences: Vec<String>,
     /// Whether stacks were matched on their Python frames only.
     pub python_frames_only: bool,
+    /// Per-site differences the verdict rests on (`Comparison::verdict`).
+    pub basis: VerdictBasis,
 }
 
 /// How the recording settings of device `a_pos` of `a` and `b_pos` of `b` differ, as inferred
@@ -182,6 +185,63 @@ pub fn recording_differences(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: us
     let (ca, cb) = (coverage(a, a_pos), coverage(b, b_pos));
     let start = |c: &crate::coverage::Coverage| if c.starts_mid_run() { "starts mid-run" } else { "from the start" };
     differ("trace (max_entries)", start(&ca), start(&cb));
+    out
+}
+
+/// What the verdict's largest difference is measured on: per site (source line) bytes at one
+/// moment of each file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictBasis {
+    /// `Some(k)` (1-based): bytes live at iteration k's peak that were allocated before iteration k
+    /// began; `None`: all bytes live at each file's peak.
+    pub carried_into: Option<usize>,
+    /// Per site, largest |B − A| first (sites equal in both left out).
+    pub sites: Vec<StackDiff>,
+}
+
+/// Bytes and allocations per site live after `row`, counting only those allocated before row
+/// `before` when given (allocations from before the trace count as allocated before).
+fn site_bytes(
+    snap: &Snapshot,
+    replay: &Replay,
+    row: Option<u32>,
+    before: Option<u32>,
+    python_only: bool,
+) -> HashMap<String, (u64, usize)> {
+    let mut labels: HashMap<u32, String> = HashMap::new();
+    let mut out: HashMap<String, (u64, usize)> = HashMap::new();
+    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
+        if let (Some(b), Some(a)) = (before, l.alloc_row) {
+            if a >= b {
+                continue;
+            }
+        }
+        let site = if is_unrecorded(l) {
+            BEFORE_TRACE_LABEL.to_string()
+        } else {
+            labels.entry(l.stack).or_insert_with(|| site_key(snap, l.stack, python_only)).clone()
+        };
+        let e = out.entry(site).or_insert((0, 0));
+        e.0 = e.0.saturating_add(l.size_bytes);
+        e.1 += 1;
+    }
+    out
+}
+
+/// Per site B − A of two [`site_bytes`] maps, largest |B − A| first, then by site.
+fn site_diffs(a: &HashMap<String, (u64, usize)>, b: &HashMap<String, (u64, usize)>) -> Vec<StackDiff> {
+    let mut sites: Vec<&String> = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).collect();
+    sites.sort();
+    let mut out: Vec<StackDiff> = sites
+        .into_iter()
+        .map(|s| {
+            let (ab, ac) = a.get(s).copied().unwrap_or((0, 0));
+            let (bb, bc) = b.get(s).copied().unwrap_or((0, 0));
+            StackDiff { key: s.clone(), site: s.clone(), a_bytes: ab, b_bytes: bb, a_count: ac, b_count: bc }
+        })
+        .filter(|d| d.delta() != 0)
+        .collect();
+    out.sort_by(|x, y| y.delta().abs().cmp(&x.delta().abs()).then_with(|| x.site.cmp(&y.site)));
     out
 }
 
@@ -378,6 +438,7 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
             more_in_a,
         });
     }
+    let basis = verdict_basis(&sa, &sb, used, python_frames_only);
     Comparison {
         alignment,
         a_peak: (sa.replay.peak_bytes, sa.replay.peak_row),
@@ -388,7 +449,19 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
         points,
         recording_differences,
         python_frames_only,
+        basis,
     }
+}
+
+/// With `used` ≥ 2 matched iterations: per site, bytes live at the last one's peak allocated
+/// before it began; else all bytes live at each peak.
+fn verdict_basis(sa: &Side, sb: &Side, used: usize, python_only: bool) -> VerdictBasis {
+    let last = used.checked_sub(1).filter(|_| used >= 2);
+    let pick = |s: &Side| match last.and_then(|k| s.its.list.get(k)) {
+        Some(it) => site_bytes(s.snap, &s.replay, Some(it.peak_row), Some(it.start_row), python_only),
+        None => site_bytes(s.snap, &s.replay, s.replay.peak_row, None, python_only),
+    };
+    VerdictBasis { carried_into: last.map(|k| k + 1), sites: site_diffs(&pick(sa), &pick(sb)) }
 }
 
 fn diff_json(d: &StackDiff) -> Value {
@@ -402,7 +475,11 @@ impl Comparison {
             Alignment::Iterations { a, b } => json!({"kind": "iterations", "a_iterations": a, "b_iterations": b}),
             Alignment::Proportion => json!({"kind": "proportion"}),
         };
+        let (iterations, verdict, aligned_by) = self.verdict_json();
         json!({
+            "verdict": verdict,
+            "aligned_by": aligned_by,
+            "iterations": iterations,
             "alignment": alignment,
             "recording_differences": self.recording_differences,
             "python_frames_only": self.python_frames_only,

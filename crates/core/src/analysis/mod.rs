@@ -15,6 +15,7 @@ pub mod annotations;
 pub mod cache;
 pub mod categories;
 pub mod compare;
+pub mod compare_verdict;
 pub mod export;
 mod finding;
 pub mod flame;
