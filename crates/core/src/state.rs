@@ -56,6 +56,9 @@ pub struct AllocatorState {
     pub segments: BTreeMap<u64, SegmentRange>,
     /// Live blocks by address.
     pub blocks: BTreeMap<u64, LiveBlock>,
+    /// The trace frees blocks without requesting it first (`skip_actions=["free_requested"]`), so
+    /// undoing a completed free gives a block that was not pending.
+    pub free_requests_skipped: bool,
 }
 
 /// A free range inside a segment.
@@ -76,6 +79,8 @@ impl AllocatorState {
     pub fn from_snapshot(snap: &Snapshot, device_pos: usize) -> AllocatorState {
         let mut st = AllocatorState::default();
         let Some(dev) = snap.devices.get(device_pos) else { return st };
+        let has = |a: Action| dev.trace.action.contains(&a);
+        st.free_requests_skipped = has(Action::FreeCompleted) && !has(Action::FreeRequested);
         for s in snap.segments.iter().filter(|s| s.device == dev.index) {
             st.segments.insert(
                 s.address,
@@ -224,7 +229,7 @@ impl AllocatorState {
 
     /// Undoes one event (the state before it, from the state after it).
     pub fn undo(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
-        if !undo_block(&mut self.blocks, action, addr, size, stack) {
+        if !undo_block(&mut self.blocks, action, addr, size, stack, !self.free_requests_skipped) {
             self.undo_segment(action, addr, size, stream, stack);
         }
     }
@@ -248,7 +253,11 @@ impl AllocatorState {
     /// Merges touching expandable ranges of the same stream (the snapshot lists each mapped range
     /// separately; replay merges them), for comparing states.
     pub fn normalized(&self) -> AllocatorState {
-        let mut out = AllocatorState { segments: BTreeMap::new(), blocks: self.blocks.clone() };
+        let mut out = AllocatorState {
+            segments: BTreeMap::new(),
+            blocks: self.blocks.clone(),
+            free_requests_skipped: self.free_requests_skipped,
+        };
         let mut cur: Option<SegmentRange> = None;
         for s in self.segments.values() {
             match cur.as_mut() {
@@ -324,8 +333,9 @@ fn apply_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64,
     true
 }
 
-/// Undoes a block event; `false` for any other event.
-fn undo_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, stack: u32) -> bool {
+/// Undoes a block event; `false` for any other event. `requested`: a completed free was
+/// requested first, so the block it gives back was pending.
+fn undo_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, stack: u32, requested: bool) -> bool {
     match action {
         Action::Alloc => blocks.take(addr),
         Action::FreeRequested => {
@@ -334,7 +344,7 @@ fn undo_block(blocks: &mut impl BlockMap, action: Action, addr: u64, size: u64, 
             }
         }
         Action::FreeCompleted => {
-            blocks.put(addr, new_block(size, true, stack));
+            blocks.put(addr, new_block(size, requested, stack));
         }
         Action::Free => {
             blocks.put(addr, new_block(size, false, stack));
@@ -359,7 +369,11 @@ impl HashedState {
     /// The same state, hashed.
     pub fn new(st: &AllocatorState) -> HashedState {
         HashedState {
-            segments: AllocatorState { segments: st.segments.clone(), blocks: BTreeMap::new() },
+            segments: AllocatorState {
+                segments: st.segments.clone(),
+                blocks: BTreeMap::new(),
+                free_requests_skipped: st.free_requests_skipped,
+            },
             blocks: st.blocks.iter().map(|(&a, b)| (a, b.clone())).collect(),
         }
     }
@@ -369,6 +383,7 @@ impl HashedState {
         AllocatorState {
             segments: self.segments.segments.clone(),
             blocks: self.blocks.iter().map(|(&a, b)| (a, b.clone())).collect(),
+            free_requests_skipped: self.segments.free_requests_skipped,
         }
     }
 
@@ -404,7 +419,7 @@ impl HashedState {
 
     /// [`AllocatorState::undo`].
     pub fn undo(&mut self, action: Action, addr: u64, size: u64, stream: u32, stack: u32) {
-        if !undo_block(&mut self.blocks, action, addr, size, stack) {
+        if !undo_block(&mut self.blocks, action, addr, size, stack, !self.segments.free_requests_skipped) {
             self.segments.undo_segment(action, addr, size, stream, stack);
         }
     }
