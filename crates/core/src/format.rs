@@ -415,6 +415,22 @@ fn repr_into(snap: &Snapshot, t: &Tree, out: &mut String, depth: usize) {
 mod tests {
     use super::*;
 
+    /// A real FX-augmented snapshot (tests/data/real/fx_augmented.pickle): the stacks of the
+    /// compiled graph's allocations carry their FX node.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn fx_fields_of_a_real_snapshot_are_shown_under_their_frame() {
+        let path = crate::test_fixtures::fixture("real", "fx_augmented.pickle");
+        let snap = crate::load(&std::fs::read(path).unwrap()).unwrap();
+        let lines: Vec<String> = (0..snap.stacks.len() as u32).flat_map(|s| stack_lines(&snap, s)).collect();
+        let fx: Vec<&String> = lines.iter().filter(|l| l.starts_with("    >> FX: ")).collect();
+        assert!(fx.len() >= 3, "{lines:#?}");
+        assert!(
+            lines.iter().any(|l| l == "    >> FX: node=addmm, op=call_function, target=aten.addmm.default"),
+            "{fx:#?}"
+        );
+    }
+
     #[test]
     fn counts_name_their_noun() {
         assert_eq!(plural(1, "note"), "1 note");
