@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { ROOT, findPoint, fixture, frames, openFiles, shot, start } from '../lib/harness.mjs';
+import { ROOT, findPoint, fixture, frames, openFiles, plotArea, shot, start } from '../lib/harness.mjs';
 
 const synth = (name) => join(ROOT, 'tests/data/synth', name);
 const STATE_ONLY = fixture('state_only.pickle');
@@ -158,7 +158,11 @@ test('a recording of pinned host memory only opens on the host, its timeline dra
 test("internal_metadata shows on the allocator's own allocation", async () => {
   const page = await env.newPage();
   await openFiles(page, synth('internal_metadata.pickle'));
-  const hit = await findPoint(page, (f) => f.hover?.startsWith('element:') && f.stack.includes('mallocWithAddress'), { cols: 32, rows: 16 });
+  // The prefix block lives three entries and is 2 MiB of 62: a fine grid over the plot's lower third.
+  const a = await plotArea(page);
+  const area = { ...a, y: a.y + a.height * 0.7, height: a.height * 0.3 };
+  const accept = (f) => f.hover?.startsWith('element:') && f.stack.includes('mallocWithAddress');
+  const hit = await findPoint(page, accept, { cols: 48, rows: 36, area });
   assert.ok(hit, 'the prefix block of mallocWithAddress');
   assert.match(hit.stack, /Internal \(the allocator's own entry\): mallocWithAddress/);
   assert.deepEqual(page.memviz.errors, []);
