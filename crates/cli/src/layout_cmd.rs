@@ -62,7 +62,9 @@ pub fn layout(
         .iter()
         .filter(|e| e.small_count > 0)
         .map(|e| {
+            // The bytes live before the first event count too, as the summarized band's do.
             let (max, last) = max_and_last(&e.small);
+            let max = max.max(e.small_initial_bytes);
             json!({"pool": format!("pool:{}", e.key()), "max_bytes": max, "final_bytes": last, "count": e.small_count})
         })
         .collect();

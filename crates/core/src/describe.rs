@@ -110,10 +110,11 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
     }
     let mut facts = vec![format!("stream {}", e.stream)];
     let row = e.alloc_row.or(e.free_row).map(|r| r as usize);
+    facts.push(match pool_of(snap, dev.index, e.addr, row.and_then(|r| t.pool.get(r))) {
+        Some((a, b)) => format!("pool_id ({a}, {b})"),
+        None => "pool_id unknown".to_owned(),
+    });
     if let Some(r) = row {
-        if let Some(p) = t.pool.get(r).filter(|&p| p != 0).and_then(|p| snap.pools.get(p as usize)) {
-            facts.push(format!("pool_id ({}, {})", p.0, p.1));
-        }
         if let Some(tu) = t.time_us_at(r) {
             facts.push(format!("allocated at {}", utc_time(tu)));
         }
@@ -162,6 +163,25 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
         }
     }
     Some(Described { head: out, stack: e.stack, tail })
+}
+
+/// The pool of an element: the entry's own `pool_id` where it names one other than the default,
+/// else the pool of the final segment holding the address (as PyTorch's viewer resolves it), else
+/// the default pool when the trace records `pool_id` on its entries (PyTorch 2.12+ writes it on
+/// every one); `None` when nothing says ("pool_id unknown").
+fn pool_of(snap: &Snapshot, device: i64, addr: u64, entry_pool: Option<u32>) -> Option<(i128, i128)> {
+    let pool = |p: u32| snap.pools.get(p as usize).copied();
+    if let Some(p) = entry_pool.filter(|&p| p != 0) {
+        return pool(p);
+    }
+    let holding = snap
+        .segments
+        .iter()
+        .find(|s| s.device == device && addr >= s.address && addr < s.address.saturating_add(s.total_size));
+    match holding {
+        Some(s) => pool(s.pool),
+        None => entry_pool.and_then(pool),
+    }
 }
 
 /// The lifetime in trace entries, the one numbering the page and `memviz trace` share.
@@ -249,5 +269,34 @@ mod tests {
         assert!(t.contains("live when the snapshot was taken (no history recorded)"), "{t}");
         let t = text_of_ghost("real", "growth_leak.pickle");
         assert!(t.contains("live for the whole trace"), "{t}");
+    }
+
+    /// An address's lifetimes are numbered as PyTorch's viewer numbers them when it loads a file
+    /// (an alloc takes the address's count, its free raises it; a free without its alloc takes
+    /// one too), and the pool is the entry's, else the final segment's holding the address, else
+    /// unknown.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn versions_and_pools_read_as_pytorchs_viewer_reads_them() {
+        use crate::timeline::Options;
+        let json = r#"{"segments":[{"device":0,"address":4096,"total_size":4096,"segment_pool_id":[1,7],"stream":0,"blocks":[]}],
+            "device_traces":[[
+            {"action":"free_completed","addr":4096,"size":512,"stream":0},
+            {"action":"alloc","addr":4096,"size":512,"stream":0},
+            {"action":"free_completed","addr":4096,"size":512,"stream":0},
+            {"action":"alloc","addr":4096,"size":256,"stream":0},
+            {"action":"alloc","addr":65536,"size":128,"stream":0}]]}"#;
+        let snap = crate::load(json.as_bytes()).unwrap();
+        let layout = Layout::build(&snap, 0, Options::default());
+        let texts: Vec<String> =
+            (0..layout.elements.len() as u32).map(|e| element_text(&snap, 0, &layout, e)).collect();
+        let label = |t: &String| t.split(' ').next().unwrap_or("").to_owned();
+        let mut labels: Vec<String> = texts.iter().map(label).collect();
+        labels.sort();
+        assert_eq!(labels, ["b10000_0", "b1000_0", "b1000_1", "b1000_2"], "{texts:?}");
+        for t in &texts {
+            let expect = if t.starts_with("b10000_") { "pool_id unknown" } else { "pool_id (1, 7)" };
+            assert!(t.contains(expect), "{t}");
+        }
     }
 }

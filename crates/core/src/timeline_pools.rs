@@ -11,7 +11,7 @@
 //! stripe per pool ([`PoolEnvelope::small`]), which the view draws inside the summarized band.
 
 use crate::snapshot::{Action, Snapshot};
-use crate::timeline::Layout;
+use crate::timeline::{Layout, Origin};
 
 /// One pool envelope.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +31,9 @@ pub struct PoolEnvelope {
     /// The pool's summarized (not drawn, not hidden) live bytes over time: (step, bytes from
     /// that step on), steps ascending; empty when every allocation of the pool has a band.
     pub small: Vec<(u32, u64)>,
+    /// The pool's summarized live bytes before the first event: those live before the trace
+    /// (freed without their alloc, or ghosts), as [`Layout::initial_summarized_bytes`] counts them.
+    pub small_initial_bytes: u64,
     /// How many of the pool's allocations are summarized.
     pub small_count: u32,
 }
@@ -59,20 +62,24 @@ impl PoolEnvelope {
     /// The pool's summarized live bytes at a step (its stripe's height there).
     pub fn small_at(&self, step: f64) -> u64 {
         let i = self.small.partition_point(|h| f64::from(h.0) <= step);
-        i.checked_sub(1).and_then(|i| self.small.get(i)).map_or(0, |h| h.1)
+        i.checked_sub(1).and_then(|i| self.small.get(i)).map_or(self.small_initial_bytes, |h| h.1)
     }
 }
 
-/// The summarized live bytes of `elements` as a step function (see [`PoolEnvelope::small`]) and
-/// how many there are.
-fn small_series(layout: &Layout, elements: &[u32]) -> (Vec<(u32, u64)>, u32) {
+/// The summarized live bytes of `elements` as a step function (see [`PoolEnvelope::small`]),
+/// those live before the first event, and how many there are.
+fn small_series(layout: &Layout, elements: &[u32]) -> (Vec<(u32, u64)>, u64, u32) {
     let mut changes: Vec<(u32, i128)> = Vec::new();
     let mut count = 0u32;
+    let mut initial_bytes = 0u64;
     for el in elements.iter().filter_map(|&e| layout.elements.get(e as usize)) {
         if el.band.is_some() || layout.is_hidden(el) {
             continue;
         }
         count += 1;
+        if el.origin != Origin::Traced {
+            initial_bytes = initial_bytes.saturating_add(el.size_bytes);
+        }
         changes.push((el.alloc_step, i128::from(el.size_bytes)));
         if let Some(f) = el.free_step {
             changes.push((f, -i128::from(el.size_bytes)));
@@ -87,7 +94,7 @@ fn small_series(layout: &Layout, elements: &[u32]) -> (Vec<(u32, u64)>, u32) {
             out.push((step, u64::try_from(live).unwrap_or(0)));
         }
     }
-    (out, count)
+    (out, initial_bytes, count)
 }
 
 /// Envelopes of the private pools of one device, and each element's pool.
@@ -246,7 +253,7 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
             snap.pools.get(pool as usize).copied().unwrap_or((0, 0)),
             snap.streams.get(stream as usize).copied().unwrap_or(0),
         );
-        let (small, small_count) = small_series(layout, &elements);
+        let (small, small_initial_bytes, small_count) = small_series(layout, &elements);
         out.envelopes.push(PoolEnvelope {
             pool_id,
             stream_id,
@@ -255,6 +262,7 @@ pub fn pools(snap: &Snapshot, device_pos: usize, layout: &Layout) -> Pools {
             height,
             elements,
             small,
+            small_initial_bytes,
             small_count,
         });
     }

@@ -52,44 +52,7 @@ impl<'d> Builder<'d> {
                 });
             }
             self.spend(doc.items(blocks_v).len(), || format!("{key}[{si}].blocks"))?;
-            let mut offset = address;
-            for (bi, b) in doc.items(blocks_v).iter().enumerate() {
-                let path = || format!("{key}[{si}].blocks[{bi}]");
-                if !matches!(b, Value::Dict(_)) {
-                    return Err(Error::Schema {
-                        path: path(),
-                        reason: format!("{}, expected a dict", Document::a_type_name(b)),
-                    });
-                }
-                let size = match doc.get(b, "size") {
-                    Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
-                        path: format!("{}.size", path()),
-                        reason: "expected a non-negative int".into(),
-                    })?,
-                    None => 0,
-                };
-                let state = match doc.get(b, "state").and_then(|v| doc.as_str(v)) {
-                    Some("active_allocated") => BlockState::ActiveAllocated,
-                    Some("active_pending_free") => BlockState::ActivePendingFree,
-                    Some("inactive") => BlockState::Inactive,
-                    _ => BlockState::Other,
-                };
-                let (stack, requested) = if let Some(fr) = doc.get(b, "frames") {
-                    let st = self.stack(fr).unwrap_or(0);
-                    let req = doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size);
-                    (st, req)
-                } else if let Some(h) = doc.get(b, "history") {
-                    self.snap.source.legacy_history = true;
-                    let first = doc.items(h).first().unwrap_or(Value::None);
-                    let st = doc.get(first, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
-                    let req = doc.get(first, "real_size").and_then(as_u64).unwrap_or(size);
-                    (st, req)
-                } else {
-                    (0, doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size))
-                };
-                self.snap.blocks.push(Block { address: offset, size, requested_size: requested, state, stack });
-                offset = offset.wrapping_add(size);
-            }
+            self.blocks(blocks_v, &|| format!("{key}[{si}].blocks"), address, total_size)?;
             let block_count = self.snap.blocks.len() as u32 - first_block;
             self.snap.segments.push(Segment {
                 device,
@@ -107,6 +70,56 @@ impl<'d> Builder<'d> {
                 block_count,
                 host,
             });
+        }
+        Ok(())
+    }
+
+    /// Reads one segment's `blocks`, the segment being `[address, address + total_size)`; `at`
+    /// names the list in errors.
+    fn blocks(&mut self, blocks_v: Value, at: &dyn Fn() -> String, address: u64, total_size: u64) -> Result<(), Error> {
+        let doc = self.doc;
+        let mut offset = address;
+        for (bi, b) in doc.items(blocks_v).iter().enumerate() {
+            let path = || format!("{}[{bi}]", at());
+            if !matches!(b, Value::Dict(_)) {
+                return Err(Error::Schema {
+                    path: path(),
+                    reason: format!("{}, expected a dict", Document::a_type_name(b)),
+                });
+            }
+            let size = match doc.get(b, "size") {
+                Some(v) => as_u64(v).ok_or_else(|| Error::Schema {
+                    path: format!("{}.size", path()),
+                    reason: "expected a non-negative int".into(),
+                })?,
+                None => 0,
+            };
+            let state = match doc.get(b, "state").and_then(|v| doc.as_str(v)) {
+                Some("active_allocated") => BlockState::ActiveAllocated,
+                Some("active_pending_free") => BlockState::ActivePendingFree,
+                Some("inactive") => BlockState::Inactive,
+                _ => BlockState::Other,
+            };
+            let (stack, requested) = if let Some(fr) = doc.get(b, "frames") {
+                let st = self.stack(fr).unwrap_or(0);
+                let req = doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size);
+                (st, req)
+            } else if let Some(h) = doc.get(b, "history") {
+                self.snap.source.legacy_history = true;
+                let first = doc.items(h).first().unwrap_or(Value::None);
+                let st = doc.get(first, "frames").and_then(|v| self.stack(v)).unwrap_or(0);
+                let req = doc.get(first, "real_size").and_then(as_u64).unwrap_or(size);
+                (st, req)
+            } else {
+                (0, doc.get(b, "requested_size").and_then(as_u64).unwrap_or(size))
+            };
+            // Blocks carry their `address` (equal to the running offset in every file PyTorch
+            // writes); one inside the segment is taken as given, else the offset stands in.
+            let segment_end = address.saturating_add(total_size);
+            let block_address =
+                doc.get(b, "address").and_then(as_u64).filter(|&a| a >= address && a < segment_end).unwrap_or(offset);
+            self.snap.blocks.push(Block { address: block_address, size, requested_size: requested, state, stack });
+            offset = block_address.wrapping_add(size);
         }
         Ok(())
     }
