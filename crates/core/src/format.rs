@@ -121,6 +121,12 @@ pub fn frame_text(snap: &Snapshot, f: &Frame, full_filename: bool) -> String {
 /// The visible frames of a stack, one line each, innermost first, with runs of three or more
 /// identical lines collapsed to the line and `<repeats N times>`, and FX fields appended.
 pub fn stack_lines(snap: &Snapshot, stack: u32) -> Vec<String> {
+    stack_lines_with(snap, stack, |path| path)
+}
+
+/// [`stack_lines`] with each file's path as `shorten` gives it (the page shortens them as its
+/// tooltip does).
+pub fn stack_lines_with(snap: &Snapshot, stack: u32, shorten: impl Fn(&str) -> &str) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for f in snap.stack_frames(stack) {
         let name = snap.strings.get(f.name);
@@ -132,7 +138,7 @@ pub fn stack_lines(snap: &Snapshot, stack: u32) -> Vec<String> {
         if file.is_empty() && f.line == 0 {
             lines.push(name.to_owned());
         } else {
-            lines.push(frame_text(snap, f, true));
+            lines.push(format!("{}:{}:{name}", shorten(file), f.line));
         }
         if let Some(extra) = &f.extra {
             let field = |k: &str| match extra.dict.get(k) {

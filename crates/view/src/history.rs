@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use memviz_core::describe::{viewer_size, NO_FRAMES};
-use memviz_core::format::{addr_label, stack_lines};
+use memviz_core::format::{addr_label, stack_lines_with};
 use memviz_core::snapshot::{Action, Snapshot, Trace};
 use memviz_core::state::{AllocatorState, History};
 
@@ -181,9 +181,10 @@ pub fn header_text(allocated_bytes: u64, reserved_bytes: u64, selected_entry: Op
     )
 }
 
-/// Frame lines of a stack, or the "no frames" explanation.
+/// Frame lines of a stack (paths shortened), or the "no frames" explanation.
 pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
-    let lines = stack_lines(snap, stack);
+    // Paths shortened as the timeline's tooltip shortens them.
+    let lines = stack_lines_with(snap, stack, crate::stack::short_path);
     if lines.is_empty() {
         NO_FRAMES.to_string()
     } else {
@@ -611,6 +612,20 @@ mod tests {
         assert_eq!(data.versions.len(), t.len());
         assert!(data.rows() <= t.len());
         assert!(data.rows() > 0);
+    }
+
+    /// The History's frames are shortened as the timeline's tooltip shortens them: no
+    /// `site-packages/` prefix where a stack holds one.
+    #[test]
+    fn history_frames_shorten_installed_paths() {
+        let (snap, data) = demo_history();
+        let t = &snap.devices[0].trace;
+        let long = |s: u32| memviz_core::format::stack_lines(&snap, s).iter().any(|l| l.contains("site-packages/"));
+        let row = (0..data.rows()).find(|&r| long(t.stack[data.entries_of(r).0]));
+        let Some(row) = row else { panic!("the demo has a stack through site-packages") };
+        let text = row_text(&snap, t, &data, row);
+        assert!(!text.contains("site-packages/"), "{text}");
+        assert!(text.contains("torch/"), "{text}");
     }
 
     #[test]

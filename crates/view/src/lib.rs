@@ -9,7 +9,8 @@
 //! - [`raster`]: the timeline's filled bands as RGBA pixels; [`path`]: its filled outlines as
 //!   SVG path data;
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
-//! - [`fragment`]: the URL fragment that holds the page's place;
+//! - [`fragment`]: the URL fragment that holds the page's place; [`names`]: file names cut for
+//!   the menus;
 //! - [`history`]: the Allocator State History's rows, texts and segment map;
 //! - [`entries`]: the trace's one numbering (entries), citations of it in texts, the cursor;
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
@@ -28,6 +29,7 @@ pub mod fragment;
 pub mod history;
 pub mod keys;
 pub mod layout_px;
+pub mod names;
 pub mod path;
 pub mod ranks;
 pub mod raster;

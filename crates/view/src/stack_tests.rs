@@ -23,6 +23,7 @@ fn demo() -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        other_windows: Vec::new(),
     }
 }
 
@@ -151,6 +152,7 @@ fn synth(name: &str) -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        other_windows: Vec::new(),
     }
 }
 
@@ -203,6 +205,7 @@ fn open(bytes: &[u8]) -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        other_windows: Vec::new(),
     }
 }
 

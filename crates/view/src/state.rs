@@ -43,6 +43,9 @@ pub struct OpenFile {
     pub x_axis: XAxis,
     /// Visible window.
     pub viewport: Viewport,
+    /// The last window of each other kind of layout shown (segments, mapped pages), given back
+    /// when it is shown again ([`OpenFile::window_after_relayout`]).
+    pub other_windows: Vec<(memviz_core::timeline::Mode, Viewport)>,
 }
 
 impl OpenFile {
@@ -861,6 +864,7 @@ pub mod matches;
 pub mod panels;
 pub mod pin;
 mod select;
+mod windows;
 
 pub use select::Selection;
 

@@ -22,6 +22,7 @@ pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_c
         max_entries,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        other_windows: Vec::new(),
     };
     f.viewport = f.full_viewport();
     ViewState {

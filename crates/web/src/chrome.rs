@@ -1,6 +1,7 @@
 //! The page's chrome around the timeline: the keys help button, the theme control (`#theme-toggle`, following
 //! `prefers-color-scheme` until the user picks light or dark; the choice is kept in
-//! localStorage), the details panel's fold button (`#stack-toggle`, also kept), and the banner
+//! localStorage), the details panel's fold button (`#stack-toggle`, also kept) and its grip
+//! (`#stack-grip`, dragged to make the panel taller), and the banner
 //! above the plot that says when a trace starts mid-run (`#coverage-note`, from
 //! [`memviz_core::coverage`]). [`bindings`] says what their events mean, [`sync`] writes them
 //! from the state (the theme as `<html data-theme>`, which the CSS custom properties follow),
@@ -59,7 +60,66 @@ pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
     if let Ok(Some(q)) = ui.window.match_media(DARK_QUERY) {
         l.push(bind(q.as_ref(), "change", |e: &web_sys::MediaQueryListEvent| Some(Input::SystemTheme(e.matches()))));
     }
+    if let Some(grip) = element(ui, "stack-grip") {
+        l.extend(grip_bindings(ui, &grip));
+    }
     l
+}
+
+/// Smallest height of the details panel, CSS px (as `#stack`'s `min-height`).
+const STACK_MIN_PX: f64 = 44.0;
+/// Largest share of the window's height the details panel may take.
+const STACK_MAX_SHARE: f64 = 0.7;
+/// Height a key press on the grip adds or takes, CSS px.
+const STACK_KEY_STEP_PX: f64 = 24.0;
+
+/// The grip above the details panel: dragged (or moved with ↑ ↓), it makes the panel taller or
+/// shorter. The panel sits at the bottom of the window, where the browser's own resize handle
+/// cannot be pulled further down; like that handle this is the DOM's alone and gives no
+/// [`Input`]: the canvases above follow through the resize observer.
+fn grip_bindings(ui: &Ui, grip: &HtmlElement) -> Vec<Binding> {
+    let drag: std::rc::Rc<std::cell::Cell<Option<(f64, f64)>>> = std::rc::Rc::default();
+    let stack = ui.stack.clone();
+    let window = ui.window.clone();
+    let set_height = move |stack: &HtmlElement, h: f64| {
+        let max = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0) * STACK_MAX_SHARE;
+        let h = h.min(max).max(STACK_MIN_PX);
+        let _ = stack.style().set_property("height", &format!("{h:.0}px"));
+    };
+    let (d0, s0, g0) = (drag.clone(), stack.clone(), grip.clone());
+    let down = bind(grip.as_ref(), "pointerdown", move |e: &web_sys::PointerEvent| {
+        let _ = g0.set_pointer_capture(e.pointer_id());
+        d0.set(Some((f64::from(e.client_y()), s0.get_bounding_client_rect().height())));
+        e.prevent_default();
+        None
+    });
+    let (d1, s1, h1) = (drag.clone(), stack.clone(), set_height.clone());
+    let moved = bind(grip.as_ref(), "pointermove", move |e: &web_sys::PointerEvent| {
+        if let Some((y0, h0)) = d1.get() {
+            h1(&s1, h0 + y0 - f64::from(e.client_y()));
+        }
+        None
+    });
+    let d2 = drag.clone();
+    let up = bind(grip.as_ref(), "pointerup", move |_: &web_sys::PointerEvent| {
+        d2.set(None);
+        None
+    });
+    let cancel = bind(grip.as_ref(), "pointercancel", move |_: &web_sys::PointerEvent| {
+        drag.set(None);
+        None
+    });
+    let key = bind(grip.as_ref(), "keydown", move |e: &web_sys::KeyboardEvent| {
+        let step = match e.key().as_str() {
+            "ArrowUp" => STACK_KEY_STEP_PX,
+            "ArrowDown" => -STACK_KEY_STEP_PX,
+            _ => return None,
+        };
+        e.prevent_default();
+        set_height(&stack, stack.get_bounding_client_rect().height() + step);
+        None
+    });
+    vec![down, moved, up, cancel, key]
 }
 
 /// The user's kept choices and the system's theme: (theme, details panel folded).

@@ -27,7 +27,7 @@ test('compare: the buggy ResNet against the fixed one', async () => {
   const page = await env.newPage();
   await openFiles(page, [FIXED, BUGGY]);
   // Show the fixed file (A); the buggy one is B.
-  const names = await page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  const names = await page.$$eval('#file-select option', (o) => o.map((x) => x.title));
   const fixedIndex = names.findIndex((n) => n.includes('resnet50_fixed'));
   assert.ok(fixedIndex >= 0, `files: ${names}`);
   await page.selectOption('#file-select', { index: fixedIndex });

@@ -122,7 +122,7 @@ test('a snapshot dropped on the page is drawn, and files can be switched', async
   await waitReady(page, before);
   assert.match(await page.textContent('#status'), /dropped\.pickle/);
   assert.equal(await page.isVisible('#drop-overlay'), false);
-  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.title));
   assert.deepEqual(options, ['oom.pickle', 'dropped.pickle']);
   // Back to the first file.
   const n = await readyCount(page);
@@ -174,7 +174,7 @@ test('several files chosen at once all open', async () => {
   );
   // Opened together, files load in name order and the first is shown (not the last one read).
   assert.equal(await page.inputValue('#file-select'), '0', 'the first file of the batch is shown');
-  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  const options = await page.$$eval('#file-select option', (o) => o.map((x) => x.title));
   assert.deepEqual(options, ['oom.pickle', 'resnet50_fixed.pickle']);
   await page.close();
 });

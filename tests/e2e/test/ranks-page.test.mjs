@@ -221,7 +221,7 @@ test('files opened one after another keep two full models, the others listed to 
   }
   for (const f of singles) await openFiles(page, f);
   const models = async () => Number(await page.getAttribute('#main', 'data-resident-models'));
-  const names = () => page.$$eval('#file-select option', (o) => o.map((x) => x.textContent));
+  const names = () => page.$$eval('#file-select option', (o) => o.map((x) => x.title));
   const closed = (n) => `${n}.pickle (closed: choose to read again)`;
   assert.ok((await models()) <= 2, `resident models: ${await models()}`);
   assert.deepEqual(await names(), ['delta.pickle', 'echo.pickle', closed('alpha'), closed('bravo'), closed('charlie')]);

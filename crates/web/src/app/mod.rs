@@ -230,6 +230,7 @@ impl App {
                 app.state.selected = None;
                 app.state.cursor_entry = None;
             }
+            let before = app.state.files.get(i).map(|f| (f.viewport, f.plot.layout.options.mode));
             let plot = app.state.files.get(i).map(|f| {
                 let device_pos = device.unwrap_or(f.plot.device_pos);
                 let max_entries = max_entries.unwrap_or(f.max_entries);
@@ -251,11 +252,9 @@ impl App {
                         f.x_axis = XAxis::Steps;
                     }
                 }
-                let keep = f.viewport;
-                f.viewport = f.full_viewport();
-                if device.is_none() && !keep.is_full() && keep.full_x1 == f.viewport.full_x1 {
-                    // Same device, new detail: the window stays.
-                    f.viewport = keep;
+                if let Some((viewport, mode)) = before {
+                    // A new Detail keeps the window; each view keeps its own.
+                    f.window_after_relayout(viewport, mode, device.is_none());
                 }
             }
             app.state.loading = None;
@@ -317,6 +316,7 @@ impl App {
             max_entries: DEFAULT_MAX_ENTRIES,
             x_axis: XAxis::Steps,
             viewport: Viewport::new(1.0, 1.0, 1.0),
+            other_windows: Vec::new(),
         };
         let source = self.loading_source.take();
         let again = source.as_deref().and_then(|k| self.state.file_from(k));

@@ -90,17 +90,31 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     );
     if memo.menus != Some(key) {
         memo.menus = Some(key);
+        // Names cut in the middle so the menu keeps its width (the whole name in the title).
+        let full: Vec<String> = fr
+            .state
+            .files
+            .iter()
+            .map(|f| f.name.clone())
+            .chain(fr.state.released.iter().map(|r| r.name.clone()))
+            .collect();
+        let short = memviz_view::names::menu_names(&full, FILE_NAME_CHARS);
+        let open = fr.state.files.len();
+        const CLOSED: &str = " (closed: choose to read again)";
         fill_select(
             ui,
             &ui.file_select,
-            fr.state.files.iter().enumerate().map(|(i, f)| (i.to_string(), f.name.clone())).chain(
-                fr.state
-                    .released
-                    .iter()
-                    .enumerate()
-                    .map(|(j, r)| (format!("r{j}"), format!("{} (closed: choose to read again)", r.name))),
-            ),
+            short.iter().enumerate().map(|(i, s)| match i.checked_sub(open) {
+                None => (i.to_string(), s.clone()),
+                Some(j) => (format!("r{j}"), format!("{s}{CLOSED}")),
+            }),
         );
+        for (i, name) in full.iter().enumerate() {
+            if let Some(o) = ui.file_select.item(i as u32) {
+                let title = if i < open { name.clone() } else { format!("{name}{CLOSED}") };
+                let _ = o.set_attribute("title", &title);
+            }
+        }
         if let Some(f) = fr.file() {
             fill_select(
                 ui,
@@ -141,6 +155,10 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     match fr.file() {
         Some(f) => {
             set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
+            // The menus show the choice cut to their width; the whole of it on hover.
+            let device_label = ui.device_select.item(f.plot.device_pos as u32).and_then(|o| o.text_content());
+            set_attr(&ui.device_select, "title", device_label.as_deref().unwrap_or_default());
+            set_attr(&ui.file_select, "title", &f.name);
             set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
             let total = f.plot.layout.shown_count();
             let value = fr.state.detail_preview.unwrap_or(f.max_entries).min(total);
@@ -226,6 +244,9 @@ pub(crate) fn set_text(el: &web_sys::HtmlElement, text: &str) {
         el.set_text_content(Some(text));
     }
 }
+
+/// Characters of a file's name in the File menu ([`memviz_view::names::short_names`]).
+const FILE_NAME_CHARS: usize = 14;
 
 pub(crate) fn fill_select(
     ui: &crate::dom::Ui,

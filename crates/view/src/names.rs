@@ -1,0 +1,110 @@
+//! File names short enough for a menu: without their endings (`.pickle`, `.json.gz`), cut in
+//! the middle (`gpt_amp_annotated` → `gpt_am…notated`), and never so that two names of one menu
+//! look the same.
+
+/// Endings of snapshot files, left out of a menu's text (a menu's names rarely differ there).
+const EXTENSIONS: [&str; 8] = [".pickle", ".pkl", ".json", ".gz", ".zst", ".xz", ".bz2", ".html"];
+
+/// `name` without its snapshot file endings (`x.pickle.gz` → `x`); a name that is nothing
+/// but an ending stays whole.
+pub fn without_extension(name: &str) -> &str {
+    let mut s = name;
+    while let Some(e) = EXTENSIONS.iter().find(|e| s.len() > e.len() && s.ends_with(*e)) {
+        s = &s[..s.len() - e.len()];
+    }
+    s
+}
+
+/// The text of each name in a menu: [`short_names`] of the names without their endings, the
+/// names that read the same that way given their endings back.
+pub fn menu_names(names: &[String], max_chars: usize) -> Vec<String> {
+    let bare: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let b = without_extension(n);
+            let clash = names.iter().any(|m| m != n && without_extension(m) == b);
+            if clash {
+                n.clone()
+            } else {
+                b.to_string()
+            }
+        })
+        .collect();
+    short_names(&bare, max_chars)
+}
+
+/// `name` in at most `max_chars` characters: its start and its end around `…` (the end keeps
+/// a little more, for the suffix and the extension). Names that fit are unchanged.
+pub fn middle_ellipsis(name: &str, max_chars: usize) -> String {
+    let n = name.chars().count();
+    if n <= max_chars || max_chars < 3 {
+        return name.to_string();
+    }
+    let keep = max_chars - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let start: String = name.chars().take(head).collect();
+    let end: String = name.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// Every name in at most `max_chars` characters ([`middle_ellipsis`]), names that would read
+/// the same given more until they differ (at worst whole).
+pub fn short_names(names: &[String], max_chars: usize) -> Vec<String> {
+    let mut limits = vec![max_chars; names.len()];
+    let longest = names.iter().map(|s| s.chars().count()).max().unwrap_or(0);
+    loop {
+        let short: Vec<String> = names.iter().zip(&limits).map(|(s, &m)| middle_ellipsis(s, m)).collect();
+        let mut clash = false;
+        for i in 0..names.len() {
+            let same = (0..names.len()).any(|j| j != i && short[j] == short[i] && names[j] != names[i]);
+            if same && limits[i] < longest {
+                limits[i] += 2;
+                clash = true;
+            }
+        }
+        if !clash {
+            return short;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cut_in_the_middle() {
+        assert_eq!(middle_ellipsis("gpt_amp_annotated.pickle", 20), "gpt_amp_a…ted.pickle");
+        assert_eq!(middle_ellipsis("oom.pickle", 20), "oom.pickle");
+        assert_eq!(middle_ellipsis("été_été_été_été.pickle", 9), "été_…ckle");
+    }
+
+    #[test]
+    fn menus_leave_the_endings_out_unless_they_tell_names_apart() {
+        let names: Vec<String> =
+            ["resnet50_fixed.pickle", "trace.json.gz", "run.pickle", "run.json", ".pickle"].map(String::from).to_vec();
+        assert_eq!(without_extension("x.pickle.gz"), "x");
+        assert_eq!(menu_names(&names, 14), ["resnet50_fixed", "trace", "run.pickle", "run.json", ".pickle"]);
+    }
+
+    /// Two names that read the same when cut are given more until they differ; the others stay
+    /// short, and one name opened twice reads the same twice.
+    #[test]
+    fn names_of_one_menu_never_look_the_same() {
+        let names: Vec<String> = [
+            "snapshot_rank_00_iteration_final.pickle",
+            "snapshot_rank_01_iteration_final.pickle",
+            "snapshot_rank_00_iteration_final.pickle",
+            "gpt_amp_annotated.pickle",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(middle_ellipsis(&names[0], 20), middle_ellipsis(&names[1], 20));
+        let short = short_names(&names, 20);
+        assert_ne!(short[0], short[1], "{short:?}");
+        assert_eq!(short[0], short[2]);
+        assert!(short[0].chars().count() < names[0].chars().count(), "{short:?}");
+        assert_eq!(short[3], "gpt_amp_a…ted.pickle");
+    }
+}
