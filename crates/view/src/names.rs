@@ -1,6 +1,6 @@
 //! File names short enough for a menu: without their endings (`.pickle`, `.json.gz`), cut in
 //! the middle (`gpt_amp_annotated` → `gpt_am…notated`), and never so that two names of one menu
-//! look the same.
+//! look the same; and the name a file is shown under when its name is taken (`x.pickle (2)`).
 
 /// Endings of snapshot files, left out of a menu's text (a menu's names rarely differ there).
 const EXTENSIONS: [&str; 8] = [".pickle", ".pkl", ".json", ".gz", ".zst", ".xz", ".bz2", ".html"];
@@ -31,6 +31,19 @@ pub fn menu_names(names: &[String], max_chars: usize) -> Vec<String> {
         })
         .collect();
     short_names(&bare, max_chars)
+}
+
+/// The name a file opened as `name` is shown under beside the files open as `open`: `name`
+/// itself, or `name (N)` when the name is taken (N counting the files of that name, this one
+/// included).
+pub fn name_beside<'a>(open: impl Iterator<Item = &'a str>, name: &str) -> String {
+    let prefix = format!("{name} (");
+    let same = open.filter(|g| *g == name || g.starts_with(&prefix)).count();
+    if same == 0 {
+        name.to_string()
+    } else {
+        format!("{name} ({})", same + 1)
+    }
 }
 
 /// `name` in at most `max_chars` characters: its start and its end around `…` (the end keeps
@@ -78,6 +91,15 @@ mod tests {
         assert_eq!(middle_ellipsis("gpt_amp_annotated.pickle", 20), "gpt_amp_a…ted.pickle");
         assert_eq!(middle_ellipsis("oom.pickle", 20), "oom.pickle");
         assert_eq!(middle_ellipsis("été_été_été_été.pickle", 9), "été_…ckle");
+    }
+
+    #[test]
+    fn a_taken_name_gets_a_number() {
+        let open = ["x.pickle", "x.pickle (2)", "y.pickle"];
+        assert_eq!(name_beside(open.iter().copied(), "z.pickle"), "z.pickle");
+        assert_eq!(name_beside(open.iter().copied(), "x.pickle"), "x.pickle (3)");
+        assert_eq!(name_beside(open.iter().copied(), "y.pickle"), "y.pickle (2)");
+        assert_eq!(crate::fragment::base_name(&name_beside(open.iter().copied(), "x.pickle")), "x.pickle");
     }
 
     #[test]

@@ -863,6 +863,7 @@ pub mod flame;
 pub mod matches;
 pub mod panels;
 pub mod pin;
+pub mod place;
 mod select;
 mod windows;
 

@@ -11,13 +11,16 @@
 //! Every other change (file, view, device, pin, event) is written at once, with the window as it
 //! is then, but for a file just shown: its fragment, with any change made before then, is written
 //! in the next task, after the load's (its first frame does not wait for it).
+//!
+//! What the place is, and what a fragment restores, is `memviz_view::state::place` (tested
+//! natively); here are `location.hash`, `replaceState` and the timers. The place is compared as a
+//! value before it is written out as text, so an input that moves nothing of it (a pointer move)
+//! costs no formatting.
 
 use std::cell::{Cell, RefCell};
 
-use memviz_view::fragment::{base_name, format, parse, same_but_window, Fragment};
-use memviz_view::state::{Target, ViewState};
-use memviz_view::view::View;
-use memviz_view::xmap::XAxis;
+use memviz_view::fragment::{format, parse, same_but_window, Fragment};
+use memviz_view::state::ViewState;
 
 fn decode(s: &str) -> String {
     js_sys::decode_uri_component(s).ok().and_then(|v| v.as_string()).unwrap_or_else(|| s.to_string())
@@ -32,6 +35,8 @@ thread_local! {
     static PENDING: RefCell<Option<Fragment>> = const { RefCell::new(None) };
     /// The fragment last written.
     static WRITTEN: RefCell<String> = const { RefCell::new(String::new()) };
+    /// The place last looked at ([`changed`]), as a value.
+    static LAST: RefCell<Option<Fragment>> = const { RefCell::new(None) };
     /// A fragment that differs from the written one only in its zoom window, waiting for the
     /// timer to write it.
     static DEFERRED: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -55,26 +60,7 @@ pub fn read_at_start(state: &mut ViewState) {
         return;
     }
     let f = parse(&hash, decode);
-    if let Some(v) = f.view {
-        state.view = v;
-    }
-    if f.device.is_some() {
-        state.preferred_device = f.device;
-    }
-    // What does not depend on the file applies now (the first layout is made with it).
-    state.history.hide_freed |= f.hide_freed;
-    if !f.search.is_empty() {
-        state.search = f.search.query();
-        state.search_boxes = f.search.clone();
-    }
-    if let Some(t) = f.panel {
-        state.analysis.open = true;
-        state.analysis.tab = t;
-    }
-    state.flame.mode = f.flame.unwrap_or_default();
-    state.flame.focus.clone_from(&f.flame_focus);
-    state.restore_file.clone_from(&f.file);
-    state.restore_rank = (f.rank.is_some() || f.ranks_overview).then_some((f.rank, f.ranks_overview));
+    memviz_view::state::place::apply_at_start(state, &f);
     WRITTEN.with(|w| *w.borrow_mut() = hash.trim_start_matches('#').to_string());
     PENDING.with(|p| *p.borrow_mut() = Some(f));
 }
@@ -88,95 +74,7 @@ pub fn pending_file() -> Option<String> {
 /// file; the Detail it asks for, when that needs another layout.
 pub fn restore(state: &mut ViewState) -> Option<usize> {
     let f = PENDING.with(|p| p.borrow_mut().take())?;
-    state.restore_file = None;
-    let i = state.current?;
-    let file = state.files.get_mut(i)?;
-    if f.file.as_deref() != Some(base_name(&file.name)) {
-        return None;
-    }
-    if f.axis == Some(XAxis::Time) && file.has_time() {
-        file.plot.build_time_map(&file.snap);
-        file.x_axis = XAxis::Time;
-        file.viewport = file.full_viewport();
-    }
-    if let Some((a, b)) = f.x_steps {
-        if file.x_axis == XAxis::Steps {
-            file.viewport.set_window(a, b);
-        }
-    }
-    let (device_pos, max_entries) = (file.plot.device_pos, file.max_entries);
-    // An older link names a drawn allocation by its address label.
-    let by_label = f.pin.as_ref().and_then(|pin| {
-        file.plot
-            .layout
-            .elements
-            .iter()
-            .position(|el| el.band.is_some() && memviz_core::format::addr_label('b', el.addr, el.version) == *pin)
-    });
-    match f.pin.as_deref().map(memviz_view::state::pin::parse_pin) {
-        // The key, pinned again once a layout has it (another Detail may come first).
-        Some(Some(k)) => state.repin(k),
-        Some(None) => {
-            if let Some(e) = by_label {
-                state.set_pin(Some(Target::Element(e as u32)));
-            }
-        }
-        None => {}
-    }
-    if let Some(e) = f.event {
-        state.history.selected = Some((i, device_pos, e));
-    }
-    let detail = f.detail.filter(|&n| n != max_entries);
-    if let Some(entry) = f.entry {
-        state.cursor_entry = Some(entry);
-        state.show_entry(entry);
-    }
-    detail
-}
-
-/// The fragment of the current state.
-pub fn of_state(state: &ViewState) -> Option<Fragment> {
-    let run = state.run.as_ref();
-    let rank = run.and_then(|r| r.ranks.get(r.focused?)).map(|e| e.rank);
-    let ranks_overview = state.overview_shown();
-    let Some(f) = state.file() else {
-        // A run's overview before any rank is opened.
-        return run.map(|_| Fragment { rank, ranks_overview, ..Fragment::default() });
-    };
-    let mut frag = of_file(state, f)?;
-    frag.rank = rank;
-    frag.ranks_overview = ranks_overview;
-    Some(frag)
-}
-
-/// The fragment of the file shown.
-fn of_file(state: &ViewState, f: &memviz_view::state::OpenFile) -> Option<Fragment> {
-    let i = state.current?;
-    let pin = state.pin_key().map(memviz_view::state::pin::pin_text);
-    let v = &f.viewport;
-    let x_steps = (f.x_axis == XAxis::Steps && (v.x0 > 0.0 || v.x1 < v.full_x1)).then_some((v.x0, v.x1));
-    let event = match state.history.selected {
-        Some((fi, d, r)) if fi == i && d == f.plot.device_pos && state.view == View::AllocatorStateHistory => Some(r),
-        _ => None,
-    };
-    Some(Fragment {
-        file: Some(base_name(&f.name).to_string()),
-        view: Some(state.view),
-        device: f.snap.devices.get(f.plot.device_pos).map(|d| d.index),
-        x_steps,
-        pin,
-        event,
-        axis: Some(f.x_axis).filter(|a| *a != XAxis::Steps),
-        hide_freed: state.history.hide_freed,
-        detail: Some(f.max_entries).filter(|&n| n != memviz_core::timeline::DEFAULT_MAX_ENTRIES),
-        search: state.search_boxes.clone(),
-        panel: state.analysis.open.then_some(state.analysis.tab),
-        entry: state.cursor_entry,
-        // The flame view's settings while it is shown.
-        flame: Some(state.flame.mode).filter(|_| state.view == View::FlameGraph),
-        flame_focus: if state.view == View::FlameGraph { state.flame.focus.clone() } else { Vec::new() },
-        ..Fragment::default()
-    })
+    memviz_view::state::place::restore(state, &f)
 }
 
 /// Writes the current state into the fragment when it changed (nothing while no file is open);
@@ -223,7 +121,12 @@ fn changed(state: &ViewState) -> Option<(Fragment, String)> {
     if state.loading.is_some() || waiting {
         return None;
     }
-    let frag = of_state(state)?;
+    let frag = memviz_view::state::place::fragment_of(state)?;
+    // The place as a value first: formatting and comparing the text only when it moved.
+    if LAST.with(|l| l.borrow().as_ref() == Some(&frag)) {
+        return None;
+    }
+    LAST.with(|l| *l.borrow_mut() = Some(frag.clone()));
     let text = format(&frag, encode);
     if WRITTEN.with(|w| *w.borrow() == text) {
         DEFERRED.with(|d| d.borrow_mut().take());

@@ -333,16 +333,7 @@ impl App {
                 self.memo.forget_files(&self.ui.document);
             }
             None => {
-                // Names repeat: "x.pickle (2)".
-                let same = self
-                    .state
-                    .files
-                    .iter()
-                    .filter(|g| g.name == f.name || g.name.starts_with(&format!("{} (", f.name)))
-                    .count();
-                if same > 0 {
-                    f.name = format!("{} ({})", f.name, same + 1);
-                }
+                f.name = memviz_view::names::name_beside(self.state.files.iter().map(|g| g.name.as_str()), &f.name);
                 f.viewport = f.full_viewport();
                 self.state.push_file(f, source, show);
             }
