@@ -184,7 +184,7 @@ pub fn header_text(allocated_bytes: u64, reserved_bytes: u64, selected_entry: Op
 /// Frame lines of a stack (paths shortened), or the "no frames" explanation.
 pub fn frames_text(snap: &Snapshot, stack: u32) -> String {
     // Paths shortened as the timeline's tooltip shortens them.
-    let lines = stack_lines_with(snap, stack, crate::stack::short_path);
+    let lines = stack_lines_with(snap, stack, crate::names::short_path);
     if lines.is_empty() {
         NO_FRAMES.to_string()
     } else {

@@ -16,6 +16,8 @@
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
+//! - [`derived`]: what the page computes from the state and keeps until it changes (analyses,
+//!   comparisons, categories, pools, matches, the event list, the flame graph);
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
 //!   drag, canvas sizes) and what the pointer, wheel and keys do to it, as effects for the page.
 
@@ -24,6 +26,7 @@
 
 pub mod axis;
 pub mod decimate;
+pub mod derived;
 pub mod entries;
 pub mod fragment;
 pub mod history;

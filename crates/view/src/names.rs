@@ -1,6 +1,7 @@
 //! File names short enough for a menu: without their endings (`.pickle`, `.json.gz`), cut in
 //! the middle (`gpt_amp_annotated` → `gpt_am…notated`), and never so that two names of one menu
-//! look the same; and the name a file is shown under when its name is taken (`x.pickle (2)`).
+//! look the same; the name a file is shown under when its name is taken (`x.pickle (2)`); and
+//! source paths as short as still say where they are ([`short_path`]).
 
 /// Endings of snapshot files, left out of a menu's text (a menu's names rarely differ there).
 const EXTENSIONS: [&str; 8] = [".pickle", ".pkl", ".json", ".gz", ".zst", ".xz", ".bz2", ".html"];
@@ -82,6 +83,21 @@ pub fn short_names(names: &[String], max_chars: usize) -> Vec<String> {
     }
 }
 
+/// A path as short as still says where it is: inside an installed package, from the package on
+/// (`torch/nn/modules/module.py`); else its last two parts (`project/model.py`).
+pub fn short_path(filename: &str) -> &str {
+    for marker in ["site-packages/", "dist-packages/"] {
+        if let Some(i) = filename.rfind(marker) {
+            return &filename[i + marker.len()..];
+        }
+    }
+    let mut cut = filename.rmatch_indices('/').map(|(i, _)| i);
+    match (cut.next(), cut.next()) {
+        (Some(_), Some(i)) => &filename[i + 1..],
+        _ => filename,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,7 +115,6 @@ mod tests {
         assert_eq!(name_beside(open.iter().copied(), "z.pickle"), "z.pickle");
         assert_eq!(name_beside(open.iter().copied(), "x.pickle"), "x.pickle (3)");
         assert_eq!(name_beside(open.iter().copied(), "y.pickle"), "y.pickle (2)");
-        assert_eq!(crate::fragment::base_name(&name_beside(open.iter().copied(), "x.pickle")), "x.pickle");
     }
 
     #[test]

@@ -241,20 +241,7 @@ pub fn frame_kind(filename: &str) -> FrameKind {
     }
 }
 
-/// A path as short as still says where it is: inside an installed package, from the package on
-/// (`torch/nn/modules/module.py`); else its last two parts (`project/model.py`).
-pub fn short_path(filename: &str) -> &str {
-    for marker in ["site-packages/", "dist-packages/"] {
-        if let Some(i) = filename.rfind(marker) {
-            return &filename[i + marker.len()..];
-        }
-    }
-    let mut cut = filename.rmatch_indices('/').map(|(i, _)| i);
-    match (cut.next(), cut.next()) {
-        (Some(_), Some(i)) => &filename[i + 1..],
-        _ => filename,
-    }
-}
+pub use crate::names::short_path;
 
 /// A C++ function without its argument list and anonymous namespaces:
 /// `at::native::empty_cuda(c10::ArrayRef<long>, …)` → `at::native::empty_cuda`.

@@ -12,7 +12,7 @@
 //! - [`app`]: the one [`app::App`] behind the one `Rc<RefCell<..>>`: it installs every part's
 //!   [`input::Binding`]s through one listener helper, applies each [`input::Input`] (to
 //!   `memviz_view`'s state, whose actions return effects), carries out the effects, brings
-//!   [`derived`] up to date, writes the URL fragment and asks for frames; the loader task;
+//!   `memviz_view::derived` up to date, writes the URL fragment and asks for frames; the loader task;
 //! - [`render`]: a frame, `draw(&Frame, &mut PaintMemo)`: the timeline, the minimap, the
 //!   controls, and each part's painting; it reads the state and changes none of it;
 //! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
@@ -21,8 +21,7 @@
 //!   [`stack`] (the stack panel and the tooltip), [`chrome`] (the theme control, the details
 //!   panel's fold, the coverage banner);
 //!   [`url`] (the fragment, written after inputs);
-//! - [`paint`] (what painting reads: [`paint::Frame`], the theme's colours, band edges), [`derived`] (what is
-//!   computed from the state: analyses, matches, pools, the event list), [`dom`] (the page's
+//! - [`paint`] (what painting reads: [`paint::Frame`], the theme's colours, band edges), [`dom`] (the page's
 //!   elements), [`canvas`] (canvases kept between frames), [`input`] (what the user did, as plain
 //!   values), [`tasks`] (frames, ticks, timeouts);
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
@@ -33,7 +32,9 @@
 //!
 //! The page's state and logic that need no browser (the open files, view, pointer, pins, drag,
 //! panels' user state and their actions, window math, x maps, axes, decimation, the raster, key
-//! and wheel mapping, the URL fragment, the event list) are [`memviz_view`], tested natively.
+//! and wheel mapping, the URL fragment and the place it holds, the event list, and what is computed
+//! from the state: analyses, matches, pools, `memviz_view::derived`) are [`memviz_view`], tested
+//! natively.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -41,7 +42,6 @@
 pub mod app;
 pub mod canvas;
 pub mod chrome;
-pub mod derived;
 pub mod dom;
 pub mod feed;
 pub mod input;

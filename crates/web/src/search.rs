@@ -2,7 +2,7 @@
 //! range. Matches are outlined on the canvas (the rest of the plot dimmed), counted with their
 //! bytes, and stepped through with `n` / `N` or Enter / Shift+Enter in a box; a size that does not
 //! parse is said so beside the boxes. The boxes' text is part of the page's state (and its URL);
-//! the matches are derived ([`crate::derived::Derived::matches`]: frame text is prepared once per
+//! the matches are derived ([`memviz_view::derived::Derived::matches`]: frame text is prepared once per
 //! file, and a keystroke costs one substring test per element).
 
 use memviz_core::format::human_size;

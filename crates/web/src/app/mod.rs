@@ -17,7 +17,6 @@ use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::derived::Derived;
 use crate::dom::Ui;
 use crate::input::Source;
 use crate::model::PlotData;
@@ -25,6 +24,7 @@ pub use crate::model::Timings;
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
 use crate::tasks::{next_frame, next_tick};
+use memviz_view::derived::Derived;
 use memviz_view::state::ViewState;
 use memviz_view::viewport::{PlotRect, Viewport};
 use memviz_view::xmap::XAxis;

@@ -6,10 +6,10 @@
 
 use super::tasks::with_app;
 use super::App;
-use crate::derived::Derived;
 use crate::input::Source;
 use crate::worker_client::Summarized;
 use crate::{input, worker_client};
+use memviz_view::derived::Derived;
 use memviz_view::ranks::{RankDigest, RankStatus, Run, MAX_RESIDENT_MODELS};
 use std::cell::RefCell;
 use std::rc::Weak;

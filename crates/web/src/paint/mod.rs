@@ -11,8 +11,8 @@ use memviz_core::timeline::{BandEdges, Layout};
 use memviz_view::state::{OpenFile, ViewState};
 use memviz_view::viewport::PlotRect;
 
-use crate::derived::Derived;
 use crate::dom::Ui;
+use memviz_view::derived::Derived;
 
 /// What a frame is drawn from. Painting reads these and changes none of them; what it must
 /// remember of the DOM goes into the painter's own memo.

@@ -5,8 +5,8 @@ use memviz_core::analysis::export as core_export;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, Document, HtmlAnchorElement, HtmlCanvasElement, Url};
 
-use crate::derived::Derived;
 use crate::dom::Ui;
+use memviz_view::derived::Derived;
 use memviz_view::state::panels::ExportKind as Kind;
 use memviz_view::state::ViewState;
 

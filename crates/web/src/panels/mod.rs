@@ -19,11 +19,11 @@ use memviz_core::timeline::Mode;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Element, HtmlElement, MouseEvent};
 
-pub use crate::derived::Analysis;
-use crate::derived::{current_key, Derived};
 use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
 use crate::paint::{Frame, FrameInfo};
+pub use memviz_view::derived::Analysis;
+use memviz_view::derived::{current_key, Derived};
 pub use memviz_view::state::panels::{Action, ExportKind, Highlight, Tab};
 use memviz_view::state::ViewState;
 

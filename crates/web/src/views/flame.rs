@@ -1,5 +1,5 @@
 //! The flame view (`#flame` in `#panel`): the graph the state asks for
-//! ([`memviz_view::state::flame::source`], computed in [`crate::derived::Derived`]) as one absolutely
+//! ([`memviz_view::state::flame::source`], computed in [`memviz_view::derived::Derived`]) as one absolutely
 //! placed box per frame ([`memviz_view::state::flame::boxes`]), the mode's radio buttons and a title.
 //! Its DOM events become [`FlameInput`]s through [`bindings`]; a box's `data-node` names its node.
 //! The boxes are written again only when what they show changes; the hover changes classes only.

@@ -3,7 +3,7 @@
 //! Allocator Settings table and the flame graph ([`flame`]).
 //!
 //! Their user state is [`memviz_view::state::panels::HistoryState`] and the event list is
-//! derived ([`crate::derived::Derived::history`]); their DOM events become
+//! derived ([`memviz_view::derived::Derived::history`]); their DOM events become
 //! [`HistoryInput`]s through [`bindings`]; [`draw`] writes the panel from the state, keeping
 //! what it wrote in a [`Memo`].
 
@@ -188,7 +188,7 @@ pub fn row_px(data: &HistoryData) -> f64 {
 /// The event list shown, as [`HistoryState::apply`](memviz_view::state::panels::HistoryState::apply)
 /// needs it.
 pub fn history_rows(state: &ViewState, data: &HistoryData, list_px: f64) -> Option<HistoryRows> {
-    let key = crate::derived::current_key(state)?;
+    let key = memviz_view::derived::current_key(state)?;
     Some(HistoryRows { key, rows: data.rows(), row_px: row_px(data), list_px, max_list_px: MAX_LIST_PX })
 }
 

@@ -8,6 +8,10 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::history::{HistoryData, MapLayout};
+use crate::state::panels::{Action, Highlight, Tab};
+use crate::state::ViewState;
+use crate::view::View;
 use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
@@ -23,10 +27,6 @@ use memviz_core::snapshot::Snapshot;
 use memviz_core::state::AllocatorState;
 use memviz_core::timeline::Mode;
 use memviz_core::timeline_pools::{pools, Pools};
-use memviz_view::history::{HistoryData, MapLayout};
-use memviz_view::state::panels::{Action, Highlight, Tab};
-use memviz_view::state::ViewState;
-use memviz_view::view::View;
 
 /// Groups the timeline colours by their own colour at most (the rest share "other").
 pub const COLOURED_GROUPS: usize = 12;
@@ -246,7 +246,7 @@ impl Derived {
 
     /// The flame view's graph for the state (its mode's moment or window).
     pub fn ensure_flame(&mut self, s: &ViewState) {
-        let (Some(key), Some(source)) = (current_key(s), memviz_view::state::flame::source(s)) else { return };
+        let (Some(key), Some(source)) = (current_key(s), crate::state::flame::source(s)) else { return };
         if self.flame.as_ref().is_some_and(|f| f.key == (key, source)) {
             return;
         }
@@ -261,7 +261,7 @@ impl Derived {
 
     /// The flame view's graph, when it is the one the state asks for.
     pub fn flame_of(&self, s: &ViewState) -> Option<&Flame> {
-        let key = (current_key(s)?, memviz_view::state::flame::source(s)?);
+        let key = (current_key(s)?, crate::state::flame::source(s)?);
         self.flame.as_ref().filter(|f| f.key == key)
     }
 
@@ -517,3 +517,7 @@ pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) 
         .filter(|&e| replay.lives.get(e as usize).is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x)))))
         .collect()
 }
+
+#[cfg(test)]
+#[path = "derived_tests.rs"]
+mod tests;
