@@ -70,7 +70,7 @@ elif ! python3 -c "import venv, ensurepip" 2>/dev/null; then
 fi
 
 # DuckDB's Python package from PyPI, in a venv of its own, for the test that queries
-# `memviz export --format parquet` (crates/cli/tests/ranks.rs finds it there).
+# `memviz export --format parquet` (crates/cli/tests/cli/ranks.rs finds it there).
 if ! target/duckdb-venv/bin/python -c "import duckdb" 2>/dev/null; then
   echo "setup: installing duckdb into target/duckdb-venv"
   python3 -m venv target/duckdb-venv

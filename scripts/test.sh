@@ -56,7 +56,7 @@ else
 fi
 
 step "PyTorch's viewer tests, restated (tests/data/conformance): the pass count"
-cargo test -p memviz --test conformance -- --nocapture 2>&1 | grep -E "conformance:|test result"
+cargo test -p memviz --test cli conformance:: -- --nocapture 2>&1 | grep -E "conformance:|test result"
 
 step "core and view build for wasm32 without browser crates"
 cargo build -p memviz-core -p memviz-view --target wasm32-unknown-unknown

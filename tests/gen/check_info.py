@@ -13,7 +13,7 @@ which that peak is first reached, using the definition of crates/core/src/info.r
 * then the trace is replayed: `alloc` adds its size, `free_completed` and `free` take it off (never
   below zero); the peak is the highest value seen, starting from the initial one.
 
-The expected numbers in crates/cli/tests/cli.rs come from this script.
+The expected numbers in crates/cli/tests/cli/commands.rs come from this script.
 """
 
 import json

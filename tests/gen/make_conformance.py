@@ -6,7 +6,7 @@ torch/utils/viz/process_alloc_data.js) in ``test/profiler/test_memory_viz.js``. 
 ``process_alloc_data`` there is restated here: the snapshot the test builds becomes
 ``NAME.json`` (a JSON snapshot memviz opens), and what the test asserts about the result becomes
 checks in ``cases.json``, run against ``memviz layout FILE --device 0 --view V --detail N --json``
-by ``crates/cli/tests/conformance.rs``.
+by ``crates/cli/tests/cli/conformance.rs``.
 
 The translation:
 - ``process_alloc_data(s, 0, plot_segments, max_entries, include_private_inactive)``: ``--view
@@ -341,7 +341,7 @@ def main():
         cases.append(rec)
     doc = {
         "about": f"Every call of process_alloc_data in {SOURCE}, restated: the snapshot each test builds "
-                 "(NAME.json) and what it asserts (checks), run by crates/cli/tests/conformance.rs against "
+                 "(NAME.json) and what it asserts (checks), run by crates/cli/tests/cli/conformance.rs against "
                  "`memviz layout NAME.json --device 0 --view V --detail N --json`. Differences on purpose are "
                  "listed in docs/layout.md. Made by tests/gen/make_conformance.py.",
         "calls": sum(len(k["calls"]) for k in CASES),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a generated training run of 8 ranks, the shapes of crates/cli/tests/ranks.rs: every rank
+"""Writes a generated training run of 8 ranks, the shapes of crates/cli/tests/cli/ranks.rs: every rank
 holds 10 parameters of 10 MiB and runs 5 iterations of 8 activations of 32 MiB (annotated
 ProfilerStep#N); rank 3 runs 3x the batch (and reserves 1 GiB, the others 512 MiB), rank 5 keeps
 4 MiB more every iteration, rank 6 runs out of memory in its 4th iteration.

@@ -3,37 +3,8 @@
 //! pickle, byte for byte (tests/data/containers, made by tests/gen/make_containers.py), from a
 //! path and from standard input.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
-use std::io::Write;
+use crate::run::{run, run_stdin};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memviz"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run memviz")
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn memviz");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait for memviz");
-    let _ = writer.join();
-    out
-}
 
 fn containers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/containers")

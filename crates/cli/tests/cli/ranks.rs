@@ -4,19 +4,12 @@
 //! Python package, installed by `scripts/setup.sh` into `target/duckdb-venv`; the test fails
 //! without it).
 
-// A test binary: its helpers may panic, that fails the test.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-// The pickle writer of the core's tests.
-#[path = "../../core/tests/all/common.rs"]
-#[allow(dead_code, unused_imports)] // not every helper is used here
-mod common;
-
-use common::snap::{entry, frame, snapshot};
-use common::{dict, dumps, i, list, s, Py};
+use crate::common::snap::{entry, frame, snapshot};
+use crate::common::{dict, dumps, i, list, s, Py};
+use crate::run::memviz;
 
 const MIB: i128 = 1 << 20;
 const RANKS: u32 = 8;
@@ -127,12 +120,6 @@ fn write_run(name: &str) -> PathBuf {
     }
     std::fs::write(dir.join("run/notes.txt"), "not a snapshot").unwrap();
     dir
-}
-
-fn memviz(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_memviz")).args(args).output().expect("run memviz");
-    assert!(out.status.success(), "memviz {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 #[test]

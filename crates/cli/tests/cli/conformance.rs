@@ -4,18 +4,12 @@
 //! purpose, and that list names exactly the checks that differ: a listed check that passes fails
 //! the test as much as an unlisted one that does not.
 
-// A test binary: its helpers may panic, that fails the test.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::test_fixtures;
 use serde_json::Value;
-
-#[path = "../../core/src/test_fixtures.rs"]
-#[allow(dead_code)] // not every helper is used here
-mod test_fixtures;
 
 fn layout_json(file: &Path, view: &str, detail: u64) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_memviz"))

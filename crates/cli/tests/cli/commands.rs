@@ -1,44 +1,10 @@
 //! The `memviz` binary end to end: the same text as PyTorch's CLI, one-line errors with exit
 //! status 1, `-` for standard input, help and version, and `info --json`.
 
-// A test binary: its helpers may panic, that fails the test.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
-use std::io::Write;
+use crate::run::{bin, run, run_stdin};
+use crate::test_fixtures;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memviz"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run memviz")
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn memviz");
-    let mut stdin = child.stdin.take().expect("stdin");
-    // Write from another thread so a large output cannot block the child while we write.
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait for memviz");
-    let _ = writer.join();
-    out
-}
-
-// Where test data lives, as the core's tests find it: a missing file fails the test.
-#[path = "../../core/src/test_fixtures.rs"]
-#[allow(dead_code)] // not every helper is used here
-mod test_fixtures;
+use std::process::{Output, Stdio};
 
 fn fixtures() -> PathBuf {
     test_fixtures::fixture_dir("real")

@@ -3,24 +3,8 @@
 //! events refused with what to export instead. Figures from
 //! `python3 tests/gen/verify_profiler_trace.py tests/data/real/gpt_profile.trace.json.gz`.
 
-// A test binary: its helpers may panic, that fails the test.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
-use std::process::{Command, Output};
-
-#[path = "../../core/src/test_fixtures.rs"]
-#[allow(dead_code)] // not every helper is used here
-mod test_fixtures;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memviz")).args(args).output().expect("run memviz")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(out.status.success(), "memviz {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
+use crate::run::{memviz, run};
+use crate::test_fixtures;
 
 fn trace() -> String {
     test_fixtures::fixture("real", "gpt_profile.trace.json.gz").to_string_lossy().into_owned()
@@ -29,14 +13,14 @@ fn trace() -> String {
 #[test]
 fn info_of_a_trace_has_the_profilers_peak_per_device() {
     let t = trace();
-    let json: serde_json::Value = serde_json::from_str(&ok(&["info", &t, "--json"])).expect("JSON");
+    let json: serde_json::Value = serde_json::from_str(&memviz(&["info", &t, "--json"])).expect("JSON");
     let devices = json["devices"].as_array().expect("devices");
     let by_name = |n: &str| devices.iter().find(|d| d["name"] == n).unwrap_or_else(|| panic!("no {n}: {json}"));
     let cuda = by_name("cuda:0");
     assert_eq!(cuda["peak_allocated_bytes"], 653_884_928, "{cuda}");
     assert_eq!(cuda["entries"], 1596);
     assert_eq!(by_name("cpu")["peak_allocated_bytes"], 204);
-    let text = ok(&["info", &t]);
+    let text = memviz(&["info", &t]);
     assert!(text.contains("device 0: 1596 entries") && text.contains("cpu: 81 entries"), "{text}");
     assert!(text.contains("peak allocated: 623.6 MiB (653884928 bytes)"), "{text}");
 }
@@ -44,7 +28,7 @@ fn info_of_a_trace_has_the_profilers_peak_per_device() {
 #[test]
 fn live_of_a_trace_names_ops_and_python_lines() {
     let t = trace();
-    let text = ok(&["live", &t, "--top", "40"]);
+    let text = memviz(&["live", &t, "--top", "40"]);
     // The peak is in the backward pass: the loss's and the linear layers' memory.
     assert!(text.contains("623.6 MiB (653884928 bytes)"), "{text}");
     assert!(text.contains("train.py") || text.contains("linear.py"), "{text}");
@@ -52,17 +36,18 @@ fn live_of_a_trace_names_ops_and_python_lines() {
     // and the memory from before the profiler started, as the script has them.
     assert!(text.contains("132153344    126 MiB       3  aten::sum"), "{text}");
     assert!(text.contains("46491648   44.3 MiB       1  <no frames, allocated before the trace>"), "{text}");
-    let json: serde_json::Value = serde_json::from_str(&ok(&["live", &t, "--json"])).expect("JSON");
+    let json: serde_json::Value = serde_json::from_str(&memviz(&["live", &t, "--json"])).expect("JSON");
     assert_eq!(json["total_bytes"], 653_884_928, "{json}");
     // CPU memory is its own device.
-    let cpu: serde_json::Value = serde_json::from_str(&ok(&["live", &t, "--device", "cpu", "--json"])).expect("JSON");
+    let cpu: serde_json::Value =
+        serde_json::from_str(&memviz(&["live", &t, "--device", "cpu", "--json"])).expect("JSON");
     assert_eq!(cpu["total_bytes"], 204, "{cpu}");
 }
 
 #[test]
 fn insights_run_on_a_trace() {
     let t = trace();
-    let text = ok(&["insights", &t]);
+    let text = memviz(&["insights", &t]);
     assert!(!text.trim().is_empty());
 }
 
@@ -93,7 +78,7 @@ fn profiler_files_memviz_cannot_draw_say_what_to_export() {
 fn categories_of_the_memory_timeline_json_and_raw_agree_with_the_script() {
     for name in ["gpt_profile.timeline.json", "gpt_profile.timeline.raw.json.gz"] {
         let p = test_fixtures::fixture("real", name).to_string_lossy().into_owned();
-        let text = ok(&["categories", &p]);
+        let text = memviz(&["categories", &p]);
         assert!(text.contains("peak: 623 MiB (653294848 bytes)"), "{name}: {text}");
         for (category, bytes) in [
             ("parameter", "45901568"),

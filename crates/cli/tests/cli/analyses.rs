@@ -4,20 +4,14 @@
 //! writes, by a replay of its own (live bytes after each entry, the peak, bytes by stack, bytes ×
 //! entries over a window), not taken from memviz.
 
-// A test binary: its helpers may panic, that fails the test.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-// The pickle writer of the core's tests.
-#[path = "../../core/tests/all/common.rs"]
-#[allow(dead_code, unused_imports)] // not every helper is used here
-mod common;
+use crate::run::{json, memviz};
 
-use common::snap::{block, entry, frame, segment, snapshot};
-use common::{dict, dumps, i, list, s, Py};
+use crate::common::snap::{block, entry, frame, segment, snapshot};
+use crate::common::{dict, dumps, i, list, s, Py};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -152,16 +146,6 @@ fn write(name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
     p
-}
-
-fn memviz(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_memviz")).args(args).output().expect("run memviz");
-    assert!(out.status.success(), "memviz {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    serde_json::from_str(&memviz(args)).expect("json")
 }
 
 /// The CUDA trace alone.
