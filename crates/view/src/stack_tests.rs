@@ -23,6 +23,7 @@ fn demo() -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        source: None,
         other_windows: Vec::new(),
     }
 }
@@ -152,6 +153,7 @@ fn synth(name: &str) -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        source: None,
         other_windows: Vec::new(),
     }
 }
@@ -205,6 +207,7 @@ fn open(bytes: &[u8]) -> OpenFile {
         max_entries: 15_000,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        source: None,
         other_windows: Vec::new(),
     }
 }

@@ -43,6 +43,9 @@ pub struct OpenFile {
     pub x_axis: XAxis,
     /// Visible window.
     pub viewport: Viewport,
+    /// What it was opened from (name, size and time of a picked file), to tell a file opened
+    /// again from a new one; set by [`ViewState::push_file`].
+    pub source: Option<String>,
     /// The last window of each other kind of layout shown (segments, mapped pages), given back
     /// when it is shown again ([`OpenFile::window_after_relayout`]).
     pub other_windows: Vec<(memviz_core::timeline::Mode, Viewport)>,
@@ -373,10 +376,6 @@ pub struct ReleasedFile {
 pub struct ViewState {
     /// Open files.
     pub files: Vec<OpenFile>,
-    /// What each open file was opened from (name, size and time of a picked file), to tell a
-    /// file opened again from a new one; same length as `files` once they are pushed with
-    /// [`ViewState::push_file`].
-    pub sources: Vec<Option<String>>,
     /// Files whose models were let go to keep at most two ([`ViewState::release_file`]): still
     /// listed, to be read again from their source when chosen. Oldest first.
     pub released: Vec<ReleasedFile>,
@@ -386,10 +385,11 @@ pub struct ViewState {
     pub view: View,
     /// What the pointer is over.
     pub hover: Option<Target>,
-    /// What was clicked (changed through [`ViewState::set_pin`]).
-    pub pinned: Option<Target>,
+    /// What was clicked: read with [`ViewState::pinned`], changed only through
+    /// [`ViewState::set_pin`] (which keeps `pin_key` with it).
+    pinned: Option<Target>,
     /// The pinned allocation's key while the shown layout lacks it ([`pin`]).
-    pub pin_key: Option<memviz_core::timeline::ElementKey>,
+    pin_key: Option<memviz_core::timeline::ElementKey>,
     /// A drag in progress.
     pub drag: Option<Drag>,
     /// Last pointer position (canvas, CSS px).
@@ -493,7 +493,10 @@ impl ViewState {
     /// Lets file `i`'s model go: it is closed, and listed in [`ViewState::released`] when it
     /// has a source to be read again from. Whether a file was closed.
     pub fn release_file(&mut self, i: usize) -> bool {
-        let (name, source) = (self.files.get(i).map(|f| f.name.clone()), self.sources.get(i).cloned().flatten());
+        let (name, source) = match self.files.get(i) {
+            Some(f) => (Some(f.name.clone()), f.source.clone()),
+            None => (None, None),
+        };
         if !self.close_file(i) {
             return false;
         }
@@ -505,13 +508,12 @@ impl ViewState {
     }
 
     /// Adds an opened file (opened from `source`) and shows it when `show`.
-    pub fn push_file(&mut self, f: OpenFile, source: Option<String>, show: bool) {
+    pub fn push_file(&mut self, mut f: OpenFile, source: Option<String>, show: bool) {
         if let Some(s) = &source {
             self.released.retain(|r| &r.source != s);
         }
-        self.sources.resize(self.files.len(), None);
+        f.source = source;
         self.files.push(f);
-        self.sources.push(source);
         if show || self.current.is_none() {
             self.current = Some(self.files.len() - 1);
         }
@@ -519,7 +521,7 @@ impl ViewState {
 
     /// The open file opened from `source`, if one was.
     pub fn file_from(&self, source: &str) -> Option<usize> {
-        self.sources.iter().position(|s| s.as_deref() == Some(source)).filter(|&i| i < self.files.len())
+        self.files.iter().position(|f| f.source.as_deref() == Some(source))
     }
 
     /// Closes file `i`: the one after it is shown (else the one before); what pointed into the
@@ -530,9 +532,6 @@ impl ViewState {
             return false;
         }
         self.files.remove(i);
-        if i < self.sources.len() {
-            self.sources.remove(i);
-        }
         let n = self.files.len();
         self.current = match self.current {
             _ if n == 0 => None,

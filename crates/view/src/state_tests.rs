@@ -437,7 +437,7 @@ fn closing_a_file_shows_the_next_and_moves_what_pointed_at_the_others() {
     let mut s = demo();
     let second = demo().files.pop().expect("a file");
     let third = demo().files.pop().expect("a file");
-    s.sources = vec![Some("a|1|0".into())];
+    s.files[0].source = Some("a|1|0".into());
     s.push_file(second, Some("b|2|0".into()), false);
     assert_eq!(s.current, Some(0), "opened without being shown");
     s.push_file(third, Some("c|3|0".into()), true);
@@ -449,7 +449,8 @@ fn closing_a_file_shows_the_next_and_moves_what_pointed_at_the_others() {
     s.pinned = Some(Target::Summarized);
     let g = s.generation;
     assert!(s.close_file(1));
-    assert_eq!((s.files.len(), s.sources.len()), (2, 2));
+    assert_eq!(s.files.len(), 2);
+    assert_eq!(s.files[0].source.as_deref(), Some("a|1|0"), "each file keeps its own source");
     assert_eq!(s.current, Some(1), "the shown file moved down");
     assert_eq!(s.analysis.compare_with, Some(1));
     assert_eq!(s.history.selected, Some((1, 0, 5)));
@@ -463,7 +464,7 @@ fn closing_a_file_shows_the_next_and_moves_what_pointed_at_the_others() {
     assert!(!s.close_file(5));
     assert!(s.close_file(0));
     assert_eq!(s.current, None);
-    assert!(s.files.is_empty() && s.sources.is_empty());
+    assert!(s.files.is_empty());
 }
 
 #[test]
@@ -571,7 +572,7 @@ fn at_most_two_models_stay_and_never_the_one_shown() {
 #[test]
 fn a_released_file_stays_listed_until_it_is_read_again() {
     let mut s = state_with(OOM);
-    s.sources = vec![Some("a|1|0".into())];
+    s.files[0].source = Some("a|1|0".into());
     for key in ["b|2|0", "c|3|0"] {
         let mut f = state_with(OOM).files.remove(0);
         f.name = key[..1].to_string();
@@ -591,7 +592,7 @@ fn a_released_file_stays_listed_until_it_is_read_again() {
     assert!(s.release_file(0));
     assert_eq!(s.released.iter().map(|r| r.source.as_str()).collect::<Vec<_>>(), ["b|2|0", "c|3|0"]);
     // A file with no source (the demo) is closed, not listed.
-    s.sources[0] = None;
+    s.files[0].source = None;
     assert!(s.release_file(0));
     assert_eq!(s.released.len(), 2);
     assert!(!s.release_file(5));

@@ -22,15 +22,15 @@ pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_c
         max_entries,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        source: None,
         other_windows: Vec::new(),
     };
     f.viewport = f.full_viewport();
-    ViewState {
-        files: vec![f],
-        current: Some(0),
-        plot_css: (1000.0, 500.0),
-        minimap_css,
-        dpr: 1.0,
-        ..ViewState::default()
-    }
+    let mut s = ViewState::default();
+    s.files = vec![f];
+    s.current = Some(0);
+    s.plot_css = (1000.0, 500.0);
+    s.minimap_css = minimap_css;
+    s.dpr = 1.0;
+    s
 }

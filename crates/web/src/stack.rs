@@ -88,9 +88,10 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         return;
     }
     let s = fr.state;
-    let target = s.pinned.or(s.hover);
+    let target = s.pinned().or(s.hover);
     let colour = s.analysis.categories.colour_inferred;
-    let key: StackKey = (s.current.unwrap_or(usize::MAX), s.generation, target, s.pinned, s.native_frames_open, colour);
+    let key: StackKey =
+        (s.current.unwrap_or(usize::MAX), s.generation, target, s.pinned(), s.native_frames_open, colour);
     if memo.stack == Some(key) {
         return;
     }
@@ -98,7 +99,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let stack = &fr.ui.stack;
     let html = match (fr.file(), target) {
         (Some(f), Some(t)) => {
-            let pin = s.pinned.map(|p| pin_label(f, p));
+            let pin = s.pinned().map(|p| pin_label(f, p));
             match &pin {
                 Some(label) => {
                     let _ = stack.set_attribute("data-pinned", label);
@@ -130,7 +131,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         (None, _) => String::new(),
     };
     stack.set_inner_html(&html);
-    let _ = stack.class_list().toggle_with_force("pinned", s.pinned.is_some());
+    let _ = stack.class_list().toggle_with_force("pinned", s.pinned().is_some());
 }
 
 /// A target as the test hooks write it (`element:12`, `summarized`, `oom:0`, `annotation:3`).

@@ -18,6 +18,11 @@ impl ViewState {
         self.pin_key = None;
     }
 
+    /// What is pinned.
+    pub fn pinned(&self) -> Option<Target> {
+        self.pinned
+    }
+
     /// The pinned allocation's key: of the pinned element of the shown layout, else the one
     /// remembered while a layout without it is shown.
     pub fn pin_key(&self) -> Option<ElementKey> {

@@ -113,7 +113,8 @@ impl App {
     fn new(ui: Ui) -> App {
         let dpr = ui.window.device_pixel_ratio();
         let memo = PaintMemo { views: crate::views::Memo::new(&ui.document), ..PaintMemo::default() };
-        let mut state = ViewState { dpr, preview_until_ms: f64::NEG_INFINITY, ..ViewState::default() };
+        let mut state = ViewState::default();
+        (state.dpr, state.preview_until_ms) = (dpr, f64::NEG_INFINITY);
         state.history.hide_freed = crate::views::embedded_filter_freed(&ui.document);
         App {
             ui,
@@ -316,6 +317,7 @@ impl App {
             max_entries: DEFAULT_MAX_ENTRIES,
             x_axis: XAxis::Steps,
             viewport: Viewport::new(1.0, 1.0, 1.0),
+            source: None,
             other_windows: Vec::new(),
         };
         let source = self.loading_source.take();
@@ -325,6 +327,7 @@ impl App {
             // Opened again: read again into its place, under the same name.
             Some(i) => {
                 f.name.clone_from(&self.state.files[i].name);
+                f.source.clone_from(&source);
                 f.viewport = f.full_viewport();
                 self.state.files[i] = f;
                 self.state.current = Some(i);

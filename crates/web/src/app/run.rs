@@ -161,7 +161,7 @@ impl App {
         let run_keys: Vec<String> =
             self.run_files.iter().filter_map(|f| input::source_key(&Source::File(f.clone()))).collect();
         for i in release {
-            let of_run = self.state.sources.get(i).cloned().flatten().is_some_and(|k| run_keys.contains(&k));
+            let of_run = self.state.files.get(i).and_then(|f| f.source.as_ref()).is_some_and(|k| run_keys.contains(k));
             if of_run {
                 self.state.close_file(i);
             } else {
@@ -244,7 +244,7 @@ impl App {
     pub(crate) fn prune_handles(&mut self) {
         let s = &self.state;
         let keep = |k: &String| {
-            s.sources.iter().flatten().any(|x| x == k)
+            s.files.iter().filter_map(|f| f.source.as_ref()).any(|x| x == k)
                 || s.released.iter().any(|r| &r.source == k)
                 || self.loading_source.as_ref() == Some(k)
                 || self.queue.iter().any(|q| input::source_key(q).as_ref() == Some(k))

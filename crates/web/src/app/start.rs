@@ -206,6 +206,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
         max_entries: DEFAULT_MAX_ENTRIES,
         x_axis: XAxis::Steps,
         viewport: Viewport::new(1.0, 1.0, 1.0),
+        source: None,
         other_windows: Vec::new(),
     };
     file.viewport = file.full_viewport();

@@ -256,7 +256,7 @@ fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
             return Some((pos, xm.step(pos)));
         }
     }
-    match state.pinned {
+    match state.pinned() {
         Some(Target::Element(e)) => {
             // Its alloc, when the trace has it.
             let el = f.plot.layout.elements.get(e as usize)?;

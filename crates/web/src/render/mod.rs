@@ -402,7 +402,7 @@ impl CanvasKey {
             view: fr.state.view,
             viewport: fr.file().map(|f| (f.viewport, f.x_axis)),
             hover: if hover_on_svg(fr) { None } else { fr.state.hover },
-            pinned: fr.state.pinned,
+            pinned: fr.state.pinned(),
             brush: match fr.state.drag {
                 Some(Drag::Brush { start, end, .. }) => Some((start, end)),
                 _ => None,

@@ -25,7 +25,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     let hover = if hover_on_svg(fr) { None } else { fr.state.hover };
-    for (t, pinned) in [(fr.state.pinned, true), (hover, false)] {
+    for (t, pinned) in [(fr.state.pinned(), true), (hover, false)] {
         match t {
             Some(Target::Element(e)) => {
                 if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
@@ -91,7 +91,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
 /// again (each new frame of a canvas took about 3 MB more of the compositor's memory, and a few ms).
 pub(crate) fn hover_on_svg(fr: &Frame<'_>) -> bool {
     matches!(fr.state.hover, Some(Target::Element(_)))
-        && fr.state.hover != fr.state.pinned
+        && fr.state.hover != fr.state.pinned()
         && !fr.state.view.is_panel()
         && fr.file().is_some_and(is_small)
 }
