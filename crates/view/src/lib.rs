@@ -16,6 +16,8 @@
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
+//! - [`model`]: a snapshot loaded from chunks of bytes (the page's and its worker's one path),
+//!   the demo, base64;
 //! - [`derived`]: what the page computes from the state and keeps until it changes (analyses,
 //!   comparisons, categories, pools, matches, the event list, the flame graph);
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
@@ -32,6 +34,7 @@ pub mod fragment;
 pub mod history;
 pub mod keys;
 pub mod layout_px;
+pub mod model;
 pub mod names;
 pub mod path;
 pub mod ranks;

@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::model::{ModelLoader, CHUNK_BYTES};
+use memviz_view::model::{ModelLoader, CHUNK_BYTES};
 
 /// Bytes decoded between chances to take events.
 pub const FEED_BYTES: usize = 1 << 20;

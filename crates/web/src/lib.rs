@@ -27,8 +27,8 @@
 //! - [`worker`] (runs in the loading Web Worker) and [`worker_client`] (the page's side): files
 //!   are read, decoded and laid out off the main thread, then handed over as bytes, in the
 //!   messages of [`protocol`] (the same kinds as `www/protocol.js`); [`feed`]: the one loop that
-//!   reads a file in slices and decodes it, in the worker and on the page; [`model`]: loading
-//!   from byte chunks (no DOM) and what a plot needs.
+//!   reads a file in slices and decodes it, in the worker and on the page (through
+//!   `memviz_view::model`: loading from byte chunks, no DOM, and what a plot needs).
 //!
 //! The page's state and logic that need no browser (the open files, view, pointer, pins, drag,
 //! panels' user state and their actions, window math, x maps, axes, decimation, the raster, key
@@ -45,7 +45,6 @@ pub mod chrome;
 pub mod dom;
 pub mod feed;
 pub mod input;
-pub mod model;
 pub mod paint;
 pub mod panels;
 pub mod pools;

@@ -11,8 +11,8 @@ use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
 
 use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
-use crate::model::column_envelopes;
 use crate::paint::Frame;
+use memviz_view::model::column_envelopes;
 use memviz_view::state::{PoolHover, Target, ViewState};
 use memviz_view::view::View;
 

@@ -25,12 +25,12 @@ use wasm_bindgen::JsCast;
 use web_sys::DedicatedWorkerGlobalScope;
 
 use crate::feed::{open_error, Fed, Feed, Host, OnProfile, QueueSlices};
-use crate::model::{choose_device, PlotData};
 use crate::protocol::{
     decode_request, to_js, Message, Phase, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP, SUMMARY_GROUP, TIME_MAP_GROUP,
     TIMINGS_GROUP, TRACE_GROUP,
 };
 pub use crate::protocol::{encode_request, LoadRequest, WorkerTimings};
+use memviz_view::model::{choose_device, PlotData};
 use memviz_view::ranks::RankDigest;
 
 /// Sends one message; its bytes, if any, are handed over, not copied.

@@ -14,11 +14,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::feed::{js_text, QueueSlices};
-use crate::model::PlotData;
 use crate::protocol::{
     encode_request, from_js, LoadRequest, Message, Phase, WorkerTimings, LAYOUT_GROUP, PLOT_GROUP, SNAPSHOT_GROUP,
     SUMMARY_GROUP, TIME_MAP_GROUP, TIMINGS_GROUP, TRACE_GROUP,
 };
+use memviz_view::model::PlotData;
 use memviz_view::ranks::RankDigest;
 use memviz_view::xmap::TimeMap;
 

@@ -8,9 +8,9 @@
 use super::tasks::exact_after;
 use super::App;
 use crate::input::{Input, Source};
-use crate::model::Timings;
 use crate::{input, render};
 use memviz_view::derived::Derived;
+use memviz_view::model::Timings;
 use memviz_view::state::flame::FlameChange;
 use memviz_view::state::{Effect, TimelineInput};
 use std::rc::Rc;

@@ -19,17 +19,17 @@ use wasm_bindgen::JsCast;
 
 use crate::dom::Ui;
 use crate::input::Source;
-use crate::model::PlotData;
-pub use crate::model::Timings;
 use crate::paint::Frame;
 use crate::render::{self, PaintMemo};
 use crate::tasks::{next_frame, next_tick};
 use memviz_view::derived::Derived;
+use memviz_view::model::PlotData;
+pub use memviz_view::model::Timings;
 use memviz_view::state::ViewState;
 use memviz_view::viewport::{PlotRect, Viewport};
 use memviz_view::xmap::XAxis;
 
-pub use crate::model::{DEMO_NAME, DEMO_SNAPSHOT};
+pub use memviz_view::model::{DEMO_NAME, DEMO_SNAPSHOT};
 
 /// Loads that took longer than this (ms) show each phase in the status line before running it
 /// (which costs a frame, so not within `load::PROGRESS_EVERY_MS` of the last progress shown);

@@ -6,11 +6,11 @@ use super::tasks::{with_app, APP};
 use super::{App, READ_ON_PAGE_MAX_BYTES};
 use crate::dom::{context_2d, Ui};
 use crate::input::{Input, Source};
-use crate::model::{PlotData, CHUNK_BYTES, DEMO_NAME, DEMO_SNAPSHOT};
 use crate::render;
 use crate::tasks::{next_frame, next_tick};
 use memviz_core::describe;
 use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
+use memviz_view::model::{PlotData, CHUNK_BYTES, DEMO_NAME, DEMO_SNAPSHOT};
 use memviz_view::state::OpenFile;
 use memviz_view::view::View;
 use memviz_view::viewport::Viewport;
@@ -38,7 +38,7 @@ pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
         for f in list.iter() {
             let name = get(&f, "name").and_then(|n| n.as_string()).unwrap_or_else(|| "snapshot".into());
             let Some(bytes) =
-                get(&f, "base64").and_then(|b| b.as_string()).and_then(|b| crate::model::base64_decode(&b))
+                get(&f, "base64").and_then(|b| b.as_string()).and_then(|b| memviz_view::model::base64_decode(&b))
             else {
                 continue;
             };
@@ -191,7 +191,8 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     if !idle(&weak) {
         return;
     }
-    let Ok(snap) = crate::model::load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64) else {
+    let Ok(snap) = memviz_view::model::load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64)
+    else {
         return;
     };
     next_tick().await;
@@ -253,7 +254,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     let (snap, plot) = (&file.snap, &file.plot);
     let l = &plot.layout;
     let bounds: Vec<f64> = (0..=512).map(|c| f64::from(l.steps) * f64::from(c) / 512.0).collect();
-    let _ = crate::model::column_envelopes(l, &bounds);
+    let _ = memviz_view::model::column_envelopes(l, &bounds);
     for b in (0..l.band_count() as u32).step_by(97) {
         let (s0, s1) = l.band_step_range(b);
         let _ = l.hit_test((f64::from(s0) + f64::from(s1)) / 2.0, 0.0);

@@ -6,8 +6,8 @@ use super::{
     Holding, PaintMemo, Palette, ViewEdges, FONT, SMALL_FONT,
 };
 use crate::canvas::{fit_canvas, put_pixels};
-use crate::model::column_envelopes;
 use memviz_view::axis;
+use memviz_view::model::column_envelopes;
 use memviz_view::path;
 use memviz_view::raster::Raster;
 use memviz_view::state::OpenFile;

@@ -19,7 +19,7 @@ pub(crate) fn is_first_complete_frame(fr: &Frame<'_>) -> bool {
 /// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
 pub(crate) fn report_ready(
     fr: &Frame<'_>,
-    t: &crate::model::Timings,
+    t: &memviz_view::model::Timings,
     info: &FrameInfo,
     frame_start_ms: f64,
     frame_ms: f64,

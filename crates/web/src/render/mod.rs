@@ -8,10 +8,10 @@
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 use crate::canvas::{fit_canvas, HeldPlot};
-use crate::model::Timings;
 pub(crate) use crate::paint::edges::*;
 pub use crate::paint::*;
 pub use memviz_view::layout_px::*;
+use memviz_view::model::Timings;
 use memviz_view::state::{Drag, OpenFile, Target};
 use memviz_view::view::View;
 use memviz_view::viewport::Viewport;

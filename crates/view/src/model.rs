@@ -1,6 +1,6 @@
 //! Loading a snapshot from chunks of bytes. Nothing here touches the DOM: the same code runs in
-//! the page and in the loading Web Worker ([`crate::worker`]), which hands the model and plot
-//! over as bytes ([`memviz_core::wire`]). What a plot needs is [`memviz_core::plot`],
+//! the page and in its loading Web Worker, which hands the model and plot over as bytes
+//! ([`memviz_core::wire`]). What a plot needs is [`memviz_core::plot`],
 //! re-exported here.
 
 use memviz_core::snapshot::Snapshot;
@@ -122,13 +122,12 @@ pub fn column_envelopes(layout: &Layout, bounds: &[f64]) -> Vec<ColumnEnvelope> 
 mod tests {
     use super::*;
     use memviz_core::timeline::{self, Options};
-    use wasm_bindgen_test::wasm_bindgen_test;
 
     fn demo() -> Snapshot {
         load_chunks(DEMO_SNAPSHOT.chunks(CHUNK_BYTES), DEMO_SNAPSHOT.len() as u64).expect("demo loads")
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn small_chunks_give_the_same_model() {
         let whole = memviz_core::load(DEMO_SNAPSHOT).expect("load");
         let mut l = ModelLoader::new(DEMO_SNAPSHOT.len() as u64);
@@ -143,7 +142,7 @@ mod tests {
         assert_eq!(chunked.annotations, whole.annotations);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn bad_bytes_give_errors_a_user_can_act_on() {
         let zip = load_chunks([&b"PK\x03\x04rest of a checkpoint"[..]], 22).expect_err("zip");
         assert!(zip.to_string().contains("torch.save"), "{zip}");
@@ -153,7 +152,7 @@ mod tests {
         assert!(cut.to_string().contains("truncated"), "{cut}");
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn the_demo_has_timed_annotations_in_rows() {
         let snap = demo();
         let p = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
@@ -170,7 +169,7 @@ mod tests {
         assert!(p.ooms.is_empty());
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn the_model_and_plot_survive_the_hand_over_from_the_worker() {
         use memviz_core::wire::{decode, encode, encode_with_part_min, PartList};
         let snap = demo();
@@ -200,7 +199,7 @@ mod tests {
         assert!(decode::<PlotData>(&plot_head, &mut short).is_err());
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn base64_decodes() {
         assert_eq!(base64_decode("").as_deref(), Some(&b""[..]));
         assert_eq!(base64_decode("Zg==").as_deref(), Some(&b"f"[..]));
@@ -212,7 +211,7 @@ mod tests {
         assert_eq!(base64_decode("Zg==Zg"), None);
     }
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn column_envelopes_cover_the_live_bytes() {
         let snap = demo();
         for max_entries in [timeline::DEFAULT_MAX_ENTRIES, 50] {
