@@ -291,7 +291,7 @@ pub enum TimelineInput {
 }
 
 /// What the page must do after an update.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// Draw the next frame from the held copies until `until_ms`, then exactly (a timer must
     /// ask for a frame then).
@@ -340,6 +340,33 @@ pub enum Effect {
         /// Whether the layout changes with it.
         relayout: bool,
     },
+    /// Lay the shown file out again on another device or at another Detail (`None`: as now).
+    LayOut {
+        /// Device position.
+        device: Option<usize>,
+        /// Drawn allocations at most.
+        detail: Option<usize>,
+    },
+    /// Another file is shown ([`ViewState::current`] changed): its derived data and drawings
+    /// are made for it.
+    FileShown,
+    /// The shown file was closed ([`ViewState::close_file`]): what was derived or drawn by file
+    /// index goes, and the page measures again.
+    FileClosed,
+    /// Read a released file again from its source (index into [`ViewState::released`]).
+    ReadAgain(usize),
+    /// Open the run's entry `.0` and its iteration's median rank, and compare them.
+    CompareRank(usize),
+    /// The run's overview was shown or hidden: the page measures again.
+    LayoutChanged,
+    /// An input the page finishes with what it holds ([`apply::PanelInput`]).
+    Panel(apply::PanelInput),
+    /// Keep the theme's choice ([`ViewState::theme`]) for the next visit.
+    KeepTheme,
+    /// The theme shown changed: what was drawn in the old colours is drawn again.
+    ThemeChanged,
+    /// Keep the details panel's fold ([`ViewState::stack_collapsed`]) for the next visit.
+    KeepStackFold,
 }
 
 /// A load in progress, as the status line shows it.
@@ -367,7 +394,7 @@ pub struct Loading {
 pub struct ReleasedFile {
     /// Its name in the file menu.
     pub name: String,
-    /// What it was opened from ([`ViewState::sources`]), to read it again.
+    /// What it was opened from ([`OpenFile::source`]), to read it again.
     pub source: String,
 }
 
@@ -858,12 +885,14 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
     ((x_px - mrect.left_px) / mrect.width_px.max(1.0)).clamp(0.0, 1.0) * v.full_x1
 }
 
+pub mod apply;
 pub mod flame;
 pub mod matches;
 pub mod panels;
 pub mod pin;
 pub mod place;
 mod select;
+pub use apply::{PageInput, PanelInput};
 mod windows;
 
 pub use select::Selection;

@@ -7,6 +7,7 @@
 //! from the state (the theme as `<html data-theme>`, which the CSS custom properties follow),
 //! and [`stored`] / [`store`] read and keep the user's choices.
 
+use memviz_view::state::PageInput;
 use memviz_view::theme::{ThemeChoice, ThemeState};
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
@@ -47,18 +48,20 @@ pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
     memo.banner = element(ui, "coverage-note");
     let mut l = Vec::new();
     if let Some(b) = &memo.theme_button {
-        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CycleTheme)));
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::CycleTheme))));
     }
     if let Some(b) = &memo.stack_button {
-        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::ToggleStack)));
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::ToggleStack))));
     }
     if let Some(b) = element(ui, "help-button") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| {
-            Some(Input::Timeline(TimelineInput::Key(Command::Help)))
+            Some(Input::Page(PageInput::Timeline(TimelineInput::Key(Command::Help))))
         }));
     }
     if let Ok(Some(q)) = ui.window.match_media(DARK_QUERY) {
-        l.push(bind(q.as_ref(), "change", |e: &web_sys::MediaQueryListEvent| Some(Input::SystemTheme(e.matches()))));
+        l.push(bind(q.as_ref(), "change", |e: &web_sys::MediaQueryListEvent| {
+            Some(Input::Page(PageInput::SystemTheme(e.matches())))
+        }));
     }
     if let Some(grip) = element(ui, "stack-grip") {
         l.extend(grip_bindings(ui, &grip));

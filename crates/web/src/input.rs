@@ -1,13 +1,12 @@
-//! What the user did, as plain values. DOM events are turned into [`Input`]s at the edge: each
+//! What the user did, as values. DOM events are turned into [`Input`]s at the edge (nearly all
+//! of them [`PageInput`]s, which `memviz_view` applies): each
 //! part of the page says which events it listens to and what they mean as [`Binding`]s, and the
 //! page's state installs them all through one listener helper (`app/listeners.rs`); the handlers
 //! only ever see these values. Keys, wheel and click mapping are [`memviz_view::keys`],
 //! re-exported here.
 
 pub use memviz_view::keys::*;
-use memviz_view::state::panels::{Action, HistoryInput, SearchBoxes};
-use memviz_view::state::TimelineInput;
-use memviz_view::view::View;
+pub use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 
 /// A source of snapshot bytes.
@@ -66,64 +65,18 @@ pub fn natural_key(name: &str) -> Vec<(String, u64)> {
     key
 }
 
-/// One user action.
+/// One user action: a plain value for [`memviz_view::state::ViewState::apply`], or one that
+/// holds the browser's objects (picked files) or needs a measurement (a resize).
 #[derive(Clone, Debug)]
 pub enum Input {
-    /// Something asked of the analysis panel.
-    Analysis(Action),
-    /// The pointer, the wheel, a key or the x axis on the timeline (applied by
-    /// [`memviz_view::state::ViewState::update`]).
-    Timeline(TimelineInput),
+    /// Everything but the three below.
+    Page(PageInput),
     /// The canvases changed size (or devicePixelRatio changed).
     Resize,
     /// Open snapshots.
     Open(Vec<Source>),
     /// Open a training run: its files with their paths (relative, in a folder).
     OpenRun(Vec<(String, web_sys::File)>),
-    /// Open the timeline of the run's entry `.0`.
-    FocusRank(usize),
-    /// Show the run's overview, or go back to the focused rank's timeline.
-    ToggleOverview,
-    /// Open the run's entry `.0` and its iteration's median rank, and compare them (Insights,
-    /// Compare).
-    CompareRank(usize),
-    /// Close the file shown.
-    CloseFile,
-    /// Stop the load in progress (and drop the files queued after it).
-    CancelLoad,
-    /// Close the error box.
-    DismissError,
-    /// Something is being dragged over the page (true) or left it (false).
-    DragHover(bool),
-    /// Show another loaded file.
-    SelectFile(usize),
-    /// Read again a file whose model was let go (index into `ViewState::released`).
-    ReopenFile(usize),
-    /// Show another device (index into the snapshot's devices).
-    SelectDevice(usize),
-    /// Show another view.
-    SelectView(View),
-    /// The Detail slider moves (label only).
-    PreviewDetail(usize),
-    /// The Detail slider was released: lay out again.
-    SetDetail(usize),
-    /// Something in the Allocator State History (`crate::views`).
-    History(HistoryInput),
-    /// The search boxes hold new text.
-    Search(SearchBoxes),
-    /// The pointer moved over the plot (CSS px) or left it, for the private pools' envelopes.
-    PoolPointer(Option<(f64, f64)>),
-    /// A cited trace entry's link outside the analysis panel (stack text, History rows): the
-    /// cursor there, on the timeline (shown instead of a panel view).
-    Cursor(u32),
-    /// Something in the flame view (`crate::views::flame`).
-    Flame(memviz_view::state::flame::FlameInput),
-    /// The theme control was clicked: the next choice (auto, light, dark).
-    CycleTheme,
-    /// The system's theme changed (`prefers-color-scheme: dark` holds now, or not).
-    SystemTheme(bool),
-    /// Fold or unfold the details panel.
-    ToggleStack,
 }
 
 /// What a DOM event means: an [`Input`], or none (the event is ignored).

@@ -6,6 +6,7 @@
 
 use memviz_core::describe::viewer_size;
 use memviz_core::timeline_pools::Pools;
+use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlElement, PointerEvent};
 
@@ -54,9 +55,9 @@ pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
     let plot: &web_sys::EventTarget = ui.plot.as_ref();
     vec![
         bind(plot, "pointermove", |e: &PointerEvent| {
-            Some(Input::PoolPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y())))))
+            Some(Input::Page(PageInput::PoolPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y()))))))
         }),
-        bind(plot, "pointerleave", |_: &PointerEvent| Some(Input::PoolPointer(None))),
+        bind(plot, "pointerleave", |_: &PointerEvent| Some(Input::Page(PageInput::PoolPointer(None)))),
     ]
 }
 

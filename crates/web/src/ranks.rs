@@ -2,12 +2,13 @@
 //! progress line per rank while they are read, a bar per rank (peak allocated over peak
 //! reserved, outliers marked with their reasons), the ranks' curves overlaid and as small
 //! multiples, and what differs between each outlier and the median rank (the top stacks at both
-//! peaks here; in full, by core's compare, once both are opened with [`Input::CompareRank`]). Its
-//! bindings turn a click on a rank into [`Input::FocusRank`]; painting writes SVG markup (attributes only: the
+//! peaks here; in full, by core's compare, once both are opened with [`PageInput::CompareRank`]). Its
+//! bindings turn a click on a rank into [`PageInput::FocusRank`]; painting writes SVG markup (attributes only: the
 //! page's Content-Security-Policy allows no inline styles) when the run's generation changed,
 //! and marks `memviz:ranks-ready` once every rank's bar is shown. Geometry, outliers and focus
 //! are [`memviz_view::ranks`].
 
+use memviz_view::state::PageInput;
 use std::fmt::Write as _;
 
 use memviz_core::format::{escape_html as esc, human_size};
@@ -46,9 +47,15 @@ fn size(bytes: u64) -> String {
 fn clicked(e: &web_sys::MouseEvent) -> Option<Input> {
     let el: Element = e.target()?.dyn_into().ok()?;
     if let Some(b) = el.closest("[data-compare]").ok()? {
-        return b.get_attribute("data-compare")?.parse().ok().map(Input::CompareRank);
+        return b.get_attribute("data-compare")?.parse().ok().map(PageInput::CompareRank).map(Input::Page);
     }
-    el.closest("[data-index]").ok()??.get_attribute("data-index")?.parse().ok().map(Input::FocusRank)
+    el.closest("[data-index]")
+        .ok()??
+        .get_attribute("data-index")?
+        .parse()
+        .ok()
+        .map(PageInput::FocusRank)
+        .map(Input::Page)
 }
 
 /// A click on a rank's bar or curve focuses it; the toolbar's button shows or leaves the overview.
@@ -58,7 +65,7 @@ pub fn bindings(document: &web_sys::Document) -> Vec<Binding> {
         l.push(bind(r.as_ref(), "click", clicked));
     }
     if let Some(b) = document.get_element_by_id("ranks-toggle") {
-        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::ToggleOverview)));
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::ToggleOverview))));
     }
     l
 }

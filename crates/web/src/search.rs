@@ -8,6 +8,7 @@
 use memviz_core::format::human_size;
 use memviz_view::keys::Command;
 use memviz_view::state::panels::SearchBoxes;
+use memviz_view::state::PageInput;
 use memviz_view::state::TimelineInput;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Document, HtmlElement, HtmlInputElement};
@@ -93,7 +94,7 @@ pub fn bindings(document: &Document, memo: &mut Memo) -> Vec<Binding> {
     let Some((wrap, els)) = build(document) else { return Vec::new() };
     memo.els = Some(els.clone());
     vec![
-        bind(wrap.as_ref(), "input", move |_: &web_sys::Event| Some(Input::Search(els.boxes()))),
+        bind(wrap.as_ref(), "input", move |_: &web_sys::Event| Some(Input::Page(PageInput::Search(els.boxes())))),
         // Enter steps to the next match, Shift+Enter to the one before.
         bind(wrap.as_ref(), "keydown", |e: &web_sys::KeyboardEvent| {
             if e.key() != "Enter" {
@@ -101,7 +102,7 @@ pub fn bindings(document: &Document, memo: &mut Memo) -> Vec<Binding> {
             }
             e.prevent_default();
             let c = if e.shift_key() { Command::PrevMatch } else { Command::NextMatch };
-            Some(Input::Timeline(TimelineInput::Key(c)))
+            Some(Input::Page(PageInput::Timeline(TimelineInput::Key(c))))
         }),
     ]
 }

@@ -13,6 +13,7 @@
 //! never covers the point. It is hidden when the pointer leaves the plot and during drags.
 
 use memviz_view::stack::{stack_text, tip_lines, FrameKind, FrameRow, StackText};
+use memviz_view::state::PageInput;
 use memviz_view::state::{Target, TimelineInput};
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
@@ -72,8 +73,8 @@ pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
         let el: web_sys::Element = e.target()?.dyn_into().ok()?;
         let action = el.closest("[data-action]").ok()??.get_attribute("data-action")?;
         match action.as_str() {
-            "unpin" => Some(Input::Timeline(TimelineInput::Unpin)),
-            "native" => Some(Input::Timeline(TimelineInput::ToggleNativeFrames)),
+            "unpin" => Some(Input::Page(PageInput::Timeline(TimelineInput::Unpin))),
+            "native" => Some(Input::Page(PageInput::Timeline(TimelineInput::ToggleNativeFrames))),
             _ => None,
         }
     })]

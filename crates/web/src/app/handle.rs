@@ -1,43 +1,29 @@
-//! Applying inputs: each [`Input`] goes to the part of the state it concerns (the timeline's,
-//! a panel's: plain functions of `memviz-view`), and the [`Effect`]s that come back are carried
-//! out here (lay out again, stop a load, highlight, download, refresh the minimap, show a
-//! window of the timeline). Then what is
+//! Applying inputs: a [`PageInput`] goes to `memviz_view`'s `ViewState::apply`, picked files and
+//! resizes are taken here, and the [`Effect`]s that come back are carried out here (lay out
+//! again, stop a load, show or close a file, read one again, highlight, download, keep a choice,
+//! refresh the minimap, show a window of the timeline). Then what is
 //! derived is brought up to date, the URL fragment written and one frame asked for
 //! ([`App::settle`]): painting only reads.
 
 use super::tasks::exact_after;
 use super::App;
-use crate::input::{Input, Source};
+use crate::input::{Input, PageInput, Source};
 use crate::{input, render};
 use memviz_view::derived::Derived;
 use memviz_view::model::Timings;
 use memviz_view::state::flame::FlameChange;
-use memviz_view::state::{Effect, TimelineInput};
+use memviz_view::state::{Effect, PanelInput};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 impl App {
-    /// Applies an input about a training run (its overview and the rank in focus).
-    fn run_input(&mut self, input: Input) {
-        match input {
-            Input::OpenRun(files) => self.open_run(files),
-            Input::FocusRank(i) => self.focus_rank(i),
-            Input::CompareRank(i) => self.compare_rank(i),
-            Input::ToggleOverview => {
-                let on = !self.state.overview_shown();
-                self.state.show_overview(on);
-                self.settle_layout();
-            }
-            _ => {}
-        }
-    }
-
-    /// Applies one input.
+    /// Applies one input: a [`PageInput`] through [`memviz_view::state::ViewState::apply`],
+    /// the rest (files, a resize) here; then carries out the effects and settles.
     pub fn handle(&mut self, input: Input) {
         let effects = match input {
-            Input::Timeline(t) => {
+            Input::Page(p) => {
                 let now_ms = self.ui.now_ms();
-                self.state.update(t, now_ms)
+                self.state.apply(p, now_ms)
             }
             Input::Resize => {
                 if self.measure() {
@@ -45,67 +31,12 @@ impl App {
                 }
                 Vec::new()
             }
-            Input::DismissError => {
-                self.state.error = None;
-                Vec::new()
-            }
-            Input::CancelLoad => vec![Effect::CancelLoad],
             Input::Open(sources) => {
                 self.open_picked(sources);
                 Vec::new()
             }
-            Input::CloseFile => {
-                if let Some(i) = self.state.current {
-                    self.close_file(i);
-                }
-                Vec::new()
-            }
-            Input::DragHover(on) => {
-                self.state.drag_hover = on;
-                Vec::new()
-            }
-            Input::SelectFile(i) => {
-                self.select_file(i);
-                Vec::new()
-            }
-            Input::ReopenFile(j) => {
-                self.reopen_file(j);
-                Vec::new()
-            }
-            Input::OpenRun(_) | Input::FocusRank(_) | Input::CompareRank(_) | Input::ToggleOverview => {
-                self.run_input(input);
-                Vec::new()
-            }
-            Input::SelectDevice(d) => {
-                if self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len()) {
-                    self.relayout(Some(d), None);
-                }
-                Vec::new()
-            }
-            Input::SelectView(v) => {
-                let now_ms = self.ui.now_ms();
-                self.state.update(TimelineInput::SelectView(v), now_ms)
-            }
-            Input::PreviewDetail(n) => {
-                self.state.detail_preview = Some(n);
-                Vec::new()
-            }
-            Input::SetDetail(n) => {
-                self.state.detail_preview = None;
-                if self.file().is_some_and(|f| f.max_entries != n) {
-                    self.relayout(None, Some(n));
-                }
-                Vec::new()
-            }
-            Input::Cursor(entry) => {
-                let now_ms = self.ui.now_ms();
-                self.state.update(TimelineInput::Cursor(entry), now_ms)
-            }
-            Input::History(_) | Input::Analysis(_) | Input::Search(_) | Input::PoolPointer(_) | Input::Flame(_) => {
-                self.panel_input(input)
-            }
-            Input::CycleTheme | Input::SystemTheme(_) | Input::ToggleStack => {
-                self.chrome_input(&input);
+            Input::OpenRun(files) => {
+                self.open_run(files);
                 Vec::new()
             }
         };
@@ -113,38 +44,11 @@ impl App {
         self.settle();
     }
 
-    /// Applies an input of the page's chrome: the theme (kept, and everything painted again in
-    /// its colours) and the details panel's fold.
-    fn chrome_input(&mut self, input: &Input) {
-        let before = self.state.theme.theme();
+    /// Finishes an input of a panel with what the page holds: the event list's measured rows,
+    /// the private pools' geometry, the flame graph.
+    fn panel_input(&mut self, input: PanelInput) -> Vec<Effect> {
         match input {
-            Input::CycleTheme => {
-                self.state.theme.choice = self.state.theme.choice.next();
-                crate::chrome::store(&self.ui, crate::chrome::THEME_KEY, self.state.theme.choice.value());
-            }
-            Input::SystemTheme(dark) => self.state.theme.system_dark = *dark,
-            Input::ToggleStack => {
-                self.state.stack_collapsed = !self.state.stack_collapsed;
-                crate::chrome::store(
-                    &self.ui,
-                    crate::chrome::STACK_KEY,
-                    if self.state.stack_collapsed { "1" } else { "0" },
-                );
-                // The plot takes the panel's room or gives it back: the resize observer measures it.
-            }
-            _ => {}
-        }
-        if self.state.theme.theme() != before {
-            // The charts and the segment map keep what they drew: they are drawn again.
-            self.memo.forget_files(&self.ui.document);
-        }
-    }
-
-    /// Applies an input of one of the panels (the history, the analysis panel, the search boxes,
-    /// the private pools' envelopes).
-    fn panel_input(&mut self, input: Input) -> Vec<Effect> {
-        match input {
-            Input::History(h) => {
+            PanelInput::History(h) => {
                 let list_px = self.memo.views.list_px();
                 let rows = self
                     .derived
@@ -152,20 +56,7 @@ impl App {
                     .and_then(|d| crate::views::history_rows(&self.state, d, list_px));
                 self.state.history.apply(h, rows)
             }
-            Input::Analysis(a) => {
-                let rect = self.state.plot_rect();
-                let file = self.state.current.and_then(|i| self.state.files.get(i));
-                self.state.analysis.apply(a, file, &rect)
-            }
-            Input::Search(boxes) => {
-                if boxes != self.state.search_boxes {
-                    self.state.search = boxes.query();
-                    self.state.search_boxes = boxes;
-                    self.state.search_cursor = None;
-                }
-                Vec::new()
-            }
-            Input::PoolPointer(p) => {
+            PanelInput::PoolPointer(p) => {
                 let pools = self.derived.pools_of(&self.state).map(|p| &**p);
                 let h = p.and_then(|(x, y)| crate::pools::pool_at(&self.state, pools, x, y));
                 if self.state.pool_hover != h {
@@ -175,7 +66,7 @@ impl App {
                 }
                 Vec::new()
             }
-            Input::Flame(fi) => {
+            PanelInput::Flame(fi) => {
                 self.derived.ensure_flame(&self.state);
                 let graph = self.derived.flame_of(&self.state).map(|f| &f.graph);
                 if self.state.flame.apply(fi, graph) == FlameChange::Focus {
@@ -189,18 +80,22 @@ impl App {
                 }
                 Vec::new()
             }
-            _ => Vec::new(),
         }
     }
 
     /// Shows loaded file `i`.
     pub(crate) fn select_file(&mut self, i: usize) {
-        if i < self.state.files.len() && self.state.current != Some(i) {
-            self.state.current = Some(i);
-            self.after_plot_change(false);
-            self.ui.mark("memviz:open");
-            self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
-        }
+        let now_ms = self.ui.now_ms();
+        let effects = self.state.apply(PageInput::SelectFile(i), now_ms);
+        self.carry_out(effects);
+    }
+
+    /// After another file was shown: its derived data and drawings, and the timing of its
+    /// first frame.
+    fn file_shown(&mut self) {
+        self.after_plot_change(false);
+        self.ui.mark("memviz:open");
+        self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
     }
 
     /// Opens files in name order (`rank2` before `rank10`), the first of them shown; a file open
@@ -221,11 +116,8 @@ impl App {
         self.start_loader();
     }
 
-    /// Closes file `i`; with none left the page is as it was before any file.
-    fn close_file(&mut self, i: usize) {
-        if !self.state.close_file(i) {
-            return;
-        }
+    /// After the shown file was closed; with none left the page is as it was before any file.
+    fn file_closed(&mut self) {
         self.prune_handles();
         // What was derived or written was keyed by file index.
         self.derived = Derived::default();
@@ -248,7 +140,9 @@ impl App {
                     // With the live set shown, a click moves its moment there.
                     let a = &self.state.analysis;
                     if a.open && a.tab == memviz_view::state::panels::Tab::Live {
-                        self.handle(Input::Analysis(memviz_view::state::panels::Action::LiveAtPx(x_px)));
+                        self.handle(Input::Page(PageInput::Analysis(memviz_view::state::panels::Action::LiveAtPx(
+                            x_px,
+                        ))));
                     }
                 }
                 Effect::CancelLoad => {
@@ -297,6 +191,27 @@ impl App {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
                         self.state.error = Some(e);
                     }
+                }
+                Effect::LayOut { device, detail } => self.relayout(device, detail),
+                Effect::FileShown => self.file_shown(),
+                Effect::FileClosed => self.file_closed(),
+                Effect::ReadAgain(j) => self.reopen_file(j),
+                Effect::CompareRank(i) => self.compare_rank(i),
+                Effect::LayoutChanged => self.settle_layout(),
+                Effect::Panel(p) => {
+                    let more = self.panel_input(p);
+                    self.carry_out(more);
+                }
+                Effect::KeepTheme => {
+                    crate::chrome::store(&self.ui, crate::chrome::THEME_KEY, self.state.theme.choice.value());
+                }
+                Effect::ThemeChanged => {
+                    // The charts and the segment map keep what they drew: they are drawn again.
+                    self.memo.forget_files(&self.ui.document);
+                }
+                Effect::KeepStackFold => {
+                    let folded = if self.state.stack_collapsed { "1" } else { "0" };
+                    crate::chrome::store(&self.ui, crate::chrome::STACK_KEY, folded);
                 }
             }
         }

@@ -8,6 +8,7 @@ use crate::dom::Ui;
 use crate::input;
 use crate::input::{bind, Binding, Input, Source, Surface};
 use gloo_events::{EventListener, EventListenerOptions};
+use memviz_view::state::PageInput;
 use memviz_view::state::TimelineInput;
 use memviz_view::view::View;
 use memviz_view::xmap::XAxis;
@@ -41,8 +42,8 @@ pub(crate) fn select_index(e: &web_sys::Event) -> Option<usize> {
 fn file_choice(e: &web_sys::Event) -> Option<Input> {
     let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
     match s.value().strip_prefix('r') {
-        Some(j) => j.parse().ok().map(Input::ReopenFile),
-        None => s.value().parse().ok().map(Input::SelectFile),
+        Some(j) => j.parse().ok().map(PageInput::ReopenFile).map(Input::Page),
+        None => s.value().parse().ok().map(PageInput::SelectFile).map(Input::Page),
     }
 }
 
@@ -77,8 +78,32 @@ fn entry_links(ui: &Ui) -> Binding {
         if link.closest("#analysis").ok().flatten().is_some() {
             return None;
         }
-        Some(Input::Cursor(link.get_attribute("data-entry")?.parse().ok()?))
+        Some(Input::Page(PageInput::Cursor(link.get_attribute("data-entry")?.parse().ok()?)))
     })
+}
+
+/// The menus' and the Detail slider's bindings.
+fn menu_bindings(ui: &Ui) -> Vec<Binding> {
+    let mut l = Vec::new();
+    l.push(bind(ui.file_select.as_ref(), "change", file_choice));
+    l.push(bind(ui.device_select.as_ref(), "change", |e: &web_sys::Event| {
+        select_index(e).map(PageInput::SelectDevice).map(Input::Page)
+    }));
+    l.push(bind(ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        View::from_value(&s.value()).map(PageInput::SelectView).map(Input::Page)
+    }));
+    l.push(bind(ui.detail.as_ref(), "input", |e: &web_sys::Event| {
+        input_number(e).map(PageInput::PreviewDetail).map(Input::Page)
+    }));
+    l.push(bind(ui.detail.as_ref(), "change", |e: &web_sys::Event| {
+        input_number(e).map(PageInput::SetDetail).map(Input::Page)
+    }));
+    l.push(bind(ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
+        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
+        XAxis::from_value(&s.value()).map(|a| Input::Page(PageInput::Timeline(TimelineInput::SetXAxis(a))))
+    }));
+    l
 }
 
 /// The toolbar's, the window's and the canvases' events and what they mean.
@@ -95,60 +120,50 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
     }));
     l.push(entry_links(ui));
     l.push(bind(ui.demo_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Open(vec![Source::Demo]))));
-    l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+    l.push(bind(ui.cancel_button.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::CancelLoad))));
     if let Some(h) = ui.document.get_element_by_id("help") {
         // A click outside the help's box closes it.
         l.push(bind(h.as_ref(), "click", |e: &web_sys::MouseEvent| {
             let on_backdrop = e.target().and_then(|t| t.dyn_into::<Element>().ok()).is_some_and(|t| t.id() == "help");
-            on_backdrop.then_some(Input::Timeline(TimelineInput::Key(input::Command::Help)))
+            on_backdrop.then_some(Input::Page(PageInput::Timeline(TimelineInput::Key(input::Command::Help))))
         }));
     }
     if let Some(b) = ui.document.get_element_by_id("close-file") {
-        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CloseFile)));
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::CloseFile))));
     }
     if let Some(b) = ui.document.get_element_by_id("load-card-cancel") {
-        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::CancelLoad)));
+        l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::CancelLoad))));
     }
-    l.push(bind(ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::DismissError)));
+    l.push(bind(ui.error_close.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::DismissError))));
     l.push(bind(win, "dragover", |e: &DragEvent| {
         let has_files = e.data_transfer().is_some_and(|d| d.types().includes(&JsValue::from_str("Files"), 0));
         if has_files {
             e.prevent_default();
-            Some(Input::DragHover(true))
+            Some(Input::Page(PageInput::DragHover(true)))
         } else {
             None
         }
     }));
-    l.push(bind(win, "dragleave", |e: &DragEvent| e.related_target().is_none().then_some(Input::DragHover(false))));
+    l.push(bind(win, "dragleave", |e: &DragEvent| {
+        e.related_target().is_none().then_some(Input::Page(PageInput::DragHover(false)))
+    }));
     l.push(bind(win, "drop", |e: &DragEvent| {
         e.prevent_default();
         let files = files_of(e.data_transfer().and_then(|d| d.files()));
-        Some(if files.is_empty() { Input::DragHover(false) } else { Input::Open(files) })
+        Some(if files.is_empty() { Input::Page(PageInput::DragHover(false)) } else { Input::Open(files) })
     }));
-    // Menus.
-    l.push(bind(ui.file_select.as_ref(), "change", file_choice));
-    l.push(bind(ui.device_select.as_ref(), "change", |e: &web_sys::Event| select_index(e).map(Input::SelectDevice)));
-    l.push(bind(ui.view_select.as_ref(), "change", |e: &web_sys::Event| {
-        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-        View::from_value(&s.value()).map(Input::SelectView)
-    }));
-    l.push(bind(ui.detail.as_ref(), "input", |e: &web_sys::Event| input_number(e).map(Input::PreviewDetail)));
-    l.push(bind(ui.detail.as_ref(), "change", |e: &web_sys::Event| input_number(e).map(Input::SetDetail)));
-    l.push(bind(ui.x_axis_select.as_ref(), "change", |e: &web_sys::Event| {
-        let s: HtmlSelectElement = e.target()?.dyn_into().ok()?;
-        XAxis::from_value(&s.value()).map(|a| Input::Timeline(TimelineInput::SetXAxis(a)))
-    }));
+    l.extend(menu_bindings(ui));
     // Canvases.
     for (canvas, surface) in [(&ui.plot, Surface::Plot), (&ui.minimap, Surface::Minimap)] {
         let target: &web_sys::EventTarget = canvas.as_ref();
         l.push(bind(target, "wheel", move |e: &WheelEvent| {
             e.prevent_default();
             let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
-            Some(Input::Timeline(TimelineInput::Wheel {
+            Some(Input::Page(PageInput::Timeline(TimelineInput::Wheel {
                 surface,
                 x_px: f64::from(e.offset_x()),
                 delta_y_px: input::wheel_delta_px(dy, e.delta_mode()),
-            }))
+            })))
         }));
         l.push(bind(target, "pointerdown", move |e: &PointerEvent| {
             if let Some(el) = e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()) {
@@ -157,11 +172,20 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
                 let _ = el.focus();
             }
             let (surface, x_px, y_px) = pointer(surface, e);
-            Some(Input::Timeline(TimelineInput::PointerDown { surface, x_px, y_px, button: e.button() }))
+            Some(Input::Page(PageInput::Timeline(TimelineInput::PointerDown {
+                surface,
+                x_px,
+                y_px,
+                button: e.button(),
+            })))
         }));
         let moves: [(&'static str, PointerInput); 2] = [
-            ("pointermove", |surface, x_px, y_px| Input::Timeline(TimelineInput::PointerMove { surface, x_px, y_px })),
-            ("pointerup", |surface, x_px, y_px| Input::Timeline(TimelineInput::PointerUp { surface, x_px, y_px })),
+            ("pointermove", |surface, x_px, y_px| {
+                Input::Page(PageInput::Timeline(TimelineInput::PointerMove { surface, x_px, y_px }))
+            }),
+            ("pointerup", |surface, x_px, y_px| {
+                Input::Page(PageInput::Timeline(TimelineInput::PointerUp { surface, x_px, y_px }))
+            }),
         ];
         for (name, make) in moves {
             l.push(bind(target, name, move |e: &PointerEvent| {
@@ -170,7 +194,7 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
             }));
         }
         l.push(bind(target, "pointerleave", move |_: &PointerEvent| {
-            Some(Input::Timeline(TimelineInput::PointerLeave { surface }))
+            Some(Input::Page(PageInput::Timeline(TimelineInput::PointerLeave { surface })))
         }));
     }
     // Keys and window size.
@@ -186,7 +210,7 @@ pub(crate) fn install_listeners(ui: &Ui) -> Vec<Binding> {
             return None;
         }
         e.prevent_default();
-        Some(Input::Timeline(TimelineInput::Key(c)))
+        Some(Input::Page(PageInput::Timeline(TimelineInput::Key(c))))
     }));
     l.push(bind(win, "resize", |_: &web_sys::Event| Some(Input::Resize)));
     l

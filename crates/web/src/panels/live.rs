@@ -2,6 +2,7 @@
 //! chosen grouping (the user's line unless another is picked), by innermost frame and as a
 //! collapsible tree of frames; exports.
 
+use memviz_view::state::PageInput;
 use std::fmt::Write;
 
 use memviz_core::analysis::grouping::{self, GroupBy};
@@ -120,7 +121,7 @@ pub fn group_by_choice(e: &web_sys::Event) -> Option<Input> {
     if el.get_attribute("data-act").as_deref() != Some("group-by") {
         return None;
     }
-    Some(Input::Analysis(Action::GroupBy(el.value().parse().ok()?)))
+    Some(Input::Page(PageInput::Analysis(Action::GroupBy(el.value().parse().ok()?))))
 }
 
 /// The tree as nested `<details>`, built without recursion.

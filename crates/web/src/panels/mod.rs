@@ -3,7 +3,7 @@
 //!
 //! The panel's DOM is written from the state by [`sync`] (called by each frame) and only when
 //! what it shows changed. Clicks inside it are read from `data-act` attributes by one delegated
-//! listener and arrive as [`Action`]s through [`crate::input::Input::Analysis`]. What a finding
+//! listener and arrive as [`Action`]s through [`PageInput::Analysis`]. What a finding
 //! or a row names is outlined on the timeline by [`draw_highlight`]; an iteration's row zooms the
 //! timeline to it. Findings' texts are escaped, with their `backtick` spans as `<code>` ([`rich`]).
 
@@ -16,6 +16,7 @@ pub mod insights;
 pub mod live;
 
 use memviz_core::timeline::Mode;
+use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, Element, HtmlElement, MouseEvent};
 
@@ -232,27 +233,27 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
         l.push(bind(panel.as_ref(), "click", |e: &MouseEvent| {
             let a = action_of(e)?;
             // <summary> toggles its <details> itself; the row is highlighted as well.
-            Some(Input::Analysis(a))
+            Some(Input::Page(PageInput::Analysis(a)))
         }));
     }
     if let Some(panel) = by_id(ui, "analysis") {
         l.push(bind(panel.as_ref(), "change", live::group_by_choice));
     }
     if let Some(t) = by_id(ui, "analysis-toggle") {
-        l.push(bind(t.as_ref(), "click", |_: &MouseEvent| Some(Input::Analysis(Action::Toggle))));
+        l.push(bind(t.as_ref(), "click", |_: &MouseEvent| Some(Input::Page(PageInput::Analysis(Action::Toggle)))));
     }
     if let Some(c) = by_id(ui, "cat-timeline") {
-        l.push(bind(c.as_ref(), "click", |e: &MouseEvent| action_of(e).map(Input::Analysis)));
+        l.push(bind(c.as_ref(), "click", |e: &MouseEvent| action_of(e).map(PageInput::Analysis).map(Input::Page)));
         l.push(bind(c.as_ref(), "mousemove", |e: &MouseEvent| {
             let on_chart = e
                 .target()
                 .and_then(|t| t.dyn_into::<Element>().ok())
                 .is_some_and(|t| t.class_list().contains("cat-chart"));
-            Some(Input::Analysis(Action::CategoryHover(on_chart.then(|| f64::from(e.offset_x())))))
+            Some(Input::Page(PageInput::Analysis(Action::CategoryHover(on_chart.then(|| f64::from(e.offset_x()))))))
         }));
     }
     l.push(bind(ui.plot.as_ref(), "click", |e: &MouseEvent| {
-        e.shift_key().then(|| Input::Analysis(Action::LiveAtPx(f64::from(e.offset_x()))))
+        e.shift_key().then(|| Input::Page(PageInput::Analysis(Action::LiveAtPx(f64::from(e.offset_x())))))
     }));
     l
 }

@@ -6,6 +6,7 @@
 
 use memviz_core::analysis::flame::{FlameGraph, FlameSource};
 use memviz_view::state::flame::{self as state_flame, FlameInput, FlameMode};
+use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Element, HtmlElement, HtmlInputElement, MouseEvent};
 
@@ -60,16 +61,20 @@ pub fn bindings(document: &Document) -> Vec<Binding> {
     let mut l = Vec::new();
     if let Some(g) = document.get_element_by_id("flame-graph") {
         let t: &web_sys::EventTarget = g.as_ref();
-        l.push(bind(t, "click", |e: &MouseEvent| node_of(e).map(|n| Input::Flame(FlameInput::Click(n)))));
-        l.push(bind(t, "mouseover", |e: &MouseEvent| Some(Input::Flame(FlameInput::Hover(node_of(e))))));
-        l.push(bind(t, "mouseleave", |_: &MouseEvent| Some(Input::Flame(FlameInput::Hover(None)))));
+        l.push(bind(t, "click", |e: &MouseEvent| {
+            node_of(e).map(|n| Input::Page(PageInput::Flame(FlameInput::Click(n))))
+        }));
+        l.push(bind(t, "mouseover", |e: &MouseEvent| {
+            Some(Input::Page(PageInput::Flame(FlameInput::Hover(node_of(e)))))
+        }));
+        l.push(bind(t, "mouseleave", |_: &MouseEvent| Some(Input::Page(PageInput::Flame(FlameInput::Hover(None))))));
     }
     for m in [FlameMode::Live, FlameMode::Lifetime] {
         let Some(r) = document.get_element_by_id(&format!("flame-mode-{}", m.value())) else { continue };
         let t: &web_sys::EventTarget = r.as_ref();
         l.push(bind(t, "change", |e: &web_sys::Event| {
             let i: HtmlInputElement = e.target()?.dyn_into().ok()?;
-            FlameMode::from_value(&i.value()).map(|m| Input::Flame(FlameInput::Mode(m)))
+            FlameMode::from_value(&i.value()).map(|m| Input::Page(PageInput::Flame(FlameInput::Mode(m))))
         }));
     }
     l

@@ -13,6 +13,7 @@ pub mod settings;
 use memviz_core::describe::viewer_size;
 use memviz_view::history as state_history;
 use memviz_view::state::panels::{HistoryInput, HistoryRows};
+use memviz_view::state::PageInput;
 use memviz_view::state::ViewState;
 use memviz_view::view::View;
 use state_history::{HistoryData, MapHit, MapLayout};
@@ -126,23 +127,34 @@ pub fn bindings(document: &Document) -> Vec<Binding> {
         }
         el.closest("[data-row]").ok()??.get_attribute("data-row")?.parse().ok()
     };
-    l.push(bind(list, "click", move |e: &MouseEvent| row_of(e).map(|r| Input::History(HistoryInput::Select(r)))));
-    l.push(bind(list, "mouseover", move |e: &MouseEvent| Some(Input::History(HistoryInput::HoverRow(row_of(e))))));
-    l.push(bind(list, "mouseleave", |_: &MouseEvent| Some(Input::History(HistoryInput::HoverRow(None)))));
+    l.push(bind(list, "click", move |e: &MouseEvent| {
+        row_of(e).map(|r| Input::Page(PageInput::History(HistoryInput::Select(r))))
+    }));
+    l.push(bind(list, "mouseover", move |e: &MouseEvent| {
+        Some(Input::Page(PageInput::History(HistoryInput::HoverRow(row_of(e)))))
+    }));
+    l.push(bind(list, "mouseleave", |_: &MouseEvent| {
+        Some(Input::Page(PageInput::History(HistoryInput::HoverRow(None))))
+    }));
     l.push(bind(list, "scroll", |e: &web_sys::Event| {
         let el: Element = e.target()?.dyn_into().ok()?;
-        Some(Input::History(HistoryInput::Scroll(f64::from(el.scroll_top()))))
+        Some(Input::Page(PageInput::History(HistoryInput::Scroll(f64::from(el.scroll_top())))))
     }));
     let map: &web_sys::EventTarget = els.map.as_ref();
     l.push(bind(map, "pointermove", |e: &web_sys::PointerEvent| {
-        Some(Input::History(HistoryInput::MapPointer(Some((f64::from(e.offset_x()), f64::from(e.offset_y()))))))
+        Some(Input::Page(PageInput::History(HistoryInput::MapPointer(Some((
+            f64::from(e.offset_x()),
+            f64::from(e.offset_y()),
+        ))))))
     }));
-    l.push(bind(map, "pointerleave", |_: &web_sys::PointerEvent| Some(Input::History(HistoryInput::MapPointer(None)))));
+    l.push(bind(map, "pointerleave", |_: &web_sys::PointerEvent| {
+        Some(Input::Page(PageInput::History(HistoryInput::MapPointer(None))))
+    }));
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(document, "hide-freed") {
         let t: &web_sys::EventTarget = cb.as_ref();
         l.push(bind(t, "change", |e: &web_sys::Event| {
             let i: web_sys::HtmlInputElement = e.target()?.dyn_into().ok()?;
-            Some(Input::History(HistoryInput::HideFreed(i.checked())))
+            Some(Input::Page(PageInput::History(HistoryInput::HideFreed(i.checked()))))
         }));
     }
     let win: web_sys::EventTarget = match web_sys::window() {
@@ -171,7 +183,7 @@ pub fn bindings(document: &Document) -> Vec<Binding> {
             _ => return None,
         };
         e.prevent_default();
-        Some(Input::History(p))
+        Some(Input::Page(PageInput::History(p)))
     }));
     l
 }
