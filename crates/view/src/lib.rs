@@ -16,6 +16,9 @@
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
+//! - [`feed`]: the one loop that reads a file in slices and decodes it (slices and the thread's
+//!   events behind traits);
+//! - [`protocol`]: the messages between the page and its Web Workers (kinds, phases, fields);
 //! - [`model`]: a snapshot loaded from chunks of bytes (the page's and its worker's one path),
 //!   the demo, base64;
 //! - [`derived`]: what the page computes from the state and keeps until it changes (analyses,
@@ -30,6 +33,7 @@ pub mod axis;
 pub mod decimate;
 pub mod derived;
 pub mod entries;
+pub mod feed;
 pub mod fragment;
 pub mod history;
 pub mod keys;
@@ -37,6 +41,7 @@ pub mod layout_px;
 pub mod model;
 pub mod names;
 pub mod path;
+pub mod protocol;
 pub mod ranks;
 pub mod raster;
 pub mod stack;

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use memviz_core::timeline::Mode;
-use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::*;
 
@@ -57,7 +56,7 @@ fn every_message() -> Vec<Message<Vec<u8>>> {
     all
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn every_message_survives_the_trip_through_its_fields() {
     for m in every_message() {
         let kind = m.kind();
@@ -67,7 +66,7 @@ fn every_message_survives_the_trip_through_its_fields() {
     }
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn only_bytes_are_transferred() {
     for m in every_message() {
         let has_bytes = matches!(m, Message::Part { .. } | Message::Head { .. });
@@ -75,7 +74,7 @@ fn only_bytes_are_transferred() {
     }
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn unknown_and_malformed_messages_are_errors_that_say_why() {
     assert_eq!(Message::read(&Map::default()), Err(ProtocolError::NoKind));
     let mut odd = Map::default();
@@ -107,7 +106,7 @@ fn unknown_and_malformed_messages_are_errors_that_say_why() {
     assert_eq!(Message::read(&error), Err(ProtocolError::BadField { kind: Kind::Error, field: "message" }));
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn kinds_and_phases_parse_back() {
     for k in Kind::ALL {
         assert_eq!(Kind::parse(k.as_str()), Some(k));
@@ -143,7 +142,7 @@ fn js_name(s: &str) -> String {
     s.to_uppercase().replace('-', "_")
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn the_scripts_have_the_same_kinds_and_phases() {
     let script = include_str!("../../../www/protocol.js");
     let mut js = frozen_entries(script, "KIND");
@@ -160,7 +159,7 @@ fn the_scripts_have_the_same_kinds_and_phases() {
     assert_eq!(js, rust, "www/protocol.js PHASE and protocol::Phase");
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn requests_survive_the_trip_to_the_worker() {
     let r = LoadRequest {
         name: "x.pickle".into(),
@@ -170,21 +169,4 @@ fn requests_survive_the_trip_to_the_worker() {
     };
     assert_eq!(decode_request(&encode_request(&r)).expect("request"), r);
     assert!(decode_request(&[0xff; 3]).is_err());
-}
-
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen_test]
-fn messages_survive_the_trip_through_a_js_object() {
-    use js_sys::Uint8Array;
-    let buffer = |b: &[u8]| Uint8Array::from(b).buffer();
-    let head = Message::Head { bytes: buffer(&[4, 5, 6]), group: 3, field: 9 };
-    let back = from_js(&to_js(head)).expect("head");
-    let Message::Head { bytes, group: 3, field: 9 } = back else { panic!("{back:?}") };
-    assert_eq!(Uint8Array::new(&bytes).to_vec(), vec![4, 5, 6]);
-    let progress = Message::Progress { read_bytes: 8 << 20, phase: Phase::HandingOver };
-    assert_eq!(from_js(&to_js(progress.clone())), Ok(progress));
-    assert_eq!(from_js(&JsValue::from_str("done")), Err(ProtocolError::NoKind));
-    let odd = to_js(Message::Done);
-    let _ = Reflect::set(&odd, &JsValue::from_str("kind"), &JsValue::from_str("dnoe"));
-    assert_eq!(from_js(&odd), Err(ProtocolError::UnknownKind("dnoe".into())));
 }

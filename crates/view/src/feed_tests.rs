@@ -3,8 +3,6 @@
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use wasm_bindgen_test::wasm_bindgen_test;
-
 use super::*;
 
 static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
@@ -57,7 +55,7 @@ fn feed(name: &str, total_bytes: u64, slice_bytes: u64, on_profile: OnProfile) -
     Feed { name, total_bytes, slice_bytes, yield_every_ms: 4.0, on_profile }
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn a_file_fed_in_slices_gives_the_same_model() {
     let whole = memviz_core::load(DEMO).expect("load");
     let total = DEMO.len() as u64;
@@ -80,7 +78,7 @@ fn a_file_fed_in_slices_gives_the_same_model() {
     assert!(timings.parse_ms > 0.0 && timings.read_ms > 0.0 && timings.wait_ms > 0.0, "{timings:?}");
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn a_quick_host_is_not_asked_to_take_events() {
     let mut host = TestHost::new(0.0);
     let total = DEMO.len() as u64;
@@ -92,7 +90,7 @@ fn a_quick_host_is_not_asked_to_take_events() {
     assert_eq!(timings, FeedTimings::default());
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn the_host_can_stop_the_load() {
     let mut host = TestHost { stop_after: Some(2), ..TestHost::new(0.1) };
     let total = DEMO.len() as u64;
@@ -120,7 +118,7 @@ impl Slices for Pieces<'_> {
     }
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn slices_of_any_length_give_the_same_model() {
     let whole = memviz_core::load(DEMO).expect("load");
     let total = DEMO.len() as u64;
@@ -140,7 +138,7 @@ fn slices_of_any_length_give_the_same_model() {
     assert!(e.starts_with("Could not read e.pickle: a slice came back with the wrong length"), "{e}");
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn errors_name_the_file_and_say_what_to_do() {
     struct Broken;
     impl Slices for Broken {
@@ -166,7 +164,7 @@ fn errors_name_the_file_and_say_what_to_do() {
     assert!(e.starts_with("Could not open z.pt: ") && e.contains("torch.save"), "{e}");
 }
 
-#[wasm_bindgen_test(unsupported = test)]
+#[test]
 fn profiler_timelines_are_kept_whole_or_left_at_once() {
     let json = b"  [[0.0, 1.0], [[1, 2]]]";
     let total = json.len() as u64;
