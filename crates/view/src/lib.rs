@@ -11,7 +11,8 @@
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
 //! - [`fragment`]: the URL fragment that holds the page's place; [`names`]: file names cut for
 //!   the menus;
-//! - [`history`]: the Allocator State History's rows, texts and segment map;
+//! - [`history`]: the Allocator State History's rows, texts and segment map; [`settings`]: the
+//!   Allocator Settings view's rows;
 //! - [`entries`]: the trace's one numbering (entries), citations of it in texts, the cursor;
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
@@ -44,6 +45,7 @@ pub mod path;
 pub mod protocol;
 pub mod ranks;
 pub mod raster;
+pub mod settings;
 pub mod stack;
 pub mod state;
 pub mod theme;

@@ -1,7 +1,8 @@
 //! File names short enough for a menu: without their endings (`.pickle`, `.json.gz`), cut in
 //! the middle (`gpt_amp_annotated` → `gpt_am…notated`), and never so that two names of one menu
 //! look the same; the name a file is shown under when its name is taken (`x.pickle (2)`); and
-//! source paths as short as still say where they are ([`short_path`]).
+//! source paths as short as still say where they are ([`short_path`]); names in the order a
+//! person counts ([`natural_key`]: `rank2` before `rank10`).
 
 /// Endings of snapshot files, left out of a menu's text (a menu's names rarely differ there).
 const EXTENSIONS: [&str; 8] = [".pickle", ".pkl", ".json", ".gz", ".zst", ".xz", ".bz2", ".html"];
@@ -98,6 +99,28 @@ pub fn short_path(filename: &str) -> &str {
     }
 }
 
+/// A sort key that puts numbers in names in numeric order (`rank2` before `rank10`).
+pub fn natural_key(name: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for c in name.chars().chain(std::iter::once('\0')) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        if !digits.is_empty() {
+            key.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
+            digits.clear();
+        }
+        if c != '\0' {
+            text.push(c);
+        }
+    }
+    key.push((text, 0));
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +166,12 @@ mod tests {
         assert_eq!(short[0], short[2]);
         assert!(short[0].chars().count() < names[0].chars().count(), "{short:?}");
         assert_eq!(short[3], "gpt_amp_a…ted.pickle");
+    }
+
+    #[test]
+    fn numbers_in_names_sort_by_value() {
+        let mut names = vec!["rank10.pickle", "rank2.pickle", "rank1.pickle", "b.pickle", "a10b2", "a10b10", "a9"];
+        names.sort_by_key(|n| natural_key(n));
+        assert_eq!(names, ["a9", "a10b2", "a10b10", "b.pickle", "rank1.pickle", "rank2.pickle", "rank10.pickle"]);
     }
 }

@@ -43,28 +43,6 @@ pub fn source_name(s: &Source) -> String {
     }
 }
 
-/// A sort key that puts numbers in names in numeric order (`rank2` before `rank10`).
-pub fn natural_key(name: &str) -> Vec<(String, u64)> {
-    let mut key = Vec::new();
-    let mut text = String::new();
-    let mut digits = String::new();
-    for c in name.chars().chain(std::iter::once('\0')) {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        if !digits.is_empty() {
-            key.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
-            digits.clear();
-        }
-        if c != '\0' {
-            text.push(c);
-        }
-    }
-    key.push((text, 0));
-    key
-}
-
 /// One user action: a plain value for [`memviz_view::state::ViewState::apply`], or one that
 /// holds the browser's objects (picked files) or needs a measurement (a resize).
 #[derive(Clone, Debug)]
@@ -102,17 +80,5 @@ pub fn bind<E: JsCast + 'static>(
         target: target.clone(),
         event,
         to_input: Box::new(move |ev: &web_sys::Event| ev.dyn_ref::<E>().and_then(&to_input)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::natural_key;
-
-    #[test]
-    fn numbers_in_names_sort_by_value() {
-        let mut names = vec!["rank10.pickle", "rank2.pickle", "rank1.pickle", "b.pickle", "a10b2", "a10b10", "a9"];
-        names.sort_by_key(|n| natural_key(n));
-        assert_eq!(names, ["a9", "a10b2", "a10b10", "b.pickle", "rank1.pickle", "rank2.pickle", "rank10.pickle"]);
     }
 }

@@ -128,18 +128,6 @@ fn sync_boxes(fr: &Frame<'_>, memo: &mut Memo) {
     }
 }
 
-/// The count shown beside the boxes: `N matches`, or `N matches (M drawn)` when some of them
-/// are summarized.
-pub fn count_text(matches: usize, drawn: usize) -> String {
-    let noun = if matches == 1 { "match" } else { "matches" };
-    let all = memviz_view::entries::count(matches, noun);
-    if drawn < matches {
-        format!("{all} ({} drawn)", memviz_view::axis::step_label(drawn as f64))
-    } else {
-        all
-    }
-}
-
 /// Writes the boxes (where a restored address changed them), the count and the matches' bytes
 /// (called by each frame).
 pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
@@ -153,7 +141,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     };
     let text = match &found {
         None => String::new(),
-        Some(m) => count_text(m.len(), drawn),
+        Some(m) => memviz_view::state::matches::count_text(m.len(), drawn),
     };
     if memo.drawn_count.as_deref() != Some(text.as_str()) {
         els.count.set_text_content(Some(&text));
@@ -228,20 +216,4 @@ pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, ctx: &CanvasRenderingContext2d) {
         ctx.stroke();
     });
     ctx.restore();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
-
-    #[wasm_bindgen_test(unsupported = test)]
-    fn counts_say_how_many_are_drawn() {
-        assert_eq!(count_text(0, 0), "0 matches");
-        assert_eq!(count_text(1, 1), "1 match");
-        assert_eq!(count_text(1, 0), "1 match (0 drawn)");
-        assert_eq!(count_text(12, 12), "12 matches");
-        assert_eq!(count_text(12, 5), "12 matches (5 drawn)");
-        assert_eq!(count_text(12_345, 1_200), "12,345 matches (1,200 drawn)");
-    }
 }

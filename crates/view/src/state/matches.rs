@@ -1,7 +1,8 @@
 //! Stepping through a search's matches with `n` / `N`. Only matches drawn one by one can be
 //! pinned and shown; those summarized into one band are counted, not stepped to. A position in
 //! the list of all matches is a [`MatchIndex`], never a bare number, so that it is not read as
-//! a position among the drawn matches or as an element index.
+//! a position among the drawn matches or as an element index. [`count_text`] is the count shown
+//! beside the search boxes.
 
 use memviz_core::timeline::Layout;
 
@@ -72,6 +73,18 @@ impl ViewState {
         let Some(&e) = matches.get(next.get()) else { return };
         self.search_cursor = Some(next);
         self.focus_element(e);
+    }
+}
+
+/// The count shown beside the boxes: `N matches`, or `N matches (M drawn)` when some of them
+/// are summarized.
+pub fn count_text(matches: usize, drawn: usize) -> String {
+    let noun = if matches == 1 { "match" } else { "matches" };
+    let all = crate::entries::count(matches, noun);
+    if drawn < matches {
+        format!("{all} ({} drawn)", crate::axis::step_label(drawn as f64))
+    } else {
+        all
     }
 }
 

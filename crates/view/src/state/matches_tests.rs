@@ -60,3 +60,14 @@ fn unpinned_the_match_after_the_last_one_stepped_to_comes_next() {
     s.step_match(&m, -1);
     assert_eq!(s.search_cursor, Some(drawn[0]));
 }
+
+#[test]
+fn counts_say_how_many_are_drawn() {
+    use super::count_text;
+    assert_eq!(count_text(0, 0), "0 matches");
+    assert_eq!(count_text(1, 1), "1 match");
+    assert_eq!(count_text(1, 0), "1 match (0 drawn)");
+    assert_eq!(count_text(12, 12), "12 matches");
+    assert_eq!(count_text(12, 5), "12 matches (5 drawn)");
+    assert_eq!(count_text(12_345, 1_200), "12,345 matches (1,200 drawn)");
+}

@@ -108,7 +108,7 @@ impl App {
         self.state.error = None;
         self.ui.error.set_hidden(true);
         self.ui.mark("memviz:open");
-        sources.sort_by_cached_key(|s| input::natural_key(&input::source_name(s)));
+        sources.sort_by_cached_key(|s| memviz_view::names::natural_key(&input::source_name(s)));
         if !self.loader_running || self.batch_first.is_none() {
             self.batch_first = Some(self.state.files.len());
         }

@@ -8,7 +8,6 @@
 //! what it wrote in a [`Memo`].
 
 pub mod flame;
-pub mod settings;
 
 use memviz_core::describe::viewer_size;
 use memviz_view::history as state_history;
@@ -284,11 +283,11 @@ fn draw_settings(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
         memo.drawn_settings = Some(i);
         let doc = &fr.ui.document;
         els.settings.set_text_content(None);
-        let rows = settings::rows(&f.snap);
+        let rows = memviz_view::settings::rows(&f.snap);
         if rows.is_empty() {
             if let Ok(p) = doc.create_element("p") {
                 p.set_class_name("none");
-                p.set_text_content(Some(settings::NO_SETTINGS));
+                p.set_text_content(Some(memviz_view::settings::NO_SETTINGS));
                 let _ = els.settings.append_child(&p);
             }
         } else if let Ok(table) = doc.create_element("table") {

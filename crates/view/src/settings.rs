@@ -1,4 +1,4 @@
-//! The Allocator Settings view without the DOM: `allocator_settings` as rows of (name, value,
+//! The Allocator Settings view's rows: `allocator_settings` as rows of (name, value,
 //! what it does).
 
 use memviz_core::format::py_repr;
@@ -66,9 +66,8 @@ pub fn rows(snap: &Snapshot) -> Vec<(String, String, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
 
-    #[wasm_bindgen_test(unsupported = test)]
+    #[test]
     fn settings_become_rows() {
         let mut snap = Snapshot::default();
         assert!(rows(&snap).is_empty());
