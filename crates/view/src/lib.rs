@@ -5,7 +5,8 @@
 //! and the workers, and calls into these modules for every decision that is not a DOM call:
 //! - [`viewport`]: the visible window, zoom and pan math, [`viewport::clamp_px`];
 //! - [`xmap`]: event steps or wall-clock time on the x axis;
-//! - [`axis`]: ticks and their labels; [`decimate`]: vertices per pixel column;
+//! - [`axis`]: ticks and their labels; [`chart`]: the analysis panel's charts' geometry;
+//!   [`decimate`]: vertices per pixel column;
 //! - [`raster`]: the timeline's filled bands as RGBA pixels; [`path`]: its filled outlines as
 //!   SVG path data;
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
@@ -31,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod axis;
+pub mod chart;
 pub mod decimate;
 pub mod derived;
 pub mod entries;
