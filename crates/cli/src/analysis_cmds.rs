@@ -8,7 +8,7 @@ use memviz_core::analysis::categories::{self, CategoryTimeline};
 use memviz_core::analysis::compare::{self, CompareOptions, KeyMode};
 use memviz_core::analysis::export;
 use memviz_core::analysis::fragmentation;
-use memviz_core::analysis::grouping::{GroupTotal, Grouping};
+use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
 use memviz_core::analysis::growth::{self, BoundarySource, Edge, Insights};
 use memviz_core::analysis::live::{self, LiveSet};
 use memviz_core::analysis::oom::{self, OomReport};
@@ -29,13 +29,29 @@ pub enum ExportFormat {
     Parquet,
 }
 
-/// How `memviz compare` matches stacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// How `memviz compare` matches what it compares.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompareBy {
     /// The whole visible stack.
     Stack,
     /// The source line only.
     Line,
+    /// Groups ([`GroupBy`]), with which files are not the user's.
+    Group(GroupBy, LibraryRule),
+}
+
+impl CompareBy {
+    /// `stack`, `line`, or a grouping (`--library` for `user-line`).
+    pub fn parse(by: &str, library: &[String]) -> Result<CompareBy, String> {
+        Ok(match by.trim() {
+            "stack" => CompareBy::Stack,
+            "line" => CompareBy::Line,
+            other => CompareBy::Group(
+                GroupBy::parse(other).map_err(|e| format!("{e}; or stack, line"))?,
+                LibraryRule::with_extra(library),
+            ),
+        })
+    }
 }
 
 /// The whole input (`-`: standard input), for inputs that are not snapshots.
@@ -426,13 +442,17 @@ pub fn compare(
     b: &Snapshot,
     device: Option<i64>,
     top: usize,
-    by: CompareBy,
+    by: &CompareBy,
     json: bool,
 ) -> Result<String, String> {
     let pa = device_position(a, device).map_err(|e| format!("{a_name}: {e}"))?;
     let pb = device_position(b, device).map_err(|e| format!("{b_name}: {e}"))?;
-    let key = if by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
-    let c = compare::compare(a, pa, b, pb, CompareOptions { key, top, ..CompareOptions::default() });
+    let key = if *by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
+    let opts = CompareOptions { key, top, ..CompareOptions::default() };
+    let c = match by {
+        CompareBy::Group(g, rule) => compare::compare_grouped(a, pa, b, pb, opts, g, rule),
+        CompareBy::Stack | CompareBy::Line => compare::compare(a, pa, b, pb, opts),
+    };
     if json {
         return Ok(pretty(&c.to_json()));
     }

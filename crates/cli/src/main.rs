@@ -204,9 +204,14 @@ enum Command {
         /// Differences listed per direction and moment.
         #[arg(long, default_value_t = 10)]
         top: usize,
-        /// Match stacks by the whole stack or by source line.
-        #[arg(long, value_enum, default_value = "stack")]
-        by: analysis_cmds::CompareBy,
+        /// Match by the whole `stack` or the source `line`, or compare groups: `user-line` (the
+        /// first frame outside torch, Python's library and installed packages), `frame`, `op`,
+        /// `metadata`, `metadata:KEY`, `category` or `annotation`.
+        #[arg(long, value_name = "BY", default_value = "stack")]
+        by: String,
+        /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -372,8 +377,9 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Fragmentation { file, device, points, json } => {
             analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)?
         }
-        Command::Compare { a, b, device, top, by, json } => {
-            analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, by, json)?
+        Command::Compare { a, b, device, top, by, library, json } => {
+            let by = analysis_cmds::CompareBy::parse(&by, &library)?;
+            analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, &by, json)?
         }
         Command::Categories { file, device, points, json } => {
             analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)?

@@ -399,3 +399,57 @@ fn live_and_info_on_annotate_entries() {
     let text = memviz(&["insights", f]);
     assert!(text.starts_with(&format!("{f}: device 0\n")), "{text}");
 }
+
+/// `compare --by GROUP` lists, at each matched moment, each group's bytes on both sides: they
+/// equal `live --by GROUP` of each file at the moment's entry (read independently of compare).
+#[test]
+fn compare_by_group_equals_the_grouped_live_sets_at_the_matched_entries() {
+    let a = crate::test_fixtures::fixture("real", "resnet50_fixed.pickle");
+    let b = crate::test_fixtures::fixture("real", "resnet50_buggy.pickle");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    for by in ["op", "user-line"] {
+        let c = json(&["compare", a, b, "--by", by, "--top", "0", "--json"]);
+        let live = |file: &str, entry: &serde_json::Value| -> BTreeMap<String, u64> {
+            let at = entry.as_u64().expect("an entry").to_string();
+            let v = json(&["live", file, "--at", &at, "--by", by, "--top", "0", "--json"]);
+            v["groups"]
+                .as_array()
+                .expect("groups")
+                .iter()
+                .map(|g| {
+                    let key = match (g["value"].as_str(), g["reason"].as_str()) {
+                        (Some(v), _) => v.to_string(),
+                        (None, Some(r)) => format!("<{r}>"),
+                        (None, None) => "<none>".to_string(),
+                    };
+                    (key, g["bytes"].as_u64().expect("bytes"))
+                })
+                .collect()
+        };
+        let mut checked = 0;
+        for p in c["points"].as_array().expect("points").iter().filter(|p| p["label"] == "peak" || p["label"] == "end")
+        {
+            let (la, lb) = (live(a, &p["a_entry"]), live(b, &p["b_entry"]));
+            for d in p["more_in_b"].as_array().into_iter().chain(p["more_in_a"].as_array()).flatten() {
+                let key = d["key"].as_str().expect("key");
+                assert_eq!(
+                    d["a_bytes"].as_u64(),
+                    Some(la.get(key).copied().unwrap_or(0)),
+                    "{by} {} A {key}",
+                    p["label"]
+                );
+                assert_eq!(
+                    d["b_bytes"].as_u64(),
+                    Some(lb.get(key).copied().unwrap_or(0)),
+                    "{by} {} B {key}",
+                    p["label"]
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "{by}: {checked} groups differ");
+    }
+    let bad = crate::run::run(&["compare", a, b, "--by", "colour"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("stack, line"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

@@ -6,7 +6,8 @@
 //!
 //! Stacks from different files are matched by content: the visible source frames
 //! (`file:line (function)`, innermost first), or the visible C++ frames for stacks without source
-//! frames, or by source line only ([`KeyMode::Line`]).
+//! frames, or by source line only ([`KeyMode::Line`]); or, with [`compare_grouped`], by group
+//! (the user's line, the operator, a metadata key, ...), groups matched by their text.
 //!
 //! Files recorded with different settings ([`recording_differences`]: `stacks`, `context`,
 //! `enabled`, `time_us`, a trace that starts mid-run) are said to differ in
@@ -19,6 +20,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use super::grouping::{GroupBy, Grouping, LibraryRule};
 use super::growth::{find_iterations, Iterations};
 use super::{
     frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
@@ -315,6 +317,20 @@ struct Side<'a> {
     replay: Replay,
     its: Iterations,
     cache: HashMap<u32, (String, String)>,
+    /// With a grouping ([`compare_grouped`]): every lifetime's group, whose text is the key.
+    grouping: Option<Grouping>,
+}
+
+/// Live bytes and allocations per group's text (as key and site) after `row`.
+fn by_group(replay: &Replay, grouping: &Grouping, row: Option<u32>) -> HashMap<String, (String, u64, usize)> {
+    let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
+    for (i, l) in replay.lives.iter().enumerate().filter(|(_, l)| l.live_after(row)) {
+        let label = grouping.group_of(i as u32).map_or_else(String::new, |g| grouping.label(g));
+        let e = out.entry(label.clone()).or_insert((label, 0, 0));
+        e.1 = e.1.saturating_add(l.size_bytes);
+        e.2 += 1;
+    }
+    out
 }
 
 /// Maps x (iteration coordinate) to a row of a side.
@@ -333,12 +349,39 @@ fn max_in(replay: &Replay, a: u32, b: u32) -> u64 {
 }
 
 /// Compares device `a_pos` of `a` with device `b_pos` of `b`.
-#[allow(clippy::too_many_lines)] // fills every part of the Comparison in one pass; not split yet
 pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: CompareOptions) -> Comparison {
+    compare_with(a, a_pos, b, b_pos, opts, None)
+}
+
+/// [`compare`] with the live bytes at the matched points per group of `by` (the user's line, the
+/// operator, a metadata key, ...: [`GroupBy`]) instead of per stack; groups of the two files are
+/// matched by their text.
+pub fn compare_grouped(
+    a: &Snapshot,
+    a_pos: usize,
+    b: &Snapshot,
+    b_pos: usize,
+    opts: CompareOptions,
+    by: &GroupBy,
+    rule: &LibraryRule,
+) -> Comparison {
+    compare_with(a, a_pos, b, b_pos, opts, Some((by, rule)))
+}
+
+#[allow(clippy::too_many_lines)] // fills every part of the Comparison in one pass; not split yet
+fn compare_with(
+    a: &Snapshot,
+    a_pos: usize,
+    b: &Snapshot,
+    b_pos: usize,
+    opts: CompareOptions,
+    group: Option<(&GroupBy, &LibraryRule)>,
+) -> Comparison {
     let mk = |snap, pos| {
         let replay = Replay::build(snap, pos);
         let its = find_iterations(snap, &replay);
-        Side { snap, replay, its, cache: HashMap::new() }
+        let grouping = group.map(|(by, rule)| Grouping::build(snap, &replay, by, rule));
+        Side { snap, replay, its, cache: HashMap::new(), grouping }
     };
     let mut sa = mk(a, a_pos);
     let mut sb = mk(b, b_pos);
@@ -394,8 +437,14 @@ pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: Com
     ));
     let mut points = Vec::new();
     for (label, ra, rb) in pairs {
-        let ka = by_key(sa.snap, &sa.replay, ra, opts.key, python_frames_only, &mut sa.cache);
-        let kb = by_key(sb.snap, &sb.replay, rb, opts.key, python_frames_only, &mut sb.cache);
+        let ka = match &sa.grouping {
+            Some(g) => by_group(&sa.replay, g, ra),
+            None => by_key(sa.snap, &sa.replay, ra, opts.key, python_frames_only, &mut sa.cache),
+        };
+        let kb = match &sb.grouping {
+            Some(g) => by_group(&sb.replay, g, rb),
+            None => by_key(sb.snap, &sb.replay, rb, opts.key, python_frames_only, &mut sb.cache),
+        };
         let mut diffs: Vec<StackDiff> = Vec::new();
         for (k, (site, bytes, count)) in &ka {
             let (bb, bc) = kb.get(k).map_or((0, 0), |x| (x.1, x.2));
