@@ -165,19 +165,28 @@ pub fn flame(
     at: &str,
     lifetime: Option<&str>,
     device: Option<i64>,
+    by: Option<&crate::group_cmds::ByOptions>,
     json: bool,
 ) -> Result<String, String> {
     use memviz_core::analysis::flame;
     let pos = device_position(snap, device).map_err(|e| e.to_string())?;
     let replay = Replay::build(snap, pos);
-    let graph = match lifetime {
+    let source = match lifetime {
         Some(w) => {
             let (a, b) =
                 w.split_once("..").ok_or_else(|| format!("'{w}' is not a window: use A..B (entry numbers)"))?;
             let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("'{x}' is not an entry number"));
-            flame::lifetime_flame(snap, &replay, num(a)?, num(b)?)
+            flame::FlameSource::Lifetime { first: num(a)?, last: num(b)? }
         }
-        None => flame::live_flame(snap, &replay, Moment::parse(at).map_err(|e| e.to_string())?),
+        None => flame::FlameSource::Live(Moment::parse(at).map_err(|e| e.to_string())?),
+    };
+    let graph = match (by, source) {
+        (Some(o), _) => {
+            let grouping = Grouping::build(snap, &replay, &o.by, &o.library);
+            flame::flame_by_group(snap, &replay, source, flame::FlameFrames::All, &grouping)
+        }
+        (None, flame::FlameSource::Lifetime { first, last }) => flame::lifetime_flame(snap, &replay, first, last),
+        (None, flame::FlameSource::Live(at)) => flame::live_flame(snap, &replay, at),
     }
     .map_err(|e| e.to_string())?;
     Ok(if json { pretty(&graph.to_json()) } else { graph.folded() })
@@ -566,9 +575,21 @@ fn timeline_text(s: &mut String, t: &CategoryTimeline) {
 }
 
 /// `memviz categories`: a profiler timeline (`.json`, `.json.gz`) or a snapshot.
-pub fn categories(file: &str, bytes: &[u8], device: Option<i64>, points: usize, json: bool) -> Result<String, String> {
+pub fn categories(
+    file: &str,
+    bytes: &[u8],
+    device: Option<i64>,
+    points: usize,
+    by: Option<&crate::group_cmds::ByOptions>,
+    json: bool,
+) -> Result<String, String> {
     let head = bytes.iter().find(|c| !c.is_ascii_whitespace()).copied();
     let is_timeline = bytes.starts_with(&[0x1f, 0x8b]) || head == Some(b'[');
+    if is_timeline && by.is_some() {
+        return Err(format!(
+            "{file}: --by groups a snapshot's allocations; a profiler memory timeline holds categories only"
+        ));
+    }
     if is_timeline {
         let t = categories::read_profiler_timeline(bytes).map_err(|e| format!("{file}: {e}"))?;
         let t = t.downsample(points);
@@ -581,6 +602,17 @@ pub fn categories(file: &str, bytes: &[u8], device: Option<i64>, points: usize, 
     }
     let snap = memviz_core::load(bytes).map_err(|e| format!("{file}: {e}"))?;
     let pos = device_position(&snap, device).map_err(|e| e.to_string())?;
+    if let Some(o) = by {
+        let replay = Replay::build(&snap, pos);
+        let grouping = Grouping::build(&snap, &replay, &o.by, &o.library);
+        let t = memviz_core::analysis::group_timeline::group_timeline(&snap, pos, &replay, &grouping, points, 12);
+        if json {
+            return Ok(pretty(&t.to_json()));
+        }
+        let mut s = format!("{file}: device {}\n", snap.devices.get(pos).map_or(0, |d| d.index));
+        timeline_text(&mut s, &t);
+        return Ok(s);
+    }
     let c = categories::infer_categories(&snap, pos, points);
     if json {
         return Ok(pretty(&c.to_json()));
@@ -692,11 +724,11 @@ mod tests {
     fn categories_reads_the_profiler_export() {
         let p = path("resnet50_profile.timeline.json.gz");
         let b = std::fs::read(&p).expect("read");
-        let t = categories("x.json.gz", &b, None, 200, false).expect("categories");
+        let t = categories("x.json.gz", &b, None, 200, None, false).expect("categories");
         assert!(t.contains("PyTorch profiler"), "{t}");
         let p = path("growth_leak.pickle");
         let b = std::fs::read(&p).expect("read");
-        let t = categories("g.pickle", &b, None, 200, false).expect("categories");
+        let t = categories("g.pickle", &b, None, 200, None, false).expect("categories");
         assert!(t.contains("INFERRED"), "{t}");
     }
 

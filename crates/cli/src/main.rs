@@ -230,6 +230,13 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// A snapshot's allocations by group instead of category: `user-line`, `frame`, `op`,
+        /// `metadata`, `metadata:KEY`, `category` or `annotation` (the 12 largest, then other).
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// A flame graph: live bytes by stack at a moment, or bytes x lifetime (byte-entries) over a
     /// window of entries; folded-stack lines (flamegraph.pl, speedscope, inferno) or --json nodes.
@@ -249,6 +256,13 @@ enum Command {
         /// Print the nodes as JSON instead of folded lines.
         #[arg(long)]
         json: bool,
+        /// A first level of groups: `user-line`, `frame`, `op`, `metadata`, `metadata:KEY`,
+        /// `category` or `annotation`.
+        #[arg(long, value_name = "BY")]
+        by: Option<String>,
+        /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
+        #[arg(long, value_name = "PATH_FRAGMENT")]
+        library: Vec<String>,
     },
     /// A training run: one row per rank's snapshot (peaks, OOMs, findings) and the ranks that stand out.
     Ranks {
@@ -381,11 +395,13 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let by = analysis_cmds::CompareBy::parse(&by, &library)?;
             analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, &by, json)?
         }
-        Command::Categories { file, device, points, json } => {
-            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, json)?
+        Command::Categories { file, device, points, json, by, library } => {
+            let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;
+            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, by.as_ref(), json)?
         }
-        Command::Flame { file, at, lifetime, device, json } => {
-            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, json)?
+        Command::Flame { file, at, lifetime, device, json, by, library } => {
+            let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;
+            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, by.as_ref(), json)?
         }
         Command::Ranks { paths, json } => ranks::ranks(&paths, json)?,
         Command::Export { files, format: analysis_cmds::ExportFormat::Parquet, output, .. } => {

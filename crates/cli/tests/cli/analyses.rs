@@ -453,3 +453,86 @@ fn compare_by_group_equals_the_grouped_live_sets_at_the_matched_entries() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("stack, line"), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// `flame --by GROUP`: the first level is the groups, each weighing what `live --by GROUP`
+/// gives it at the same moment; every node weighs at least the sum of its children.
+#[test]
+fn flame_by_group_starts_with_the_groups_of_the_live_set() {
+    let f = crate::test_fixtures::fixture("real", "metadata_layers.pickle");
+    let f = f.to_str().unwrap();
+    for by in ["metadata:phase", "op"] {
+        let g = json(&["flame", f, "--by", by, "--json"]);
+        let nodes = g["nodes"].as_array().expect("nodes");
+        let value = |i: u64| nodes[i as usize]["value"].as_f64().expect("value") as u64;
+        let first: BTreeMap<String, u64> = nodes[0]["children"]
+            .as_array()
+            .expect("children")
+            .iter()
+            .map(|c| {
+                (nodes[c.as_u64().unwrap() as usize]["name"].as_str().unwrap().to_string(), value(c.as_u64().unwrap()))
+            })
+            .collect();
+        let live = json(&["live", f, "--by", by, "--top", "0", "--json"]);
+        let mut expect: BTreeMap<String, u64> = BTreeMap::new();
+        for grp in live["groups"].as_array().expect("groups") {
+            let key = match (grp["value"].as_str(), grp["reason"].as_str()) {
+                (Some(v), _) => v.to_string(),
+                (None, Some(r)) => format!("<{r}>"),
+                (None, None) => "<none>".to_string(),
+            };
+            *expect.entry(key).or_insert(0) += grp["bytes"].as_u64().expect("bytes");
+        }
+        assert_eq!(first, expect, "{by}");
+        for (i, n) in nodes.iter().enumerate() {
+            let kids: u64 = n["children"].as_array().unwrap().iter().map(|c| value(c.as_u64().unwrap())).sum();
+            assert!(kids <= value(i as u64), "{by}: node {i} weighs less than its children");
+        }
+    }
+}
+
+/// `categories --by GROUP`: at every point, each column holds what `live --by GROUP` gives its
+/// group at that entry (the groups past the 12 largest summed as "other"), and the peak is the
+/// file's peak.
+#[test]
+fn categories_by_group_are_the_grouped_live_sets_over_time() {
+    for (name, by) in [("metadata_layers.pickle", "metadata:phase"), ("resnet50_buggy.pickle", "op")] {
+        let f = crate::test_fixtures::fixture("real", name);
+        let f = f.to_str().unwrap();
+        let t = json(&["categories", f, "--by", by, "--points", "6", "--json"]);
+        let columns: Vec<String> =
+            t["categories"].as_array().expect("columns").iter().map(|c| c.as_str().unwrap().to_string()).collect();
+        let entries = t["entries"].as_array().expect("entries");
+        assert!(entries.len() >= 2, "{name}: {entries:?}");
+        for (p, entry) in entries.iter().enumerate() {
+            let at = entry.as_u64().expect("entry").to_string();
+            let live = json(&["live", f, "--at", &at, "--by", by, "--top", "0", "--json"]);
+            let mut expect = vec![0u64; columns.len()];
+            for g in live["groups"].as_array().expect("groups") {
+                let key = match (g["value"].as_str(), g["reason"].as_str()) {
+                    (Some(v), _) => v.to_string(),
+                    (None, Some(r)) => format!("<{r}>"),
+                    (None, None) => "<none>".to_string(),
+                };
+                let c = columns.iter().position(|c| *c == key).or_else(|| columns.iter().position(|c| c == "other"));
+                expect[c.unwrap_or_else(|| panic!("{name}: {key} has no column"))] += g["bytes"].as_u64().unwrap();
+            }
+            let got: Vec<u64> = t["bytes"][p].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+            assert_eq!(got, expect, "{name} {by} at entry {at}");
+        }
+        let info = json(&["info", f, "--json"]);
+        let peak = info["devices"][0]["peak_allocated_bytes"].as_u64().or_else(|| info["peak_bytes"].as_u64());
+        let top: u64 = t["bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum())
+            .max()
+            .unwrap();
+        if let Some(peak) = peak {
+            assert_eq!(top, peak, "{name}: the peak is a point");
+        }
+    }
+    let timeline = crate::test_fixtures::fixture("real", "resnet50_profile.timeline.json");
+    let out = crate::run::run(&["categories", timeline.to_str().unwrap(), "--by", "op"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("categories only"));
+}

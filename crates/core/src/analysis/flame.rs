@@ -8,6 +8,8 @@
 //! The page's flame view builds its graph with [`flame_of`]: levels by frame label, Python frames
 //! only where a stack has any ([`FlameFrames::PythonFirst`], as its stack panel lists them first
 //! and folds the C++ ones), and [`elements_under`] names the allocations under a frame.
+//! [`flame_by_group`] puts each allocation's group (the user's line, the operator, a metadata
+//! value, ...) as the first level.
 
 use serde_json::{json, Value};
 
@@ -262,13 +264,51 @@ pub fn flame_of(
             *x += v;
         }
     }
+    let paths = by_stack
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| v > 0)
+        .map(|(slot, &v)| (stack_path(snap, (slot / 2) as u32, slot % 2 == 1, frames), v));
+    Ok(tree_of(unit, paths))
+}
+
+/// A flame graph of `source` whose first level is the group of each allocation under
+/// `grouping` (the user's line, the operator, a metadata value, ...), then its frames.
+pub fn flame_by_group(
+    snap: &Snapshot,
+    replay: &Replay,
+    source: FlameSource,
+    frames: FlameFrames,
+    grouping: &super::grouping::Grouping,
+) -> Result<FlameGraph, AnalysisError> {
+    let unit = match source {
+        FlameSource::Live(_) => FlameUnit::Bytes,
+        FlameSource::Lifetime { .. } => FlameUnit::ByteEntries,
+    };
+    // Weights by (group, stack, live before the trace without frames).
+    let mut by_key: std::collections::BTreeMap<(u32, u32, bool), u128> = std::collections::BTreeMap::new();
+    for (e, v) in weighted_lives(replay, source)? {
+        let Some(l) = replay.lives.get(e as usize) else { continue };
+        let g = grouping.group_of(e).unwrap_or(u32::MAX);
+        *by_key.entry((g, l.stack, super::is_unrecorded(l))).or_insert(0) += v;
+    }
+    let paths = by_key.into_iter().filter(|(_, v)| *v > 0).map(|((g, stack, before), v)| {
+        let mut path = vec![grouping.label(g)];
+        path.extend(stack_path(snap, stack, before, frames));
+        (path, v)
+    });
+    Ok(tree_of(unit, paths))
+}
+
+/// The graph of weighted paths (outermost level first), children largest first.
+fn tree_of(unit: FlameUnit, paths: impl Iterator<Item = (Vec<String>, u128)>) -> FlameGraph {
     let mut nodes = vec![FlameNode { name: "all".into(), value: 0, self_value: 0, parent: None, children: Vec::new() }];
-    for (slot, &v) in by_stack.iter().enumerate().filter(|(_, &v)| v > 0) {
+    for (path, v) in paths {
         let mut cur = 0u32;
         if let Some(root) = nodes.get_mut(0) {
             root.value += v;
         }
-        for name in stack_path(snap, (slot / 2) as u32, slot % 2 == 1, frames) {
+        for name in path {
             // Children are few: a scan of the parent's finds the level's node.
             let found = nodes.get(cur as usize).and_then(|p| {
                 p.children.iter().copied().find(|&c| nodes.get(c as usize).is_some_and(|n| n.name == name))
@@ -297,7 +337,7 @@ pub fn flame_of(
     for n in &mut nodes {
         n.children.sort_by_key(|&c| std::cmp::Reverse(values.get(c as usize).copied().unwrap_or(0)));
     }
-    Ok(FlameGraph { unit, nodes })
+    FlameGraph { unit, nodes }
 }
 
 /// The labels from the root (left out) down to `node`.

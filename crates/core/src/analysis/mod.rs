@@ -4,7 +4,9 @@
 //! ([`compare`]), memory by category ([`categories`]), exports ([`export`]), and findings about
 //! the recording and stalled frees ([`recording`]), the allocator's unused cache
 //! ([`cache`]); `annotate` entries attached to allocations
-//! ([`annotations`]); one grouping of allocations for all of them ([`grouping`]); flame graphs of the live set or of bytes × lifetime ([`flame`]).
+//! ([`annotations`]); one grouping of allocations for all of them ([`grouping`]) and each
+//! group's bytes over time ([`group_timeline`]); flame graphs of the live set or of bytes ×
+//! lifetime ([`flame`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
 //! indices as [`crate::timeline::Layout::elements`], so the page can highlight what an analysis
@@ -20,6 +22,7 @@ pub mod export;
 mod finding;
 pub mod flame;
 pub mod fragmentation;
+pub mod group_timeline;
 pub mod grouping;
 pub mod growth;
 pub mod live;
