@@ -2,6 +2,7 @@
 //! `export`. Each prints text, or with `--json` the JSON of the matching
 //! `memviz_core::analysis` result (the same the page uses).
 
+use crate::error::CliError;
 use std::fmt::Write as _;
 
 use memviz_core::analysis::categories::{self, CategoryTimeline};
@@ -167,9 +168,9 @@ pub fn flame(
     device: Option<i64>,
     by: Option<&crate::group_cmds::ByOptions>,
     json: bool,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     use memviz_core::analysis::flame;
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+    let pos = device_position(snap, device)?;
     let replay = Replay::build(snap, pos);
     let source = match lifetime {
         Some(w) => {
@@ -178,7 +179,7 @@ pub fn flame(
             let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("'{x}' is not an entry number"));
             flame::FlameSource::Lifetime { first: num(a)?, last: num(b)? }
         }
-        None => flame::FlameSource::Live(Moment::parse(at).map_err(|e| e.to_string())?),
+        None => flame::FlameSource::Live(Moment::parse(at)?),
     };
     let graph = match (by, source) {
         (Some(o), _) => {
@@ -187,8 +188,7 @@ pub fn flame(
         }
         (None, flame::FlameSource::Lifetime { first, last }) => flame::lifetime_flame(snap, &replay, first, last),
         (None, flame::FlameSource::Live(at)) => flame::live_flame(snap, &replay, at),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     Ok(if json { pretty(&graph.to_json()) } else { graph.folded() })
 }
 
@@ -201,11 +201,11 @@ pub fn live(
     json: bool,
     top: usize,
     by: &crate::group_cmds::ByOptions,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
-    let moment = Moment::parse(at).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
+    let moment = Moment::parse(at)?;
     let replay = Replay::build(snap, pos);
-    let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
+    let l = live::live_set(snap, &replay, moment)?;
     let grouping = Grouping::build(snap, &replay, &by.by, &by.library);
     let groups = grouping.totals(&replay, &l.elements);
     if json {
@@ -286,8 +286,8 @@ fn oom_text(snap: &Snapshot, o: &OomReport, s: &mut String) {
 }
 
 /// `memviz oom`.
-pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
     let replay = Replay::build(snap, pos);
     let reports = oom::explain(snap, &replay);
     if json {
@@ -391,8 +391,8 @@ fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
 }
 
 /// `memviz insights`.
-pub fn insights(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+pub fn insights(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
     let i = growth::insights(snap, pos);
     Ok(if json { pretty(&i.to_json(snap)) } else { insights_text(file, snap, &i) })
 }
@@ -404,8 +404,8 @@ pub fn fragmentation(
     device: Option<i64>,
     points: usize,
     json: bool,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
     let f = fragmentation::fragmentation_series(snap, pos, points.max(2));
     if json {
         return Ok(pretty(&f.to_json()));
@@ -453,7 +453,7 @@ pub fn compare(
     top: usize,
     by: &CompareBy,
     json: bool,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let pa = device_position(a, device).map_err(|e| format!("{a_name}: {e}"))?;
     let pb = device_position(b, device).map_err(|e| format!("{b_name}: {e}"))?;
     let key = if *by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
@@ -582,13 +582,13 @@ pub fn categories(
     points: usize,
     by: Option<&crate::group_cmds::ByOptions>,
     json: bool,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let head = bytes.iter().find(|c| !c.is_ascii_whitespace()).copied();
     let is_timeline = bytes.starts_with(&[0x1f, 0x8b]) || head == Some(b'[');
     if is_timeline && by.is_some() {
-        return Err(format!(
+        return Err(CliError::Failed(format!(
             "{file}: --by groups a snapshot's allocations; a profiler memory timeline holds categories only"
-        ));
+        )));
     }
     if is_timeline {
         let t = categories::read_profiler_timeline(bytes).map_err(|e| format!("{file}: {e}"))?;
@@ -601,7 +601,7 @@ pub fn categories(
         return Ok(s);
     }
     let snap = memviz_core::load(bytes).map_err(|e| format!("{file}: {e}"))?;
-    let pos = device_position(&snap, device).map_err(|e| e.to_string())?;
+    let pos = device_position(&snap, device)?;
     if let Some(o) = by {
         let replay = Replay::build(&snap, pos);
         let grouping = Grouping::build(&snap, &replay, &o.by, &o.library);
@@ -632,11 +632,11 @@ pub fn export(
     at: &str,
     device: Option<i64>,
     format: ExportFormat,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
-    let moment = Moment::parse(at).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
+    let moment = Moment::parse(at)?;
     let replay = Replay::build(snap, pos);
-    let l = live::live_set(snap, &replay, moment).map_err(|e| e.to_string())?;
+    let l = live::live_set(snap, &replay, moment)?;
     Ok(match format {
         ExportFormat::Csv => export::live_set_csv(snap, &replay, &l),
         ExportFormat::Json => pretty(&export::live_set_json(snap, &replay, &l)),

@@ -2,6 +2,7 @@
 //! innermost frame, the operator, the metadata (or one key of it), the category or the annotation
 //! (`memviz_core::analysis::grouping`), as text or `{"by": ..., "groups": [...]}`.
 
+use crate::error::CliError;
 use std::fmt::Write as _;
 
 use memviz_core::analysis::grouping::{GroupBy, Grouping, LibraryRule};
@@ -37,11 +38,11 @@ pub fn live_by(
     opts: &ByOptions,
     json: bool,
     top: usize,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
-    let moment = Moment::parse(at).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
+    let moment = Moment::parse(at)?;
     let replay = Replay::build(snap, pos);
-    let row = moment.resolve(&replay).map_err(|e| e.to_string())?;
+    let row = moment.resolve(&replay)?;
     let live = replay.live_elements(row);
     let grouping = Grouping::build(snap, &replay, &opts.by, &opts.library);
     let totals = grouping.totals(&replay, &live);
@@ -55,7 +56,7 @@ pub fn live_by(
             o.insert("total_bytes".into(), serde_json::json!(total_bytes));
             o.insert("allocations".into(), serde_json::json!(live.len()));
         }
-        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string());
+        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| CliError::Failed(e.to_string()));
     }
     let mut s = String::new();
     let at_text = row.map_or_else(|| "before the first entry".to_string(), |r| format!("after entry {r}"));
@@ -83,8 +84,8 @@ pub fn growth_by(
     device: Option<i64>,
     opts: &ByOptions,
     json: bool,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
     let replay = Replay::build(snap, pos);
     let its = find_iterations(snap, &replay);
     let rows = named_growth(snap, &replay, &its, &opts.by);
@@ -97,7 +98,7 @@ pub fn growth_by(
             })
             .collect();
         let v = serde_json::json!({"device": replay.device, "iterations": its.list.len(), "by": opts.by.slug(), "groups": groups});
-        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string());
+        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| CliError::Failed(e.to_string()));
     }
     let mut s = format!("{file}: device {}, {} iterations\n", replay.device, its.list.len());
     if its.list.len() < 3 {

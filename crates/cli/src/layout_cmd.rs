@@ -3,6 +3,7 @@
 //! `memviz_core::timeline_pools`), so what is checked here is what the page shows. It is what
 //! the conformance suite (`tests/data/conformance`, PyTorch's viewer tests restated) reads.
 
+use crate::error::CliError;
 use memviz_core::analysis::device_position;
 use memviz_core::describe::element_text;
 use memviz_core::timeline::{Layout, Mode, Options, Origin};
@@ -34,8 +35,8 @@ pub fn layout(
     view: LayoutView,
     detail: usize,
     json: bool,
-) -> Result<String, String> {
-    let pos = device_position(snap, device).map_err(|e| e.to_string())?;
+) -> Result<String, CliError> {
+    let pos = device_position(snap, device)?;
     let mode = if view == LayoutView::Segments { Mode::Segments } else { Mode::Allocations };
     let layout = Layout::build(snap, pos, Options { max_entries: detail, mode, hide_freed: false });
     let pools = (view == LayoutView::Pools).then(|| pools(snap, pos, &layout));

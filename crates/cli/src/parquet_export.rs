@@ -213,7 +213,7 @@ fn write_segments(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize,
 
 /// Writes one rank's four tables.
 fn write_rank(dir: &Path, file: &RankFile) -> Result<Written, String> {
-    let snap = crate::read::load_owned(&file.path)?;
+    let snap = crate::read::load_owned(&file.path).map_err(|e| e.to_string())?;
     Ok(Written {
         events: write_events(dir, file, &snap)?,
         frames: write_frames(dir, file, &snap)?,

@@ -206,7 +206,7 @@ fn text_out(
 pub fn ranks(paths: &[String], json: bool) -> Result<String, String> {
     let found = find_rank_files(paths)?;
     let summaries = per_file(&found.files, |f| {
-        let snap = crate::read::load_owned(&f.path)?;
+        let snap = crate::read::load_owned(&f.path).map_err(|e| e.to_string())?;
         Ok(ranks::summarize(&snap))
         // The model is dropped here, before the worker takes its next file.
     });

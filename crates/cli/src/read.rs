@@ -8,6 +8,13 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use memviz_core::input::{self, Container, Unpacker};
 use memviz_core::{PlainLoader, Snapshot};
 
+use crate::error::CliError;
+
+/// A snapshot that did not load, with its path.
+fn load_error(path: &str, source: memviz_core::Error) -> CliError {
+    CliError::Load { path: path.to_string(), source }
+}
+
 /// Bytes read from a file at a time: the whole file is never held in memory.
 const CHUNK_BYTES: usize = 4 << 20;
 
@@ -15,22 +22,22 @@ const CHUNK_BYTES: usize = 4 << 20;
 const CHUNKS_AHEAD: usize = 3;
 
 /// A chunk of the plain bytes (the file's, or what is inside its container).
-type Chunk = Result<(Vec<u8>, usize, Container), String>;
+type Chunk = Result<(Vec<u8>, usize, Container), CliError>;
 
 /// Reads and decodes a snapshot.
 ///
 /// The snapshot is leaked on purpose: the process ends after one command, and handing a
 /// gigabyte of columns back to the allocator page by page costs ~0.2 s that nobody waits for.
-pub fn load(path: &str) -> Result<&'static Snapshot, String> {
+pub fn load(path: &str) -> Result<&'static Snapshot, CliError> {
     Ok(Box::leak(Box::new(load_owned(path)?)))
 }
 
 /// Reads and decodes a snapshot that the caller drops (commands that read many files).
-pub fn load_owned(path: &str) -> Result<Snapshot, String> {
+pub fn load_owned(path: &str) -> Result<Snapshot, CliError> {
     let (reader, total): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
         (Box::new(std::io::stdin()), None)
     } else {
-        let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let f = std::fs::File::open(path).map_err(|source| CliError::Read { path: path.to_string(), source })?;
         let len = f.metadata().ok().map(|m| m.len());
         (Box::new(f), len)
     };
@@ -45,12 +52,12 @@ pub fn load_owned(path: &str) -> Result<Snapshot, String> {
             let (l, c) = loader.get_or_insert_with(|| {
                 (PlainLoader::new(if container == Container::Plain { total } else { None }), container)
             });
-            l.feed(buf.get(..n).unwrap_or(&[])).map_err(|e| format!("{path}: {}", input::in_container(*c, e)))?;
+            l.feed(buf.get(..n).unwrap_or(&[])).map_err(|e| load_error(path, input::in_container(*c, e)))?;
             let _ = empty_tx.send(buf);
         }
         match loader {
-            Some((l, c)) => l.finish().map_err(|e| format!("{path}: {}", input::in_container(c, e))),
-            None => PlainLoader::new(total).finish().map_err(|e| format!("{path}: {e}")),
+            Some((l, c)) => l.finish().map_err(|e| load_error(path, input::in_container(c, e))),
+            None => PlainLoader::new(total).finish().map_err(|e| load_error(path, e)),
         }
     })
 }
@@ -76,7 +83,7 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Reads chunks from `reader` until the end or an error, reusing the buffers sent back; plain
 /// files go on as they are read, anything else unpacked.
 fn read_ahead(mut reader: Box<dyn Read + Send>, path: &str, full: &SyncSender<Chunk>, empty: &Receiver<Vec<u8>>) {
-    let read_error = |e: std::io::Error| format!("cannot read {path}: {e}");
+    let read_error = |source: std::io::Error| CliError::Read { path: path.to_string(), source };
     let mut buf = vec![0u8; CHUNK_BYTES];
     let n = match fill(&mut reader, &mut buf) {
         Ok(n) => n,
@@ -148,7 +155,7 @@ fn read_ahead(mut reader: Box<dyn Read + Send>, path: &str, full: &SyncSender<Ch
         return;
     }
     if let Err(e) = result {
-        let _ = full.send(Err(format!("{path}: {e}")));
+        let _ = full.send(Err(load_error(path, e)));
         return;
     }
     if !out.is_empty() {
@@ -159,18 +166,20 @@ fn read_ahead(mut reader: Box<dyn Read + Send>, path: &str, full: &SyncSender<Ch
 
 /// A whole input, for writing it into a page: the bytes inside an HTML page are taken out (the
 /// page reads compressed data itself, so that stays as it is). Checked to load.
-pub fn read_for_page(path: &str) -> Result<Vec<u8>, String> {
+pub fn read_for_page(path: &str) -> Result<Vec<u8>, CliError> {
     let bytes = if path == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|source| CliError::Read { path: "standard input".into(), source })?;
         buf
     } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?
+        std::fs::read(path).map_err(|source| CliError::Read { path: path.to_string(), source })?
     };
     // Check it loads, so a bad file fails here rather than in the page.
-    memviz_core::load(&bytes).map_err(|e| format!("{path}: {e}"))?;
+    memviz_core::load(&bytes).map_err(|e| load_error(path, e))?;
     if input::sniff(bytes.get(..input::SNIFF_BYTES).unwrap_or(&bytes)) == Container::Html {
-        return input::unpack(&bytes).map(|(_, inner)| inner).map_err(|e| format!("{path}: {e}"));
+        return input::unpack(&bytes).map(|(_, inner)| inner).map_err(|e| load_error(path, e));
     }
     Ok(bytes)
 }
