@@ -1,9 +1,13 @@
-//! The analysis commands: `live`, `insights`, `oom`, `fragmentation`, `compare`, `categories` and
-//! `export`. Each prints text, or with `--json` the JSON of the matching
-//! `memviz_core::analysis` result (the same the page uses).
+//! The analysis commands: `live`, `insights`, `oom`, `fragmentation`, `compare`, `categories`,
+//! `flame` and `export`. Each prints text, or with `--json` the JSON of the matching
+//! `memviz_core::analysis` result (the same the page uses). `live`, `categories` and `flame` write
+//! their text to standard output as they make it; the others return it whole (`export` may go to
+//! a file).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use crate::error::CliError;
-use std::fmt::Write as _;
 
 use memviz_core::analysis::categories::{self, CategoryTimeline};
 use memviz_core::analysis::compare::{self, CompareOptions, KeyMode};
@@ -43,12 +47,12 @@ pub enum CompareBy {
 
 impl CompareBy {
     /// `stack`, `line`, or a grouping (`--library` for `user-line`).
-    pub fn parse(by: &str, library: &[String]) -> Result<CompareBy, String> {
+    pub fn parse(by: &str, library: &[String]) -> Result<CompareBy, CliError> {
         Ok(match by.trim() {
             "stack" => CompareBy::Stack,
             "line" => CompareBy::Line,
             other => CompareBy::Group(
-                GroupBy::parse(other).map_err(|e| format!("{e}; or stack, line"))?,
+                GroupBy::parse(other).map_err(|source| CliError::Argument { source, hint: "; or stack, line" })?,
                 LibraryRule::with_extra(library),
             ),
         })
@@ -56,21 +60,26 @@ impl CompareBy {
 }
 
 /// The whole input (`-`: standard input), for inputs that are not snapshots.
-pub fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
+pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
     if path == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|source| CliError::Read { path: "standard input".into(), source })?;
         Ok(buf)
     } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
+        std::fs::read(path).map_err(|source| CliError::Read { path: path.to_string(), source })
     }
 }
 
-fn pretty(v: &serde_json::Value) -> String {
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
-    s.push('\n');
-    s
+/// `--json` output: the value, pretty, and a newline.
+fn write_pretty(out: &mut dyn Write, v: &serde_json::Value) -> Result<(), CliError> {
+    out.write_all(pretty(v)?.as_bytes()).map_err(CliError::stdout)
+}
+
+fn pretty(v: &serde_json::Value) -> Result<String, CliError> {
+    Ok(serde_json::to_string_pretty(v)? + "\n")
 }
 
 /// `1.5 GiB (1610612736 bytes)`.
@@ -102,36 +111,34 @@ fn frames_preview(snap: &Snapshot, stack: u32, n: usize) -> Vec<String> {
 }
 
 fn live_text(
+    out: &mut dyn Write,
     file: &str,
     snap: &Snapshot,
     replay: &Replay,
     l: &LiveSet,
     top: usize,
     (grouping, groups): (&Grouping, &[GroupTotal]),
-) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{file}: {}, live {}", device_label(snap, l.device), when(snap, replay, l.moment, l.row));
-    let _ = writeln!(s, "{} in {} allocations", sz(l.total_bytes), l.count);
-    let _ = writeln!(s, "\nBy {} (top {}):", grouping.by.title(), top.min(groups.len()));
-    let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", "bytes", "", "count", grouping.by.slug());
+) -> io::Result<()> {
+    writeln!(out, "{file}: {}, live {}", device_label(snap, l.device), when(snap, replay, l.moment, l.row))?;
+    writeln!(out, "{} in {} allocations", sz(l.total_bytes), l.count)?;
+    writeln!(out, "\nBy {} (top {}):", grouping.by.title(), top.min(groups.len()))?;
+    writeln!(out, "{:>14} {:>10} {:>7}  {}", "bytes", "", "count", grouping.by.slug())?;
     for g in groups.iter().take(top) {
-        let _ =
-            writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.allocations, grouping.label(g.group));
+        writeln!(out, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.allocations, grouping.label(g.group))?;
     }
-    let _ = writeln!(s, "\nBy source line (top {}):", top.min(l.by_site.len()));
-    let _ = writeln!(s, "{:>14} {:>10} {:>7}  line", "bytes", "", "count");
+    writeln!(out, "\nBy source line (top {}):", top.min(l.by_site.len()))?;
+    writeln!(out, "{:>14} {:>10} {:>7}  line", "bytes", "", "count")?;
     for g in l.by_site.iter().take(top) {
-        let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, g.label);
+        writeln!(out, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, g.label)?;
     }
-    let _ = writeln!(s, "\nBy stack (top {}):", top.min(l.by_stack.len()));
+    writeln!(out, "\nBy stack (top {}):", top.min(l.by_stack.len()))?;
     for g in l.by_stack.iter().take(top) {
-        let _ =
-            writeln!(s, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, live::group_label(snap, g));
+        writeln!(out, "{:>14} {:>10} {:>7}  {}", g.bytes, size_text(g.bytes), g.count, live::group_label(snap, g))?;
         for f in frames_preview(snap, g.stack, 4).into_iter().skip(1) {
-            let _ = writeln!(s, "{:>34}  {f}", "");
+            writeln!(out, "{:>34}  {f}", "")?;
         }
     }
-    s
+    Ok(())
 }
 
 /// `device N`, or `pinned host`.
@@ -143,43 +150,47 @@ fn device_label(snap: &Snapshot, index: i64) -> String {
 }
 
 /// Annotations (`annotate` entries) of the live allocations, one line each.
-fn annotation_lines(snap: &Snapshot, replay: &Replay, l: &LiveSet, s: &mut String) {
+fn annotation_lines(out: &mut dyn Write, snap: &Snapshot, replay: &Replay, l: &LiveSet) -> io::Result<()> {
     let ann = memviz_core::analysis::annotations::annotations(snap, replay);
     let live: Vec<u32> = l.elements.iter().copied().filter(|e| !ann.of(*e).is_empty()).collect();
     if live.is_empty() {
-        return;
+        return Ok(());
     }
-    let _ = writeln!(s, "\nAnnotations of live allocations:");
+    writeln!(out, "\nAnnotations of live allocations:")?;
     for e in live {
         let Some(life) = replay.lives.get(e as usize) else { continue };
-        let _ = writeln!(s, "  0x{:x} {}", life.addr, size_text(life.size_bytes));
+        writeln!(out, "  0x{:x} {}", life.addr, size_text(life.size_bytes))?;
         for a in ann.of(e) {
             let when = a.time_us.map_or(String::new(), |t| format!(" ({})", utc_time(t)));
-            let _ = writeln!(s, "    entry {}{when}: {:?}  at {}", a.row, a.text, site_label(snap, a.stack));
+            writeln!(out, "    entry {}{when}: {:?}  at {}", a.row, a.text, site_label(snap, a.stack))?;
         }
     }
+    Ok(())
 }
 
-/// `memviz flame`.
+/// `memviz flame`: the folded lines written as they are made.
 pub fn flame(
+    out: &mut dyn Write,
     snap: &Snapshot,
     at: &str,
     lifetime: Option<&str>,
     device: Option<i64>,
     by: Option<&crate::group_cmds::ByOptions>,
     json: bool,
-) -> Result<String, CliError> {
+) -> Result<(), CliError> {
     use memviz_core::analysis::flame;
     let pos = device_position(snap, device)?;
     let replay = Replay::build(snap, pos);
     let source = match lifetime {
         Some(w) => {
-            let (a, b) =
-                w.split_once("..").ok_or_else(|| format!("'{w}' is not a window: use A..B (entry numbers)"))?;
-            let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("'{x}' is not an entry number"));
+            let (a, b) = w
+                .split_once("..")
+                .ok_or_else(|| CliError::Usage(format!("'{w}' is not a window: use A..B (entry numbers)")))?;
+            let num =
+                |x: &str| x.trim().parse::<u32>().map_err(|_| CliError::Usage(format!("'{x}' is not an entry number")));
             flame::FlameSource::Lifetime { first: num(a)?, last: num(b)? }
         }
-        None => flame::FlameSource::Live(Moment::parse(at)?),
+        None => flame::FlameSource::Live(Moment::parse(at).map_err(CliError::argument)?),
     };
     let graph = match (by, source) {
         (Some(o), _) => {
@@ -189,11 +200,16 @@ pub fn flame(
         (None, flame::FlameSource::Lifetime { first, last }) => flame::lifetime_flame(snap, &replay, first, last),
         (None, flame::FlameSource::Live(at)) => flame::live_flame(snap, &replay, at),
     }?;
-    Ok(if json { pretty(&graph.to_json()) } else { graph.folded() })
+    if json {
+        return write_pretty(out, &graph.to_json());
+    }
+    write!(out, "{}", graph.folded_text()).map_err(CliError::stdout)
 }
 
-/// `memviz live`.
+/// `memviz live`: the text written as it is made.
+#[allow(clippy::too_many_arguments)]
 pub fn live(
+    out: &mut dyn Write,
     file: &str,
     snap: &Snapshot,
     at: &str,
@@ -201,9 +217,9 @@ pub fn live(
     json: bool,
     top: usize,
     by: &crate::group_cmds::ByOptions,
-) -> Result<String, CliError> {
+) -> Result<(), CliError> {
     let pos = device_position(snap, device)?;
-    let moment = Moment::parse(at)?;
+    let moment = Moment::parse(at).map_err(CliError::argument)?;
     let replay = Replay::build(snap, pos);
     let l = live::live_set(snap, &replay, moment)?;
     let grouping = Grouping::build(snap, &replay, &by.by, &by.library);
@@ -227,11 +243,11 @@ pub fn live(
             o.insert("annotations".into(), serde_json::Value::Array(list));
             o.insert("device_name".into(), serde_json::json!(snap.devices.get(pos).map(|d| d.name())));
         }
-        return Ok(pretty(&v));
+        return write_pretty(out, &v);
     }
-    let mut text = live_text(file, snap, &replay, &l, top, (&grouping, &groups));
-    annotation_lines(snap, &replay, &l, &mut text);
-    Ok(text)
+    live_text(out, file, snap, &replay, &l, top, (&grouping, &groups))
+        .and_then(|()| annotation_lines(out, snap, &replay, &l))
+        .map_err(CliError::stdout)
 }
 
 fn oom_text(snap: &Snapshot, o: &OomReport, s: &mut String) {
@@ -291,9 +307,8 @@ pub fn oom(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Resu
     let replay = Replay::build(snap, pos);
     let reports = oom::explain(snap, &replay);
     if json {
-        return Ok(pretty(
-            &serde_json::json!({"device": replay.device, "ooms": reports.iter().map(|o| o.to_json(snap)).collect::<Vec<_>>()}),
-        ));
+        let ooms: Vec<_> = reports.iter().map(|o| o.to_json(snap)).collect();
+        return pretty(&serde_json::json!({"device": replay.device, "ooms": ooms}));
     }
     let mut s = format!("{file}: device {}\n", replay.device);
     if reports.is_empty() {
@@ -394,7 +409,10 @@ fn insights_text(file: &str, snap: &Snapshot, i: &Insights) -> String {
 pub fn insights(file: &str, snap: &Snapshot, device: Option<i64>, json: bool) -> Result<String, CliError> {
     let pos = device_position(snap, device)?;
     let i = growth::insights(snap, pos);
-    Ok(if json { pretty(&i.to_json(snap)) } else { insights_text(file, snap, &i) })
+    if json {
+        return pretty(&i.to_json(snap));
+    }
+    Ok(insights_text(file, snap, &i))
 }
 
 /// `memviz fragmentation`.
@@ -408,7 +426,7 @@ pub fn fragmentation(
     let pos = device_position(snap, device)?;
     let f = fragmentation::fragmentation_series(snap, pos, points.max(2));
     if json {
-        return Ok(pretty(&f.to_json()));
+        return pretty(&f.to_json());
     }
     let mut s = format!("{file}: device {}, {} entries\n{}\n", f.device, f.entries, f.summary());
     if let Some(p) = f.max_scattered {
@@ -454,8 +472,8 @@ pub fn compare(
     by: &CompareBy,
     json: bool,
 ) -> Result<String, CliError> {
-    let pa = device_position(a, device).map_err(|e| format!("{a_name}: {e}"))?;
-    let pb = device_position(b, device).map_err(|e| format!("{b_name}: {e}"))?;
+    let pa = device_position(a, device).map_err(|source| CliError::AnalysisOf { path: a_name.into(), source })?;
+    let pb = device_position(b, device).map_err(|source| CliError::AnalysisOf { path: b_name.into(), source })?;
     let key = if *by == CompareBy::Line { KeyMode::Line } else { KeyMode::Stack };
     let opts = CompareOptions { key, top, ..CompareOptions::default() };
     let c = match by {
@@ -463,7 +481,7 @@ pub fn compare(
         CompareBy::Stack | CompareBy::Line => compare::compare(a, pa, b, pb, opts),
     };
     if json {
-        return Ok(pretty(&c.to_json()));
+        return pretty(&c.to_json());
     }
     let mut s = format!("A: {a_name}\nB: {b_name}\ndifferences are B - A (positive: B holds more)\n");
     let _ = writeln!(s, "verdict: {}", c.verdict());
@@ -551,78 +569,81 @@ pub fn compare(
     Ok(s)
 }
 
-fn timeline_text(s: &mut String, t: &CategoryTimeline) {
-    let _ = writeln!(
-        s,
+fn timeline_text(out: &mut dyn Write, t: &CategoryTimeline) -> io::Result<()> {
+    writeln!(
+        out,
         "source: {}{}",
         t.source,
         if t.inferred { " (INFERRED: a best guess, not recorded by PyTorch)" } else { "" }
-    );
-    let _ = writeln!(s, "points: {}", t.bytes.len());
+    )?;
+    writeln!(out, "points: {}", t.bytes.len())?;
     if let Some((i, total)) = t.peak() {
         let at = match (t.rows.get(i).copied().flatten(), t.times_us.get(i).copied().flatten()) {
             (Some(r), _) => format!("entry {r}"),
             (None, Some(tu)) => format!("time {tu} us"),
             _ => "start".into(),
         };
-        let _ = writeln!(s, "peak: {} at {at}", sz(total));
+        writeln!(out, "peak: {} at {at}", sz(total))?;
         if let Some(row) = t.bytes.get(i) {
             for (name, b) in t.categories.iter().zip(row) {
-                let _ = writeln!(s, "  {:<16} {:>14} {:>10}", name, b, size_text(*b));
+                writeln!(out, "  {:<16} {:>14} {:>10}", name, b, size_text(*b))?;
             }
         }
     }
+    Ok(())
 }
 
 /// `memviz categories`: a profiler timeline (`.json`, `.json.gz`) or a snapshot.
 pub fn categories(
+    out: &mut dyn Write,
     file: &str,
     bytes: &[u8],
     device: Option<i64>,
     points: usize,
     by: Option<&crate::group_cmds::ByOptions>,
     json: bool,
-) -> Result<String, CliError> {
+) -> Result<(), CliError> {
     let head = bytes.iter().find(|c| !c.is_ascii_whitespace()).copied();
     let is_timeline = bytes.starts_with(&[0x1f, 0x8b]) || head == Some(b'[');
     if is_timeline && by.is_some() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::Usage(format!(
             "{file}: --by groups a snapshot's allocations; a profiler memory timeline holds categories only"
         )));
     }
     if is_timeline {
-        let t = categories::read_profiler_timeline(bytes).map_err(|e| format!("{file}: {e}"))?;
+        let t = categories::read_profiler_timeline(bytes)
+            .map_err(|source| CliError::AnalysisOf { path: file.into(), source })?;
         let t = t.downsample(points);
         if json {
-            return Ok(pretty(&t.to_json()));
+            return write_pretty(out, &t.to_json());
         }
-        let mut s = format!("{file}\n");
-        timeline_text(&mut s, &t);
-        return Ok(s);
+        return writeln!(out, "{file}").and_then(|()| timeline_text(out, &t)).map_err(CliError::stdout);
     }
-    let snap = memviz_core::load(bytes).map_err(|e| format!("{file}: {e}"))?;
+    let snap = memviz_core::load(bytes).map_err(|source| CliError::Load { path: file.into(), source })?;
     let pos = device_position(&snap, device)?;
     if let Some(o) = by {
         let replay = Replay::build(&snap, pos);
         let grouping = Grouping::build(&snap, &replay, &o.by, &o.library);
         let t = memviz_core::analysis::group_timeline::group_timeline(&snap, pos, &replay, &grouping, points, 12);
         if json {
-            return Ok(pretty(&t.to_json()));
+            return write_pretty(out, &t.to_json());
         }
-        let mut s = format!("{file}: device {}\n", snap.devices.get(pos).map_or(0, |d| d.index));
-        timeline_text(&mut s, &t);
-        return Ok(s);
+        return writeln!(out, "{file}: device {}", snap.devices.get(pos).map_or(0, |d| d.index))
+            .and_then(|()| timeline_text(out, &t))
+            .map_err(CliError::stdout);
     }
     let c = categories::infer_categories(&snap, pos, points);
     if json {
-        return Ok(pretty(&c.to_json()));
+        return write_pretty(out, &c.to_json());
     }
-    let mut s = format!("{file}: device {}\n", snap.devices.get(pos).map_or(0, |d| d.index));
-    for n in &c.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    timeline_text(&mut s, &c.timeline);
-    Ok(s)
+    let text = |out: &mut dyn Write| -> io::Result<()> {
+        writeln!(out, "{file}: device {}", snap.devices.get(pos).map_or(0, |d| d.index))?;
+        for n in &c.notes {
+            writeln!(out, "note: {n}")?;
+        }
+        timeline_text(out, &c.timeline)
+    };
+    text(out).map_err(CliError::stdout)
 }
 
 /// `memviz export`: the text to write.
@@ -634,12 +655,12 @@ pub fn export(
     format: ExportFormat,
 ) -> Result<String, CliError> {
     let pos = device_position(snap, device)?;
-    let moment = Moment::parse(at)?;
+    let moment = Moment::parse(at).map_err(CliError::argument)?;
     let replay = Replay::build(snap, pos);
     let l = live::live_set(snap, &replay, moment)?;
     Ok(match format {
         ExportFormat::Csv => export::live_set_csv(snap, &replay, &l),
-        ExportFormat::Json => pretty(&export::live_set_json(snap, &replay, &l)),
+        ExportFormat::Json => pretty(&export::live_set_json(snap, &replay, &l))?,
         ExportFormat::Speedscope => {
             let name = format!(
                 "{} live at {} (device {})",
@@ -647,11 +668,11 @@ pub fn export(
                 live::moment_text(moment),
                 l.device
             );
-            let mut s = serde_json::to_string(&export::speedscope(snap, &l, &name)).unwrap_or_default();
+            let mut s = serde_json::to_string(&export::speedscope(snap, &l, &name))?;
             s.push('\n');
             s
         }
-        ExportFormat::Parquet => return Err("--format parquet writes a folder: use -o DIR".into()),
+        ExportFormat::Parquet => return Err(CliError::Usage("--format parquet writes a folder: use -o DIR".into())),
     })
 }
 
@@ -666,6 +687,13 @@ mod tests {
         crate::test_fixtures::real_fixture(name)
     }
 
+    /// What a command that writes as it goes wrote, or its error.
+    fn written(command: impl FnOnce(&mut dyn Write) -> Result<(), CliError>) -> Result<String, CliError> {
+        let mut out = Vec::new();
+        command(&mut out)?;
+        Ok(String::from_utf8(out).expect("UTF-8"))
+    }
+
     /// A real snapshot by name, loaded; panics when it is missing or does not load.
     fn load(name: &str) -> (String, Snapshot) {
         let p = path(name);
@@ -678,15 +706,15 @@ mod tests {
     fn live_text_shows_verified_figures() {
         let (f, s) = load("resnet50_buggy.pickle");
         let by = crate::group_cmds::ByOptions::parse(None, &[]).expect("by");
-        let t = live(&f, &s, "peak", None, false, 5, &by).expect("live");
+        let t = written(|o| live(o, &f, &s, "peak", None, false, 5, &by)).expect("live");
         assert!(t.contains("at the peak, after entry 2302"), "{t}");
         assert!(t.contains("(470210256 bytes) in 857 allocations"), "{t}");
         assert!(t.contains("145840288"), "{t}");
-        let j = live(&f, &s, "peak", None, true, 5, &by).expect("json");
+        let j = written(|o| live(o, &f, &s, "peak", None, true, 5, &by)).expect("json");
         let v: serde_json::Value = serde_json::from_str(&j).expect("valid json");
         assert_eq!(v["total_bytes"], 470_210_256u64);
-        assert!(live(&f, &s, "99999", None, false, 5, &by).is_err());
-        assert!(live(&f, &s, "peak", Some(7), false, 5, &by).is_err());
+        assert!(live(&mut Vec::new(), &f, &s, "99999", None, false, 5, &by).is_err());
+        assert!(live(&mut Vec::new(), &f, &s, "peak", Some(7), false, 5, &by).is_err());
     }
 
     #[test]
@@ -724,11 +752,11 @@ mod tests {
     fn categories_reads_the_profiler_export() {
         let p = path("resnet50_profile.timeline.json.gz");
         let b = std::fs::read(&p).expect("read");
-        let t = categories("x.json.gz", &b, None, 200, None, false).expect("categories");
+        let t = written(|o| categories(o, "x.json.gz", &b, None, 200, None, false)).expect("categories");
         assert!(t.contains("PyTorch profiler"), "{t}");
         let p = path("growth_leak.pickle");
         let b = std::fs::read(&p).expect("read");
-        let t = categories("g.pickle", &b, None, 200, None, false).expect("categories");
+        let t = written(|o| categories(o, "g.pickle", &b, None, 200, None, false)).expect("categories");
         assert!(t.contains("INFERRED"), "{t}");
     }
 

@@ -2,8 +2,10 @@
 //! innermost frame, the operator, the metadata (or one key of it), the category or the annotation
 //! (`memviz_core::analysis::grouping`), as text or `{"by": ..., "groups": [...]}`.
 
-use crate::error::CliError;
 use std::fmt::Write as _;
+use std::io::Write;
+
+use crate::error::CliError;
 
 use memviz_core::analysis::grouping::{GroupBy, Grouping, LibraryRule};
 use memviz_core::analysis::growth::{find_iterations, named_growth};
@@ -20,9 +22,9 @@ pub struct ByOptions {
 
 impl ByOptions {
     /// `--by` (default: the user's line) and the extra `--library` path fragments.
-    pub fn parse(by: Option<&str>, library: &[String]) -> Result<ByOptions, String> {
+    pub fn parse(by: Option<&str>, library: &[String]) -> Result<ByOptions, CliError> {
         let by = match by {
-            Some(s) => GroupBy::parse(s).map_err(|e| e.to_string())?,
+            Some(s) => GroupBy::parse(s).map_err(CliError::argument)?,
             None => GroupBy::UserLine,
         };
         Ok(ByOptions { by, library: LibraryRule::with_extra(library) })
@@ -30,7 +32,9 @@ impl ByOptions {
 }
 
 /// `memviz live --by BY`: the live set at a moment by group; `top` limits the rows (0: all).
+#[allow(clippy::too_many_arguments)]
 pub fn live_by(
+    out: &mut dyn Write,
     file: &str,
     snap: &Snapshot,
     at: &str,
@@ -38,9 +42,9 @@ pub fn live_by(
     opts: &ByOptions,
     json: bool,
     top: usize,
-) -> Result<String, CliError> {
+) -> Result<(), CliError> {
     let pos = device_position(snap, device)?;
-    let moment = Moment::parse(at)?;
+    let moment = Moment::parse(at).map_err(CliError::argument)?;
     let replay = Replay::build(snap, pos);
     let row = moment.resolve(&replay)?;
     let live = replay.live_elements(row);
@@ -56,25 +60,34 @@ pub fn live_by(
             o.insert("total_bytes".into(), serde_json::json!(total_bytes));
             o.insert("allocations".into(), serde_json::json!(live.len()));
         }
-        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| CliError::Failed(e.to_string()));
+        let s = serde_json::to_string_pretty(&v)? + "\n";
+        return out.write_all(s.as_bytes()).map_err(CliError::stdout);
     }
-    let mut s = String::new();
-    let at_text = row.map_or_else(|| "before the first entry".to_string(), |r| format!("after entry {r}"));
-    let _ = writeln!(
-        s,
-        "{file}: device {}, live {at_text} ({})",
-        replay.device,
-        memviz_core::analysis::live::moment_text(moment)
-    );
-    let _ = writeln!(s, "{} ({total_bytes} bytes) in {} allocations", size_text(total_bytes), live.len());
-    let n = if top == 0 { totals.len() } else { totals.len().min(top) };
-    let _ = writeln!(s, "\nBy {} (top {n} of {}):", opts.by.title(), totals.len());
-    let _ = writeln!(s, "{:>14} {:>10} {:>7}  {}", "bytes", "", "count", opts.by.slug());
-    for t in totals.iter().take(n) {
-        let _ =
-            writeln!(s, "{:>14} {:>10} {:>7}  {}", t.bytes, size_text(t.bytes), t.allocations, grouping.label(t.group));
-    }
-    Ok(s)
+    let text = |out: &mut dyn Write| -> std::io::Result<()> {
+        let at_text = row.map_or_else(|| "before the first entry".to_string(), |r| format!("after entry {r}"));
+        writeln!(
+            out,
+            "{file}: device {}, live {at_text} ({})",
+            replay.device,
+            memviz_core::analysis::live::moment_text(moment)
+        )?;
+        writeln!(out, "{} ({total_bytes} bytes) in {} allocations", size_text(total_bytes), live.len())?;
+        let n = if top == 0 { totals.len() } else { totals.len().min(top) };
+        writeln!(out, "\nBy {} (top {n} of {}):", opts.by.title(), totals.len())?;
+        writeln!(out, "{:>14} {:>10} {:>7}  {}", "bytes", "", "count", opts.by.slug())?;
+        for t in totals.iter().take(n) {
+            writeln!(
+                out,
+                "{:>14} {:>10} {:>7}  {}",
+                t.bytes,
+                size_text(t.bytes),
+                t.allocations,
+                grouping.label(t.group)
+            )?;
+        }
+        Ok(())
+    };
+    text(out).map_err(CliError::stdout)
 }
 
 /// `memviz insights --by BY`: the groups that grow across iterations.
@@ -98,7 +111,7 @@ pub fn growth_by(
             })
             .collect();
         let v = serde_json::json!({"device": replay.device, "iterations": its.list.len(), "by": opts.by.slug(), "groups": groups});
-        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| CliError::Failed(e.to_string()));
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let mut s = format!("{file}: device {}, {} iterations\n", replay.device, its.list.len());
     if its.list.len() < 3 {
@@ -125,6 +138,13 @@ pub fn growth_by(
 mod tests {
     use super::*;
 
+    /// What `live_by` wrote, or its error.
+    fn written(command: impl FnOnce(&mut dyn Write) -> Result<(), CliError>) -> Result<String, CliError> {
+        let mut out = Vec::new();
+        command(&mut out)?;
+        Ok(String::from_utf8(out).expect("UTF-8"))
+    }
+
     fn load(name: &str) -> Snapshot {
         let p = crate::test_fixtures::real_fixture(name);
         let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -136,7 +156,7 @@ mod tests {
     fn live_by_metadata_phase_prints_the_forward_bytes() {
         let s = load("metadata_layers.pickle");
         let opts = ByOptions::parse(Some("metadata:phase"), &[]).expect("by");
-        let j = live_by("m", &s, "peak", None, &opts, true, 0).expect("json");
+        let j = written(|o| live_by(o, "m", &s, "peak", None, &opts, true, 0)).expect("json");
         let v: serde_json::Value = serde_json::from_str(&j).expect("valid json");
         assert_eq!(v["by"], "metadata:phase");
         assert_eq!(v["total_bytes"], 289_077_028u64);
@@ -146,7 +166,7 @@ mod tests {
             (Some("forward"), Some(120_995_840), Some(45))
         );
         assert_eq!(g[0]["value"], serde_json::Value::Null);
-        let t = live_by("m", &s, "peak", None, &opts, false, 0).expect("text");
+        let t = written(|o| live_by(o, "m", &s, "peak", None, &opts, false, 0)).expect("text");
         assert!(t.contains("     120995840  115.4 MiB      45  forward"), "{t}");
         assert!(t.contains("<allocated in autograd's backward thread: metadata is per thread>"), "{t}");
         assert!(ByOptions::parse(Some("colour"), &[]).is_err());
@@ -160,7 +180,7 @@ mod tests {
         let t = growth_by("g", &s, None, &opts, false).expect("text");
         let first = t.lines().nth(1).expect("a row");
         assert!(first.contains("8398848") && first.contains("/home/user/project/train.py:20 (growth_leak)"), "{t}");
-        let t = live_by("g", &s, "end", None, &opts, false, 1).expect("text");
+        let t = written(|o| live_by(o, "g", &s, "end", None, &opts, false, 1)).expect("text");
         assert!(t.contains("101793792") && t.contains("train.py:20 (growth_leak)"), "{t}");
     }
 }

@@ -1,87 +1,90 @@
 //! Text and JSON renderings of [`memviz_core::info::Info`].
 
+use std::io::{self, Write};
+
 use memviz_core::format::human_size;
 use memviz_core::info::Info;
 use serde_json::json;
 
-/// Human-readable summary.
-pub fn text(file: &str, i: &Info) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("{file}\n"));
+/// Human-readable summary, written to `out` line by line.
+pub fn text(out: &mut dyn Write, file: &str, i: &Info) -> io::Result<()> {
+    writeln!(out, "{file}")?;
     let profiler = i.format_notes.contains(&memviz_core::info::PROFILER_TRACE_NOTE);
     let fmt = if i.format_notes.is_empty() { String::new() } else { format!(", {}", i.format_notes.join(", ")) };
     let r = &i.recording;
     if profiler {
-        s.push_str(&format!("format: {}\n", memviz_core::info::PROFILER_TRACE_NOTE));
-        s.push_str("recording: torch.profiler with profile_memory=True; stacks are the ops and Python functions open at each event\n");
+        writeln!(out, "format: {}", memviz_core::info::PROFILER_TRACE_NOTE)?;
+        writeln!(out, "recording: torch.profiler with profile_memory=True; stacks are the ops and Python functions open at each event")?;
     } else {
-        s.push_str(&format!("format: pickle protocol {}{fmt}\n", i.protocol));
-        s.push_str(&format!(
-            "recording (inferred): enabled={} context={} stacks={}{}\n",
+        writeln!(out, "format: pickle protocol {}{fmt}", i.protocol)?;
+        writeln!(
+            out,
+            "recording (inferred): enabled={} context={} stacks={}{}",
             r.enabled,
             r.context,
             r.stacks,
             if r.has_time { ", time_us recorded" } else { ", no time_us" }
-        ));
+        )?;
         if !r.skipped_actions.is_empty() {
-            s.push_str(&format!(
-                "left out by the recording (inferred, skip_actions): {}\n",
-                r.skipped_actions.join(", ")
-            ));
+            writeln!(out, "left out by the recording (inferred, skip_actions): {}", r.skipped_actions.join(", "))?;
         }
         if !r.cuda_recorded {
-            s.push_str("CUDA not recorded (inferred, record_cuda=False): only pinned host memory has a trace\n");
+            writeln!(out, "CUDA not recorded (inferred, record_cuda=False): only pinned host memory has a trace")?;
         }
         if !r.internal_entries.is_empty() {
             let e: Vec<String> = r.internal_entries.iter().map(|(t, n)| format!("{t}={n}")).collect();
-            s.push_str(&format!("allocator's own entries (internal_metadata): {}\n", e.join(" ")));
+            writeln!(out, "allocator's own entries (internal_metadata): {}", e.join(" "))?;
         }
     }
-    s.push_str(&format!(
-        "frames: {}  stacks: {}  annotations: {}  allocator_settings: {}\n",
+    writeln!(
+        out,
+        "frames: {}  stacks: {}  annotations: {}  allocator_settings: {}",
         i.frames,
         i.stacks,
         i.annotations,
         if i.has_allocator_settings { "yes" } else { "no" }
-    ));
+    )?;
     for d in &i.devices {
         // Pinned host memory and a profiler trace's CPU memory go by their names.
         if d.device < 0 {
-            s.push_str(&format!("{}: {} entries\n", d.name, d.entries));
+            writeln!(out, "{}: {} entries", d.name, d.entries)?;
         } else {
-            s.push_str(&format!("device {}: {} entries\n", d.device, d.entries));
+            writeln!(out, "device {}: {} entries", d.device, d.entries)?;
         }
         if let Some(note) = &d.trace_note {
-            s.push_str(&format!("  trace: {note}\n"));
+            writeln!(out, "  trace: {note}")?;
         }
         if !d.actions.is_empty() {
             let a: Vec<String> = d.actions.iter().map(|(n, c)| format!("{n}={c}")).collect();
-            s.push_str(&format!("  actions: {}\n", a.join(" ")));
+            writeln!(out, "  actions: {}", a.join(" "))?;
         }
         if let Some((a, b)) = d.time_span_us {
-            s.push_str(&format!("  time span: {:.3} s\n", (b - a) as f64 / 1e6));
+            writeln!(out, "  time span: {:.3} s", (b - a) as f64 / 1e6)?;
         }
-        s.push_str(&format!(
-            "  peak allocated: {} ({} bytes){}\n",
+        writeln!(
+            out,
+            "  peak allocated: {} ({} bytes){}",
             human_size(d.peak_allocated_bytes as f64),
             d.peak_allocated_bytes,
             match d.peak_allocated_row {
                 Some(r) => format!(" at entry {r}"),
                 None => " before the first entry".into(),
             }
-        ));
+        )?;
         if profiler {
             // The trace's segments are made up of its live allocations: no reserved bytes to show.
-            s.push_str(&format!("  at the end: {} allocated\n", human_size(d.final_allocated_bytes as f64)));
+            writeln!(out, "  at the end: {} allocated", human_size(d.final_allocated_bytes as f64))?;
             continue;
         }
-        s.push_str(&format!(
-            "  peak reserved: {} ({} bytes)\n",
+        writeln!(
+            out,
+            "  peak reserved: {} ({} bytes)",
             human_size(d.peak_reserved_bytes as f64),
             d.peak_reserved_bytes
-        ));
-        s.push_str(&format!(
-            "  at snapshot: {} allocated, {} reserved in {} segments ({} expandable); blocks: {} allocated, {} pending free, {} inactive\n",
+        )?;
+        writeln!(
+            out,
+            "  at snapshot: {} allocated, {} reserved in {} segments ({} expandable); blocks: {} allocated, {} pending free, {} inactive",
             human_size(d.final_allocated_bytes as f64),
             human_size(d.final_reserved_bytes as f64),
             d.segments,
@@ -89,22 +92,22 @@ pub fn text(file: &str, i: &Info) -> String {
             d.blocks_allocated,
             d.blocks_pending_free,
             d.blocks_inactive
-        ));
+        )?;
         if d.streams > 1 {
-            s.push_str(&format!("  streams: {}\n", d.streams));
+            writeln!(out, "  streams: {}", d.streams)?;
         }
         if d.ooms > 0 {
-            s.push_str(&format!("  out-of-memory events: {}\n", d.ooms));
+            writeln!(out, "  out-of-memory events: {}", d.ooms)?;
         }
     }
     for w in &i.warnings {
-        s.push_str(&format!("warning: {w}\n"));
+        writeln!(out, "warning: {w}")?;
     }
-    s
+    Ok(())
 }
 
 /// Machine-readable summary.
-pub fn json(i: &Info) -> String {
+pub fn json(i: &Info) -> Result<String, serde_json::Error> {
     let devices: Vec<_> = i
         .devices
         .iter()
@@ -150,7 +153,7 @@ pub fn json(i: &Info) -> String {
         "devices": devices,
         "warnings": i.warnings,
     });
-    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&v)?;
     s.push('\n');
-    s
+    Ok(s)
 }

@@ -90,7 +90,7 @@ pub fn layout(
         "context": context,
     });
     if json {
-        let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+        let mut s = serde_json::to_string_pretty(&v)?;
         s.push('\n');
         return Ok(s);
     }

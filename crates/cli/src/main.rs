@@ -310,7 +310,7 @@ fn parse_device(s: &str) -> Result<i64, String> {
 
 /// Writes an HTML page to `output` (`-`: `out`, else a file, reported on `out`).
 fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions, out: &mut dyn Write) -> Result<(), CliError> {
-    let viewer = html::VIEWER.as_ref().ok_or(html::NO_VIEWER)?;
+    let viewer = html::VIEWER.as_ref().ok_or_else(|| CliError::Usage(html::NO_VIEWER.into()))?;
     let (bytes, name) = match file {
         Some(f) => {
             let bytes = read::read_for_page(f)?;
@@ -340,7 +340,8 @@ fn write_file(path: &str, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::write(path, bytes).map_err(|source| CliError::Write { target: path.to_string(), source })
 }
 
-/// Runs one command, writing what it prints to `out` as it is produced.
+/// Runs one command, writing what it prints to `out` as it is produced (the text of `stats`,
+/// `--json` and the smaller reports is made whole first, then written).
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     let text = match cli.command {
         Command::TracePlot { file, output, device, segments, filter_freed, view } => {
@@ -355,27 +356,30 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             return write_page(Some(&file), &output, &opts, out);
         }
         Command::Viewer { output } => return write_page(None, &output, &html::PageOptions::default(), out),
-        Command::Stats { file } => reference::stats(load(&file)?).map_err(|e| format!("{file}: {e}"))?,
+        // PyTorch's stats finds a bad segment only on the way, so its text is made before any is written.
+        Command::Stats { file } => {
+            reference::stats(load(&file)?).map_err(|source| CliError::Load { path: file, source })?
+        }
         Command::Trace { file } => {
-            let text = reference::trace_text(load(&file)?).map_err(|e| format!("{file}: {e}"))?;
+            let text = reference::trace_text(load(&file)?).map_err(|source| CliError::Load { path: file, source })?;
             // The largest output of all: written line by line, never held whole.
             return write!(out, "{text}").map_err(CliError::stdout);
         }
         Command::Info { file, json } => {
             let i = info::info(load(&file)?);
             if json {
-                info_text::json(&i)
+                info_text::json(&i)?
             } else {
-                info_text::text(&file, &i)
+                return info_text::text(out, &file, &i).map_err(CliError::stdout);
             }
         }
         Command::Live { file, at, device, json, top, by: Some(by), library } => {
             let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
-            group_cmds::live_by(&file, load(&file)?, &at, device, &opts, json, top)?
+            return group_cmds::live_by(out, &file, load(&file)?, &at, device, &opts, json, top);
         }
         Command::Live { file, at, device, json, top, by: None, library } => {
             let opts = group_cmds::ByOptions::parse(None, &library)?;
-            analysis_cmds::live(&file, load(&file)?, &at, device, json, top, &opts)?
+            return analysis_cmds::live(out, &file, load(&file)?, &at, device, json, top, &opts);
         }
         Command::Insights { file, device, json, by: Some(by), library } => {
             let opts = group_cmds::ByOptions::parse(Some(&by), &library)?;
@@ -397,22 +401,23 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Categories { file, device, points, json, by, library } => {
             let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;
-            analysis_cmds::categories(&file, &analysis_cmds::read_bytes(&file)?, device, points, by.as_ref(), json)?
+            let bytes = analysis_cmds::read_bytes(&file)?;
+            return analysis_cmds::categories(out, &file, &bytes, device, points, by.as_ref(), json);
         }
         Command::Flame { file, at, lifetime, device, json, by, library } => {
             let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;
-            analysis_cmds::flame(load(&file)?, &at, lifetime.as_deref(), device, by.as_ref(), json)?
+            return analysis_cmds::flame(out, load(&file)?, &at, lifetime.as_deref(), device, by.as_ref(), json);
         }
         Command::Ranks { paths, json } => ranks::ranks(&paths, json)?,
         Command::Export { files, format: analysis_cmds::ExportFormat::Parquet, output, .. } => {
-            let dir = output.ok_or("--format parquet needs an output folder: -o DIR")?;
+            let dir =
+                output.ok_or_else(|| CliError::Usage("--format parquet needs an output folder: -o DIR".into()))?;
             parquet_export::export(&files, &dir)?
         }
         Command::Export { files, format, at, device, output } => {
             let [file] = files.as_slice() else {
-                return Err(format!("--format {format:?} takes one snapshot, not {}", files.len())
-                    .to_lowercase()
-                    .into());
+                let message = format!("--format {format:?} takes one snapshot, not {}", files.len());
+                return Err(CliError::Usage(message.to_lowercase()));
             };
             let text = analysis_cmds::export(file, load(file)?, &at, device, format)?;
             match output {

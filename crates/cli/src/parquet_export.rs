@@ -24,6 +24,8 @@ use parquet::file::properties::WriterProperties;
 use memviz_core::ranks::RankFile;
 use memviz_core::Snapshot;
 
+use crate::error::CliError;
+
 /// Rows per record batch: bounds the memory one batch takes (about 4 MB of events).
 const BATCH_ROWS: usize = 1 << 16;
 
@@ -44,28 +46,31 @@ struct Table {
 }
 
 impl Table {
-    fn create(dir: &Path, table: &str, file: &RankFile, fields: Vec<Field>) -> Result<Table, String> {
+    fn create(dir: &Path, table: &str, file: &RankFile, fields: Vec<Field>) -> Result<Table, CliError> {
         let folder = dir.join(table).join(format!("rank={}", file.rank));
-        std::fs::create_dir_all(&folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+        std::fs::create_dir_all(&folder)
+            .map_err(|source| CliError::Create { path: folder.display().to_string(), source })?;
         let name =
             file.iteration.map_or_else(|| "part-0.parquet".to_string(), |i| format!("part-iteration-{i}.parquet"));
         let path = folder.join(name);
-        let out = std::fs::File::create(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let out = std::fs::File::create(&path)
+            .map_err(|source| CliError::Write { target: path.display().to_string(), source })?;
         let schema = Arc::new(Schema::new(fields));
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
         let writer = ArrowWriter::try_new(out, schema.clone(), Some(props))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|source| CliError::Parquet { path: path.display().to_string(), source })?;
         Ok(Table { writer, schema, path })
     }
 
-    fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), String> {
+    fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), CliError> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
-        self.writer.write(&batch).map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+            .map_err(|source| CliError::Arrow { path: self.path.display().to_string(), source })?;
+        self.writer.write(&batch).map_err(|source| CliError::Parquet { path: self.path.display().to_string(), source })
     }
 
-    fn close(self) -> Result<(), String> {
-        self.writer.close().map(|_| ()).map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    fn close(self) -> Result<(), CliError> {
+        let path = self.path;
+        self.writer.close().map(|_| ()).map_err(|source| CliError::Parquet { path: path.display().to_string(), source })
     }
 }
 
@@ -77,7 +82,7 @@ fn rank_column(rank: u32, n: usize) -> ArrayRef {
     Arc::new(UInt32Array::from(vec![rank; n]))
 }
 
-fn write_events(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, String> {
+fn write_events(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, CliError> {
     use DataType::{Int64, UInt32, UInt64, Utf8};
     let fields = vec![
         field("rank", UInt32, false),
@@ -120,7 +125,7 @@ fn write_events(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, S
     Ok(rows)
 }
 
-fn write_frames(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, String> {
+fn write_frames(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, CliError> {
     use DataType::{Int64, UInt32, Utf8};
     let fields = vec![
         field("rank", UInt32, false),
@@ -144,7 +149,7 @@ fn write_frames(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, S
     Ok(snap.frames.len())
 }
 
-fn write_stacks(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, String> {
+fn write_stacks(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, CliError> {
     use DataType::UInt32;
     let fields = vec![
         field("rank", UInt32, false),
@@ -155,7 +160,7 @@ fn write_stacks(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, S
     let mut table = Table::create(dir, "stacks", file, fields)?;
     let (mut ids, mut depths, mut frames) = (Vec::new(), Vec::new(), Vec::new());
     let mut rows = 0;
-    let mut flush = |ids: &mut Vec<u32>, depths: &mut Vec<u32>, frames: &mut Vec<u32>| -> Result<(), String> {
+    let mut flush = |ids: &mut Vec<u32>, depths: &mut Vec<u32>, frames: &mut Vec<u32>| -> Result<(), CliError> {
         rows += ids.len();
         table.write(vec![
             rank_column(file.rank, ids.len()),
@@ -179,7 +184,7 @@ fn write_stacks(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, S
     Ok(rows)
 }
 
-fn write_segments(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, String> {
+fn write_segments(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize, CliError> {
     use DataType::{Boolean, Int64, UInt32, UInt64, Utf8};
     let fields = vec![
         field("rank", UInt32, false),
@@ -212,8 +217,8 @@ fn write_segments(dir: &Path, file: &RankFile, snap: &Snapshot) -> Result<usize,
 }
 
 /// Writes one rank's four tables.
-fn write_rank(dir: &Path, file: &RankFile) -> Result<Written, String> {
-    let snap = crate::read::load_owned(&file.path).map_err(|e| e.to_string())?;
+fn write_rank(dir: &Path, file: &RankFile) -> Result<Written, CliError> {
+    let snap = crate::read::load_owned(&file.path)?;
     Ok(Written {
         events: write_events(dir, file, &snap)?,
         frames: write_frames(dir, file, &snap)?,
@@ -223,10 +228,10 @@ fn write_rank(dir: &Path, file: &RankFile) -> Result<Written, String> {
 }
 
 /// `memviz export --format parquet PATH... -o DIR`.
-pub fn export(paths: &[String], dir: &str) -> Result<String, String> {
+pub fn export(paths: &[String], dir: &str) -> Result<String, CliError> {
     let found = crate::ranks::find_rank_files(paths)?;
     let out = Path::new(dir);
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {dir}: {e}"))?;
+    std::fs::create_dir_all(out).map_err(|source| CliError::Create { path: dir.to_string(), source })?;
     let written: Vec<Written> =
         crate::ranks::per_file(&found.files, |f| write_rank(out, f)).into_iter().collect::<Result<_, _>>()?;
     let sum = |f: fn(&Written) -> usize| written.iter().map(f).sum::<usize>();

@@ -13,9 +13,11 @@ use serde_json::{json, Value};
 use memviz_core::analysis::size_text;
 use memviz_core::ranks::{self, NamingRule, Outlier, RankFile, RankFiles, RankSummary};
 
+use crate::error::CliError;
+
 /// The snapshot files under `paths` (files as given, folders searched recursively, each folder's
 /// entries in name order), then their ranks.
-pub fn find_rank_files(paths: &[String]) -> Result<RankFiles, String> {
+pub fn find_rank_files(paths: &[String]) -> Result<RankFiles, CliError> {
     let mut files = Vec::new();
     for p in paths {
         let path = Path::new(p);
@@ -24,20 +26,22 @@ pub fn find_rank_files(paths: &[String]) -> Result<RankFiles, String> {
         } else if path.is_file() {
             files.push(p.clone());
         } else {
-            return Err(format!("cannot read {p}: no such file or folder"));
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder");
+            return Err(CliError::Read { path: p.clone(), source });
         }
     }
     if files.is_empty() {
-        return Err(format!("no snapshot files (.pickle, .pkl, .json, .gz, .zst, .xz) under {}", paths.join(", ")));
+        let under = paths.join(", ");
+        return Err(CliError::Usage(format!("no snapshot files (.pickle, .pkl, .json, .gz, .zst, .xz) under {under}")));
     }
     Ok(ranks::assign_ranks(&files))
 }
 
 /// Adds the snapshot files under `dir` to `out`, folder by folder (no recursion on the stack).
-fn walk(dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
+fn walk(dir: &Path, out: &mut Vec<String>) -> Result<(), CliError> {
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
-        let rd = std::fs::read_dir(&d).map_err(|e| format!("cannot list {}: {e}", d.display()))?;
+        let rd = std::fs::read_dir(&d).map_err(|source| CliError::List { path: d.display().to_string(), source })?;
         let mut entries: Vec<_> = rd.filter_map(Result::ok).map(|e| e.path()).collect();
         entries.sort();
         let mut subdirs = Vec::new();
@@ -57,15 +61,15 @@ fn walk(dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
 /// Runs `f` on every file in parallel (a worker a core); the results in the files' order.
 pub fn per_file<T: Send>(
     files: &[RankFile],
-    f: impl Fn(&RankFile) -> Result<T, String> + Sync + Send,
-) -> Vec<Result<T, String>> {
+    f: impl Fn(&RankFile) -> Result<T, CliError> + Sync + Send,
+) -> Vec<Result<T, CliError>> {
     files.par_iter().map(f).collect()
 }
 
 /// A file that could not be summarized, and why.
 struct Skipped<'a> {
     file: &'a RankFile,
-    error: String,
+    error: CliError,
 }
 
 /// One rank's row: its file and summary.
@@ -100,7 +104,7 @@ fn json_out(
     outliers: &[(Option<u64>, Outlier)],
     rule: NamingRule,
     skipped: &[Skipped<'_>],
-) -> String {
+) -> Result<String, serde_json::Error> {
     let ranks: Vec<Value> = rows
         .iter()
         .map(|r| {
@@ -122,12 +126,12 @@ fn json_out(
         .collect();
     let outliers: Vec<Value> =
         outliers.iter().map(|(it, o)| json!({"rank": o.rank, "reasons": o.reasons, "iteration": it})).collect();
-    let errors: Vec<Value> =
-        skipped.iter().map(|k| json!({"rank": k.file.rank, "file": k.file.path, "error": k.error})).collect();
+    let errors: Vec<Value> = skipped
+        .iter()
+        .map(|k| json!({"rank": k.file.rank, "file": k.file.path, "error": k.error.to_string()}))
+        .collect();
     let all = json!({"ranks": ranks, "outliers": outliers, "rule": rule.name(), "errors": errors});
-    let mut s = serde_json::to_string_pretty(&all).unwrap_or_default();
-    s.push('\n');
-    s
+    Ok(serde_json::to_string_pretty(&all)? + "\n")
 }
 
 fn text_out(
@@ -203,10 +207,10 @@ fn text_out(
 
 /// `memviz ranks`. A file that does not load is listed as skipped (`errors` in the JSON) and the
 /// others are still compared; only when none loads is it an error.
-pub fn ranks(paths: &[String], json: bool) -> Result<String, String> {
+pub fn ranks(paths: &[String], json: bool) -> Result<String, CliError> {
     let found = find_rank_files(paths)?;
     let summaries = per_file(&found.files, |f| {
-        let snap = crate::read::load_owned(&f.path).map_err(|e| e.to_string())?;
+        let snap = crate::read::load_owned(&f.path)?;
         Ok(ranks::summarize(&snap))
         // The model is dropped here, before the worker takes its next file.
     });
@@ -218,12 +222,13 @@ pub fn ranks(paths: &[String], json: bool) -> Result<String, String> {
         }
     }
     if rows.is_empty() {
-        return Err(skipped.first().map_or_else(|| "no snapshot files".to_string(), |k| k.error.clone()));
+        let first = skipped.into_iter().next().map(|k| k.error);
+        return Err(first.unwrap_or_else(|| CliError::Usage("no snapshot files".into())));
     }
     rows.sort_by_key(|r| (r.file.iteration, r.file.rank));
     let outliers = outliers_by_iteration(&rows);
     Ok(if json {
-        json_out(&rows, &outliers, found.rule, &skipped)
+        json_out(&rows, &outliers, found.rule, &skipped)?
     } else {
         text_out(&rows, &outliers, found.rule, &skipped)
     })

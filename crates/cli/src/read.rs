@@ -183,3 +183,35 @@ pub fn read_for_page(path: &str) -> Result<Vec<u8>, CliError> {
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// A file that is not there: the message names it and says the system's reason, which stays
+    /// attached as the cause.
+    #[test]
+    fn a_missing_file_keeps_the_systems_reason() {
+        let path = "/nonexistent/memviz/x.pickle";
+        let Err(e) = load_owned(path) else { panic!("{path} is not there") };
+        let reason = std::fs::File::open(path).expect_err("not there");
+        assert_eq!(e.to_string(), format!("cannot read {path}: {reason}"));
+        let source = e.source().expect("the system's error is the cause");
+        assert_eq!(source.to_string(), reason.to_string());
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+    }
+
+    /// A file that is not a snapshot: the reader's error is the cause.
+    #[test]
+    fn a_bad_snapshot_keeps_the_readers_reason() {
+        let path = crate::test_fixtures::real_fixture("oom.ref.stats.txt");
+        let path = path.to_string_lossy();
+        let Err(e) = load_owned(&path) else { panic!("{path} is not a snapshot") };
+        assert!(matches!(e, CliError::Load { .. }), "{e:?}");
+        let source = e.source().expect("the reader's error is the cause");
+        assert!(source.downcast_ref::<memviz_core::Error>().is_some());
+        assert_eq!(e.to_string(), format!("{path}: {source}"));
+    }
+}

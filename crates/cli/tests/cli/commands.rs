@@ -203,20 +203,39 @@ fn output_that_cannot_be_written_is_an_error() {
     std::fs::create_dir_all(&ranks_dir).expect("temp dir");
     std::fs::copy(&p, ranks_dir.join("rank0.pickle")).expect("copy");
     let ranks = ranks_dir.to_string_lossy().into_owned();
+    let timeline = fixture("resnet50_profile.timeline.json.gz").to_string_lossy().into_owned();
     let commands: Vec<Vec<&str>> = vec![
         vec!["stats", &f],
         vec!["trace", &f],
         vec!["info", &f],
         vec!["info", "--json", &f],
         vec!["live", &f],
+        vec!["live", "--json", &f],
+        vec!["live", "--by", "op", &f],
+        vec!["live", "--by", "op", "--json", &f],
         vec!["insights", &f],
+        vec!["insights", "--json", &f],
+        vec!["insights", "--by", "frame", &f],
         vec!["oom", &f],
+        vec!["oom", "--json", &f],
         vec!["fragmentation", &f],
+        vec!["fragmentation", "--json", &f],
         vec!["compare", &f, &f],
+        vec!["compare", "--json", &f, &f],
         vec!["categories", &f],
+        vec!["categories", "--json", &f],
+        vec!["categories", "--by", "op", &f],
+        vec!["categories", &timeline],
         vec!["flame", &f],
+        vec!["flame", "--json", &f],
+        vec!["flame", "--lifetime", "0..8", &f],
+        vec!["layout", &f],
+        vec!["layout", "--json", &f],
         vec!["ranks", &ranks],
+        vec!["ranks", "--json", &ranks],
         vec!["export", "--format", "csv", &f],
+        vec!["export", "--format", "json", &f],
+        vec!["export", "--format", "speedscope", &f],
     ];
     for args in commands {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("open /dev/full");
@@ -230,6 +249,48 @@ fn output_that_cannot_be_written_is_an_error() {
     let out = run(&["export", "--format", "csv", &f, "-o", "/dev/full"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write /dev/full"));
+}
+
+/// A missing file is named with the system's reason, the same whichever command reads it: the
+/// cause (`std::io::Error`) stays attached to the message.
+#[test]
+fn a_missing_file_is_named_with_the_systems_reason() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memviz-cli-tests");
+    let path = dir.join("not-there.pickle").to_string_lossy().into_owned();
+    // What the system says, e.g. "No such file or directory (os error 2)".
+    let reason = std::fs::File::open(&path).expect_err("the file is not there");
+    let expected = format!("memviz: error: cannot read {path}: {reason}\n");
+    for args in [
+        vec!["stats", &path],
+        vec!["info", "--json", &path],
+        vec!["live", &path],
+        vec!["categories", &path],
+        vec!["compare", &path, &path],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "memviz {args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "memviz {args:?}");
+    }
+}
+
+/// Bad arguments say what is wrong in one line, as the analyses word it.
+#[test]
+fn bad_arguments_are_one_line() {
+    let f = test_fixtures::fixture("synth", "oom.pickle").to_string_lossy().into_owned();
+    let cases: [(Vec<&str>, &str); 5] = [
+        (vec!["live", "--at", "noon", &f], "'noon' is not a moment: use peak, start, end or an entry number"),
+        (vec!["compare", "--by", "colour", &f, &f], "; or stack, line"),
+        (vec!["flame", "--lifetime", "3", &f], "'3' is not a window: use A..B (entry numbers)"),
+        (vec!["export", "--format", "parquet", &f], "--format parquet needs an output folder: -o DIR"),
+        (vec!["export", "--format", "csv", &f, &f], "--format csv takes one snapshot, not 2"),
+    ];
+    for (args, needle) in cases {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "memviz {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "memviz {args:?}: {err:?}");
+        assert!(err.starts_with("memviz: error: ") && err.contains(needle), "memviz {args:?}: {err:?}");
+    }
 }
 
 /// A reader that stops early (`memviz trace x | head -1`) ends the command quietly, with status 0.

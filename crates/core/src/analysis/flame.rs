@@ -11,6 +11,8 @@
 //! [`flame_by_group`] puts each allocation's group (the user's line, the operator, a metadata
 //! value, ...) as the first level.
 
+use std::fmt;
+
 use serde_json::{json, Value};
 
 use super::live::{StackGroup, StackTree};
@@ -91,24 +93,13 @@ impl FlameGraph {
 
     /// Folded-stack lines, one per node with a self value: frames root-first joined by `;`.
     pub fn folded(&self) -> String {
-        let mut out = String::new();
-        let mut path: Vec<&str> = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate().skip(1) {
-            if n.self_value == 0 {
-                continue;
-            }
-            path.clear();
-            let mut cur = Some(i as u32);
-            while let Some(c) = cur.filter(|&c| c != 0) {
-                let Some(node) = self.nodes.get(c as usize) else { break };
-                path.push(node.name.as_str());
-                cur = node.parent;
-            }
-            path.reverse();
-            let line: Vec<String> = path.iter().map(|p| p.replace(';', ",")).collect();
-            out.push_str(&format!("{} {}\n", line.join(";"), n.self_value));
-        }
-        out
+        self.folded_text().to_string()
+    }
+
+    /// [`FlameGraph::folded`]'s lines, to be written as they are produced
+    /// (`write!(out, "{}", ...)`) rather than held whole.
+    pub fn folded_text(&self) -> Folded<'_> {
+        Folded { graph: self }
     }
 
     /// JSON: `{unit, nodes: [{name, value, self, parent, children}]}` (values as numbers).
@@ -397,6 +388,34 @@ pub fn elements_under(
             }
         })
         .collect()
+}
+
+/// The folded lines of a [`FlameGraph`] ([`FlameGraph::folded_text`]); its `Display` writes them.
+pub struct Folded<'a> {
+    graph: &'a FlameGraph,
+}
+
+impl fmt::Display for Folded<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nodes = &self.graph.nodes;
+        let mut path: Vec<&str> = Vec::new();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if n.self_value == 0 {
+                continue;
+            }
+            path.clear();
+            let mut cur = Some(i as u32);
+            while let Some(c) = cur.filter(|&c| c != 0) {
+                let Some(node) = nodes.get(c as usize) else { break };
+                path.push(node.name.as_str());
+                cur = node.parent;
+            }
+            path.reverse();
+            let line: Vec<String> = path.iter().map(|p| p.replace(';', ",")).collect();
+            writeln!(out, "{} {}", line.join(";"), n.self_value)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
