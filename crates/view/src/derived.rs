@@ -16,6 +16,7 @@ use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
+use memviz_core::analysis::group_timeline::GroupCurve;
 use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
 use memviz_core::analysis::growth::{self, Insights};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
@@ -65,6 +66,8 @@ pub struct Analysis {
     pub live_groups: Vec<GroupTotal>,
     /// The moment and grouping `live_groups` are for.
     live_groups_key: Option<(Moment, GroupBy)>,
+    /// The highlighted group's bytes after every entry (while a group row is highlighted).
+    pub group_curve: Option<GroupCurve>,
 }
 
 /// The flame view's graph.
@@ -220,6 +223,7 @@ impl Derived {
                 legend: Vec::new(),
                 live_groups: Vec::new(),
                 live_groups_key: None,
+                group_curve: None,
             });
         }
         let a = self.analysis.as_mut()?;
@@ -233,6 +237,14 @@ impl Derived {
             (a.group_colour, a.legend) = g.colours(&a.replay, COLOURED_GROUPS);
             a.grouping = Some(g);
             a.live_groups_key = None;
+            a.group_curve = None;
+        }
+        let group = s.analysis.highlight.as_ref().and_then(|h| h.group);
+        if a.group_curve.as_ref().map(|c| c.group) != group {
+            a.group_curve = match (group, &a.grouping) {
+                (Some(group), Some(g)) => Some(GroupCurve::build(&a.replay, g, group)),
+                _ => None,
+            };
         }
         if a.live_groups_key.as_ref() != Some(&(moment, by.clone())) {
             a.live_groups = match (&a.grouping, &a.live) {
@@ -274,7 +286,7 @@ impl Derived {
         let f = s.file()?;
         let a = self.ensure_analysis(s)?;
         let elements = core_flame::elements_under(&f.snap, &a.replay, source, FlameFrames::PythonFirst, &s.flame.focus);
-        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements })
+        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements, group: None })
     }
 
     /// The analyses, when they are of the shown device.
@@ -424,16 +436,16 @@ impl Derived {
         let a = self.ensure_analysis(s)?;
         let snap = &s.file()?.snap;
         match action {
-            Action::Finding(i) => a
-                .insights
-                .findings
-                .get(i)
-                .map(|f| Highlight { key: format!("finding:{i}"), elements: f.elements.clone() }),
-            Action::OomHolders(i) => a
-                .insights
-                .ooms
-                .get(i)
-                .map(|o| Highlight { key: format!("oom:{i}"), elements: o.holders.elements.clone() }),
+            Action::Finding(i) => a.insights.findings.get(i).map(|f| Highlight {
+                key: format!("finding:{i}"),
+                elements: f.elements.clone(),
+                group: None,
+            }),
+            Action::OomHolders(i) => a.insights.ooms.get(i).map(|o| Highlight {
+                key: format!("oom:{i}"),
+                elements: o.holders.elements.clone(),
+                group: None,
+            }),
             Action::Site(i) => {
                 let live = a.live.as_ref()?;
                 let site = live.by_site.get(i)?;
@@ -448,21 +460,29 @@ impl Derived {
                             .is_some_and(|l| memviz_core::analysis::life_site_label(snap, l) == site.label)
                     })
                     .collect();
-                Some(Highlight { key: format!("site:{i}"), elements })
+                Some(Highlight { key: format!("site:{i}"), elements, group: None })
             }
             Action::Group(i) => {
                 let (live, g) = (a.live.as_ref()?, a.grouping.as_ref()?);
                 let group = a.live_groups.get(i)?.group;
-                Some(Highlight { key: format!("group:{i}"), elements: g.elements_of(group, &live.elements) })
+                Some(Highlight {
+                    key: format!("group:{i}"),
+                    elements: g.elements_of(group, &live.elements),
+                    group: Some(group),
+                })
             }
-            Action::Growth(i) => a
-                .insights
-                .growth_by_line
-                .get(i)
-                .map(|n| Highlight { key: format!("growth:{i}"), elements: n.elements.clone() }),
+            Action::Growth(i) => a.insights.growth_by_line.get(i).map(|n| Highlight {
+                key: format!("growth:{i}"),
+                elements: n.elements.clone(),
+                group: None,
+            }),
             Action::Node(n) => {
                 let live = a.live.as_ref()?;
-                Some(Highlight { key: format!("node:{n}"), elements: elements_under(snap, &a.replay, live, n) })
+                Some(Highlight {
+                    key: format!("node:{n}"),
+                    elements: elements_under(snap, &a.replay, live, n),
+                    group: None,
+                })
             }
             _ => None,
         }

@@ -38,6 +38,7 @@ pub mod derived;
 pub mod entries;
 pub mod feed;
 pub mod fragment;
+pub mod group_at;
 pub mod history;
 pub mod keys;
 pub mod layout_px;

@@ -12,6 +12,7 @@
 //! the lower right of the pointer, or to its left or above it near the plot's far edges, so it
 //! never covers the point. It is hidden when the pointer leaves the plot and during drags.
 
+use memviz_view::group_at::{group_at, GroupAt};
 use memviz_view::stack::{stack_text, tip_lines, FrameKind, FrameRow, StackText};
 use memviz_view::state::PageInput;
 use memviz_view::state::{Target, TimelineInput};
@@ -27,8 +28,8 @@ use crate::panels::{esc, linked};
 const TIP_GAP_PX: f64 = 14.0;
 
 /// What the stack panel shows: (file, layout generation, target shown, pinned, C++ frames
-/// listed, coloured by inferred category).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool, bool);
+/// listed, coloured by inferred category, the highlighted group's line at the cursor or pin).
+pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool, bool, Option<String>);
 
 /// What the panel and the tooltip show now.
 #[derive(Default)]
@@ -49,8 +50,8 @@ impl Memo {
 #[derive(Default)]
 struct TipMemo {
     el: Option<HtmlElement>,
-    /// (file, layout generation, target) of the text written.
-    text_key: Option<(usize, usize, Target)>,
+    /// (file, layout generation, target, the highlighted group's line) of the text written.
+    text_key: Option<(usize, usize, Option<Target>, Option<String>)>,
     /// The `transform` written.
     transform: String,
     shown: bool,
@@ -91,9 +92,11 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let s = fr.state;
     let target = s.pinned().or(s.hover);
     let colour = s.analysis.categories.colour_inferred;
+    let group = memviz_view::group_at::fixed_row(s).and_then(|row| group_at(s, fr.derived, row));
+    let group_line = group.as_ref().map(GroupAt::line);
     let key: StackKey =
-        (s.current.unwrap_or(usize::MAX), s.generation, target, s.pinned(), s.native_frames_open, colour);
-    if memo.stack == Some(key) {
+        (s.current.unwrap_or(usize::MAX), s.generation, target, s.pinned(), s.native_frames_open, colour, group_line);
+    if memo.stack.as_ref() == Some(&key) {
         return;
     }
     memo.stack = Some(key);
@@ -130,6 +133,11 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             })
         }
         (None, _) => String::new(),
+    };
+    // The highlighted group's bytes at the cursor or pin come first.
+    let html = match &group {
+        Some(g) => format!("<div class=\"stack-group\" title=\"{}\">{}\n</div>{html}", esc(&g.exact()), esc(&g.line())),
+        None => html,
     };
     stack.set_inner_html(&html);
     let _ = stack.class_list().toggle_with_force("pinned", s.pinned().is_some());
@@ -240,11 +248,18 @@ pub fn tip_transform(x_px: f64, y_px: f64, w_px: f64, h_px: f64) -> String {
 fn sync_tip(fr: &Frame<'_>, memo: &mut TipMemo) {
     let Some(el) = &memo.el else { return };
     let s = fr.state;
-    let at = match (fr.file(), s.hover, s.last_pointer) {
-        (Some(f), Some(t), Some((memviz_view::keys::Surface::Plot, x, y)))
-            if !s.view.is_panel() && s.drag.is_none() && s.loading.is_none() && s.pool_hover.is_none() =>
+    // With a group row highlighted, the tip reads that group's bytes where the pointer is, over
+    // a band or not.
+    let group = memviz_view::group_at::pointer_row(s).and_then(|row| group_at(s, fr.derived, row));
+    let at = match (fr.file(), s.last_pointer) {
+        (Some(f), Some((memviz_view::keys::Surface::Plot, x, y)))
+            if (s.hover.is_some() || group.is_some())
+                && !s.view.is_panel()
+                && s.drag.is_none()
+                && s.loading.is_none()
+                && s.pool_hover.is_none() =>
         {
-            Some((f, t, x, y))
+            Some((f, s.hover, x, y))
         }
         _ => None,
     };
@@ -255,17 +270,23 @@ fn sync_tip(fr: &Frame<'_>, memo: &mut TipMemo) {
         }
         return;
     };
-    let key = (s.current.unwrap_or(usize::MAX), s.generation, t);
-    if memo.text_key != Some(key) {
-        memo.text_key = Some(key);
-        let lines = tip_lines(f, t);
+    let key = (s.current.unwrap_or(usize::MAX), s.generation, t, group.as_ref().map(GroupAt::line));
+    if memo.text_key.as_ref() != Some(&key) {
+        let lines = t.map(|t| tip_lines(f, t)).unwrap_or_default();
         let mut h = String::new();
         for (i, l) in lines.iter().enumerate() {
             let class = ["tip-size", "tip-frame", "tip-life"].get(i).copied().unwrap_or("tip-life");
             h += &format!("<div class=\"{class}\">{}</div>\n", esc(l));
         }
+        if let Some(g) = &group {
+            h += &format!("<div class=\"tip-group\" title=\"{}\">{}</div>\n", esc(&g.exact()), esc(&g.line()));
+            let _ = el.set_attribute("data-group-bytes", &g.bytes.to_string());
+        } else {
+            let _ = el.remove_attribute("data-group-bytes");
+        }
         el.set_inner_html(&h);
-        let _ = el.set_attribute("data-target", &target_hook(t));
+        let _ = el.set_attribute("data-target", &t.map_or_else(|| "none".into(), target_hook));
+        memo.text_key = Some(key);
     }
     let transform = tip_transform(x, y, s.plot_css.0, s.plot_css.1);
     if memo.transform != transform {

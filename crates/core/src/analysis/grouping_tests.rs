@@ -219,3 +219,41 @@ fn colours_go_to_the_groups_that_allocate_most() {
     assert!(legend[0].1 >= legend[1].1 && legend[1].1 >= legend[2].1);
     assert_eq!(colour.iter().filter(|&&c| c < 3).count(), 3);
 }
+
+/// The bytes of a group after an entry, summed from the lifetimes one by one.
+fn group_bytes_by_hand(r: &Replay, g: &Grouping, group: u32, row: Option<u32>) -> u64 {
+    r.lives
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| g.group_of(*i as u32) == Some(group) && l.live_after(row))
+        .map(|(_, l)| l.size_bytes)
+        .sum()
+}
+
+#[test]
+fn a_group_curve_reads_the_bytes_of_its_group_after_every_entry() {
+    use crate::analysis::group_timeline::GroupCurve;
+    let snap = fixture("metadata_layers.pickle");
+    let r = Replay::build(&snap, 0);
+    let g = Grouping::build(&snap, &r, &GroupBy::parse("metadata:phase").expect("by"), &LibraryRule::default());
+    let mut groups_checked = 0;
+    for group in 0..g.labels.len() as u32 {
+        let c = GroupCurve::build(&r, &g, group);
+        assert_eq!(c.bytes_after(None), group_bytes_by_hand(&r, &g, group, None));
+        let mut peak = (group_bytes_by_hand(&r, &g, group, None), None);
+        for row in 0..r.rows as u32 {
+            let want = group_bytes_by_hand(&r, &g, group, Some(row));
+            assert_eq!(c.bytes_after(Some(row)), want, "group {group} after entry {row}");
+            if want > peak.0 {
+                peak = (want, Some(row));
+            }
+        }
+        assert_eq!(c.peak(), peak, "group {group}");
+        groups_checked += 1;
+    }
+    assert!(groups_checked >= 2);
+    // The forward phase holds 120,995,840 bytes at the file's peak (the Live set's figure).
+    let fwd = g.labels.iter().position(|l| l.value.as_deref() == Some("forward")).expect("forward") as u32;
+    let peak_row = Moment::Peak.resolve(&r).expect("peak");
+    assert_eq!(GroupCurve::build(&r, &g, fwd).bytes_after(peak_row), 120_995_840);
+}

@@ -117,6 +117,9 @@ pub struct Highlight {
     pub key: String,
     /// Timeline element indices.
     pub elements: Vec<u32>,
+    /// The group of the grouping a group row named ([`memviz_core::analysis::grouping::Grouping`]
+    /// id), whose bytes the pointer then reads at any moment.
+    pub group: Option<u32>,
 }
 
 /// A profiler memory timeline shown over the plot.

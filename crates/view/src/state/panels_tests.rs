@@ -60,13 +60,13 @@ fn rows_that_name_elements_ask_for_a_highlight_and_a_second_click_clears_it() {
     ] {
         assert_eq!(apply(&mut s, a), vec![Effect::Highlight(a)]);
     }
-    let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3] };
+    let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3], group: None };
     s.analysis.toggle_highlight(Some(h.clone()));
     assert_eq!(s.analysis.highlight.as_ref(), Some(&h));
     s.analysis.toggle_highlight(Some(h.clone()));
     assert_eq!(s.analysis.highlight, None, "the same row again clears it");
     s.analysis.toggle_highlight(Some(h));
-    s.analysis.toggle_highlight(Some(Highlight { key: "site:0".into(), elements: vec![9] }));
+    s.analysis.toggle_highlight(Some(Highlight { key: "site:0".into(), elements: vec![9], group: None }));
     assert_eq!(s.analysis.highlight.as_ref().map(|h| h.key.as_str()), Some("site:0"), "another row replaces it");
     apply(&mut s, Action::ClearHighlight);
     assert_eq!(s.analysis.highlight, None);
@@ -349,7 +349,7 @@ fn the_group_by_menu_picks_a_choice_of_the_file_and_drops_a_group_highlight() {
     // The menu, then one choice per metadata key: metadata:phase is the 7th.
     apply(&mut s, Action::GroupBy(6));
     assert_eq!(s.analysis.group_by, GroupBy::Metadata(Some("phase".into())));
-    s.analysis.toggle_highlight(Some(Highlight { key: "group:1".into(), elements: vec![3] }));
+    s.analysis.toggle_highlight(Some(Highlight { key: "group:1".into(), elements: vec![3], group: None }));
     apply(&mut s, Action::GroupBy(2));
     assert_eq!(s.analysis.group_by, GroupBy::Op);
     assert_eq!(s.analysis.highlight, None, "the old grouping's row is gone");
