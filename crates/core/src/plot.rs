@@ -3,6 +3,7 @@
 //! in rows, and which device a file opens on. Shared by the page (which lays out in its worker and sends a [`PlotData`] over
 //! [`crate::wire`]) and anything else that draws a timeline.
 
+use crate::analysis::metadata_runs::metadata_runs;
 use crate::snapshot::{Action, Snapshot, Trace};
 use crate::timeline::{self, Layout, Options};
 
@@ -144,10 +145,11 @@ pub struct OomMark {
     pub step: f64,
 }
 
-/// A `record_function` region from `external_annotations`, START to END.
+/// A `record_function` region from `external_annotations`, START to END, or a run of entries that
+/// share a user-metadata value ([`crate::analysis::metadata_runs`]), drawn in a row of its own.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnnotationSpan {
-    /// Region name.
+    /// Region name (a run: its value).
     pub name: String,
     /// Step of the START (the event nearest in time).
     pub start_step: f64,
@@ -157,6 +159,8 @@ pub struct AnnotationSpan {
     pub start_us: i64,
     /// Time of the END, µs since the epoch (the last event's time for a region never ended).
     pub end_us: i64,
+    /// A run of metadata: its first and last trace rows (`None`: a region).
+    pub metadata_rows: Option<(u32, u32)>,
 }
 
 /// Everything one plot of one device needs.
@@ -172,16 +176,18 @@ pub struct PlotData {
     pub time: Option<TimeMap>,
     /// OOM entries.
     pub ooms: Vec<OomMark>,
-    /// Annotated regions of this device, in start order.
+    /// Annotated regions of this device, in start order, then the runs of user metadata in
+    /// trace order.
     pub annotations: Vec<AnnotationSpan>,
-    /// Row of each annotation in the strip above the plot (nested regions get lower rows).
+    /// Row of each annotation in the strip above the plot (nested regions get lower rows; the
+    /// runs of metadata the last row).
     pub annotation_rows: Vec<usize>,
     /// Rows the strip needs.
     pub annotation_row_count: usize,
 }
 
 crate::wire_struct!(OomMark { row, step });
-crate::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us });
+crate::wire_struct!(AnnotationSpan { name, start_step, end_step, start_us, end_us, metadata_rows });
 crate::wire_struct!(PlotData {
     device_pos,
     layout,
@@ -261,6 +267,7 @@ impl PlotData {
                     end_step: step_of(b),
                     start_us: a,
                     end_us: b,
+                    metadata_rows: None,
                 });
             };
             for a in snap.annotations.iter().filter(|a| a.device == dev.index) {
@@ -280,7 +287,27 @@ impl PlotData {
             annotations.sort_by(|a, b| a.start_us.cmp(&b.start_us).then(b.end_us.cmp(&a.end_us)));
         }
         let spans: Vec<(f64, f64)> = annotations.iter().map(|a| (a.start_us as f64, a.end_us as f64)).collect();
-        let (annotation_rows, annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
+        let (mut annotation_rows, mut annotation_row_count) = assign_rows(&spans, MAX_ANNOTATION_ROWS);
+        // Runs of user metadata: one row below the regions.
+        let runs = metadata_runs(snap, device_pos);
+        if !runs.runs.is_empty() {
+            let rows = t.len() as u32;
+            for r in &runs.runs {
+                // The run covers its entries up to the next one's.
+                let end_row = (r.last_row + 1).min(rows.saturating_sub(1));
+                let us = |row: u32| time_of(row).or(first_us).unwrap_or(0);
+                annotations.push(AnnotationSpan {
+                    name: runs.value_of(r).to_string(),
+                    start_step: f64::from(layout.step_for_row(r.first_row)),
+                    end_step: f64::from(layout.step_for_row(r.last_row + 1)),
+                    start_us: us(r.first_row),
+                    end_us: us(end_row).max(us(r.first_row)),
+                    metadata_rows: Some((r.first_row, r.last_row)),
+                });
+                annotation_rows.push(annotation_row_count);
+            }
+            annotation_row_count += 1;
+        }
         PlotData {
             device_pos,
             layout,

@@ -125,8 +125,14 @@ mod tests {
 
     #[test]
     fn an_annotation_spans_its_steps_or_its_times() {
-        let a =
-            AnnotationSpan { name: "step".into(), start_step: 10.0, end_step: 30.0, start_us: 1_100, end_us: 1_400 };
+        let a = AnnotationSpan {
+            name: "step".into(),
+            start_step: 10.0,
+            end_step: 30.0,
+            start_us: 1_100,
+            end_us: 1_400,
+            metadata_rows: None,
+        };
         let r = PlotRect { left_px: 0.0, top_px: 0.0, width_px: 100.0, height_px: 10.0 };
         let v = Viewport::new(100.0, 1.0, 1.0);
         assert_eq!(annotation_x_px(&a, None, &XMap::steps(), &v, &r), (10.0, 30.0));

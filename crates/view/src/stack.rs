@@ -294,7 +294,11 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
             vec![format!("Out of memory: requested {}", size_with_bytes(size)), format!("at entry {}", o.row)]
         }),
         Target::Annotation(i) => p.annotations.get(i).map_or_else(Vec::new, |a| {
-            vec![a.name.clone(), format!("{:.3} ms", (a.end_us - a.start_us) as f64 / 1000.0)]
+            let ms = format!("{:.3} ms", (a.end_us - a.start_us) as f64 / 1000.0);
+            match a.metadata_rows {
+                Some((first, last)) => vec![format!("metadata: {}", a.name), format!("entries {first}..{last}"), ms],
+                None => vec![a.name.clone(), ms],
+            }
         }),
     }
 }
@@ -327,6 +331,40 @@ impl FrameRow {
         let mut r = self.clone();
         r.notes.clear();
         r.line()
+    }
+}
+
+impl OpenFile {
+    /// Text for the stack panel's head (what a target is, when, which entries).
+    pub fn target_text(&self, target: Target) -> String {
+        let p = &self.plot;
+        match target {
+            Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
+            Target::Summarized => describe::SUMMARIZED.to_string(),
+            Target::Oom(i) => {
+                p.ooms.get(i).map_or_else(String::new, |o| describe::oom_text(&self.snap, p.device_pos, o.row as usize))
+            }
+            Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
+                let entry = |step: f64| crate::entries::entry_at_step(&p.layout, step).unwrap_or(0);
+                if let Some((first, last)) = a.metadata_rows {
+                    return format!(
+                        "Metadata {}\n{} to {}\nentries {first}..{last}\n",
+                        a.name,
+                        describe::utc_time(a.start_us),
+                        describe::utc_time(a.end_us)
+                    );
+                }
+                format!(
+                    "Annotation {}\n{} to {} ({:.3} ms)\nentries {}..{}\n",
+                    a.name,
+                    describe::utc_time(a.start_us),
+                    describe::utc_time(a.end_us),
+                    (a.end_us - a.start_us) as f64 / 1000.0,
+                    entry(a.start_step),
+                    entry(a.end_step)
+                )
+            }),
+        }
     }
 }
 

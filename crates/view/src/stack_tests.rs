@@ -233,3 +233,26 @@ fn the_tooltip_shows_the_user_metadata() {
     let lines = tip_lines(&f, Target::Element(e));
     assert!(lines.iter().any(|l| l.starts_with("metadata: {\"phase\": \"forward\", \"layer\": ")), "{lines:?}");
 }
+
+/// Runs of entries that share a metadata value are spans of the strip's last row, and a span's
+/// tooltip names the value and the entries it covers.
+#[test]
+fn metadata_runs_are_a_row_of_the_strip_with_their_entries() {
+    let f = open(include_bytes!("../../../tests/data/real/metadata_layers.pickle"));
+    let p = &f.plot;
+    let runs: Vec<usize> = (0..p.annotations.len()).filter(|&i| p.annotations[i].metadata_rows.is_some()).collect();
+    assert_eq!(runs.len(), 12, "3 iterations of embedding, forward, loss and an optimizer step");
+    let last_row = p.annotation_row_count - 1;
+    assert!(runs.iter().all(|&i| p.annotation_rows[i] == last_row), "the runs share the last row");
+    assert!(p.annotations.iter().zip(&p.annotation_rows).all(|(a, &r)| a.metadata_rows.is_some() || r < last_row));
+    let fwd = runs.iter().copied().find(|&i| p.annotations[i].name == "forward").expect("a forward run");
+    let a = &p.annotations[fwd];
+    assert_eq!(a.metadata_rows, Some((6, 100)));
+    assert!(a.start_step < a.end_step && a.start_us <= a.end_us);
+    // The run covers the steps of its entries.
+    assert_eq!(a.start_step, f64::from(p.layout.step_for_row(6)));
+    assert_eq!(a.end_step, f64::from(p.layout.step_for_row(101)));
+    let lines = tip_lines(&f, Target::Annotation(fwd));
+    assert_eq!(&lines[..2], &["metadata: forward".to_string(), "entries 6..100".to_string()], "{lines:?}");
+    assert!(f.target_text(Target::Annotation(fwd)).starts_with("Metadata forward\n"));
+}

@@ -6,7 +6,6 @@
 //! next frames from the held copies, refresh the overview, ...). Nothing here touches a browser.
 //! The keyboard's selection and the cursor on a trace entry are in `state/select.rs`.
 
-use memviz_core::describe;
 use memviz_core::plot::PlotData;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::timeline::Hit;
@@ -118,30 +117,6 @@ impl OpenFile {
         }
         self.viewport = v;
         true
-    }
-
-    /// Text for the stack panel.
-    pub fn target_text(&self, target: Target) -> String {
-        let p = &self.plot;
-        match target {
-            Target::Element(e) => describe::element_text(&self.snap, p.device_pos, &p.layout, e),
-            Target::Summarized => describe::SUMMARIZED.to_string(),
-            Target::Oom(i) => {
-                p.ooms.get(i).map_or_else(String::new, |o| describe::oom_text(&self.snap, p.device_pos, o.row as usize))
-            }
-            Target::Annotation(i) => p.annotations.get(i).map_or_else(String::new, |a| {
-                let entry = |step: f64| crate::entries::entry_at_step(&p.layout, step).unwrap_or(0);
-                format!(
-                    "Annotation {}\n{} to {} ({:.3} ms)\nentries {}..{}\n",
-                    a.name,
-                    describe::utc_time(a.start_us),
-                    describe::utc_time(a.end_us),
-                    (a.end_us - a.start_us) as f64 / 1000.0,
-                    entry(a.start_step),
-                    entry(a.end_step)
-                )
-            }),
-        }
     }
 
     /// What is under a point of the plot area `rect` (CSS px).

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { ROOT, openFiles, shot, start } from '../lib/harness.mjs';
+import { ROOT, openFiles, plotArea, plotData, shot, start } from '../lib/harness.mjs';
 
 const META = join(ROOT, 'tests/data/real/metadata_layers.pickle');
 
@@ -61,6 +61,74 @@ test('live set by metadata:phase: the forward bytes at the peak, and its row hig
   await frames(page);
   assert.equal(await page.getAttribute('#plot', 'data-coloured-by'), 'metadata:phase');
   await shot(page, 'grouping_colour_by_phase');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test("a highlighted group's bytes at the cursor and under the pointer", async () => {
+  const page = await env.newPage();
+  await openFiles(page, META);
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  await page.click('#analysis [data-act=tab-live]');
+  await page.locator('#analysis .an-live-head').waitFor();
+  await page.selectOption('#analysis select[data-act=group-by]', { index: 6 });
+  await page.waitForSelector('#analysis table.an-groups[data-by="metadata:phase"]');
+  await page.click('#analysis table.an-groups tr[data-value=forward]');
+  await frames(page);
+  // The peak's entry, a link in the head, puts the cursor there: the stack panel reads the whole
+  // forward phase's bytes then (verify_groups.py: 120,995,840 at entry 125).
+  await page.click('#analysis .an-live-head .entry-link');
+  await page.waitForFunction(() => document.getElementById('plot').dataset.cursor?.startsWith('125:'), null, { polling: 50 });
+  await page.waitForSelector('#stack .stack-group');
+  assert.equal(await page.textContent('#stack .stack-group'), 'forward: 115.4 MiB live after entry 125 (at most 146.6 MiB)\n');
+  assert.equal(await page.getAttribute('#stack .stack-group', 'title'), 'forward: 115.4 MiB (120995840 bytes)');
+  // The pointer over the timeline at the cursor's x reads the same, over a band or not.
+  const [, , x] = (await plotData(page)).cursor.split(':');
+  const area = await plotArea(page);
+  await page.mouse.move(area.box.x + Number(x) + 0.5, area.y + area.height / 2);
+  await page.waitForSelector('#tip:not([hidden]) .tip-group');
+  const bytes = Number(await page.getAttribute('#tip', 'data-group-bytes'));
+  assert.ok(Math.abs(bytes - 120995840) < 20e6, `the forward phase near the peak: ${bytes}`);
+  // At the left edge, before the model ran, the phase holds nothing.
+  await page.mouse.move(area.x + 1, area.y + area.height / 2);
+  await page.waitForFunction(() => document.getElementById('tip').dataset.groupBytes === '0', null, { polling: 50 });
+  assert.match(await page.textContent('#tip .tip-group'), /^forward: 0 B live (after entry \d+|before the first entry) \(at most 146\.6 MiB\)$/);
+  await shot(page, 'grouping_bytes_at_pointer');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('runs of entries that share a metadata value are a band above the timeline', async () => {
+  const page = await env.newPage();
+  await openFiles(page, META);
+  await frames(page);
+  // A row of record_function regions, then the row of metadata runs.
+  const rows = Number((await plotData(page)).annotationRows);
+  assert.equal(rows, 2);
+  const area = await plotArea(page);
+  const y = area.box.y + 10 + (rows - 1) * 17 + 8;
+  // Along the row, the first run under the pointer that is the forward phase: entries 6..100
+  // (the file's first forward pass; crates/core/src/analysis/metadata_runs.rs).
+  let found = null;
+  for (let x = area.x + 1; x < area.x + area.width * 0.2 && !found; x += 2) {
+    await page.mouse.move(x, y);
+    await frames(page);
+    const text = await page.evaluate(() => {
+      const tip = document.getElementById('tip');
+      return tip.hidden ? '' : tip.textContent;
+    });
+    if (text.startsWith('metadata: forward')) found = { x, text };
+  }
+  assert.ok(found, 'a run of the forward phase in the first fifth of the run');
+  assert.match(found.text, /^metadata: forward\nentries 6\.\.100\n\d+\.\d{3} ms\n$/);
+  await shot(page, 'grouping_metadata_band');
+  // A click zooms to the run.
+  const before = (await plotData(page)).view;
+  await page.mouse.click(found.x, y);
+  await page.waitForFunction((v) => document.getElementById('plot').dataset.view !== v, before, { polling: 50 });
+  const [x0, x1] = (await plotData(page)).view.split(',').map(Number);
+  assert.ok(x1 - x0 < Number((await plotData(page)).steps) / 4, `zoomed to the run: ${x0}..${x1}`);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

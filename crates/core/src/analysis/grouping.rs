@@ -242,7 +242,7 @@ pub fn op_of_stack(snap: &Snapshot, stack: u32) -> Option<String> {
 }
 
 /// The text of a JSON value as a group value: strings bare, anything else as JSON.
-fn json_value_text(v: &Value) -> String {
+pub(crate) fn json_value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -477,7 +477,7 @@ fn no_metadata_reason(snap: &Snapshot, l: &Life, any_metadata: bool) -> &'static
 
 /// The metadata of a row as JSON: a string as written (JSON text parsed when it is an object), a
 /// dict (metadata written as a Python dict) as an object of its string keys. `None`: empty.
-fn metadata_at(snap: &Snapshot, device_pos: usize, row: u32) -> Option<(String, Option<Value>)> {
+pub(crate) fn metadata_at(snap: &Snapshot, device_pos: usize, row: u32) -> Option<(String, Option<Value>)> {
     let text = annotations::text_of(snap, device_pos, row as usize);
     if !text.is_empty() {
         let parsed = serde_json::from_str::<Value>(&text).ok().filter(Value::is_object);

@@ -5,7 +5,8 @@
 //! the recording and stalled frees ([`recording`]), the allocator's unused cache
 //! ([`cache`]); `annotate` entries attached to allocations
 //! ([`annotations`]); one grouping of allocations for all of them ([`grouping`]) and each
-//! group's bytes over time ([`group_timeline`]); flame graphs of the live set or of bytes ×
+//! group's bytes over time ([`group_timeline`]); the runs of entries that share a metadata value
+//! ([`metadata_runs`]); flame graphs of the live set or of bytes ×
 //! lifetime ([`flame`]).
 //!
 //! Everything starts from a [`Replay`] of one device: every allocation lifetime (with the same
@@ -26,6 +27,7 @@ pub mod group_timeline;
 pub mod grouping;
 pub mod growth;
 pub mod live;
+pub mod metadata_runs;
 pub mod oom;
 pub mod recording;
 
