@@ -3,7 +3,8 @@
 //! target/bench-1m.pickle`; `MEMVIZ_BENCH_FILE=path` for another file): building the layout, and
 //! one frame's worth of drawing queries (for a window of 2,000 pixel columns: the envelope of the
 //! stack per column, the sample steps, and the sweep of the edges of the bands that show), whole
-//! trace and zoomed in; and a hover (the stack at a step and the band under a point).
+//! trace and zoomed in; a hover (the stack at a step and the band under a point); and the runs of
+//! user metadata of the strip above the plot.
 
 use std::path::Path;
 
@@ -36,6 +37,9 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("layout-1m");
     g.sample_size(10);
     g.bench_function("build", |b| b.iter(|| Layout::build(&snap, dev, Options::default())));
+    // The strip's runs of user metadata, part of every plot's build (a file without metadata
+    // is told by one pass over the column).
+    g.bench_function("metadata runs", |b| b.iter(|| memviz_core::analysis::metadata_runs::metadata_runs(&snap, dev)));
     let l = Layout::build(&snap, dev, Options::default());
     let steps = f64::from(l.steps);
     for (name, s_left, s_right) in [("frame-whole", 0.0, steps), ("frame-zoomed", steps * 0.5, steps * 0.5 + 3000.0)] {

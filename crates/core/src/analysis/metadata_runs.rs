@@ -44,6 +44,11 @@ impl MetadataRuns {
 pub fn metadata_runs(snap: &Snapshot, device_pos: usize) -> MetadataRuns {
     let mut out = MetadataRuns::default();
     let Some(t) = snap.devices.get(device_pos).map(|d| &d.trace) else { return out };
+    // Most files have no metadata: one pass over the column and the few raw entries says so.
+    let any_text = (0..t.len()).any(|r| t.user_metadata.get(r).is_some_and(|id| id != 0));
+    if !any_text && !t.raw.iter().any(|(_, e)| e.get("user_metadata").is_some()) {
+        return out;
+    }
     let mut value_ids: HashMap<String, u32> = HashMap::new();
     // Metadata text id → value id (`None`: no value); dict metadata has no text id and is read
     // row by row.
