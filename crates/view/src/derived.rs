@@ -112,8 +112,8 @@ pub struct Derived {
     pub minimap_cols: Vec<f64>,
     /// The analyses of the shown (file, device), while the panel needs them.
     pub analysis: Option<Analysis>,
-    /// The Compare tab's comparison.
-    pub comparison: Option<(PairKey, Comparison)>,
+    /// The Compare tab's comparison: the pair, the grouping it compares by (none: by stack).
+    pub comparison: Option<(PairKey, Option<GroupBy>, Comparison)>,
     /// Inferred categories of a (file, device).
     pub categories: Option<((usize, usize), SnapshotCategories)>,
     /// Envelopes: (file index, layout generation, pools).
@@ -296,19 +296,26 @@ impl Derived {
 
     fn ensure_comparison(&mut self, s: &ViewState) {
         let Some(key) = pair_key(s) else { return };
-        if self.comparison.as_ref().is_some_and(|(k, _)| *k == key) {
+        let by = s.analysis.compare_by_group.then(|| s.analysis.group_by.clone());
+        if self.comparison.as_ref().is_some_and(|(k, b, _)| *k == key && *b == by) {
             return;
         }
         let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
         let options =
             CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
-        self.comparison = Some((key, compare::compare(&fa.snap, key.1, &fb.snap, key.3, options)));
+        let c = match &by {
+            Some(g) => compare::compare_grouped(&fa.snap, key.1, &fb.snap, key.3, options, g, &LibraryRule::default()),
+            None => compare::compare(&fa.snap, key.1, &fb.snap, key.3, options),
+        };
+        self.comparison = Some((key, by, c));
     }
 
-    /// The comparison the Compare tab shows, when it is of the pair shown.
+    /// The comparison the Compare tab shows, when it is of the pair shown (and compares by what
+    /// the state asks).
     pub fn comparison_of(&self, s: &ViewState) -> Option<&Comparison> {
         let key = pair_key(s)?;
-        self.comparison.as_ref().filter(|(k, _)| *k == key).map(|(_, c)| c)
+        let by = s.analysis.compare_by_group.then(|| s.analysis.group_by.clone());
+        self.comparison.as_ref().filter(|(k, b, _)| *k == key && *b == by).map(|(_, _, c)| c)
     }
 
     fn ensure_categories(&mut self, s: &ViewState) {
@@ -433,6 +440,15 @@ impl Derived {
 
     /// The elements a row of the analysis panel names (computing the analyses if needed).
     pub fn highlight_of(&mut self, s: &ViewState, action: Action) -> Option<Highlight> {
+        // A row of the grouped comparison: its group's text and A's entry of its point.
+        let cmp_row = match action {
+            Action::CompareGroup { point, more_in_b, i } if s.analysis.compare_by_group => {
+                let p = self.comparison_of(s)?.points.get(point)?;
+                let d = if more_in_b { p.more_in_b.get(i) } else { p.more_in_a.get(i) }?;
+                Some((d.key.clone(), p.a_row))
+            }
+            _ => None,
+        };
         let a = self.ensure_analysis(s)?;
         let snap = &s.file()?.snap;
         match action {
@@ -476,6 +492,14 @@ impl Derived {
                 elements: n.elements.clone(),
                 group: None,
             }),
+            Action::CompareGroup { point, more_in_b, i } => {
+                let (key, row) = cmp_row?;
+                let g = a.grouping.as_ref()?;
+                let group = (0..g.labels.len() as u32).find(|&id| g.label(id) == key)?;
+                let elements = g.elements_of(group, &a.replay.live_elements(row));
+                let side = if more_in_b { 'b' } else { 'a' };
+                Some(Highlight { key: format!("cmp:{point}:{side}:{i}"), elements, group: Some(group) })
+            }
             Action::Node(n) => {
                 let live = a.live.as_ref()?;
                 Some(Highlight {

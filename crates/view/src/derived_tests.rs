@@ -63,3 +63,41 @@ fn matches_are_the_allocations_whose_frames_hold_the_text() {
     d.refresh(&s);
     assert!(d.matches_of(&s).is_some());
 }
+
+/// The Compare tab by the Live set's grouping: its rows are groups, and a row highlights A's
+/// live allocations of that group at the row's point, as many bytes as the row says A holds.
+#[test]
+fn a_row_of_the_grouped_comparison_highlights_its_group_in_a() {
+    use crate::state::panels::Action;
+    static LAYERS: &[u8] = include_bytes!("../../../tests/data/real/metadata_layers.pickle");
+    static LEAK: &[u8] = include_bytes!("../../../tests/data/real/growth_leak.pickle");
+    let mut s = crate::test_state::open_state(LAYERS, "layers.pickle", 15_000, (1000.0, 60.0));
+    s.files.push(crate::test_state::open_file(LEAK, "leak.pickle", 15_000));
+    s.analysis.open = true;
+    s.analysis.tab = crate::state::panels::Tab::Compare;
+    let mut d = Derived::default();
+    d.refresh(&s);
+    let by_stack = d.comparison_of(&s).expect("compared by stack").points[0].more_in_a.clone();
+    // A stack row is no handle.
+    assert!(d.highlight_of(&s, Action::CompareGroup { point: 0, more_in_b: false, i: 0 }).is_none());
+    let _ = s.apply(crate::state::PageInput::Analysis(Action::CompareByGroup), 0.0);
+    assert!(d.comparison_of(&s).is_none(), "a comparison by stack is not one by group");
+    d.refresh(&s);
+    let c = d.comparison_of(&s).expect("compared by the user's line");
+    assert_ne!(c.points[0].more_in_a, by_stack);
+    let (point, rows) = c
+        .points
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.more_in_a.len() >= 2)
+        .map(|(k, p)| (k, p.more_in_a.clone()))
+        .expect("a point where A holds more in two groups");
+    for (i, row) in rows.iter().enumerate() {
+        let h = d.highlight_of(&s, Action::CompareGroup { point, more_in_b: false, i }).expect("a group of A");
+        let f = s.file().expect("A");
+        let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+        assert_eq!((bytes, h.elements.len()), (row.a_bytes, row.a_count), "{}", row.key);
+        assert_eq!(h.key, format!("cmp:{point}:a:{i}"));
+        assert!(h.group.is_some());
+    }
+}

@@ -10,8 +10,8 @@ use crate::viewport::Viewport;
 use crate::xmap::XAxis;
 
 /// `bytes` opened as `name` on its default device with Detail `max_entries`, the whole trace
-/// in view; the overview `minimap_css` px (zero: none measured).
-pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_css: (f64, f64)) -> ViewState {
+/// in view on a 1000 × 500 px plot.
+pub(crate) fn open_file(bytes: &[u8], name: &str, max_entries: usize) -> OpenFile {
     let snap = memviz_core::load(bytes).expect("the snapshot loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options { max_entries, ..Options::default() });
@@ -26,8 +26,14 @@ pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_c
         other_windows: Vec::new(),
     };
     f.viewport = f.full_viewport();
+    f
+}
+
+/// `bytes` opened as `name` ([`open_file`]) and shown; the overview `minimap_css` px (zero: none
+/// measured).
+pub(crate) fn open_state(bytes: &[u8], name: &str, max_entries: usize, minimap_css: (f64, f64)) -> ViewState {
     let mut s = ViewState::default();
-    s.files = vec![f];
+    s.files = vec![open_file(bytes, name, max_entries)];
     s.current = Some(0);
     s.plot_css = (1000.0, 500.0);
     s.minimap_css = minimap_css;

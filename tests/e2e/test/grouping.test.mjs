@@ -132,3 +132,44 @@ test('runs of entries that share a metadata value are a band above the timeline'
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('compare by the Live set grouping: each row highlights the allocations of its group in A', async () => {
+  const page = await env.newPage();
+  await openFiles(page, [META, join(ROOT, 'tests/data/real/growth_leak.pickle')]);
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  await page.click('#analysis [data-act="tab-compare"]');
+  await page.waitForSelector('#analysis .cmp-point');
+  assert.equal(await page.locator('#analysis tr[data-act=cmp-group]').count(), 0, 'rows by stack are no handles');
+  const button = page.locator('#analysis [data-act=cmp-by-group]');
+  assert.equal(await button.textContent(), 'Compare by your line');
+  await button.click();
+  await page.waitForSelector('#analysis [data-act=cmp-by-group][aria-pressed=true]');
+  await page.waitForSelector('#analysis .cmp-point tr[data-act=cmp-group]');
+  assert.equal(await page.textContent('#analysis .cmp-point th.site'), 'your line');
+  // The first row where A holds something: its A cell's allocations are what a click highlights.
+  const rows = page.locator('#analysis .cmp-point tr[data-act=cmp-group]');
+  let row = null;
+  let count = 0;
+  for (let i = 0; i < (await rows.count()) && !row; i++) {
+    const title = await rows.nth(i).locator('td').nth(1).getAttribute('title');
+    const n = Number(/, (\d+) allocations$/.exec(title)?.[1] ?? 0);
+    if (n > 0) {
+      row = rows.nth(i);
+      count = n;
+    }
+  }
+  assert.ok(row, 'a group A holds');
+  await row.evaluate((tr) => tr.closest('details').setAttribute('open', ''));
+  await row.click();
+  await frames(page);
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), String(count));
+  assert.ok(await row.evaluate((tr) => tr.classList.contains('selected')));
+  await shot(page, 'grouping_compare_by_line');
+  // Back to stacks: the row's highlight goes with its table.
+  await page.click('#analysis [data-act=cmp-by-group]');
+  await page.waitForSelector('#analysis [data-act=cmp-by-group][aria-pressed=false]');
+  assert.equal(await page.getAttribute('#analysis', 'data-highlight'), '0');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

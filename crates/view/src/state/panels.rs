@@ -93,6 +93,17 @@ pub enum Action {
     Export(ExportKind),
     /// Compare with another open file (index into the files).
     CompareWith(usize),
+    /// Compare by the grouped tables' grouping rather than by stack, or back.
+    CompareByGroup,
+    /// Highlight the live allocations of A in a group of the Compare tab's differences.
+    CompareGroup {
+        /// The matched point (index into the comparison's points).
+        point: usize,
+        /// The "More in B" table (else "More in A").
+        more_in_b: bool,
+        /// The row of that table.
+        i: usize,
+    },
     /// Colour the timeline by inferred category, or stop.
     CategoryColour,
     /// Close the profiler memory timeline.
@@ -194,6 +205,8 @@ pub struct AnalysisState {
     pub group_by: GroupBy,
     /// Whether the timeline's allocations are coloured by their group.
     pub colour_by_group: bool,
+    /// Whether the Compare tab compares by [`AnalysisState::group_by`] (else by stack).
+    pub compare_by_group: bool,
 }
 
 impl Default for AnalysisState {
@@ -208,6 +221,7 @@ impl Default for AnalysisState {
             categories: CategoriesState::default(),
             group_by: GroupBy::UserLine,
             colour_by_group: false,
+            compare_by_group: false,
         }
     }
 }
@@ -239,7 +253,8 @@ impl AnalysisState {
             | Action::Site(_)
             | Action::Node(_)
             | Action::Group(_)
-            | Action::Growth(_) => {
+            | Action::Growth(_)
+            | Action::CompareGroup { .. } => {
                 effects.push(Effect::Highlight(action));
             }
             Action::GroupBy(i) => {
@@ -247,7 +262,8 @@ impl AnalysisState {
                 let Some(by) = grouping::choices(&f.snap, f.plot.device_pos).into_iter().nth(usize::from(i)) else {
                     return effects;
                 };
-                if self.highlight.as_ref().is_some_and(|h| h.key.starts_with("group:")) {
+                // Rows of the old grouping are gone (the Live set's and the grouped comparison's).
+                if self.highlight.as_ref().is_some_and(|h| h.key.starts_with("group:") || h.key.starts_with("cmp:")) {
                     self.highlight = None;
                 }
                 self.group_by = by;
@@ -255,6 +271,12 @@ impl AnalysisState {
             Action::Export(kind) => effects.push(Effect::Export(kind)),
             Action::Entry(entry) => effects.push(Effect::Cursor(entry)),
             Action::CompareWith(i) => self.compare_with = Some(i),
+            Action::CompareByGroup => {
+                if self.highlight.as_ref().is_some_and(|h| h.key.starts_with("cmp:")) {
+                    self.highlight = None;
+                }
+                self.compare_by_group = !self.compare_by_group;
+            }
             Action::CategoryColour => {
                 self.categories.colour_inferred = !self.categories.colour_inferred;
                 self.colour_by_group &= !self.categories.colour_inferred;

@@ -362,3 +362,22 @@ fn the_group_by_menu_picks_a_choice_of_the_file_and_drops_a_group_highlight() {
     apply(&mut s, Action::CategoryColour);
     assert!(!s.analysis.colour_by_group && s.analysis.categories.colour_inferred);
 }
+
+#[test]
+fn comparing_by_group_toggles_and_drops_a_row_of_the_other_kind() {
+    let mut s = crate::test_state::open_state(METADATA, "m.pickle", 15_000, ViewState::default().minimap_css);
+    assert!(!s.analysis.compare_by_group, "by stack first");
+    let row = Action::CompareGroup { point: 0, more_in_b: true, i: 2 };
+    assert_eq!(apply(&mut s, row), vec![Effect::Highlight(row)]);
+    s.analysis.toggle_highlight(Some(Highlight { key: "cmp:0:b:2".into(), elements: vec![3], group: Some(1) }));
+    apply(&mut s, Action::CompareByGroup);
+    assert!(s.analysis.compare_by_group);
+    assert_eq!(s.analysis.highlight, None, "a row of the comparison by stack is gone");
+    s.analysis.toggle_highlight(Some(Highlight { key: "cmp:0:b:2".into(), elements: vec![3], group: Some(1) }));
+    apply(&mut s, Action::GroupBy(2));
+    assert_eq!(s.analysis.highlight, None, "a row of the old grouping is gone");
+    // Another highlight stays.
+    s.analysis.toggle_highlight(Some(Highlight { key: "finding:0".into(), elements: vec![3], group: None }));
+    apply(&mut s, Action::CompareByGroup);
+    assert!(!s.analysis.compare_by_group && s.analysis.highlight.is_some());
+}

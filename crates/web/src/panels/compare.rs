@@ -1,7 +1,8 @@
 //! The Compare tab: the file shown (A) against another open file (B). Both total curves on one x
 //! axis (aligned by iteration when both have iterations) and, at matched points (both peaks, each
 //! iteration's peak, the end), the source lines holding more live bytes in one file than in the
-//! other, in both directions. When the files were recorded with different settings, a warning
+//! other, in both directions; or, compared by the Live set's grouping, the groups holding more,
+//! each row a handle on A's allocations of its group. When the files were recorded with different settings, a warning
 //! above the results says how (and whether stacks were matched on their Python frames only).
 
 use std::fmt::Write;
@@ -16,18 +17,37 @@ use crate::paint::Frame;
 /// Chart size when the canvas is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
 
-fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], s: &mut String) {
+/// Which table of which point a grouped comparison's rows are in (their clicks highlight A's
+/// allocations of the row's group).
+struct GroupRows {
+    point: usize,
+    more_in_b: bool,
+}
+
+fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], grouped: Option<(&str, GroupRows)>, s: &mut String) {
+    let column = grouped.as_ref().map_or("site", |g| g.0);
     let _ = write!(
         s,
-        "<h4>{title}</h4><table class=\"an-table an-nums {class}\"><thead><tr><th class=\"num\">B − A</th><th class=\"num\">A</th><th class=\"num\">B</th><th class=\"site\">site</th></tr></thead><tbody>"
+        "<h4>{title}</h4><table class=\"an-table an-nums {class}\"><thead><tr><th class=\"num\">B − A</th><th class=\"num\">A</th><th class=\"num\">B</th><th class=\"site\">{}</th></tr></thead><tbody>",
+        esc(column)
     );
     if diffs.is_empty() {
         s.push_str("<tr><td colspan=\"4\">none</td></tr>");
     }
-    for d in diffs {
+    for (i, d) in diffs.iter().enumerate() {
+        let handle = match &grouped {
+            Some((_, g)) => {
+                let side = if g.more_in_b { 'b' } else { 'a' };
+                format!(
+                    " data-act=\"cmp-group\" data-point=\"{}\" data-side=\"{side}\" data-i=\"{i}\" data-key=\"cmp:{}:{side}:{i}\" title=\"Click to highlight A's allocations of this group\"",
+                    g.point, g.point
+                )
+            }
+            None => String::new(),
+        };
         let _ = write!(
             s,
-            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"site\" title=\"{}\">{}</td></tr>",
+            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"{handle}><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"site\" title=\"{}\">{}</td></tr>",
             d.delta(),
             d.delta(),
             signed_size_text(d.delta()),
@@ -67,6 +87,16 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
         );
     }
     s.push_str("</div>");
+    // Compared by stack, or by the grouping of the Live set's tables.
+    let by = &fr.state.analysis.group_by;
+    let on = fr.state.analysis.compare_by_group;
+    let _ = write!(
+        s,
+        "<p><button type=\"button\" class=\"cmp-by-group{}\" data-act=\"cmp-by-group\" aria-pressed=\"{on}\" data-by=\"{}\" title=\"Group both files' live bytes as the Live set's tables do (its menu chooses how)\">Compare by {}</button></p>",
+        if on { " current" } else { "" },
+        esc(&by.slug()),
+        esc(&by.title())
+    );
     let Some(c) = fr.derived.comparison_of(fr.state) else { return };
     let align = match &c.alignment {
         Alignment::Iterations { a, b } => {
@@ -117,8 +147,10 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
             at_b(p.b_row),
             signed_size_text(delta)
         );
-        diff_rows("More in B", "cmp-more-b", &p.more_in_b, s);
-        diff_rows("More in A", "cmp-more-a", &p.more_in_a, s);
+        let title = by.title();
+        let grouped = |more_in_b| on.then_some((title.as_str(), GroupRows { point: k, more_in_b }));
+        diff_rows("More in B", "cmp-more-b", &p.more_in_b, grouped(true), s);
+        diff_rows("More in A", "cmp-more-a", &p.more_in_a, grouped(false), s);
         s.push_str("</details>");
     }
 }

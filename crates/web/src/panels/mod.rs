@@ -32,7 +32,8 @@ use memviz_view::state::ViewState;
 #[derive(Default)]
 pub struct Memo {
     written: Option<WrittenKey>,
-    written_highlight: Option<String>,
+    /// The highlight's key the panel's rows and `data-highlight` show (`None`: not written yet).
+    written_highlight: Option<Option<String>>,
     frag_chart: insights::FragChart,
     /// The profiler timeline's chart.
     pub categories: categories::Memo,
@@ -50,6 +51,7 @@ struct WrittenKey {
     colour_inferred: bool,
     group_by: memviz_core::analysis::grouping::GroupBy,
     colour_by_group: bool,
+    compare_by_group: bool,
 }
 
 /// Escapes text for HTML.
@@ -122,6 +124,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         colour_inferred: p.categories.colour_inferred,
         group_by: p.group_by.clone(),
         colour_by_group: p.colour_by_group,
+        compare_by_group: p.compare_by_group,
     };
     if memo.written.as_ref() != Some(&key) {
         panel.set_hidden(!open);
@@ -143,7 +146,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     }
     // The selected row.
     let want = p.highlight.as_ref().map(|h| h.key.clone());
-    if memo.written_highlight != want {
+    if memo.written_highlight.as_ref() != Some(&want) {
         if let Ok(Some(old)) = panel.query_selector(".selected") {
             let _ = old.class_list().remove_1("selected");
         }
@@ -154,7 +157,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         }
         let n = p.highlight.as_ref().map_or(0, |h| h.elements.len());
         let _ = panel.set_attribute("data-highlight", &n.to_string());
-        memo.written_highlight = want;
+        memo.written_highlight = Some(want);
     }
 }
 
@@ -204,6 +207,12 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "tab-compare" => Action::Tab(Tab::Compare),
         "tab-categories" => Action::Tab(Tab::Categories),
         "compare-with" => Action::CompareWith(i()?),
+        "cmp-by-group" => Action::CompareByGroup,
+        "cmp-group" => Action::CompareGroup {
+            point: el.get_attribute("data-point")?.parse().ok()?,
+            more_in_b: el.get_attribute("data-side").as_deref() == Some("b"),
+            i: i()?,
+        },
         "cat-colour" => Action::CategoryColour,
         "group-colour" => Action::GroupColour,
         "cat-close" => Action::CategoryClose,
