@@ -74,6 +74,8 @@ pub struct Analysis {
 pub struct Flame {
     /// ((file index, device position), what it weighs).
     pub key: ((usize, usize), FlameSource),
+    /// The grouping of its first level (none: frames from the outermost).
+    pub by: Option<GroupBy>,
     /// What it weighs.
     pub source: FlameSource,
     /// The graph, Python frames first.
@@ -256,25 +258,28 @@ impl Derived {
         Some(a)
     }
 
-    /// The flame view's graph for the state (its mode's moment or window).
+    /// The flame view's graph for the state (its mode's moment or window; the Live set's grouping
+    /// as its first level when asked).
     pub fn ensure_flame(&mut self, s: &ViewState) {
         let (Some(key), Some(source)) = (current_key(s), crate::state::flame::source(s)) else { return };
-        if self.flame.as_ref().is_some_and(|f| f.key == (key, source)) {
+        let by = s.flame.by_group.then(|| s.analysis.group_by.clone());
+        if self.flame.as_ref().is_some_and(|f| f.key == (key, source) && f.by == by) {
             return;
         }
         let Some(f) = s.file() else { return };
         let Some(a) = self.ensure_analysis(s) else { return };
-        self.flame = flame_of(&f.snap, &a.replay, source, FlameFrames::PythonFirst).ok().map(|graph| Flame {
-            key: (key, source),
-            source,
-            graph,
-        });
+        let graph = match (&by, &a.grouping) {
+            (Some(_), Some(g)) => core_flame::flame_by_group(&f.snap, &a.replay, source, FlameFrames::PythonFirst, g),
+            _ => flame_of(&f.snap, &a.replay, source, FlameFrames::PythonFirst),
+        };
+        self.flame = graph.ok().map(|graph| Flame { key: (key, source), by, source, graph });
     }
 
     /// The flame view's graph, when it is the one the state asks for.
     pub fn flame_of(&self, s: &ViewState) -> Option<&Flame> {
         let key = (current_key(s)?, crate::state::flame::source(s)?);
-        self.flame.as_ref().filter(|f| f.key == key)
+        let by = s.flame.by_group.then(|| s.analysis.group_by.clone());
+        self.flame.as_ref().filter(|f| f.key == key && f.by == by)
     }
 
     /// The allocations under the flame view's focused frame (none while nothing is focused).
@@ -282,11 +287,25 @@ impl Derived {
         if s.flame.focus.is_empty() {
             return None;
         }
-        let source = self.flame_of(s)?.source;
+        let flame = self.flame_of(s)?;
+        let (source, grouped) = (flame.source, flame.by.is_some());
         let f = s.file()?;
         let a = self.ensure_analysis(s)?;
-        let elements = core_flame::elements_under(&f.snap, &a.replay, source, FlameFrames::PythonFirst, &s.flame.focus);
-        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements, group: None })
+        let frames = FlameFrames::PythonFirst;
+        let (elements, group) = match (&a.grouping, grouped) {
+            (Some(g), true) => {
+                let elements =
+                    core_flame::elements_under_by_group(&f.snap, &a.replay, source, frames, g, &s.flame.focus);
+                // A group's own box: the pointer reads the group's bytes as for its Live set row.
+                let group = match s.flame.focus.as_slice() {
+                    [label] => (0..g.labels.len() as u32).find(|&id| g.label(id) == *label),
+                    _ => None,
+                };
+                (elements, group)
+            }
+            _ => (core_flame::elements_under(&f.snap, &a.replay, source, frames, &s.flame.focus), None),
+        };
+        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements, group })
     }
 
     /// The analyses, when they are of the shown device.

@@ -173,3 +173,33 @@ test('compare by the Live set grouping: each row highlights the allocations of i
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('the flame graph with the Live set grouping as its first level', async () => {
+  const page = await env.newPage();
+  await openFiles(page, META);
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  await page.click('#analysis [data-act=tab-live]');
+  await page.locator('#analysis .an-live-head').waitFor();
+  await page.selectOption('#analysis select[data-act=group-by]', { index: 6 });
+  await page.waitForSelector('#analysis table.an-groups[data-by="metadata:phase"]');
+  await page.click('#analysis [data-act=toggle]');
+  await page.selectOption('#view-select', 'flame-graph');
+  await page.waitForSelector('#flame:not([hidden]) #flame-graph .fl');
+  assert.equal(await page.getAttribute('#flame-graph', 'data-by'), 'frame');
+  assert.equal(await page.textContent('#flame-by-title'), 'metadata "phase"');
+  await page.check('#flame-by-group');
+  await page.waitForFunction(() => document.getElementById('flame-graph').dataset.by === 'metadata:phase', null, { polling: 50 });
+  // The first level is the phases; the forward phase weighs the Live set's bytes at the peak.
+  const forward = page.locator('#flame-graph .fl[data-name="forward"]');
+  assert.equal(await forward.getAttribute('data-value'), '120995840');
+  await forward.click();
+  await page.waitForFunction(() => document.getElementById('flame-graph').dataset.highlight === '45', null, { polling: 50 });
+  await shot(page, 'grouping_flame_by_phase');
+  // Back to frames: the focus and its highlight go.
+  await page.uncheck('#flame-by-group');
+  await page.waitForFunction(() => document.getElementById('flame-graph').dataset.by === 'frame', null, { polling: 50 });
+  assert.equal(await page.getAttribute('#flame-graph', 'data-highlight'), '0');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

@@ -9,7 +9,8 @@
 //! only where a stack has any ([`FlameFrames::PythonFirst`], as its stack panel lists them first
 //! and folds the C++ ones), and [`elements_under`] names the allocations under a frame.
 //! [`flame_by_group`] puts each allocation's group (the user's line, the operator, a metadata
-//! value, ...) as the first level.
+//! value, ...) as the first level, and [`elements_under_by_group`] names the allocations under a
+//! box of that graph.
 
 use std::fmt;
 
@@ -388,6 +389,27 @@ pub fn elements_under(
             }
         })
         .collect()
+}
+
+/// The lifetimes `source` weighs under `path` of the graph [`flame_by_group`] draws: the first
+/// label is a group's of `grouping`, the rest frames as in [`elements_under`] (all of them for an
+/// empty path).
+pub fn elements_under_by_group(
+    snap: &Snapshot,
+    replay: &Replay,
+    source: FlameSource,
+    frames: FlameFrames,
+    grouping: &super::grouping::Grouping,
+    path: &[String],
+) -> Vec<u32> {
+    let Some((label, rest)) = path.split_first() else {
+        return weighted_lives(replay, source).map(|w| w.into_iter().map(|(e, _)| e).collect()).unwrap_or_default();
+    };
+    // The groups of that text (one label per group; a text names one group).
+    let groups: Vec<u32> = (0..grouping.labels.len() as u32).filter(|&g| grouping.label(g) == *label).collect();
+    let mut out = elements_under(snap, replay, source, frames, rest);
+    out.retain(|&e| grouping.group_of(e).is_some_and(|g| groups.contains(&g)));
+    out
 }
 
 /// The folded lines of a [`FlameGraph`] ([`FlameGraph::folded_text`]); its `Display` writes them.

@@ -257,3 +257,34 @@ fn a_group_curve_reads_the_bytes_of_its_group_after_every_entry() {
     let peak_row = Moment::Peak.resolve(&r).expect("peak");
     assert_eq!(GroupCurve::build(&r, &g, fwd).bytes_after(peak_row), 120_995_840);
 }
+
+/// Every box of the flame graph by group weighs what [`elements_under_by_group`] names under it:
+/// the forward phase's box at the peak is the Live set's 120,995,840 bytes.
+#[test]
+fn a_box_of_the_grouped_flame_graph_names_its_allocations() {
+    use crate::analysis::flame::{elements_under_by_group, flame_by_group, node_path, FlameFrames, FlameSource};
+    let snap = fixture("metadata_layers.pickle");
+    let r = Replay::build(&snap, 0);
+    let g = Grouping::build(&snap, &r, &GroupBy::parse("metadata:phase").expect("by"), &LibraryRule::default());
+    let source = FlameSource::Live(Moment::Peak);
+    let f = flame_by_group(&snap, &r, source, FlameFrames::PythonFirst, &g).expect("graph");
+    let weigh = |path: &[String]| -> u128 {
+        elements_under_by_group(&snap, &r, source, FlameFrames::PythonFirst, &g, path)
+            .iter()
+            .map(|&e| u128::from(r.lives[e as usize].size_bytes))
+            .sum()
+    };
+    assert_eq!(weigh(&[]), f.nodes[0].value, "the root: everything");
+    let fwd = f.nodes[0].children.iter().copied().find(|&c| f.nodes[c as usize].name == "forward").expect("forward");
+    assert_eq!(f.nodes[fwd as usize].value, 120_995_840);
+    // Every node down to three levels, each weighed by the allocations named under it.
+    let mut checked = 0;
+    for (n, node) in f.nodes.iter().enumerate().skip(1) {
+        let path = node_path(&f, n as u32);
+        if path.len() <= 3 {
+            assert_eq!(weigh(&path), node.value, "{path:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 5, "{checked}");
+}

@@ -1,7 +1,8 @@
 //! The flame view: its user state ([`FlameState`]: the mode, the focused frame, the hovered box),
 //! what its inputs do, which graph it shows for the state of the page (the live set at the cursor,
 //! the pinned allocation's alloc or the Live tab's moment, else at the peak; or bytes × lifetime
-//! over the visible window), and where its boxes go. The graph itself is
+//! over the visible window; the Live set's grouping as the first level or not), and where its
+//! boxes go. The graph itself is
 //! [`memviz_core::analysis::flame::flame_of`] with Python frames first; the page draws the boxes
 //! [`boxes`] gives and changes nothing.
 
@@ -51,6 +52,8 @@ pub struct FlameState {
     pub focus: Vec<String>,
     /// The box under the pointer (a node of the graph shown).
     pub hover: Option<u32>,
+    /// Whether the first level is the Live set's grouping (the user's line, a metadata value, ...).
+    pub by_group: bool,
 }
 
 /// What the user did in the flame view.
@@ -58,6 +61,8 @@ pub struct FlameState {
 pub enum FlameInput {
     /// Weigh by this.
     Mode(FlameMode),
+    /// Put the Live set's grouping as the first level, or not.
+    ByGroup(bool),
     /// A click on a node of the graph shown: focus it, or on the focused one (or the root),
     /// go back to the whole graph.
     Click(u32),
@@ -87,6 +92,20 @@ impl FlameState {
                 self.mode = m;
                 self.hover = None;
                 FlameChange::Graph
+            }
+            FlameInput::ByGroup(on) => {
+                if on == self.by_group {
+                    return FlameChange::None;
+                }
+                self.by_group = on;
+                self.hover = None;
+                // The graph's paths change: the focus goes, with its highlight.
+                if self.focus.is_empty() {
+                    FlameChange::Graph
+                } else {
+                    self.focus.clear();
+                    FlameChange::Focus
+                }
             }
             FlameInput::Hover(n) => {
                 self.hover = n;

@@ -148,3 +148,42 @@ fn texts_give_the_frame_its_value_and_share() {
     assert_eq!(title(FlameSource::Live(Moment::Peak), &g), "Live at the peak: 100 B");
     assert_eq!(title(FlameSource::Live(Moment::Entry(4)), &g), "Live after entry 4: 100 B");
 }
+
+#[test]
+fn grouping_the_first_level_asks_for_a_graph_and_drops_the_focus() {
+    let mut f = FlameState::default();
+    assert_eq!(f.apply(FlameInput::ByGroup(false), None), FlameChange::None, "already by frame");
+    assert_eq!(f.apply(FlameInput::ByGroup(true), None), FlameChange::Graph);
+    assert!(f.by_group);
+    f.focus = vec!["forward".into()];
+    f.hover = Some(3);
+    assert_eq!(f.apply(FlameInput::ByGroup(false), None), FlameChange::Focus, "the focus and its highlight go");
+    assert!(!f.by_group && f.focus.is_empty() && f.hover.is_none());
+}
+
+/// By `metadata:phase`, the graph's first level is the phases, and a focused phase highlights
+/// its allocations live at the peak, with the pointer reading that phase's bytes.
+#[test]
+fn the_graph_by_group_and_its_highlight() {
+    static LAYERS: &[u8] = include_bytes!("../../../../tests/data/real/metadata_layers.pickle");
+    let mut s = crate::test_state::open_state(LAYERS, "layers.pickle", 15_000, ViewState::default().minimap_css);
+    s.view = crate::view::View::FlameGraph;
+    s.analysis.group_by = memviz_core::analysis::grouping::GroupBy::Metadata(Some("phase".into()));
+    let mut d = crate::derived::Derived::default();
+    d.refresh(&s);
+    let by_frame = d.flame_of(&s).expect("by frame").graph.nodes.len();
+    s.flame.apply(FlameInput::ByGroup(true), None);
+    assert!(d.flame_of(&s).is_none(), "the graph by frame is not the one asked for");
+    d.refresh(&s);
+    let g = &d.flame_of(&s).expect("by phase").graph;
+    assert_ne!(g.nodes.len(), by_frame);
+    let fwd = g.nodes[0].children.iter().copied().find(|&c| g.nodes[c as usize].name == "forward").expect("forward");
+    assert_eq!(g.nodes[fwd as usize].value, 120_995_840, "the Live set's figure for the phase at the peak");
+    let graph = d.flame_of(&s).map(|f| f.graph.clone());
+    assert_eq!(s.flame.apply(FlameInput::Click(fwd), graph.as_ref()), FlameChange::Focus);
+    let h = d.flame_highlight(&s).expect("a highlight");
+    let f = s.file().expect("file");
+    let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+    assert_eq!((bytes, h.elements.len()), (120_995_840, 45));
+    assert!(h.group.is_some(), "a group's own box");
+}

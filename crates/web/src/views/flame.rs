@@ -1,6 +1,7 @@
 //! The flame view (`#flame` in `#panel`): the graph the state asks for
 //! ([`memviz_view::state::flame::source`], computed in [`memviz_view::derived::Derived`]) as one absolutely
-//! placed box per frame ([`memviz_view::state::flame::boxes`]), the mode's radio buttons and a title.
+//! placed box per frame ([`memviz_view::state::flame::boxes`]), the mode's radio buttons, the
+//! checkbox that puts the Live set's grouping as the first level, and a title.
 //! Its DOM events become [`FlameInput`]s through [`bindings`]; a box's `data-node` names its node.
 //! The boxes are written again only when what they show changes; the hover changes classes only.
 
@@ -38,15 +39,17 @@ impl Els {
     }
 }
 
-/// What the boxes show: (file, device, graph source, focused node, width px, highlighted
-/// allocations).
-type BoxesKey = (usize, usize, FlameSource, Option<u32>, i32, usize);
+/// What the boxes show: (file, device, graph source, grouping of the first level, focused node,
+/// width px, highlighted allocations).
+type BoxesKey = (usize, usize, FlameSource, Option<String>, Option<u32>, i32, usize);
 
 /// What the view's DOM shows now.
 #[derive(Default)]
 pub struct Memo {
     boxes: Option<BoxesKey>,
     mode: Option<FlameMode>,
+    /// (whether the first level is grouped, the grouping's title) the checkbox shows.
+    by_group: Option<(bool, String)>,
     hover: Option<u32>,
 }
 
@@ -77,6 +80,13 @@ pub fn bindings(document: &Document) -> Vec<Binding> {
             FlameMode::from_value(&i.value()).map(|m| Input::Page(PageInput::Flame(FlameInput::Mode(m))))
         }));
     }
+    if let Some(c) = document.get_element_by_id("flame-by-group") {
+        let t: &web_sys::EventTarget = c.as_ref();
+        l.push(bind(t, "change", |e: &web_sys::Event| {
+            let i: HtmlInputElement = e.target()?.dyn_into().ok()?;
+            Some(Input::Page(PageInput::Flame(FlameInput::ByGroup(i.checked()))))
+        }));
+    }
     l
 }
 
@@ -99,6 +109,16 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
             r.set_checked(true);
         }
     }
+    let by = (state.flame.by_group, state.analysis.group_by.title());
+    if memo.by_group.as_ref() != Some(&by) {
+        if let Some(c) = doc.get_element_by_id("flame-by-group").and_then(|c| c.dyn_into::<HtmlInputElement>().ok()) {
+            c.set_checked(by.0);
+        }
+        if let Some(t) = doc.get_element_by_id("flame-by-title") {
+            t.set_text_content(Some(&by.1));
+        }
+        memo.by_group = Some(by);
+    }
     let Some(flame) = fr.derived.flame_of(state) else {
         els.graph.set_text_content(None);
         memo.boxes = None;
@@ -109,7 +129,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
     let focus = state.flame.focus_node(g);
     let width_px = els.graph.client_width();
     let highlighted = state.analysis.highlight.as_ref().map_or(0, |h| h.elements.len());
-    let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, flame.source, focus, width_px, highlighted);
+    let grouping = flame.by.as_ref().map(memviz_core::analysis::grouping::GroupBy::slug);
+    let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, flame.source, grouping, focus, width_px, highlighted);
     if memo.boxes.as_ref() != Some(&key) {
         memo.boxes = Some(key);
         memo.hover = None;
@@ -125,6 +146,10 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
             if matches!(g.unit, memviz_core::analysis::flame::FlameUnit::Bytes) { "bytes" } else { "byte-entries" },
         );
         attr("data-focus", &focus.map_or(String::new(), |n| n.to_string()));
+        attr(
+            "data-by",
+            flame.by.as_ref().map_or("frame".to_string(), memviz_core::analysis::grouping::GroupBy::slug).as_str(),
+        );
         attr("data-highlight", &highlighted.to_string());
     }
     if memo.hover != state.flame.hover {
