@@ -12,7 +12,7 @@ use crate::history::{HistoryData, MapLayout};
 use crate::state::panels::{Action, Highlight, Tab};
 use crate::state::ViewState;
 use crate::view::View;
-use memviz_core::analysis::categories::{infer_categories, SnapshotCategories};
+use memviz_core::analysis::categories::{infer_categories, Category, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
@@ -468,6 +468,9 @@ impl Derived {
             }
             _ => None,
         };
+        if let Action::Category(k) = action {
+            return self.category_highlight(s, k);
+        }
         let a = self.ensure_analysis(s)?;
         let snap = &s.file()?.snap;
         match action {
@@ -529,6 +532,22 @@ impl Derived {
             }
             _ => None,
         }
+    }
+}
+
+impl Derived {
+    /// The allocations of inferred category `k` ([`Category::ALL`]) live at the peak: the
+    /// Categories tab's row, whose bytes they add up to.
+    fn category_highlight(&mut self, s: &ViewState, k: usize) -> Option<Highlight> {
+        let cat = *Category::ALL.get(k)?;
+        self.ensure_categories(s);
+        let live = {
+            let a = self.ensure_analysis(s)?;
+            a.replay.live_elements(a.replay.peak_row)
+        };
+        let c = self.categories_of(s)?;
+        let elements = live.into_iter().filter(|&e| c.per_element.get(e as usize) == Some(&cat)).collect();
+        Some(Highlight { key: format!("category:{}", cat.name()), elements, group: None })
     }
 }
 

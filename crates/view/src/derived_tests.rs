@@ -101,3 +101,31 @@ fn a_row_of_the_grouped_comparison_highlights_its_group_in_a() {
         assert!(h.group.is_some());
     }
 }
+
+/// A row of the Categories tab's table at the peak highlights that category's live allocations:
+/// as many bytes as the row says.
+#[test]
+fn a_category_row_highlights_its_allocations_at_the_peak() {
+    use crate::state::panels::Action;
+    use memviz_core::analysis::categories::Category;
+    let mut s = demo();
+    s.analysis.open = true;
+    s.analysis.tab = crate::state::panels::Tab::Categories;
+    let mut d = Derived::default();
+    d.refresh(&s);
+    let rows: Vec<(Category, u64)> =
+        d.categories_of(&s).expect("categories").at_peak.iter().copied().filter(|r| r.1 > 0).collect();
+    assert!(rows.len() >= 3, "{rows:?}");
+    let mut all = 0u64;
+    for (cat, bytes) in rows {
+        let k = Category::ALL.iter().position(|&c| c == cat).expect("a category");
+        let h = d.highlight_of(&s, Action::Category(k)).expect("a highlight");
+        let f = s.file().expect("file");
+        let sum: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+        assert_eq!(sum, bytes, "{}", cat.name());
+        assert_eq!(h.key, format!("category:{}", cat.name()));
+        all += sum;
+    }
+    let a = d.analysis_of(&s).expect("analysis");
+    assert_eq!(all, a.replay.peak_bytes, "the categories share the peak");
+}

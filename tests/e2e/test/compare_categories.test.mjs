@@ -3,7 +3,7 @@
 // The figures are those of the tests in crates/core/src/analysis/{compare,categories}.rs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokenCells, findPoint, fixture, frames, openFiles, shot, start } from '../lib/harness.mjs';
+import { brokenCells, findPoint, fixture, frames, openFiles, plotData, shot, start } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -206,6 +206,16 @@ test('categories: colour a snapshot by inferred category', async () => {
   assert.ok(hit, 'a band to point at');
   assert.match(hit.stack, /^Category \(inferred\): (parameter|optimizer state|input|temporary|activation|gradient|autograd detail|unknown)\n/);
   await shot(page, 'categories_inferred');
+  // Each row is a handle: a click highlights its live allocations at the peak (their bytes add
+  // up to the row's: crates/view/src/derived_tests.rs), a second click lets go.
+  const top = page.locator('#analysis .cat-at-peak tbody tr').first();
+  await top.click();
+  await page.waitForFunction(() => Number(document.getElementById('analysis').dataset.highlight) > 0, null, { polling: 50 });
+  assert.ok(await top.evaluate((tr) => tr.classList.contains('selected')));
+  await frames(page);
+  assert.ok(Number((await plotData(page)).highlighted) > 0, 'bands outlined on the timeline');
+  await top.click();
+  await page.waitForFunction(() => document.getElementById('analysis').dataset.highlight === '0', null, { polling: 50 });
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

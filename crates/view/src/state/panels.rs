@@ -77,6 +77,9 @@ pub enum Action {
     Group(usize),
     /// Highlight the allocations of a growing line (index into the insights' growth by line).
     Growth(usize),
+    /// Highlight the allocations of an inferred category live at the peak (index into
+    /// [`memviz_core::analysis::categories::Category::ALL`]).
+    Category(usize),
     /// Group the tables by a choice of [`grouping::choices`] of the file shown (index).
     GroupBy(u16),
     /// Colour the timeline by the grouping (with a legend), or stop.
@@ -254,6 +257,7 @@ impl AnalysisState {
             | Action::Node(_)
             | Action::Group(_)
             | Action::Growth(_)
+            | Action::Category(_)
             | Action::CompareGroup { .. } => {
                 effects.push(Effect::Highlight(action));
             }

@@ -78,7 +78,9 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
     for (cat, b) in &rows {
         let _ = write!(
             s,
-            "<tr data-category=\"{}\" data-bytes=\"{b}\"><td class=\"site\"><span class=\"sw cat-{}\"></span>{}</td><td class=\"num\" title=\"{b} bytes\">{}</td><td class=\"num\">{:.1}%</td></tr>",
+            "<tr data-category=\"{}\" data-bytes=\"{b}\" data-act=\"category\" data-i=\"{}\" data-key=\"category:{}\" title=\"Click to highlight these allocations\"><td class=\"site\"><span class=\"sw cat-{}\"></span>{}</td><td class=\"num\" title=\"{b} bytes\">{}</td><td class=\"num\">{:.1}%</td></tr>",
+            cat.name(),
+            category_index(*cat),
             cat.name(),
             category_index(*cat) % COLOURS.len(),
             esc(&cat.name().replace('_', " ")),

@@ -221,6 +221,7 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "site" => Action::Site(i()?),
         "group" => Action::Group(i()?),
         "growth" => Action::Growth(i()?),
+        "category" => Action::Category(i()?),
         "node" => Action::Node(u32::try_from(i()?).ok()?),
         "clear" => Action::ClearHighlight,
         "peak" => Action::LiveAtPeak,
