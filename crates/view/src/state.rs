@@ -866,6 +866,7 @@ pub mod matches;
 pub mod panels;
 pub mod pin;
 pub mod place;
+mod relayout;
 mod select;
 pub use apply::{PageInput, PanelInput};
 mod windows;

@@ -13,7 +13,7 @@ use std::rc::Weak;
 
 use gloo_events::EventListener;
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
+use memviz_core::timeline::DEFAULT_MAX_ENTRIES;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -206,18 +206,9 @@ impl App {
     }
 
     /// Lays out the current file again with another device or detail (after one frame, so the
-    /// status line shows first).
+    /// status line shows first): [`memviz_view::state::ViewState::finish_relayout`].
     pub(crate) fn relayout(&mut self, device: Option<usize>, max_entries: Option<usize>) {
-        let Some(i) = self.state.current else { return };
-        self.state.loading = Some(Loading {
-            name: self.state.files[i].name.clone(),
-            fraction: 1.0,
-            phase: "Laying out the timeline",
-            read_bytes: 0,
-            total_bytes: 0,
-            left_ms: None,
-            shown: true,
-        });
+        let Some(i) = self.state.begin_relayout() else { return };
         let weak = self.self_ref.clone();
         wasm_bindgen_futures::spawn_local(async move {
             next_frame().await;
@@ -225,66 +216,18 @@ impl App {
             let Ok(mut app) = rc.try_borrow_mut() else {
                 return;
             };
-            let view = app.state.view;
-            let hide_freed = app.state.history.hide_freed;
-            if device.is_some() {
-                app.state.selected = None;
-                app.state.cursor_entry = None;
-            }
-            let before = app.state.files.get(i).map(|f| (f.viewport, f.plot.layout.options.mode));
-            let plot = app.state.files.get(i).map(|f| {
-                let device_pos = device.unwrap_or(f.plot.device_pos);
-                let max_entries = max_entries.unwrap_or(f.max_entries);
-                PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed })
-            });
-            if let Some(plot) = plot {
-                // The pin follows its allocation's key into the new layout.
-                if app.state.current == Some(i) {
-                    app.state.set_plot(plot);
-                } else if let Some(f) = app.state.files.get_mut(i) {
-                    f.plot = plot;
-                }
-            }
-            if let Some(f) = app.state.files.get_mut(i) {
-                f.max_entries = max_entries.unwrap_or(f.max_entries);
-                if f.x_axis == XAxis::Time {
-                    f.plot.build_time_map(&f.snap);
-                    if f.plot.time.is_none() {
-                        f.x_axis = XAxis::Steps;
-                    }
-                }
-                if let Some((viewport, mode)) = before {
-                    // A new Detail keeps the window; each view keeps its own.
-                    f.window_after_relayout(viewport, mode, device.is_none());
-                }
-            }
-            app.state.loading = None;
-            app.after_plot_change(true);
-            // The keyboard's selection is shown again where its allocation is now.
-            app.state.show_selection();
+            app.state.finish_relayout(i, device, max_entries);
+            app.refresh_minimap();
             app.settle_layout();
             app.settle();
         });
     }
 
-    /// After the plot of the current file changed: forget pointer targets (a relayout of the
-    /// same file keeps its pin and selection by their keys: `ViewState::set_plot`), refresh
-    /// derived state.
+    /// After the plot of the current file changed: forget pointer targets
+    /// ([`memviz_view::state::ViewState::forget_targets`]), refresh the minimap's columns.
     fn after_plot_change(&mut self, same_file: bool) {
-        self.forget_targets(same_file);
+        self.state.forget_targets(same_file);
         self.refresh_minimap();
-    }
-
-    /// [`App::after_plot_change`] but for the minimap's columns (a caller that measures the
-    /// canvases next fills them then).
-    fn forget_targets(&mut self, same_file: bool) {
-        self.state.generation += 1;
-        self.state.hover = None;
-        if !same_file {
-            self.state.set_pin(None);
-            self.state.selected = None;
-            self.state.cursor_entry = None;
-        }
     }
 
     /// Recomputes the minimap columns (whole x domain, one per device pixel).
@@ -356,7 +299,7 @@ impl App {
         // layout too: all of it is written before the canvases are measured, so the page is
         // laid out once (each forced layout of the loaded page took 1-4 ms).
         let _ = self.ui.main.class_list().add_1("has-file");
-        self.forget_targets(false);
+        self.state.forget_targets(false);
         let detail = crate::url::restore(&mut self.state);
         self.memo.ready_pending = Some(timings);
         self.memo.bands_next_frame = true;
