@@ -15,7 +15,6 @@ use crate::{input, worker_client};
 use memviz_core::timeline::LayoutBuilder;
 use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
 use memviz_view::model::{choose_device, PlotData, Timings, DEMO_NAME, DEMO_SNAPSHOT};
-use memviz_view::state::Loading;
 use std::cell::RefCell;
 use std::rc::Weak;
 use wasm_bindgen::prelude::*;
@@ -36,7 +35,7 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
     with_app(&weak, |app| {
         app.loader_running = false;
         app.batch_first = None;
-        app.state.loading = None;
+        app.state.load_ended();
         app.request_redraw();
     });
 }
@@ -54,18 +53,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     let Some(serial) = with_app(weak, |app| {
         app.loads_started += 1;
-        app.state.error = None;
         app.cancel_requested = false;
-        app.state.status_note = None;
-        app.state.loading = Some(Loading {
-            name: name.clone(),
-            fraction: 0.0,
-            phase: Phase::Reading.label(),
-            read_bytes: 0,
-            total_bytes,
-            left_ms: None,
-            shown: false,
-        });
+        app.state.begin_load(&name, total_bytes);
         app.request_redraw();
         app.loads_started
     }) else {
@@ -75,8 +64,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let mut timings = Timings { started_ms, ..Timings::default() };
     let fail = |msg: String| {
         with_app(weak, |app| {
-            app.state.error = Some(msg);
-            app.state.loading = None;
+            app.state.load_failed(msg);
             app.request_redraw();
         });
     };
@@ -139,7 +127,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
             Ok(tl) => {
                 with_app(weak, |app| {
                     app.state.analysis.categories.set_profile(name.clone(), &tl);
-                    app.state.loading = None;
+                    app.state.load_ended();
                     app.request_redraw();
                 });
                 return;
@@ -364,9 +352,8 @@ impl Host for PageHost<'_> {
 
 /// Says that the load of `name` was stopped by the user.
 fn show_stopped(app: &mut App, name: &str) {
-    app.state.loading = None;
     app.cancel_requested = false;
-    app.state.status_note = Some(format!("Stopped loading {name}."));
+    app.state.load_stopped(name);
     app.request_redraw();
 }
 
@@ -438,8 +425,7 @@ pub(crate) async fn load_in_worker(
         }
         Outcome::Failed(msg) => {
             with_app(weak, |app| {
-                app.state.error = Some(msg);
-                app.state.loading = None;
+                app.state.load_failed(msg);
                 app.request_redraw();
             });
             WorkerEnd::Finished
