@@ -26,9 +26,9 @@ mod overlay;
 pub use base::*;
 pub use controls::*;
 pub use export::export_png;
-use hooks::*;
+use hooks::{is_first_complete_frame, report_ready, write_hover_hooks, write_test_hooks};
 use landing::sync_landing;
-use overlay::*;
+use overlay::{crisp, draw_annotations, draw_minimap, draw_timeline_overlay, fit_text, hover_on_svg, hover_outline};
 
 /// What the menus were filled for: (open files, a hash of the released files' names), the file
 /// shown, its devices, the device shown, which views show something.
