@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use crate::history::{HistoryData, MapLayout};
-use crate::state::panels::{Action, Highlight, Tab};
+use crate::state::panels::{Action, GroupRef, Highlight, Tab};
 use crate::state::ViewState;
 use crate::view::View;
 use memviz_core::analysis::categories::{infer_categories, Category, SnapshotCategories};
@@ -241,7 +241,7 @@ impl Derived {
             a.live_groups_key = None;
             a.group_curve = None;
         }
-        let group = s.analysis.highlight.as_ref().and_then(|h| h.group);
+        let group = s.analysis.highlight.as_ref().and_then(|h| h.group.as_ref()).map(|g| g.id);
         if a.group_curve.as_ref().map(|c| c.group) != group {
             a.group_curve = match (group, &a.grouping) {
                 (Some(group), Some(g)) => Some(GroupCurve::build(&a.replay, g, group)),
@@ -298,7 +298,9 @@ impl Derived {
                     core_flame::elements_under_by_group(&f.snap, &a.replay, source, frames, g, &s.flame.focus);
                 // A group's own box: the pointer reads the group's bytes as for its Live set row.
                 let group = match s.flame.focus.as_slice() {
-                    [label] => (0..g.labels.len() as u32).find(|&id| g.label(id) == *label),
+                    [label] => (0..g.labels.len() as u32)
+                        .find(|&id| g.label(id) == *label)
+                        .map(|id| GroupRef { id, label: label.clone() }),
                     _ => None,
                 };
                 (elements, group)
@@ -506,7 +508,7 @@ impl Derived {
                 Some(Highlight {
                     key: format!("group:{i}"),
                     elements: g.elements_of(group, &live.elements),
-                    group: Some(group),
+                    group: Some(GroupRef { id: group, label: g.label(group) }),
                 })
             }
             Action::Growth(i) => a.insights.growth_by_line.get(i).map(|n| Highlight {
@@ -520,7 +522,11 @@ impl Derived {
                 let group = (0..g.labels.len() as u32).find(|&id| g.label(id) == key)?;
                 let elements = g.elements_of(group, &a.replay.live_elements(row));
                 let side = if more_in_b { 'b' } else { 'a' };
-                Some(Highlight { key: format!("cmp:{point}:{side}:{i}"), elements, group: Some(group) })
+                Some(Highlight {
+                    key: format!("cmp:{point}:{side}:{i}"),
+                    elements,
+                    group: Some(GroupRef { id: group, label: key }),
+                })
             }
             Action::Node(n) => {
                 let live = a.live.as_ref()?;
@@ -536,6 +542,23 @@ impl Derived {
 }
 
 impl Derived {
+    /// A group's highlight from another file, in the file shown now: the live allocations (at
+    /// the Live set's moment) of the group with the same text, the Live set's row of it as its
+    /// key; none for a highlight of no group or a group this file lacks (element indices of one
+    /// file never name another's).
+    pub fn carry_highlight(&mut self, s: &ViewState, h: &Highlight) -> Option<Highlight> {
+        let label = &h.group.as_ref()?.label;
+        let a = self.ensure_analysis(s)?;
+        let (g, live) = (a.grouping.as_ref()?, a.live.as_ref()?);
+        let id = (0..g.labels.len() as u32).find(|&id| g.label(id) == *label)?;
+        let key = match a.live_groups.iter().position(|t| t.group == id) {
+            Some(row) => format!("group:{row}"),
+            None => format!("carried:{label}"),
+        };
+        let elements = g.elements_of(id, &live.elements);
+        Some(Highlight { key, elements, group: Some(GroupRef { id, label: label.clone() }) })
+    }
+
     /// The allocations of inferred category `k` ([`Category::ALL`]) live at the peak: the
     /// Categories tab's row, whose bytes they add up to.
     fn category_highlight(&mut self, s: &ViewState, k: usize) -> Option<Highlight> {

@@ -129,3 +129,40 @@ fn a_category_row_highlights_its_allocations_at_the_peak() {
     let a = d.analysis_of(&s).expect("analysis");
     assert_eq!(all, a.replay.peak_bytes, "the categories share the peak");
 }
+
+/// Another file shown: a group's highlight follows its text there (the same group of that file,
+/// live at its moment); any other highlight, and a group that file lacks, go (the element indices
+/// were the first file's).
+#[test]
+fn a_group_highlight_follows_its_group_into_the_file_shown_next() {
+    use crate::state::panels::Action;
+    static LAYERS: &[u8] = include_bytes!("../../../tests/data/real/metadata_layers.pickle");
+    static LEAK: &[u8] = include_bytes!("../../../tests/data/real/growth_leak.pickle");
+    let mut s = crate::test_state::open_state(LAYERS, "a.pickle", 15_000, (1000.0, 60.0));
+    s.files.push(crate::test_state::open_file(LAYERS, "b.pickle", 500));
+    s.files.push(crate::test_state::open_file(LEAK, "leak.pickle", 15_000));
+    s.analysis.open = true;
+    s.analysis.tab = crate::state::panels::Tab::Live;
+    s.analysis.group_by = memviz_core::analysis::grouping::GroupBy::Metadata(Some("phase".into()));
+    let mut d = Derived::default();
+    d.refresh(&s);
+    let row = {
+        let a = d.analysis_of(&s).expect("analysis");
+        let g = a.grouping.as_ref().expect("grouping");
+        a.live_groups.iter().position(|t| g.label(t.group) == "forward").expect("forward")
+    };
+    let h = d.highlight_of(&s, Action::Group(row)).expect("forward");
+    assert_eq!(h.elements.len(), 45);
+    // The same run laid out with another Detail: the same 45 allocations.
+    s.current = Some(1);
+    d.refresh(&s);
+    let carried = d.carry_highlight(&s, &h).expect("forward in b");
+    assert_eq!(carried.elements, h.elements);
+    assert_eq!(carried.key, format!("group:{row}"));
+    // A file without that phase: nothing is highlighted.
+    s.current = Some(2);
+    d.refresh(&s);
+    assert!(d.carry_highlight(&s, &h).is_none());
+    let site = d.highlight_of(&s, Action::Site(0)).expect("a site");
+    assert!(d.carry_highlight(&s, &site).is_none(), "a site's highlight is of its file");
+}

@@ -67,7 +67,7 @@ pub fn fixed_row(s: &ViewState) -> Option<Option<u32>> {
 /// What the highlighted group holds just after trace entry `row` (`None`: before the first),
 /// when a group row is highlighted and its curve is derived.
 pub fn group_at(s: &ViewState, d: &Derived, row: Option<u32>) -> Option<GroupAt> {
-    let group = s.analysis.highlight.as_ref()?.group?;
+    let group = s.analysis.highlight.as_ref()?.group.as_ref()?.id;
     let a = d.analysis_of(s)?;
     let curve = a.group_curve.as_ref().filter(|c| c.group == group)?;
     let label = a.grouping.as_ref()?.label(group);
@@ -138,7 +138,7 @@ mod tests {
         let (mut s, d) = highlighted("forward");
         let (f, a) = (s.file().expect("open"), d.analysis_of(&s).expect("analysis"));
         let g = a.grouping.as_ref().expect("grouping");
-        let group = s.analysis.highlight.as_ref().and_then(|h| h.group).expect("a group");
+        let group = s.analysis.highlight.as_ref().and_then(|h| h.group.as_ref()).map(|g| g.id).expect("a group");
         let rows = f.snap.devices[f.plot.device_pos].trace.len() as u32;
         let mut by_hand = Vec::new();
         for row in (0..rows).step_by(37) {

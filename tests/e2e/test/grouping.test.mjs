@@ -203,3 +203,33 @@ test('the flame graph with the Live set grouping as its first level', async () =
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test("a group's highlight follows its group into the other file shown", async () => {
+  const page = await env.newPage();
+  await openFiles(page, [META, join(ROOT, 'tests/data/real/growth_leak.pickle')]);
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  await page.click('#analysis [data-act=tab-live]');
+  await page.locator('#analysis .an-live-head').waitFor();
+  await page.selectOption('#analysis select[data-act=group-by]', { index: 2 });
+  await page.waitForSelector('#analysis table.an-groups[data-by="op"]');
+  const file = () => page.$eval('#file-select', (s) => s.selectedOptions[0].title);
+  const first = await file();
+  // `memviz live --by op`: linear holds 10 allocations at the leak's peak, 4 at the layers'.
+  const counts = { 'growth_leak.pickle': '10', 'metadata_layers.pickle': '4' };
+  const name = (f) => Object.keys(counts).find((k) => f.endsWith(k));
+  await page.click('#analysis table.an-groups tr[data-value=linear]');
+  await page.waitForFunction((n) => document.getElementById('analysis').dataset.highlight === n, counts[name(first)], { polling: 50 });
+  // The other file: its own allocations of linear, its row selected.
+  const other = await page.$eval('#file-select', (s) => [...s.options].find((o) => !o.selected).value);
+  await page.selectOption('#file-select', other);
+  await page.waitForFunction((f) => document.getElementById('file-select').selectedOptions[0].title !== f, first, { polling: 50 });
+  const second = await file();
+  await page.waitForFunction((n) => document.getElementById('analysis').dataset.highlight === n, counts[name(second)], { polling: 50 });
+  await page.waitForSelector('#analysis table.an-groups tr[data-value=linear].selected');
+  await frames(page);
+  assert.ok(Number((await plotData(page)).highlighted) > 0, 'its bands outlined');
+  await shot(page, 'grouping_highlight_follows');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

@@ -131,9 +131,18 @@ pub struct Highlight {
     pub key: String,
     /// Timeline element indices.
     pub elements: Vec<u32>,
-    /// The group of the grouping a group row named ([`memviz_core::analysis::grouping::Grouping`]
-    /// id), whose bytes the pointer then reads at any moment.
-    pub group: Option<u32>,
+    /// The group a group row named, whose bytes the pointer then reads at any moment and which
+    /// another file shown is highlighted by.
+    pub group: Option<GroupRef>,
+}
+
+/// A group of the state's grouping ([`AnalysisState::group_by`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupRef {
+    /// Its id in the shown file's [`memviz_core::analysis::grouping::Grouping`].
+    pub id: u32,
+    /// Its text, by which the same group is found in another file.
+    pub label: String,
 }
 
 /// A profiler memory timeline shown over the plot.
@@ -303,6 +312,12 @@ impl AnalysisState {
         }
         self.canvas_seq += 1;
         effects
+    }
+
+    /// Sets the highlight (none: clears it).
+    pub fn set_highlight(&mut self, h: Option<Highlight>) {
+        self.highlight = h;
+        self.canvas_seq += 1;
     }
 
     /// Sets the highlight a row named; a second click on the same row clears it.

@@ -369,11 +369,19 @@ fn comparing_by_group_toggles_and_drops_a_row_of_the_other_kind() {
     assert!(!s.analysis.compare_by_group, "by stack first");
     let row = Action::CompareGroup { point: 0, more_in_b: true, i: 2 };
     assert_eq!(apply(&mut s, row), vec![Effect::Highlight(row)]);
-    s.analysis.toggle_highlight(Some(Highlight { key: "cmp:0:b:2".into(), elements: vec![3], group: Some(1) }));
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "cmp:0:b:2".into(),
+        elements: vec![3],
+        group: Some(GroupRef { id: 1, label: "x".into() }),
+    }));
     apply(&mut s, Action::CompareByGroup);
     assert!(s.analysis.compare_by_group);
     assert_eq!(s.analysis.highlight, None, "a row of the comparison by stack is gone");
-    s.analysis.toggle_highlight(Some(Highlight { key: "cmp:0:b:2".into(), elements: vec![3], group: Some(1) }));
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "cmp:0:b:2".into(),
+        elements: vec![3],
+        group: Some(GroupRef { id: 1, label: "x".into() }),
+    }));
     apply(&mut s, Action::GroupBy(2));
     assert_eq!(s.analysis.highlight, None, "a row of the old grouping is gone");
     // Another highlight stays.

@@ -3,7 +3,7 @@
 //! [`ViewState::finish_relayout`] builds the plot, keeps the pin and the keyboard's selection by
 //! their keys, the window (a new Detail keeps it; a device or view of its own keeps its own) and
 //! the time axis where the device has times. [`ViewState::forget_targets`] is what any change of
-//! plot forgets.
+//! plot forgets (for another file or device, the highlight: its element indices were of the other).
 
 use memviz_core::plot::PlotData;
 use memviz_core::timeline::Options;
@@ -35,6 +35,8 @@ impl ViewState {
         if device.is_some() {
             self.selected = None;
             self.cursor_entry = None;
+            // Element indices of one device name nothing on another.
+            self.analysis.set_highlight(None);
         }
         let before = self.files.get(i).map(|f| (f.viewport, f.plot.layout.options.mode));
         let plot = self.files.get(i).map(|f| {
@@ -80,6 +82,11 @@ impl ViewState {
             self.set_pin(None);
             self.selected = None;
             self.cursor_entry = None;
+            // Element indices of one file name nothing in another (a group's highlight can be
+            // carried over by its text: `Derived::carry_highlight`).
+            if self.analysis.highlight.is_some() {
+                self.analysis.set_highlight(None);
+            }
         }
     }
 }
@@ -139,12 +146,29 @@ mod tests {
     }
 
     #[test]
-    fn another_file_forgets_the_pin() {
+    fn another_file_forgets_the_pin_and_the_highlight() {
         let mut s = demo();
         s.set_pin(Some(Target::Summarized));
+        let h = crate::state::panels::Highlight { key: "site:0".into(), elements: vec![1, 2], group: None };
+        s.analysis.set_highlight(Some(h));
         s.forget_targets(true);
         assert_eq!(s.pinned(), Some(Target::Summarized));
+        assert!(s.analysis.highlight.is_some(), "the same file's elements keep their indices");
         s.forget_targets(false);
         assert_eq!(s.pinned(), None);
+        assert!(s.analysis.highlight.is_none(), "another file's elements are others");
+    }
+
+    #[test]
+    fn another_device_forgets_the_highlight() {
+        let mut s = demo();
+        let h = crate::state::panels::Highlight { key: "site:0".into(), elements: vec![1, 2], group: None };
+        s.analysis.set_highlight(Some(h.clone()));
+        s.begin_relayout();
+        s.finish_relayout(0, None, Some(300));
+        assert_eq!(s.analysis.highlight.as_ref(), Some(&h), "a new Detail keeps it");
+        s.begin_relayout();
+        s.finish_relayout(0, Some(0), None);
+        assert!(s.analysis.highlight.is_none());
     }
 }

@@ -93,7 +93,11 @@ impl App {
     /// After another file was shown: its derived data and drawings, and the timing of its
     /// first frame.
     fn file_shown(&mut self) {
+        // A group's highlight follows its group into this file; any other goes with its file.
+        let carried = self.state.analysis.highlight.take();
         self.after_plot_change(false);
+        let h = carried.and_then(|h| self.derived.carry_highlight(&self.state, &h));
+        self.state.analysis.set_highlight(h);
         self.ui.mark("memviz:open");
         self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
     }
