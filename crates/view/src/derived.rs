@@ -18,7 +18,7 @@ use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, Fl
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
 use memviz_core::analysis::group_timeline::GroupCurve;
 use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
-use memviz_core::analysis::growth::{self, Insights};
+use memviz_core::analysis::growth::{self, Insights, NamedGrowth};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
 use memviz_core::coverage::{coverage, coverage_from_layout, Coverage};
@@ -68,6 +68,10 @@ pub struct Analysis {
     live_groups_key: Option<(Moment, GroupBy)>,
     /// The highlighted group's bytes after every entry (while a group row is highlighted).
     pub group_curve: Option<GroupCurve>,
+    /// Growth per group of the state's grouping, fastest first (when memory grows).
+    pub growth_groups: Vec<NamedGrowth>,
+    /// The grouping `growth_groups` are by.
+    growth_groups_by: Option<GroupBy>,
 }
 
 /// The flame view's graph.
@@ -226,6 +230,8 @@ impl Derived {
                 live_groups: Vec::new(),
                 live_groups_key: None,
                 group_curve: None,
+                growth_groups: Vec::new(),
+                growth_groups_by: None,
             });
         }
         let a = self.analysis.as_mut()?;
@@ -240,6 +246,15 @@ impl Derived {
             a.grouping = Some(g);
             a.live_groups_key = None;
             a.group_curve = None;
+        }
+        if a.growth_groups_by.as_ref() != Some(by) {
+            // The user's line is the insights' own; another grouping is worked out once.
+            a.growth_groups = match (by, a.insights.growth.as_ref().is_some_and(|g| g.significant)) {
+                (_, false) => Vec::new(),
+                (GroupBy::UserLine, true) => a.insights.growth_by_line.clone(),
+                (by, true) => growth::named_growth(&f.snap, &a.replay, &a.insights.iterations, by),
+            };
+            a.growth_groups_by = Some(by.clone());
         }
         let group = s.analysis.highlight.as_ref().and_then(|h| h.group.as_ref()).map(|g| g.id);
         if a.group_curve.as_ref().map(|c| c.group) != group {
@@ -511,10 +526,10 @@ impl Derived {
                     group: Some(GroupRef { id: group, label: g.label(group) }),
                 })
             }
-            Action::Growth(i) => a.insights.growth_by_line.get(i).map(|n| Highlight {
+            Action::Growth(i) => a.growth_groups.get(i).map(|n| Highlight {
                 key: format!("growth:{i}"),
                 elements: n.elements.clone(),
-                group: None,
+                group: Some(GroupRef { id: n.growth.group, label: n.label.clone() }),
             }),
             Action::CompareGroup { point, more_in_b, i } => {
                 let (key, row) = cmp_row?;

@@ -166,3 +166,35 @@ fn a_group_highlight_follows_its_group_into_the_file_shown_next() {
     let site = d.highlight_of(&s, Action::Site(0)).expect("a site");
     assert!(d.carry_highlight(&s, &site).is_none(), "a site's highlight is of its file");
 }
+
+/// Growth follows the Live set's grouping: on the leaking loop the user's line first (`memviz
+/// insights`: +8398848 bytes per iteration from train.py:20), by operator relu (+8388608); a
+/// row highlights its allocations, with its group for the pointer's reading.
+#[test]
+fn growth_rows_follow_the_grouping() {
+    use crate::state::panels::Action;
+    use memviz_core::analysis::grouping::GroupBy;
+    static LEAK: &[u8] = include_bytes!("../../../tests/data/real/growth_leak.pickle");
+    let mut s = crate::test_state::open_state(LEAK, "leak.pickle", 15_000, (1000.0, 60.0));
+    s.analysis.open = true;
+    let mut d = Derived::default();
+    d.refresh(&s);
+    let rows = |d: &Derived, s: &ViewState| -> Vec<(String, i64)> {
+        let a = d.analysis_of(s).expect("analysis");
+        a.growth_groups.iter().map(|n| (n.label.clone(), n.growth.bytes_per_iteration)).collect()
+    };
+    let by_line = rows(&d, &s);
+    assert_eq!(by_line[0], ("/home/user/project/train.py:20 (growth_leak)".to_string(), 8_398_848));
+    s.analysis.group_by = GroupBy::Op;
+    d.refresh(&s);
+    let by_op = rows(&d, &s);
+    assert_eq!(by_op[0], ("relu".to_string(), 8_388_608));
+    assert_eq!(by_op[1], ("linear".to_string(), 10_240));
+    let h = d.highlight_of(&s, Action::Growth(0)).expect("relu");
+    let (a, g) =
+        (d.analysis_of(&s).expect("analysis"), d.analysis_of(&s).and_then(|a| a.grouping.as_ref()).expect("g"));
+    let group = h.group.as_ref().expect("a group");
+    assert_eq!(g.label(group.id), "relu");
+    assert!(!h.elements.is_empty() && h.elements.iter().all(|&e| g.group_of(e) == Some(group.id)));
+    assert_eq!(a.growth_groups[0].elements, h.elements);
+}

@@ -154,6 +154,19 @@ test('insights: growth_leak grows by 8398852 bytes per iteration', async () => {
   await frames(page);
   assert.ok(Number(await page.getAttribute('#analysis', 'data-highlight')) > 0);
   await shot(page, 'analysis_growth_leak');
+  // Growth follows the Live set's grouping: by operator, relu first (`memviz insights --by op`).
+  await page.click('#analysis [data-act=tab-live]');
+  await page.selectOption('#analysis select[data-act=group-by]', { index: 2 });
+  await page.waitForSelector('#analysis table.an-groups[data-by=op]');
+  await page.click('#analysis [data-act=tab-insights]');
+  await page.waitForSelector('#analysis table.an-growth-lines[data-by=op]');
+  assert.equal(await page.textContent('#analysis table.an-growth-lines th.site'), 'operator');
+  const relu = page.locator('#analysis tr.an-growing').first();
+  assert.match(await relu.textContent(), /^relu\+8 MiB/);
+  assert.equal(await relu.getAttribute('data-bytes'), '8388608');
+  await relu.click();
+  await frames(page);
+  assert.ok(Number(await page.getAttribute('#analysis', 'data-highlight')) > 0);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

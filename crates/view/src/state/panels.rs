@@ -75,7 +75,8 @@ pub enum Action {
     /// Highlight the live allocations of a group (index into the live set's groups, largest
     /// first, under [`AnalysisState::group_by`]).
     Group(usize),
-    /// Highlight the allocations of a growing line (index into the insights' growth by line).
+    /// Highlight the allocations of a growing group (index into the growth by the state's
+    /// grouping, fastest first).
     Growth(usize),
     /// Highlight the allocations of an inferred category live at the peak (index into
     /// [`memviz_core::analysis::categories::Category::ALL`]).
@@ -275,8 +276,9 @@ impl AnalysisState {
                 let Some(by) = grouping::choices(&f.snap, f.plot.device_pos).into_iter().nth(usize::from(i)) else {
                     return effects;
                 };
-                // Rows of the old grouping are gone (the Live set's and the grouped comparison's).
-                if self.highlight.as_ref().is_some_and(|h| h.key.starts_with("group:") || h.key.starts_with("cmp:")) {
+                // Rows of the old grouping are gone (the Live set's, Growth's, the grouped comparison's).
+                let grouped = |k: &str| ["group:", "cmp:", "growth:"].iter().any(|p| k.starts_with(p));
+                if self.highlight.as_ref().is_some_and(|h| grouped(&h.key)) {
                     self.highlight = None;
                 }
                 self.group_by = by;

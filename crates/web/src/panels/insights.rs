@@ -91,11 +91,14 @@ pub fn html(snap: &Snapshot, a: &Analysis, s: &mut String) {
         if g.significant {
             let _ = write!(
                 s,
-                "<p class=\"an-growth bad\">Growth: <b title=\"{} bytes per iteration\">{} per iteration</b></p><table class=\"an-table an-nums an-growth-lines\"><thead><tr><th class=\"site\">your line</th><th class=\"num\">per iteration</th><th class=\"num\">at the end</th></tr></thead><tbody>",
+                "<p class=\"an-growth bad\">Growth: <b title=\"{} bytes per iteration\">{} per iteration</b></p><table class=\"an-table an-nums an-growth-lines\" data-by=\"{}\"><thead><tr><th class=\"site\">{}</th><th class=\"num\">per iteration</th><th class=\"num\">at the end</th></tr></thead><tbody>",
                 g.bytes_per_iteration,
-                signed_size_text(i128::from(g.bytes_per_iteration))
+                signed_size_text(i128::from(g.bytes_per_iteration)),
+                esc(&a.grouping.as_ref().map_or_else(|| "user-line".to_string(), |g| g.by.slug())),
+                esc(&a.grouping.as_ref().map_or_else(|| "your line".to_string(), |g| g.by.title()))
             );
-            for (k, n) in i.growth_by_line.iter().enumerate().take(10) {
+            // By the Live set's grouping (the group-by menu there chooses it).
+            for (k, n) in a.growth_groups.iter().enumerate().take(10) {
                 let b = n.growth.bytes_per_iteration;
                 let end = n.growth.end_bytes.last().copied().unwrap_or(0);
                 let _ = write!(
