@@ -12,11 +12,11 @@ use crate::history::{HistoryData, MapLayout};
 use crate::state::panels::{Action, GroupRef, Highlight, Tab};
 use crate::state::ViewState;
 use crate::view::View;
-use memviz_core::analysis::categories::{infer_categories, Category, SnapshotCategories};
+use memviz_core::analysis::categories::{infer_categories, Category, CategoryTimeline, SnapshotCategories};
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
-use memviz_core::analysis::group_timeline::GroupCurve;
+use memviz_core::analysis::group_timeline::{group_timeline, GroupCurve};
 use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
 use memviz_core::analysis::growth::{self, Insights, NamedGrowth};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
@@ -572,6 +572,16 @@ impl Derived {
         };
         let elements = g.elements_of(id, &live.elements);
         Some(Highlight { key, elements, group: Some(GroupRef { id, label: label.clone() }) })
+    }
+
+    /// Each group's bytes over time under the state's grouping (the largest
+    /// [`COLOURED_GROUPS`], then "other"), named for the chart: `run.pickle by operator`.
+    pub fn group_timeline_of(&mut self, s: &ViewState) -> Option<(String, CategoryTimeline)> {
+        let f = s.file()?;
+        let a = self.ensure_analysis(s)?;
+        let g = a.grouping.as_ref()?;
+        let tl = group_timeline(&f.snap, a.key.1, &a.replay, g, CATEGORY_POINTS, COLOURED_GROUPS);
+        Some((format!("{} by {}", f.name, g.by.title()), tl))
     }
 
     /// The allocations of inferred category `k` ([`Category::ALL`]) live at the peak: the

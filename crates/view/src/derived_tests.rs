@@ -198,3 +198,25 @@ fn growth_rows_follow_the_grouping() {
     assert!(!h.elements.is_empty() && h.elements.iter().all(|&e| g.group_of(e) == Some(group.id)));
     assert_eq!(a.growth_groups[0].elements, h.elements);
 }
+
+/// The Categories tab's chart by the grouping: the file's peak is a sample, where the forward
+/// phase holds the Live set's 120,995,840 bytes.
+#[test]
+fn the_grouping_over_time_is_a_chart_of_the_categories_tab() {
+    use crate::state::panels::Action;
+    use crate::state::{Effect, PageInput};
+    static LAYERS: &[u8] = include_bytes!("../../../tests/data/real/metadata_layers.pickle");
+    let mut s = crate::test_state::open_state(LAYERS, "layers.pickle", 15_000, (1000.0, 60.0));
+    s.analysis.group_by = memviz_core::analysis::grouping::GroupBy::Metadata(Some("phase".into()));
+    assert_eq!(s.apply(PageInput::Analysis(Action::GroupTimeline), 0.0), vec![Effect::GroupTimeline]);
+    let mut d = Derived::default();
+    let (name, tl) = d.group_timeline_of(&s).expect("a chart");
+    assert_eq!(name, "layers.pickle by metadata \"phase\"");
+    let peak = d.analysis_of(&s).expect("analysis").replay.peak_bytes;
+    let (i, total) = tl.peak().expect("a peak");
+    assert_eq!(total, peak);
+    let fwd = tl.categories.iter().position(|c| c == "forward").expect("forward");
+    assert_eq!(tl.bytes[i][fwd], 120_995_840);
+    s.analysis.categories.set_profile(name, &tl);
+    assert_eq!(s.analysis.categories.profile.as_ref().and_then(|p| p.peak).map(|p| p.1), Some(peak));
+}

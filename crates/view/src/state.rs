@@ -290,6 +290,8 @@ pub enum Effect {
     Highlight(panels::Action),
     /// Download something from the analysis panel.
     Export(panels::ExportKind),
+    /// Chart each group's bytes over time in the Categories tab (`Derived::group_timeline_of`).
+    GroupTimeline,
     /// Pin the search match this many matches after (or before) the current one and bring it
     /// into view ([`ViewState::step_match`]).
     StepMatch(i32),

@@ -233,3 +233,26 @@ test("a group's highlight follows its group into the other file shown", async ()
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
+
+test('the Categories tab charts the grouping over time', async () => {
+  const page = await env.newPage();
+  await openFiles(page, META);
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  await page.click('#analysis [data-act=tab-live]');
+  await page.locator('#analysis .an-live-head').waitFor();
+  await page.selectOption('#analysis select[data-act=group-by]', { index: 6 });
+  await page.waitForSelector('#analysis table.an-groups[data-by="metadata:phase"]');
+  await page.click('#analysis [data-act=tab-categories]');
+  const button = page.locator('#analysis [data-act=group-timeline]');
+  assert.equal(await button.textContent(), 'Chart by metadata "phase" over time');
+  await button.click();
+  await page.waitForSelector('#cat-timeline:not([hidden]) canvas.cat-chart');
+  // The file's peak (289,077,028 bytes) is a sample of the chart.
+  assert.equal(await page.getAttribute('#cat-timeline .cat-peak', 'data-peak-bytes'), '289077028');
+  assert.match(await page.textContent('#cat-timeline .cat-src'), /^\(allocations grouped by metadata "phase", \d+ points\)$/);
+  assert.match(await page.textContent('#cat-timeline .cat-legend'), /forward/);
+  await shot(page, 'grouping_over_time');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

@@ -85,6 +85,8 @@ pub enum Action {
     GroupBy(u16),
     /// Colour the timeline by the grouping (with a legend), or stop.
     GroupColour,
+    /// Chart the grouping's bytes over time in the Categories tab.
+    GroupTimeline,
     /// Forget the highlight.
     ClearHighlight,
     /// Live set at the peak.
@@ -284,6 +286,7 @@ impl AnalysisState {
                 self.group_by = by;
             }
             Action::Export(kind) => effects.push(Effect::Export(kind)),
+            Action::GroupTimeline => effects.push(Effect::GroupTimeline),
             Action::Entry(entry) => effects.push(Effect::Cursor(entry)),
             Action::CompareWith(i) => self.compare_with = Some(i),
             Action::CompareByGroup => {

@@ -159,6 +159,11 @@ impl App {
                     }
                 }
                 Effect::Relayout => self.relayout(None, None),
+                Effect::GroupTimeline => {
+                    if let Some((name, tl)) = self.derived.group_timeline_of(&self.state) {
+                        self.state.analysis.categories.set_profile(name, &tl);
+                    }
+                }
                 Effect::Highlight(action) => {
                     let h = self.derived.highlight_of(&self.state, action);
                     self.state.analysis.toggle_highlight(h);

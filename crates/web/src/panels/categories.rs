@@ -66,6 +66,12 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
         "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category (inferred)</button></p>",
         if on { " current" } else { "" }
     );
+    // The Live set's grouping over time, drawn in the chart above the tab.
+    let _ = write!(
+        s,
+        "<p><button type=\"button\" data-act=\"group-timeline\" title=\"Each group's live bytes over the trace (the Live set's menu chooses the grouping)\">Chart by {} over time</button></p>",
+        esc(&fr.state.analysis.group_by.title())
+    );
     let Some(c) = fr.derived.categories_of(fr.state) else { return };
     let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
     legend(&names, c.timeline.inferred, s);
@@ -197,8 +203,11 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
             let t0 = p.timeline.times_us.iter().flatten().next().copied().unwrap_or(0);
             let _ = write!(
                 s,
-                "<div class=\"cat-head\"><b>Memory by category</b> · {} <span class=\"cat-src\">(profiler memory timeline, {} points)</span><button type=\"button\" class=\"an-close\" data-act=\"cat-close\" title=\"Close\">×</button></div>",
+                "<div class=\"cat-head\"><b>Memory by {}</b> · {} <span class=\"cat-src\">({}, {} points)</span><button type=\"button\" class=\"an-close\" data-act=\"cat-close\" title=\"Close\">×</button></div>",
+                // The grouping's chart (Derived::group_timeline_of) or a profiler's categories.
+                if p.timeline.source.starts_with("allocations grouped by") { "group" } else { "category" },
                 esc(&p.name),
+                esc(&p.timeline.source),
                 p.points
             );
             if let Some((_, peak)) = p.peak {

@@ -215,6 +215,7 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         },
         "cat-colour" => Action::CategoryColour,
         "group-colour" => Action::GroupColour,
+        "group-timeline" => Action::GroupTimeline,
         "cat-close" => Action::CategoryClose,
         "finding" => Action::Finding(i()?),
         "oom" => Action::OomHolders(i()?),
