@@ -101,7 +101,7 @@ pub fn growth_by(
     let pos = device_position(snap, device)?;
     let replay = Replay::build(snap, pos);
     let its = find_iterations(snap, &replay);
-    let rows = named_growth(snap, &replay, &its, &opts.by);
+    let rows = named_growth(snap, &replay, &its, &opts.by, &opts.library);
     if json {
         let groups: Vec<serde_json::Value> = rows
             .iter()

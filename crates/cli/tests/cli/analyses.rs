@@ -536,3 +536,18 @@ fn categories_by_group_are_the_grouped_live_sets_over_time() {
     let out = crate::run::run(&["categories", timeline.to_str().unwrap(), "--by", "op"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("categories only"));
 }
+
+/// `insights --by user-line --library FRAGMENT`: the fragment's files are not the user's code
+/// there as in `live` (the leak's line, train.py:20, was still named).
+#[test]
+fn insights_by_user_line_reads_the_library_fragments() {
+    let f = crate::test_fixtures::fixture("real", "growth_leak.pickle");
+    let f = f.to_str().unwrap();
+    let first = |extra: &[&str]| -> String {
+        let mut args = vec!["insights", f, "--by", "user-line", "--json"];
+        args.extend_from_slice(extra);
+        json(&args)["groups"][0]["value"].as_str().unwrap_or("<none>").to_string()
+    };
+    assert_eq!(first(&[]), "/home/user/project/train.py:20 (growth_leak)");
+    assert_eq!(first(&["--library", "project/train.py"]), "<no frame outside libraries>");
+}

@@ -71,12 +71,18 @@ pub struct NamedGrowth {
     pub elements: Vec<u32>,
 }
 
-/// Growth by `by`, labelled, with the allocations to highlight.
-pub fn named_growth(snap: &Snapshot, replay: &Replay, its: &Iterations, by: &GroupBy) -> Vec<NamedGrowth> {
+/// Growth by `by` (the user's line under `rule`), labelled, with the allocations to highlight.
+pub fn named_growth(
+    snap: &Snapshot,
+    replay: &Replay,
+    its: &Iterations,
+    by: &GroupBy,
+    rule: &LibraryRule,
+) -> Vec<NamedGrowth> {
     if its.list.len() < 3 {
         return Vec::new();
     }
-    let grouping = Grouping::build(snap, replay, by, &LibraryRule::default());
+    let grouping = Grouping::build(snap, replay, by, rule);
     let last = its.list.last().map(|l| l.end_row.saturating_sub(1));
     growth_by_group(replay, its, &grouping)
         .into_iter()
@@ -125,7 +131,7 @@ pub fn insights_with(snap: &Snapshot, replay: &Replay) -> Insights {
         .unwrap_or_default();
     let carry = if its.list.len() >= 2 { carry_over(snap, replay, &its, &growing) } else { Vec::new() };
     let growth_by_line = if growth.as_ref().is_some_and(|g| g.significant) {
-        named_growth(snap, replay, &its, &GroupBy::UserLine)
+        named_growth(snap, replay, &its, &GroupBy::UserLine, &LibraryRule::default())
     } else {
         Vec::new()
     };
