@@ -17,7 +17,7 @@ use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
 use memviz_core::analysis::group_timeline::{group_timeline, GroupCurve};
-use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping, LibraryRule};
+use memviz_core::analysis::grouping::{GroupBy, GroupTotal, Grouping};
 use memviz_core::analysis::growth::{self, Insights, NamedGrowth};
 use memviz_core::analysis::live::{self as core_live, LiveSet};
 use memviz_core::analysis::{frame_key, is_unrecorded, visible_frames, FrameKey, Moment, Replay};
@@ -72,14 +72,17 @@ pub struct Analysis {
     pub growth_groups: Vec<NamedGrowth>,
     /// The grouping `growth_groups` are by.
     growth_groups_by: Option<GroupBy>,
+    /// The library path fragments `grouping` was built with.
+    grouping_library: Vec<String>,
 }
 
 /// The flame view's graph.
 pub struct Flame {
     /// ((file index, device position), what it weighs).
     pub key: ((usize, usize), FlameSource),
-    /// The grouping of its first level (none: frames from the outermost).
-    pub by: Option<GroupBy>,
+    /// The grouping of its first level with its library path fragments (none: frames from the
+    /// outermost).
+    pub by: Option<GroupingKey>,
     /// What it weighs.
     pub source: FlameSource,
     /// The graph, Python frames first.
@@ -88,6 +91,9 @@ pub struct Flame {
 
 /// (A file, A device position, B file, B device position).
 pub type PairKey = (usize, usize, usize, usize);
+
+/// A grouping with the library path fragments its user's line was read with.
+pub type GroupingKey = (GroupBy, Vec<String>);
 
 /// Search matches of the shown layout.
 pub struct Matches {
@@ -118,8 +124,9 @@ pub struct Derived {
     pub minimap_cols: Vec<f64>,
     /// The analyses of the shown (file, device), while the panel needs them.
     pub analysis: Option<Analysis>,
-    /// The Compare tab's comparison: the pair, the grouping it compares by (none: by stack).
-    pub comparison: Option<(PairKey, Option<GroupBy>, Comparison)>,
+    /// The Compare tab's comparison: the pair, the grouping it compares by with its library path
+    /// fragments (none: by stack).
+    pub comparison: Option<(PairKey, Option<GroupingKey>, Comparison)>,
     /// Inferred categories of a (file, device).
     pub categories: Option<((usize, usize), SnapshotCategories)>,
     /// Envelopes: (file index, layout generation, pools).
@@ -232,6 +239,7 @@ impl Derived {
                 group_curve: None,
                 growth_groups: Vec::new(),
                 growth_groups_by: None,
+                grouping_library: Vec::new(),
             });
         }
         let a = self.analysis.as_mut()?;
@@ -240,8 +248,11 @@ impl Derived {
             a.live_moment = Some(moment);
         }
         let by = &s.analysis.group_by;
-        if a.grouping.as_ref().is_none_or(|g| &g.by != by) {
-            let g = Grouping::build(&f.snap, &a.replay, by, &LibraryRule::default());
+        let library = s.analysis.library();
+        if a.grouping.as_ref().is_none_or(|g| &g.by != by) || a.grouping_library != library {
+            let g = Grouping::build(&f.snap, &a.replay, by, &s.analysis.library_rule());
+            a.grouping_library = library.to_vec();
+            a.growth_groups_by = None;
             (a.group_colour, a.legend) = g.colours(&a.replay, COLOURED_GROUPS);
             a.grouping = Some(g);
             a.live_groups_key = None;
@@ -251,8 +262,10 @@ impl Derived {
             // The user's line is the insights' own; another grouping is worked out once.
             a.growth_groups = match (by, a.insights.growth.as_ref().is_some_and(|g| g.significant)) {
                 (_, false) => Vec::new(),
-                (GroupBy::UserLine, true) => a.insights.growth_by_line.clone(),
-                (by, true) => growth::named_growth(&f.snap, &a.replay, &a.insights.iterations, by),
+                (GroupBy::UserLine, true) if library.is_empty() => a.insights.growth_by_line.clone(),
+                (by, true) => {
+                    growth::named_growth(&f.snap, &a.replay, &a.insights.iterations, by, &s.analysis.library_rule())
+                }
             };
             a.growth_groups_by = Some(by.clone());
         }
@@ -277,7 +290,7 @@ impl Derived {
     /// as its first level when asked).
     pub fn ensure_flame(&mut self, s: &ViewState) {
         let (Some(key), Some(source)) = (current_key(s), crate::state::flame::source(s)) else { return };
-        let by = s.flame.by_group.then(|| s.analysis.group_by.clone());
+        let by = s.flame.by_group.then(|| (s.analysis.group_by.clone(), s.analysis.library().to_vec()));
         if self.flame.as_ref().is_some_and(|f| f.key == (key, source) && f.by == by) {
             return;
         }
@@ -293,7 +306,7 @@ impl Derived {
     /// The flame view's graph, when it is the one the state asks for.
     pub fn flame_of(&self, s: &ViewState) -> Option<&Flame> {
         let key = (current_key(s)?, crate::state::flame::source(s)?);
-        let by = s.flame.by_group.then(|| s.analysis.group_by.clone());
+        let by = s.flame.by_group.then(|| (s.analysis.group_by.clone(), s.analysis.library().to_vec()));
         self.flame.as_ref().filter(|f| f.key == key && f.by == by)
     }
 
@@ -332,7 +345,7 @@ impl Derived {
 
     fn ensure_comparison(&mut self, s: &ViewState) {
         let Some(key) = pair_key(s) else { return };
-        let by = s.analysis.compare_by_group.then(|| s.analysis.group_by.clone());
+        let by = s.analysis.compare_by_group.then(|| (s.analysis.group_by.clone(), s.analysis.library().to_vec()));
         if self.comparison.as_ref().is_some_and(|(k, b, _)| *k == key && *b == by) {
             return;
         }
@@ -340,7 +353,9 @@ impl Derived {
         let options =
             CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
         let c = match &by {
-            Some(g) => compare::compare_grouped(&fa.snap, key.1, &fb.snap, key.3, options, g, &LibraryRule::default()),
+            Some((g, _)) => {
+                compare::compare_grouped(&fa.snap, key.1, &fb.snap, key.3, options, g, &s.analysis.library_rule())
+            }
             None => compare::compare(&fa.snap, key.1, &fb.snap, key.3, options),
         };
         self.comparison = Some((key, by, c));
@@ -350,7 +365,7 @@ impl Derived {
     /// the state asks).
     pub fn comparison_of(&self, s: &ViewState) -> Option<&Comparison> {
         let key = pair_key(s)?;
-        let by = s.analysis.compare_by_group.then(|| s.analysis.group_by.clone());
+        let by = s.analysis.compare_by_group.then(|| (s.analysis.group_by.clone(), s.analysis.library().to_vec()));
         self.comparison.as_ref().filter(|(k, b, _)| *k == key && *b == by).map(|(_, _, c)| c)
     }
 

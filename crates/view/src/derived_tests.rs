@@ -220,3 +220,26 @@ fn the_grouping_over_time_is_a_chart_of_the_categories_tab() {
     s.analysis.categories.set_profile(name, &tl);
     assert_eq!(s.analysis.categories.profile.as_ref().and_then(|p| p.peak).map(|p| p.1), Some(peak));
 }
+
+/// Files typed as not the user's code are skipped for the user's line, in the Live set and
+/// Growth (`memviz live --library project/train.py`: 116.4 MiB in 49 allocations then have no
+/// frame outside libraries at the peak).
+#[test]
+fn typed_library_fragments_regroup_the_users_lines() {
+    static LAYERS: &[u8] = include_bytes!("../../../tests/data/real/metadata_layers.pickle");
+    let mut s = crate::test_state::open_state(LAYERS, "layers.pickle", 15_000, (1000.0, 60.0));
+    s.analysis.open = true;
+    let mut d = Derived::default();
+    d.refresh(&s);
+    let top = |d: &Derived, s: &ViewState| -> Vec<(String, u64, usize)> {
+        let a = d.analysis_of(s).expect("analysis");
+        let g = a.grouping.as_ref().expect("grouping");
+        a.live_groups.iter().map(|t| (g.label(t.group), t.bytes, t.allocations)).collect()
+    };
+    assert!(top(&d, &s).iter().any(|r| r.0 == "/home/user/project/train.py:296 (forward)"));
+    s.analysis.set_library("project/train.py");
+    d.refresh(&s);
+    let rows = top(&d, &s);
+    assert!(rows.iter().all(|r| !r.0.contains("train.py")), "{rows:?}");
+    assert!(rows.contains(&("<no frame outside libraries>".to_string(), 122_052_648, 49)), "{rows:?}");
+}

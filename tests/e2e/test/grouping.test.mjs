@@ -33,6 +33,17 @@ test('live set by metadata:phase: the forward bytes at the peak, and its row hig
     trs.slice(0, 2).map((tr) => [tr.cells[0].textContent, tr.dataset.bytes]),
   );
   assert.deepEqual(lines[1], ['/home/user/project/train.py:296 (forward)', '56721408']);
+  // Files typed as not the user's code are skipped for the user's line (`memviz live
+  // --library project/train.py`); cleared, the lines come back.
+  await page.fill('#analysis input[data-act=library]', 'project/train.py');
+  await page.press('#analysis input[data-act=library]', 'Enter');
+  await page.waitForFunction(() => ![...document.querySelectorAll('#analysis table.an-groups td.site')].some((td) => td.textContent.includes('train.py')), null, { polling: 50 });
+  assert.equal(await page.inputValue('#analysis input[data-act=library]'), 'project/train.py');
+  const skipped = await page.$$eval('#analysis table.an-groups tr[data-act=group]', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.dataset.bytes]));
+  assert.ok(skipped.some(([t, b]) => t === '<no frame outside libraries>' && b === '122052648'), JSON.stringify(skipped));
+  await page.fill('#analysis input[data-act=library]', '');
+  await page.press('#analysis input[data-act=library]', 'Enter');
+  await page.waitForSelector('#analysis table.an-groups tr[data-value="/home/user/project/train.py:296 (forward)"]');
   // The menu offers the file's metadata keys.
   const choices = await page.$$eval('#analysis select[data-act=group-by] option', (o) => o.map((x) => x.dataset.by));
   assert.deepEqual(choices, ['user-line', 'frame', 'op', 'metadata', 'category', 'annotation', 'metadata:phase', 'metadata:layer']);

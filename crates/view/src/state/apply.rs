@@ -59,6 +59,8 @@ pub enum PageInput {
     SystemTheme(bool),
     /// Fold or unfold the details panel.
     ToggleStack,
+    /// The path fragments typed as "not my code" (for the user's line).
+    Library(String),
 }
 
 /// An input the page finishes with what it has (the event list's measured rows, the pools'
@@ -75,6 +77,7 @@ pub enum PanelInput {
 
 impl ViewState {
     /// Applies one input at `now_ms` (the page's clock) and says what the page must do.
+    #[allow(clippy::too_many_lines)] // one short arm per input: the page's one way in
     pub fn apply(&mut self, input: PageInput, now_ms: f64) -> Vec<Effect> {
         match input {
             PageInput::Timeline(t) => self.update(t, now_ms),
@@ -167,6 +170,10 @@ impl ViewState {
                 } else {
                     vec![Effect::ThemeChanged]
                 }
+            }
+            PageInput::Library(typed) => {
+                self.analysis.set_library(&typed);
+                Vec::new()
             }
             PageInput::ToggleStack => {
                 self.stack_collapsed = !self.stack_collapsed;

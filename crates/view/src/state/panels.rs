@@ -222,6 +222,9 @@ pub struct AnalysisState {
     pub colour_by_group: bool,
     /// Whether the Compare tab compares by [`AnalysisState::group_by`] (else by stack).
     pub compare_by_group: bool,
+    /// Path fragments of files that are not the user's code, beside torch and installed packages
+    /// (for the user's line).
+    library: Vec<String>,
 }
 
 impl Default for AnalysisState {
@@ -237,6 +240,7 @@ impl Default for AnalysisState {
             group_by: GroupBy::UserLine,
             colour_by_group: false,
             compare_by_group: false,
+            library: Vec::new(),
         }
     }
 }
@@ -317,6 +321,37 @@ impl AnalysisState {
         }
         self.canvas_seq += 1;
         effects
+    }
+
+    /// The path fragments of files that are not the user's code (beside torch and installed
+    /// packages).
+    pub fn library(&self) -> &[String] {
+        &self.library
+    }
+
+    /// The rule that tells the user's code from libraries' ([`AnalysisState::library`]).
+    pub fn library_rule(&self) -> grouping::LibraryRule {
+        grouping::LibraryRule::with_extra(&self.library)
+    }
+
+    /// Sets the library path fragments from what was typed (separated by commas or white
+    /// space); the rows of the old grouping go when they change. Whether they changed.
+    pub fn set_library(&mut self, typed: &str) -> bool {
+        let mut v: Vec<String> = Vec::new();
+        for part in typed.split(|c: char| c == ',' || c.is_whitespace()).filter(|p| !p.is_empty()) {
+            if !v.iter().any(|x| x == part) {
+                v.push(part.to_string());
+            }
+        }
+        if v == self.library {
+            return false;
+        }
+        self.library = v;
+        if self.highlight.as_ref().is_some_and(|h| h.group.is_some()) {
+            self.highlight = None;
+        }
+        self.canvas_seq += 1;
+        true
     }
 
     /// Sets the highlight (none: clears it).

@@ -389,3 +389,21 @@ fn comparing_by_group_toggles_and_drops_a_row_of_the_other_kind() {
     apply(&mut s, Action::CompareByGroup);
     assert!(!s.analysis.compare_by_group && s.analysis.highlight.is_some());
 }
+
+#[test]
+fn library_fragments_are_read_from_what_was_typed() {
+    let mut s = crate::test_state::open_state(METADATA, "m.pickle", 15_000, ViewState::default().minimap_css);
+    assert!(s.analysis.library().is_empty());
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "group:0".into(),
+        elements: vec![3],
+        group: Some(GroupRef { id: 0, label: "x".into() }),
+    }));
+    assert!(s.analysis.set_library(" mylib/, vendored/  mylib/,,"));
+    assert_eq!(s.analysis.library(), ["mylib/".to_string(), "vendored/".to_string()]);
+    assert!(s.analysis.highlight.is_none(), "the old grouping's row is gone");
+    assert!(!s.analysis.set_library("mylib/ vendored/"), "the same fragments change nothing");
+    assert!(s.analysis.library_rule().is_library("/src/vendored/x.py"));
+    let _ = s.apply(crate::state::PageInput::Library(String::new()), 0.0);
+    assert!(s.analysis.library().is_empty());
+}

@@ -26,7 +26,7 @@ const TREE_NODES: usize = 600;
 const SITES: usize = 50;
 
 /// Writes the tab.
-pub fn html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, colour_on: bool, s: &mut String) {
+pub fn html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, library: &[String], colour_on: bool, s: &mut String) {
     s.push_str("<div class=\"an-actions\"><button type=\"button\" data-act=\"peak\">Peak</button><button type=\"button\" data-act=\"centre\" title=\"The moment at the centre of the visible window\">Window centre</button><span class=\"hint\">or click the timeline</span></div>");
     let Some(l) = &a.live else {
         s.push_str("<p>No live set at this moment.</p>");
@@ -50,7 +50,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, colour_on: bool, 
         memviz_view::entries::count(l.count, if l.count == 1 { "allocation" } else { "allocations" })
     );
     s.push_str("<div class=\"an-actions\">Export: <button type=\"button\" data-act=\"csv\">CSV</button><button type=\"button\" data-act=\"json\">JSON</button><button type=\"button\" data-act=\"speedscope\">speedscope</button><button type=\"button\" data-act=\"png\" title=\"The timeline as shown\">PNG</button></div>");
-    groups_html(snap, a, group_by, s);
+    groups_html(snap, a, group_by, library, s);
     super::colour_by::legend_html(a, colour_on, s);
     s.push_str("<h3>By innermost frame</h3><table class=\"an-table an-nums an-sites\"><thead><tr><th class=\"site\">site</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>");
     for (i, g) in l.by_site.iter().enumerate().take(SITES) {
@@ -73,7 +73,7 @@ pub fn html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, colour_on: bool, 
 }
 
 /// The group-by menu and the live set's groups under it, each row a handle on its allocations.
-fn groups_html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, s: &mut String) {
+fn groups_html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, library: &[String], s: &mut String) {
     let (Some(g), Some(l)) = (&a.grouping, &a.live) else { return };
     s.push_str("<h3 class=\"an-group-head\">By <select data-act=\"group-by\" title=\"Group the live allocations by\">");
     for (k, c) in grouping::choices(snap, a.replay.device_pos).iter().enumerate() {
@@ -85,9 +85,18 @@ fn groups_html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, s: &mut String
             esc(&c.title())
         );
     }
+    s.push_str("</select></h3>");
+    if *group_by == GroupBy::UserLine {
+        // What else is not the user's code (`memviz live --library` on the command line).
+        let _ = write!(
+            s,
+            "<p class=\"an-library\"><label>Also not my code: <input type=\"text\" data-act=\"library\" value=\"{}\" placeholder=\"path fragments, e.g. mylib/\" title=\"Files whose path holds one of these (comma-separated) are skipped, as torch and installed packages are, to find your line\" spellcheck=\"false\"></label></p>",
+            esc(&library.join(", "))
+        );
+    }
     let _ = write!(
         s,
-        "</select></h3><table class=\"an-table an-nums an-groups\" data-by=\"{}\"><thead><tr><th class=\"site\">{}</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>",
+        "<table class=\"an-table an-nums an-groups\" data-by=\"{}\"><thead><tr><th class=\"site\">{}</th><th class=\"num\">bytes</th><th class=\"num\">count</th></tr></thead><tbody>",
         esc(&g.by.slug()),
         esc(&g.by.title())
     );
@@ -117,7 +126,12 @@ fn groups_html(snap: &Snapshot, a: &Analysis, group_by: &GroupBy, s: &mut String
 
 /// The group-by menu's choice, from a `change` event in the panel.
 pub fn group_by_choice(e: &web_sys::Event) -> Option<Input> {
-    let el: web_sys::HtmlSelectElement = e.target()?.dyn_into().ok()?;
+    let target = e.target()?;
+    if let Some(input) = target.dyn_ref::<web_sys::HtmlInputElement>() {
+        return (input.get_attribute("data-act").as_deref() == Some("library"))
+            .then(|| Input::Page(PageInput::Library(input.value())));
+    }
+    let el: web_sys::HtmlSelectElement = target.dyn_into().ok()?;
     if el.get_attribute("data-act").as_deref() != Some("group-by") {
         return None;
     }

@@ -52,6 +52,7 @@ struct WrittenKey {
     group_by: memviz_core::analysis::grouping::GroupBy,
     colour_by_group: bool,
     compare_by_group: bool,
+    library: Vec<String>,
 }
 
 /// Escapes text for HTML.
@@ -125,6 +126,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         group_by: p.group_by.clone(),
         colour_by_group: p.colour_by_group,
         compare_by_group: p.compare_by_group,
+        library: p.library().to_vec(),
     };
     if memo.written.as_ref() != Some(&key) {
         panel.set_hidden(!open);
@@ -184,7 +186,7 @@ fn body_html(fr: &Frame<'_>) -> String {
     match (fr.derived.analysis_of(fr.state), fr.file()) {
         (Some(a), Some(f)) => match p.tab {
             Tab::Insights => insights::html(&f.snap, a, &mut s),
-            Tab::Live => live::html(&f.snap, a, &p.group_by, p.colour_by_group, &mut s),
+            Tab::Live => live::html(&f.snap, a, &p.group_by, p.library(), p.colour_by_group, &mut s),
             Tab::Compare => compare::html(fr, &mut s),
             Tab::Categories => categories::html(fr, &mut s),
         },

@@ -129,7 +129,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
     let focus = state.flame.focus_node(g);
     let width_px = els.graph.client_width();
     let highlighted = state.analysis.highlight.as_ref().map_or(0, |h| h.elements.len());
-    let grouping = flame.by.as_ref().map(memviz_core::analysis::grouping::GroupBy::slug);
+    let grouping = flame.by.as_ref().map(|(by, library)| format!("{}|{}", by.slug(), library.join(",")));
     let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, flame.source, grouping, focus, width_px, highlighted);
     if memo.boxes.as_ref() != Some(&key) {
         memo.boxes = Some(key);
@@ -146,10 +146,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
             if matches!(g.unit, memviz_core::analysis::flame::FlameUnit::Bytes) { "bytes" } else { "byte-entries" },
         );
         attr("data-focus", &focus.map_or(String::new(), |n| n.to_string()));
-        attr(
-            "data-by",
-            flame.by.as_ref().map_or("frame".to_string(), memviz_core::analysis::grouping::GroupBy::slug).as_str(),
-        );
+        attr("data-by", flame.by.as_ref().map_or("frame".to_string(), |(by, _)| by.slug()).as_str());
         attr("data-highlight", &highlighted.to_string());
     }
     if memo.hover != state.flame.hover {
