@@ -326,9 +326,7 @@ impl Derived {
                     core_flame::elements_under_by_group(&f.snap, &a.replay, source, frames, g, &s.flame.focus);
                 // A group's own box: the pointer reads the group's bytes as for its Live set row.
                 let group = match s.flame.focus.as_slice() {
-                    [label] => (0..g.labels.len() as u32)
-                        .find(|&id| g.label(id) == *label)
-                        .map(|id| GroupRef { id, label: label.clone() }),
+                    [label] => g.id_of(label).map(|id| GroupRef { id, label: label.clone() }),
                     _ => None,
                 };
                 (elements, group)
@@ -549,7 +547,7 @@ impl Derived {
             Action::CompareGroup { point, more_in_b, i } => {
                 let (key, row) = cmp_row?;
                 let g = a.grouping.as_ref()?;
-                let group = (0..g.labels.len() as u32).find(|&id| g.label(id) == key)?;
+                let group = g.id_of(&key)?;
                 let elements = g.elements_of(group, &a.replay.live_elements(row));
                 let side = if more_in_b { 'b' } else { 'a' };
                 Some(Highlight {
@@ -580,7 +578,7 @@ impl Derived {
         let label = &h.group.as_ref()?.label;
         let a = self.ensure_analysis(s)?;
         let (g, live) = (a.grouping.as_ref()?, a.live.as_ref()?);
-        let id = (0..g.labels.len() as u32).find(|&id| g.label(id) == *label)?;
+        let id = g.id_of(label)?;
         let key = match a.live_groups.iter().position(|t| t.group == id) {
             Some(row) => format!("group:{row}"),
             None => format!("carried:{label}"),

@@ -341,6 +341,12 @@ impl Grouping {
         self.labels.get(group as usize).map_or_else(String::new, GroupLabel::text)
     }
 
+    /// The group whose text ([`Grouping::label`]) is `label`: how a group of one file or table
+    /// is found in another.
+    pub fn id_of(&self, label: &str) -> Option<u32> {
+        (0..self.labels.len() as u32).find(|&id| self.label(id) == label)
+    }
+
     /// The group of a lifetime.
     pub fn group_of(&self, life: u32) -> Option<u32> {
         self.of_life.get(life as usize).copied()
