@@ -375,84 +375,86 @@ pub struct ReleasedFile {
     pub source: String,
 }
 
-/// The timeline's user state.
+/// The timeline's user state. Its fields are private to this crate: the page reads them through
+/// `state/read.rs` and changes them only through inputs ([`ViewState::apply`]) and the methods
+/// that keep their rules (`state/shell.rs` for what only a browser knows).
 #[derive(Default)]
 pub struct ViewState {
     /// Open files.
-    pub files: Vec<OpenFile>,
+    pub(crate) files: Vec<OpenFile>,
     /// Files whose models were let go to keep at most two ([`ViewState::release_file`]): still
     /// listed, to be read again from their source when chosen. Oldest first.
-    pub released: Vec<ReleasedFile>,
+    pub(crate) released: Vec<ReleasedFile>,
     /// Index of the file shown.
-    pub current: Option<usize>,
+    pub(crate) current: Option<usize>,
     /// The view shown.
-    pub view: View,
+    pub(crate) view: View,
     /// What the pointer is over.
-    pub hover: Option<Target>,
+    pub(crate) hover: Option<Target>,
     /// What was clicked: read with [`ViewState::pinned`], changed only through
     /// [`ViewState::set_pin`] (which keeps `pin_key` with it).
     pinned: Option<Target>,
     /// The pinned allocation's key while the shown layout lacks it ([`pin`]).
     pin_key: Option<memviz_core::timeline::ElementKey>,
     /// A drag in progress.
-    pub drag: Option<Drag>,
+    pub(crate) drag: Option<Drag>,
     /// Last pointer position (canvas, CSS px).
-    pub last_pointer: Option<(Surface, f64, f64)>,
+    pub(crate) last_pointer: Option<(Surface, f64, f64)>,
     /// Plot canvas size, CSS px.
-    pub plot_css: (f64, f64),
+    pub(crate) plot_css: (f64, f64),
     /// Minimap canvas size, CSS px.
-    pub minimap_css: (f64, f64),
+    pub(crate) minimap_css: (f64, f64),
     /// devicePixelRatio.
-    pub dpr: f64,
+    pub(crate) dpr: f64,
     /// Until when (ms) the timeline is drawn from held copies (see [`Effect::HoldPreview`]).
-    pub preview_until_ms: f64,
+    pub(crate) preview_until_ms: f64,
     /// The load in progress (Esc then stops it instead of unpinning).
-    pub loading: Option<Loading>,
+    pub(crate) loading: Option<Loading>,
     /// The last error, in words.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// A note for the status line (such as a stopped load), until the next load.
-    pub status_note: Option<String>,
+    pub(crate) status_note: Option<String>,
     /// Whether files are being dragged over the page.
-    pub drag_hover: bool,
+    pub(crate) drag_hover: bool,
     /// Detail slider value while it is being dragged.
-    pub detail_preview: Option<usize>,
+    pub(crate) detail_preview: Option<usize>,
     /// Device index to show first when a file has it (from the URL or an embedding page).
-    pub preferred_device: Option<i64>,
+    pub(crate) preferred_device: Option<i64>,
     /// Counter of layouts: anything computed from a layout is keyed by it.
-    pub generation: usize,
+    pub(crate) generation: usize,
     /// The analysis panel.
-    pub analysis: panels::AnalysisState,
+    pub(crate) analysis: panels::AnalysisState,
     /// The Allocator State History.
-    pub history: panels::HistoryState,
+    pub(crate) history: panels::HistoryState,
     /// The search boxes' text.
-    pub search_boxes: panels::SearchBoxes,
+    pub(crate) search_boxes: panels::SearchBoxes,
     /// Their query ([`panels::SearchBoxes::query`]).
-    pub search: Query,
+    pub(crate) search: Query,
     /// Which match of the search was stepped to last (`n` / `N`).
-    pub search_cursor: Option<matches::MatchIndex>,
+    pub(crate) search_cursor: Option<matches::MatchIndex>,
     /// The file the URL fragment names, until it is opened (its view is restored then).
-    pub restore_file: Option<String>,
+    pub(crate) restore_file: Option<String>,
     /// The keyboard help is shown.
-    pub help_open: bool,
+    pub(crate) help_open: bool,
     /// The private pool under the pointer (private-pools view).
-    pub pool_hover: Option<PoolHover>,
+    pub(crate) pool_hover: Option<PoolHover>,
     /// Whether the stack panel lists C++ frames (else it counts them on one line).
-    pub native_frames_open: bool,
+    pub(crate) native_frames_open: bool,
     /// The trace entry the cursor is on (a cited entry's link, or the keyboard's selection).
-    pub cursor_entry: Option<u32>,
+    pub(crate) cursor_entry: Option<u32>,
     /// The allocation the keyboard selected (`.` `,` `↑` `↓`).
-    pub selected: Option<Selection>,
+    pub(crate) selected: Option<Selection>,
     /// The training run opened, if one was (its overview and the rank in focus).
-    pub run: Option<crate::ranks::Run>,
+    pub(crate) run: Option<crate::ranks::Run>,
     /// The run the URL fragment names, until a run is opened: its focused rank (focused then)
     /// and whether its overview was shown.
-    pub restore_rank: Option<(Option<u32>, bool)>,
+    pub(crate) restore_rank: Option<(Option<u32>, bool)>,
     /// The flame view.
-    pub flame: flame::FlameState,
+    pub(crate) flame: flame::FlameState,
     /// The theme: the user's choice and the system's preference.
-    pub theme: crate::theme::ThemeState,
+    pub(crate) theme: crate::theme::ThemeState,
     /// The stack panel is folded to its header line.
-    pub stack_collapsed: bool,
+    pub(crate) stack_collapsed: bool,
 }
 
 impl ViewState {
@@ -869,8 +871,10 @@ pub mod matches;
 pub mod panels;
 pub mod pin;
 pub mod place;
+mod read;
 mod relayout;
 mod select;
+mod shell;
 pub use apply::{PageInput, PanelInput};
 mod windows;
 

@@ -144,32 +144,32 @@ pub fn store(ui: &Ui, key: &str, value: &str) {
 /// Brings the chrome in line with the state.
 pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let s = fr.state;
-    let theme = s.theme.theme().name();
-    let label = s.theme.label();
+    let theme = s.theme().theme().name();
+    let label = s.theme().label();
     if memo.theme.as_ref().is_none_or(|(t, l)| *t != theme || *l != label) {
         if let Some(root) = fr.ui.document.document_element() {
             let _ = root.set_attribute("data-theme", theme);
         }
         if let Some(b) = &memo.theme_button {
-            let icon = match s.theme.choice {
+            let icon = match s.theme().choice {
                 ThemeChoice::Auto => "◐",
                 ThemeChoice::Light => "☀",
                 ThemeChoice::Dark => "☾",
             };
             b.set_text_content(Some(icon));
-            b.set_title(&format!("{label} · click for {}", s.theme.choice.next().value()));
+            b.set_title(&format!("{label} · click for {}", s.theme().choice.next().value()));
             let _ = b.set_attribute("aria-label", &label);
-            let _ = b.set_attribute("data-choice", s.theme.choice.value());
+            let _ = b.set_attribute("data-choice", s.theme().choice.value());
         }
         memo.theme = Some((theme, label));
     }
-    if memo.stack_collapsed != Some(s.stack_collapsed) {
-        let _ = fr.ui.main.class_list().toggle_with_force("stack-collapsed", s.stack_collapsed);
+    if memo.stack_collapsed != Some(s.stack_collapsed()) {
+        let _ = fr.ui.main.class_list().toggle_with_force("stack-collapsed", s.stack_collapsed());
         if let Some(b) = &memo.stack_button {
-            let _ = b.set_attribute("aria-expanded", if s.stack_collapsed { "false" } else { "true" });
-            b.set_title(if s.stack_collapsed { "Show the details panel" } else { "Hide the details panel" });
+            let _ = b.set_attribute("aria-expanded", if s.stack_collapsed() { "false" } else { "true" });
+            b.set_title(if s.stack_collapsed() { "Show the details panel" } else { "Hide the details panel" });
         }
-        memo.stack_collapsed = Some(s.stack_collapsed);
+        memo.stack_collapsed = Some(s.stack_collapsed());
     }
     let text = banner_text(fr);
     if memo.banner_text.as_ref() != Some(&text) {
@@ -187,7 +187,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
 /// to do. A trace without history says so in its own note above the column instead.
 fn banner_text(fr: &Frame<'_>) -> Option<String> {
     let s = fr.state;
-    let f = s.file().filter(|f| s.loading.is_none() && !f.is_moment())?;
+    let f = s.file().filter(|f| s.loading().is_none() && !f.is_moment())?;
     let c = fr.derived.coverage_of(s)?;
     let reason = c.reason()?;
     let device = f.snap.devices.get(f.plot.device_pos).map_or_else(String::new, |d| d.name());

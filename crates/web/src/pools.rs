@@ -81,12 +81,12 @@ fn pool_note(doc: &web_sys::Document) -> Option<HtmlElement> {
 pub fn sync_note(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(note) = &memo.pool_note else { return };
     let s = fr.state;
-    let shown = s.file().filter(|_| s.loading.is_none() && !s.view.is_panel());
+    let shown = s.file().filter(|_| s.loading().is_none() && !s.view().is_panel());
     let text = match shown {
         Some(f) if f.is_moment() => Some(
             fr.derived.views_of(s).and_then(|v| v.no_history.clone()).unwrap_or_else(|| NO_HISTORY_NOTE.to_string()),
         ),
-        Some(_) if s.view == View::AllocatedMemoryPools => Some(
+        Some(_) if s.view() == View::AllocatedMemoryPools => Some(
             if fr.derived.pools_of(s).is_some_and(|p| !p.envelopes.is_empty()) { POOL_NOTE } else { NO_POOLS_NOTE }
                 .to_string(),
         ),
@@ -135,8 +135,8 @@ pub fn stripe_text(
 /// is in the summarized band, else its envelope, unless the pointer is on one of its
 /// allocations.
 pub fn pool_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<PoolHover> {
-    if let (Some(Target::Summarized), Some(p), Some(f)) = (state.hover, pools, state.file()) {
-        if state.view == View::AllocatedMemoryPools && state.drag.is_none() {
+    if let (Some(Target::Summarized), Some(p), Some(f)) = (state.hover(), pools, state.file()) {
+        if state.view() == View::AllocatedMemoryPools && state.drag().is_none() {
             let rect = state.plot_rect();
             let v = &f.viewport;
             let step = f.xmap().step(v.pos_at(&rect, x_px));
@@ -156,7 +156,7 @@ pub fn pool_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -
 
 /// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
 fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<usize> {
-    if state.view != View::AllocatedMemoryPools || state.drag.is_some() {
+    if state.view() != View::AllocatedMemoryPools || state.drag().is_some() {
         return None;
     }
     let f = state.file()?;
@@ -172,7 +172,7 @@ fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -
         let top = e.offset_bytes as f64 + e.height_at(step) as f64;
         step >= f64::from(e.first_step) && bytes >= e.offset_bytes as f64 && bytes <= top
     })?;
-    match state.hover {
+    match state.hover() {
         Some(Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
         _ => Some(hit.0),
     }
@@ -181,12 +181,12 @@ fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -
 /// Draws the envelopes (pools view), the note (Mapped Pages view) and the envelope's text.
 pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     draw_note(fr, memo);
-    if fr.state.view != View::AllocatedMemoryPools {
+    if fr.state.view() != View::AllocatedMemoryPools {
         return;
     }
     let (Some(f), Some(p)) = (fr.file(), fr.derived.pools_of(fr.state)) else { return };
     draw_stripes(fr, p, ctx);
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
@@ -233,7 +233,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
         ctx.fill();
         ctx.set_global_alpha(1.0);
         ctx.set_stroke_style_str(colour);
-        let hovered = fr.state.pool_hover.is_some_and(|h| h.envelope == i && h.small_bytes.is_none());
+        let hovered = fr.state.pool_hover().is_some_and(|h| h.envelope == i && h.small_bytes.is_none());
         ctx.set_line_width(if hovered { 3.0 } else { 1.5 } * dpr);
         let dash = js_sys::Array::of2(&(5.0 * dpr).into(), &(3.0 * dpr).into());
         let _ = ctx.set_line_dash(&dash);
@@ -264,7 +264,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     if fr.ui.plot.get_attribute("data-pool-stripes").as_deref() != Some(stripes.as_str()) {
         let _ = fr.ui.plot.set_attribute("data-pool-stripes", &stripes);
     }
-    if let Some(h) = fr.state.pool_hover {
+    if let Some(h) = fr.state.pool_hover() {
         if let Some(e) = p.envelopes.get(h.envelope) {
             let text = match h.small_bytes {
                 Some(b) => stripe_text(&f.snap, e, b),
@@ -283,7 +283,7 @@ fn draw_stripes(fr: &Frame<'_>, p: &Pools, ctx: &CanvasRenderingContext2d) {
     if p.envelopes.iter().all(|e| e.small.is_empty()) {
         return;
     }
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
@@ -315,7 +315,7 @@ fn draw_stripes(fr: &Frame<'_>, p: &Pools, ctx: &CanvasRenderingContext2d) {
         if span.iter().all(|s| s.1 <= s.0) {
             continue;
         }
-        let hovered = fr.state.pool_hover.is_some_and(|h| h.envelope == i && h.small_bytes.is_some());
+        let hovered = fr.state.pool_hover().is_some_and(|h| h.envelope == i && h.small_bytes.is_some());
         ctx.begin_path();
         for (c, &(_, hi)) in span.iter().enumerate() {
             let x = left_dev + c as f64;
@@ -341,7 +341,7 @@ fn draw_stripes(fr: &Frame<'_>, p: &Pools, ctx: &CanvasRenderingContext2d) {
 
 fn draw_note(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(note) = &memo.note else { return };
-    let show = fr.state.view == View::MappedPagesTimeline
+    let show = fr.state.view() == View::MappedPagesTimeline
         && fr.file().is_some()
         && fr.derived.views_of(fr.state).is_some_and(|v| !v.mapped_pages);
     if memo.drawn_note != Some(show) {

@@ -275,8 +275,8 @@ type Painted = (Option<(u64, Option<usize>, bool)>, usize);
 /// painted, so a frame of the timeline costs no DOM call here).
 pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let doc = &fr.ui.document;
-    let run = fr.state.run.as_ref();
-    let key: Painted = (run.map(|r| (r.generation, r.focused, r.overview)), fr.state.files.len());
+    let run = fr.state.run();
+    let key: Painted = (run.map(|r| (r.generation, r.focused, r.overview)), fr.state.files().len());
     if memo.painted == Some(key) {
         return;
     }

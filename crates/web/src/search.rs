@@ -111,7 +111,7 @@ pub fn bindings(document: &Document, memo: &mut Memo) -> Vec<Binding> {
 /// wrong with a size.
 fn sync_boxes(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(els) = &memo.els else { return };
-    let b = &fr.state.search_boxes;
+    let b = &fr.state.search_boxes();
     for (el, text) in [(&els.addr, &b.addr), (&els.frame, &b.frame), (&els.min, &b.min), (&els.max, &b.max)] {
         if el.value() != *text {
             el.set_value(text);
@@ -162,7 +162,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             fr.ui.plot.set_attribute("data-search-drawn", &found.as_ref().map_or(String::new(), |_| drawn.to_string()));
         memo.drawn_count = Some(text);
     }
-    let detail = match (fr.derived.matches_of(fr.state), fr.state.search_cursor) {
+    let detail = match (fr.derived.matches_of(fr.state), fr.state.search_cursor()) {
         (Some(m), Some(i)) if !m.elements.is_empty() => {
             // The match stepped to, by the trace entry that allocated it (a link to the cursor).
             let entry = m
@@ -191,17 +191,17 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
 /// Outlines the matches on the timeline, the rest of the plot dimmed.
 pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let (Some(m), Some(f)) = (fr.derived.matches_of(fr.state).map(|m| &m.elements), fr.file()) else { return };
-    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(frame);
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr()).reusing(frame);
     plot.clip(ctx);
     // Everything else fades, as a highlight does.
     let r = plot.rect;
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let pal = fr.palette();
     ctx.set_fill_style_str(pal.dim);
     ctx.fill_rect(r.left_px * dpr, r.top_px * dpr, r.width_px * dpr, r.height_px * dpr);
     ctx.set_fill_style_str(pal.match_fill);
     ctx.set_stroke_style_str(pal.match_stroke);
-    ctx.set_line_width(2.0 * fr.state.dpr);
+    ctx.set_line_width(2.0 * fr.state.dpr());
     let layout = plot.layout;
     let bands: Vec<u32> = m
         .iter()

@@ -85,17 +85,24 @@ pub fn bindings(ui: &Ui, memo: &mut Memo) -> Vec<Binding> {
 /// views write the panel themselves).
 pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     sync_tip(fr, &mut memo.tip);
-    if fr.state.view.is_panel() {
+    if fr.state.view().is_panel() {
         let _ = fr.ui.stack.remove_attribute("data-pinned");
         return;
     }
     let s = fr.state;
-    let target = s.pinned().or(s.hover);
-    let colour = s.analysis.categories.colour_inferred;
+    let target = s.pinned().or(s.hover());
+    let colour = s.analysis().categories.colour_inferred;
     let group = memviz_view::group_at::fixed_row(s).and_then(|row| group_at(s, fr.derived, row));
     let group_line = group.as_ref().map(GroupAt::line);
-    let key: StackKey =
-        (s.current.unwrap_or(usize::MAX), s.generation, target, s.pinned(), s.native_frames_open, colour, group_line);
+    let key: StackKey = (
+        s.current().unwrap_or(usize::MAX),
+        s.generation(),
+        target,
+        s.pinned(),
+        s.native_frames_open(),
+        colour,
+        group_line,
+    );
     if memo.stack.as_ref() == Some(&key) {
         return;
     }
@@ -112,7 +119,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
                     let _ = stack.remove_attribute("data-pinned");
                 }
             }
-            let html = panel_html(pin.as_deref(), &stack_text(f, t), s.native_frames_open);
+            let html = panel_html(pin.as_deref(), &stack_text(f, t), s.native_frames_open());
             // Coloured by inferred category: the band's category comes first.
             match t {
                 Target::Element(e) => match crate::panels::categories::category_line(fr, e) {
@@ -251,15 +258,15 @@ fn sync_tip(fr: &Frame<'_>, memo: &mut TipMemo) {
     // With a group row highlighted, the tip reads that group's bytes where the pointer is, over
     // a band or not.
     let group = memviz_view::group_at::pointer_row(s).and_then(|row| group_at(s, fr.derived, row));
-    let at = match (fr.file(), s.last_pointer) {
+    let at = match (fr.file(), s.last_pointer()) {
         (Some(f), Some((memviz_view::keys::Surface::Plot, x, y)))
-            if (s.hover.is_some() || group.is_some())
-                && !s.view.is_panel()
-                && s.drag.is_none()
-                && s.loading.is_none()
-                && s.pool_hover.is_none() =>
+            if (s.hover().is_some() || group.is_some())
+                && !s.view().is_panel()
+                && s.drag().is_none()
+                && s.loading().is_none()
+                && s.pool_hover().is_none() =>
         {
-            Some((f, s.hover, x, y))
+            Some((f, s.hover(), x, y))
         }
         _ => None,
     };
@@ -270,7 +277,7 @@ fn sync_tip(fr: &Frame<'_>, memo: &mut TipMemo) {
         }
         return;
     };
-    let key = (s.current.unwrap_or(usize::MAX), s.generation, t, group.as_ref().map(GroupAt::line));
+    let key = (s.current().unwrap_or(usize::MAX), s.generation(), t, group.as_ref().map(GroupAt::line));
     if memo.text_key.as_ref() != Some(&key) {
         let lines = t.map(|t| tip_lines(f, t)).unwrap_or_default();
         let mut h = String::new();
@@ -288,7 +295,7 @@ fn sync_tip(fr: &Frame<'_>, memo: &mut TipMemo) {
         let _ = el.set_attribute("data-target", &t.map_or_else(|| "none".into(), target_hook));
         memo.text_key = Some(key);
     }
-    let transform = tip_transform(x, y, s.plot_css.0, s.plot_css.1);
+    let transform = tip_transform(x, y, s.plot_css().0, s.plot_css().1);
     if memo.transform != transform {
         let _ = el.style().set_property("transform", &transform);
         memo.transform = transform;

@@ -117,8 +117,8 @@ pub fn sync_after_task(state: &ViewState) {
 /// The fragment of `state` and its text, where it should be written (a file is open, none is
 /// loading, and it differs from the one written; a write waiting for a timer is then dropped).
 fn changed(state: &ViewState) -> Option<(Fragment, String)> {
-    let waiting = PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() && state.run.is_none();
-    if state.loading.is_some() || waiting {
+    let waiting = PENDING.with(|p| p.borrow().is_some()) && state.file().is_none() && state.run().is_none();
+    if state.loading().is_some() || waiting {
         return None;
     }
     let frag = memviz_view::state::place::fragment_of(state)?;

@@ -35,6 +35,12 @@ impl ViewState {
         self.status_note = Some(format!("Stopped loading {name}."));
     }
 
+    /// A file was read and shown: no progress, and no error of an earlier file of its batch.
+    pub fn file_opened(&mut self) {
+        self.loading = None;
+        self.error = None;
+    }
+
     /// The load (or the batch of loads) ended: no progress.
     pub fn load_ended(&mut self) {
         self.loading = None;
@@ -61,6 +67,12 @@ mod tests {
         s.begin_load("next.pickle", 10);
         assert!(s.status_note.is_none(), "a new load says nothing of the one stopped");
         s.load_ended();
+        assert!(s.loading.is_none() && s.error.is_none());
+        s.load_failed("first.pickle: truncated".into());
+        s.load_ended();
+        assert!(s.error.is_some(), "the end of a batch keeps the error of a file in it");
+        s.begin_load("second.pickle", 10);
+        s.file_opened();
         assert!(s.loading.is_none() && s.error.is_none());
     }
 }

@@ -54,13 +54,12 @@ impl App {
                     .derived
                     .ensure_history(&self.state)
                     .and_then(|d| crate::views::history_rows(&self.state, d, list_px));
-                self.state.history.apply(h, rows)
+                self.state.apply_history(h, rows)
             }
             PanelInput::PoolPointer(p) => {
                 let pools = self.derived.pools_of(&self.state).map(|p| &**p);
                 let h = p.and_then(|(x, y)| crate::pools::pool_at(&self.state, pools, x, y));
-                if self.state.pool_hover != h {
-                    self.state.pool_hover = h;
+                if self.state.set_pool_hover(h) {
                     // The envelope's text replaces the stack text, and back.
                     self.memo.stack.invalidate();
                 }
@@ -69,14 +68,10 @@ impl App {
             PanelInput::Flame(fi) => {
                 self.derived.ensure_flame(&self.state);
                 let graph = self.derived.flame_of(&self.state).map(|f| &f.graph);
-                if self.state.flame.apply(fi, graph) == FlameChange::Focus {
+                if self.state.apply_flame(fi, graph) == FlameChange::Focus {
                     // The focused frame's allocations are highlighted in the other views.
                     let h = self.derived.flame_highlight(&self.state);
-                    let a = &mut self.state.analysis;
-                    if h.is_some() || a.highlight.as_ref().is_some_and(|o| o.key.starts_with("flame:")) {
-                        a.highlight = h;
-                        a.canvas_seq += 1;
-                    }
+                    self.state.follow_flame_focus(h);
                 }
                 Vec::new()
             }
@@ -94,10 +89,10 @@ impl App {
     /// first frame.
     fn file_shown(&mut self) {
         // A group's highlight follows its group into this file; any other goes with its file.
-        let carried = self.state.analysis.highlight.take();
+        let carried = self.state.take_highlight();
         self.after_plot_change(false);
         let h = carried.and_then(|h| self.derived.carry_highlight(&self.state, &h));
-        self.state.analysis.set_highlight(h);
+        self.state.set_highlight(h);
         self.ui.mark("memviz:open");
         self.memo.ready_pending = Some(Timings { started_ms: self.ui.now_ms(), ..Timings::default() });
     }
@@ -106,15 +101,14 @@ impl App {
     /// already (same name, size and time) is read again into its place in the file menu and
     /// shown (never added twice).
     pub(crate) fn open(&mut self, mut sources: Vec<Source>) {
-        self.state.drag_hover = false;
         // The last file's error goes at once, not at the next frame, so that nothing reading the
         // page sees it as the new file's.
-        self.state.error = None;
+        self.state.opening();
         self.ui.error.set_hidden(true);
         self.ui.mark("memviz:open");
         sources.sort_by_cached_key(|s| memviz_view::names::natural_key(&input::source_name(s)));
         if !self.loader_running || self.batch_first.is_none() {
-            self.batch_first = Some(self.state.files.len());
+            self.batch_first = Some(self.state.files().len());
         }
         self.queue.extend(sources);
         self.start_loader();
@@ -126,7 +120,7 @@ impl App {
         // What was derived or written was keyed by file index.
         self.derived = Derived::default();
         self.memo.forget_files(&self.ui.document);
-        if self.state.files.is_empty() {
+        if self.state.files().is_empty() {
             let _ = self.ui.main.class_list().remove_1("has-file");
         }
         crate::views::show_panel_or_timeline(&self.ui, &self.state, &self.memo.views);
@@ -142,7 +136,7 @@ impl App {
                 Effect::RefreshMinimap => self.refresh_minimap(),
                 Effect::ClickedPlot { x_px } => {
                     // With the live set shown, a click moves its moment there.
-                    let a = &self.state.analysis;
+                    let a = &self.state.analysis();
                     if a.open && a.tab == memviz_view::state::panels::Tab::Live {
                         self.handle(Input::Page(PageInput::Analysis(memviz_view::state::panels::Action::LiveAtPx(
                             x_px,
@@ -150,7 +144,7 @@ impl App {
                     }
                 }
                 Effect::CancelLoad => {
-                    if self.state.loading.is_some() {
+                    if self.state.loading().is_some() {
                         self.cancel_requested = true;
                         self.queue.clear();
                         if let Some(cancel) = self.cancel_load.take() {
@@ -161,12 +155,12 @@ impl App {
                 Effect::Relayout => self.relayout(None, None),
                 Effect::GroupTimeline => {
                     if let Some((name, tl)) = self.derived.group_timeline_of(&self.state) {
-                        self.state.analysis.categories.set_profile(name, &tl);
+                        self.state.set_profile(name, &tl);
                     }
                 }
                 Effect::Highlight(action) => {
                     let h = self.derived.highlight_of(&self.state, action);
-                    self.state.analysis.toggle_highlight(h);
+                    self.state.toggle_highlight(h);
                 }
                 Effect::StepMatch(by) => self.step_match(by),
                 Effect::ShowWindow { x0, x1, y_max_bytes } => {
@@ -180,7 +174,7 @@ impl App {
                         Ok(image) => crate::panels::export::download_png(&self.ui, &self.state, &image),
                         Err(e) => {
                             let why = e.as_string().unwrap_or_default();
-                            self.state.error = Some(format!("Could not export the timeline: {why}"));
+                            self.state.set_error(format!("Could not export the timeline: {why}"));
                         }
                     }
                 }
@@ -198,7 +192,7 @@ impl App {
                 }
                 Effect::Export(kind) => {
                     if let Some(e) = crate::panels::export(&self.ui, &self.state, &self.derived, kind) {
-                        self.state.error = Some(e);
+                        self.state.set_error(e);
                     }
                 }
                 Effect::LayOut { device, detail } => self.relayout(device, detail),
@@ -212,14 +206,14 @@ impl App {
                     self.carry_out(more);
                 }
                 Effect::KeepTheme => {
-                    crate::chrome::store(&self.ui, crate::chrome::THEME_KEY, self.state.theme.choice.value());
+                    crate::chrome::store(&self.ui, crate::chrome::THEME_KEY, self.state.theme().choice.value());
                 }
                 Effect::ThemeChanged => {
                     // The charts and the segment map keep what they drew: they are drawn again.
                     self.memo.forget_files(&self.ui.document);
                 }
                 Effect::KeepStackFold => {
-                    let folded = if self.state.stack_collapsed { "1" } else { "0" };
+                    let folded = if self.state.stack_collapsed() { "1" } else { "0" };
                     crate::chrome::store(&self.ui, crate::chrome::STACK_KEY, folded);
                 }
             }

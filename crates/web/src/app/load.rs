@@ -126,7 +126,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Fed::Profile { bytes, mut loader } => match memviz_core::analysis::categories::read_profiler_timeline(&bytes) {
             Ok(tl) => {
                 with_app(weak, |app| {
-                    app.state.analysis.categories.set_profile(name.clone(), &tl);
+                    app.state.set_profile(name.clone(), &tl);
                     app.state.load_ended();
                     app.request_redraw();
                 });
@@ -172,15 +172,15 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     }
     let t0 = now();
     let wait_before_layout = timings.wait_ms;
-    let Some(view) = with_app(weak, |app| app.state.view) else {
+    let Some(view) = with_app(weak, |app| app.state.view()) else {
         return;
     };
-    let preferred = with_app(weak, |app| app.state.preferred_device).flatten();
+    let preferred = with_app(weak, |app| app.state.preferred_device()).flatten();
     let device_pos = choose_device(&snap, preferred);
     let options = Options {
         max_entries: DEFAULT_MAX_ENTRIES,
         mode: view.mode(),
-        hide_freed: with_app(weak, |app| app.state.history.hide_freed).unwrap_or(false),
+        hide_freed: with_app(weak, |app| app.state.history().hide_freed).unwrap_or(false),
     };
     // Laid out in steps, taking events between them, so a large layout makes no long task.
     let mut builder = LayoutBuilder::new(&snap, device_pos, options);
@@ -210,8 +210,7 @@ async fn show_loading_later(weak: Weak<RefCell<App>>, serial: u64) {
         if app.loads_started != serial {
             return;
         }
-        if let Some(l) = app.state.loading.as_mut().filter(|l| !l.shown) {
-            l.shown = true;
+        if app.state.show_loading() {
             app.request_redraw();
         }
     });
@@ -222,9 +221,7 @@ async fn show_loading_later(weak: Weak<RefCell<App>>, serial: u64) {
 async fn show_phase(weak: &Weak<RefCell<App>>, phase: Phase, wait_ms: &mut f64) {
     let now = || with_app(weak, |app| app.ui.now_ms()).unwrap_or(0.0);
     with_app(weak, |app| {
-        if let Some(l) = &mut app.state.loading {
-            l.phase = phase.label();
-        }
+        app.state.load_phase(phase.label());
         app.request_redraw();
     });
     let t = now();
@@ -365,12 +362,7 @@ fn show_progress(app: &mut App, started_ms: f64, total_bytes: u64, read_bytes: u
     // Reading is most of the time; the rest (model, layout) takes about a third as long.
     let left_ms = (phase == Phase::Reading && fraction > 0.02 && elapsed_ms > 250.0)
         .then(|| elapsed_ms * ((1.0 - fraction) / fraction + LATER_PHASES_SHARE));
-    if let Some(l) = &mut app.state.loading {
-        l.fraction = fraction;
-        l.read_bytes = read_bytes;
-        l.left_ms = left_ms;
-        l.phase = phase.label();
-    }
+    app.state.load_progress(fraction, read_bytes, left_ms, phase.label());
     if redraw {
         app.request_redraw();
     }
@@ -386,7 +378,7 @@ pub(crate) async fn load_in_worker(
     timings: &mut Timings,
 ) -> WorkerEnd {
     let Some((view, hide_freed, preferred_device)) =
-        with_app(weak, |app| (app.state.view, app.state.history.hide_freed, app.state.preferred_device))
+        with_app(weak, |app| (app.state.view(), app.state.history().hide_freed, app.state.preferred_device()))
     else {
         return WorkerEnd::Finished;
     };

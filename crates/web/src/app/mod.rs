@@ -113,9 +113,7 @@ impl App {
     fn new(ui: Ui) -> App {
         let dpr = ui.window.device_pixel_ratio();
         let memo = PaintMemo { views: crate::views::Memo::new(&ui.document), ..PaintMemo::default() };
-        let mut state = ViewState::default();
-        (state.dpr, state.preview_until_ms) = (dpr, f64::NEG_INFINITY);
-        state.history.hide_freed = crate::views::embedded_filter_freed(&ui.document);
+        let state = ViewState::new(dpr, crate::views::embedded_filter_freed(&ui.document));
         App {
             ui,
             state,
@@ -184,12 +182,12 @@ impl App {
 
     /// Measures the canvases and the device pixel ratio; whether any of them changed.
     fn measure(&mut self) -> bool {
-        let before = (self.state.dpr, self.state.plot_css, self.state.minimap_css);
-        self.state.dpr = self.ui.window.device_pixel_ratio().max(0.25);
-        self.state.plot_css = (f64::from(self.ui.plot.client_width()), f64::from(self.ui.plot.client_height()));
-        self.state.minimap_css =
-            (f64::from(self.ui.minimap.client_width()), f64::from(self.ui.minimap.client_height()));
-        before != (self.state.dpr, self.state.plot_css, self.state.minimap_css)
+        let ui = &self.ui;
+        self.state.measure(
+            ui.window.device_pixel_ratio(),
+            (f64::from(ui.plot.client_width()), f64::from(ui.plot.client_height())),
+            (f64::from(ui.minimap.client_width()), f64::from(ui.minimap.client_height())),
+        )
     }
 
     /// Writes the page around the canvases now and measures them again, so the next frame draws
@@ -265,29 +263,24 @@ impl App {
         };
         let source = self.loading_source.take();
         let again = source.as_deref().and_then(|k| self.state.file_from(k));
-        let show = again.is_some() || self.batch_first.is_none_or(|b| self.state.files.len() <= b);
+        let show = again.is_some() || self.batch_first.is_none_or(|b| self.state.files().len() <= b);
         match again {
             // Opened again: read again into its place, under the same name.
             Some(i) => {
-                f.name.clone_from(&self.state.files[i].name);
-                f.source.clone_from(&source);
-                f.viewport = f.full_viewport();
-                self.state.files[i] = f;
-                self.state.current = Some(i);
+                self.state.replace_file(i, f, source);
                 // What was derived from or written of the old model goes.
                 self.derived = Derived::default();
                 self.memo.forget_files(&self.ui.document);
             }
             None => {
-                f.name = memviz_view::names::name_beside(self.state.files.iter().map(|g| g.name.as_str()), &f.name);
+                f.name = memviz_view::names::name_beside(self.state.files().iter().map(|g| g.name.as_str()), &f.name);
                 f.viewport = f.full_viewport();
                 self.state.push_file(f, source, show);
             }
         }
         self.release_models();
         self.compare_when_loaded();
-        self.state.error = None;
-        self.state.loading = None;
+        self.state.file_opened();
         if !show {
             // Opened behind the first file of its batch: the file menu gets it, the view stays.
             self.ui.mark("memviz:ready");

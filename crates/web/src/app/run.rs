@@ -47,13 +47,12 @@ impl App {
     /// Opens a run: the snapshot files among `files` (path, file), ranks and iterations from
     /// their paths, each summarized in a worker.
     pub(crate) fn open_run(&mut self, files: Vec<(String, web_sys::File)>) {
-        self.state.drag_hover = false;
-        self.state.error = None;
+        self.state.opening();
         let files: Vec<(String, web_sys::File)> =
             files.into_iter().filter(|(p, _)| memviz_core::ranks::is_snapshot_name(p)).collect();
         if files.is_empty() {
-            self.state.error =
-                Some("No snapshot files (.pickle, .pkl, .json, maybe compressed) were found there.".to_string());
+            self.state
+                .set_error("No snapshot files (.pickle, .pkl, .json, maybe compressed) were found there.".to_string());
             return;
         }
         self.ui.mark("memviz:open");
@@ -64,20 +63,16 @@ impl App {
         let id = run.id;
         let n = run.ranks.len();
         self.run_files = files.into_iter().map(|f| f.1).collect();
-        self.state.run = Some(run);
+        let restore = self.state.open_run(run);
         for _ in 0..worker_count().min(n) {
             wasm_bindgen_futures::spawn_local(summarize_ranks(self.self_ref.clone(), id));
         }
         // A reload of a run's page: the rank it showed, once the run is opened again.
-        if let Some((rank, overview)) = self.state.restore_rank.take() {
-            let i = rank.and_then(|rank| self.state.run.as_ref().and_then(|r| r.index_of(rank, None)));
+        if let Some((rank, overview)) = restore {
+            let i = rank.and_then(|rank| self.state.run().and_then(|r| r.index_of(rank, None)));
             match (i, overview) {
                 (Some(i), false) => self.focus_rank(i),
-                (Some(i), true) => {
-                    if let Some(r) = self.state.run.as_mut() {
-                        r.focused = Some(i);
-                    }
-                }
+                (Some(i), true) => self.state.point_rank(i),
                 (None, _) => {}
             }
         }
@@ -89,7 +84,7 @@ impl App {
         if !self.state.focus_rank(i) {
             return;
         }
-        let file = self.state.run.as_ref().and_then(|r| r.ranks.get(i)).and_then(|e| self.run_files.get(e.source));
+        let file = self.state.run().and_then(|r| r.ranks.get(i)).and_then(|e| self.run_files.get(e.source));
         let Some(file) = file.cloned() else { return };
         let source = Source::File(file);
         match input::source_key(&source).and_then(|k| self.state.file_from(&k)) {
@@ -107,7 +102,7 @@ impl App {
 
     /// The file of the run's entry `i`, as a source, and the open file read from it (if any).
     fn rank_source(&self, i: usize) -> Option<(Source, Option<usize>)> {
-        let e = self.state.run.as_ref()?.ranks.get(i)?;
+        let e = self.state.run()?.ranks.get(i)?;
         let source = Source::File(self.run_files.get(e.source)?.clone());
         let open = input::source_key(&source).and_then(|k| self.state.file_from(&k));
         Some((source, open))
@@ -116,7 +111,7 @@ impl App {
     /// Opens the run's entry `i` and its iteration's median rank (the two full models allowed)
     /// and compares them with core's compare analysis (Insights, Compare) once both are in.
     pub(crate) fn compare_rank(&mut self, i: usize) {
-        let Some(m) = self.state.run.as_ref().and_then(|r| r.median_of(i)).filter(|&m| m != i) else { return };
+        let Some(m) = self.state.run().and_then(|r| r.median_of(i)).filter(|&m| m != i) else { return };
         if !self.state.focus_rank(i) {
             return;
         }
@@ -143,10 +138,7 @@ impl App {
         let (Some((_, Some(fi))), Some((_, Some(fm)))) = (self.rank_source(i), self.rank_source(m)) else { return };
         self.pending_compare = None;
         self.select_file(fm);
-        let a = &mut self.state.analysis;
-        a.open = true;
-        a.tab = memviz_view::state::panels::Tab::Compare;
-        a.compare_with = Some(fi);
+        self.state.open_compare(fi);
     }
 
     /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay: a run's
@@ -157,11 +149,12 @@ impl App {
         if release.is_empty() {
             return;
         }
-        debug_assert!(self.state.files.len() - release.len() <= MAX_RESIDENT_MODELS);
+        debug_assert!(self.state.files().len() - release.len() <= MAX_RESIDENT_MODELS);
         let run_keys: Vec<String> =
             self.run_files.iter().filter_map(|f| input::source_key(&Source::File(f.clone()))).collect();
         for i in release {
-            let of_run = self.state.files.get(i).and_then(|f| f.source.as_ref()).is_some_and(|k| run_keys.contains(k));
+            let of_run =
+                self.state.files().get(i).and_then(|f| f.source.as_ref()).is_some_and(|k| run_keys.contains(k));
             if of_run {
                 self.state.close_file(i);
             } else {
@@ -180,7 +173,7 @@ impl App {
 async fn summarize_ranks(weak: Weak<RefCell<App>>, id: u64) {
     loop {
         let next = with_app(&weak, |app| {
-            let run = app.state.run.as_mut().filter(|r| r.id == id)?;
+            let run = app.state.run_mut(id)?;
             let i = run.ranks.iter().position(|e| e.status == RankStatus::Waiting)?;
             run.set_reading(i, 0.0);
             let e = run.ranks.get(i)?;
@@ -194,7 +187,7 @@ async fn summarize_ranks(weak: Weak<RefCell<App>>, id: u64) {
         let w = weak.clone();
         let on_progress = move |read_bytes: u64| {
             with_app(&w, |app| {
-                if let Some(run) = app.state.run.as_mut().filter(|r| r.id == id) {
+                if let Some(run) = app.state.run_mut(id) {
                     run.set_reading(i, read_bytes as f64 / total_bytes);
                     app.request_redraw();
                 }
@@ -205,7 +198,7 @@ async fn summarize_ranks(weak: Weak<RefCell<App>>, id: u64) {
             other => other,
         };
         with_app(&weak, |app| {
-            if let Some(run) = app.state.run.as_mut().filter(|r| r.id == id) {
+            if let Some(run) = app.state.run_mut(id) {
                 match out {
                     Summarized::Done(d) => run.set_done(i, d),
                     Summarized::Failed(why) => run.set_failed(i, why),
@@ -244,8 +237,8 @@ impl App {
     pub(crate) fn prune_handles(&mut self) {
         let s = &self.state;
         let keep = |k: &String| {
-            s.files.iter().filter_map(|f| f.source.as_ref()).any(|x| x == k)
-                || s.released.iter().any(|r| &r.source == k)
+            s.files().iter().filter_map(|f| f.source.as_ref()).any(|x| x == k)
+                || s.released().iter().any(|r| &r.source == k)
                 || self.loading_source.as_ref() == Some(k)
                 || self.queue.iter().any(|q| input::source_key(q).as_ref() == Some(k))
         };
@@ -255,7 +248,7 @@ impl App {
 
     /// Reads again the released file `j` (listed in the file menu) and shows it.
     pub(crate) fn reopen_file(&mut self, j: usize) {
-        let Some(r) = self.state.released.get(j) else { return };
+        let Some(r) = self.state.released().get(j) else { return };
         match self.file_handles.iter().find(|(k, _)| *k == r.source) {
             Some((_, f)) => {
                 let f = f.clone();
@@ -263,7 +256,7 @@ impl App {
             }
             None => {
                 // No handle to read it from (never expected): it leaves the menu.
-                self.state.released.remove(j);
+                self.state.forget_released(j);
                 self.request_redraw();
             }
         }

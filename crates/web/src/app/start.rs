@@ -79,7 +79,8 @@ pub fn install() -> Result<(), JsValue> {
         bindings.extend(crate::pools::bindings(ui, &mut memo.pools));
         bindings.extend(crate::stack::bindings(ui, &mut memo.stack));
         bindings.extend(crate::chrome::bindings(ui, &mut memo.chrome));
-        (app.state.theme, app.state.stack_collapsed) = crate::chrome::stored(&app.ui);
+        let (theme, stack_collapsed) = crate::chrome::stored(&app.ui);
+        app.state.restore_choices(theme, stack_collapsed);
         app.listeners = bindings.into_iter().map(|b| listen_binding(&weak, b)).collect();
         let w = weak.clone();
         crate::tasks::set_redraw_hook(Box::new(move || {
@@ -95,7 +96,7 @@ pub fn install() -> Result<(), JsValue> {
         // keep it while no file is shown: a first file's task then only checks them (2.2 ms of
         // a 0.5 MB file's first load went to sizing them and making their pixels).
         let (plot, minimap) = lay_out_with_a_file(&app.ui);
-        render::size_ahead(&app.ui, plot, minimap, app.state.dpr);
+        render::size_ahead(&app.ui, plot, minimap, app.state.dpr());
     }
     // The memory a file loaded on the page may take, made now while nothing waits: growing it
     // when a file comes cost that load 2.4 ms and set off a collection (5-6 ms more).
@@ -108,10 +109,7 @@ pub fn install() -> Result<(), JsValue> {
     let embedded = read_embedded(&rc.borrow().ui.document);
     if let Some(embedded) = embedded {
         let mut app = rc.borrow_mut();
-        if let Some(v) = embedded.view {
-            app.state.view = v;
-        }
-        app.state.preferred_device = embedded.device;
+        app.state.embedded(embedded.view, embedded.device);
         if !embedded.files.is_empty() {
             app.handle(Input::Open(embedded.files));
         }
@@ -121,7 +119,7 @@ pub fn install() -> Result<(), JsValue> {
         let app = rc.borrow();
         crate::app::listeners::files_of(app.ui.file_input.files())
     };
-    if !early.is_empty() && rc.borrow().state.files.is_empty() && !rc.borrow().loader_running {
+    if !early.is_empty() && rc.borrow().state.files().is_empty() && !rc.borrow().loader_running {
         let mut app = rc.borrow_mut();
         app.ui.file_input.set_value("");
         app.handle(Input::Open(early));
@@ -131,7 +129,7 @@ pub fn install() -> Result<(), JsValue> {
     // A reload of the demo opens the demo again; another file waits to be opened (the page says
     // which, see `restore_file`).
     let demo_again = crate::url::pending_file().is_some_and(|f| f == DEMO_NAME);
-    if demo_again && rc.borrow().state.files.is_empty() && !rc.borrow().loader_running {
+    if demo_again && rc.borrow().state.files().is_empty() && !rc.borrow().loader_running {
         rc.borrow_mut().handle(Input::Open(vec![Source::Demo]));
     }
     APP.with(|a| *a.borrow_mut() = Some(rc));
@@ -186,7 +184,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     next_frame().await;
     next_frame().await;
     let idle = |weak: &Weak<RefCell<App>>| {
-        with_app(weak, |app| !app.loader_running && app.state.files.is_empty()).unwrap_or(false)
+        with_app(weak, |app| !app.loader_running && app.state.files().is_empty()).unwrap_or(false)
     };
     if !idle(&weak) {
         return;

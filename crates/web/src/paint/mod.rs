@@ -44,7 +44,7 @@ impl Frame<'_> {
 
     /// The colours of the theme shown.
     pub fn palette(&self) -> &'static Palette {
-        self.state.theme.palette()
+        self.state.theme().palette()
     }
 
     /// Whether the base of the timeline is shown from the held copies now.

@@ -60,7 +60,7 @@ fn legend(names: &[String], inferred: bool, s: &mut String) {
 
 /// Writes the Categories tab (snapshots).
 pub fn html(fr: &Frame<'_>, s: &mut String) {
-    let on = fr.state.analysis.categories.colour_inferred;
+    let on = fr.state.analysis().categories.colour_inferred;
     let _ = write!(
         s,
         "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category (inferred)</button></p>",
@@ -70,7 +70,7 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
     let _ = write!(
         s,
         "<p><button type=\"button\" data-act=\"group-timeline\" title=\"Each group's live bytes over the trace (the Live set's menu chooses the grouping)\">Chart by {} over time</button></p>",
-        esc(&fr.state.analysis.group_by.title())
+        esc(&fr.state.analysis().group_by.title())
     );
     let Some(c) = fr.derived.categories_of(fr.state) else { return };
     let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
@@ -138,7 +138,7 @@ impl SizeUnit {
 /// The line the stack text starts with while the timeline is coloured by category: the
 /// category of allocation element `e` and its colour's name in the legend.
 pub fn category_line(fr: &Frame<'_>, e: u32) -> Option<String> {
-    if !fr.state.analysis.categories.colour_inferred || fr.state.view.mode() != Mode::Allocations {
+    if !fr.state.analysis().categories.colour_inferred || fr.state.view().mode() != Mode::Allocations {
         return None;
     }
     let c = fr.derived.categories_of(fr.state)?;
@@ -148,12 +148,12 @@ pub fn category_line(fr: &Frame<'_>, e: u32) -> Option<String> {
 
 /// Paints the visible allocations of the timeline in their inferred category's colour.
 pub fn draw_colours(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
-    if !fr.state.analysis.categories.colour_inferred || fr.state.view.mode() != Mode::Allocations {
+    if !fr.state.analysis().categories.colour_inferred || fr.state.view().mode() != Mode::Allocations {
         return;
     }
     let Some(f) = fr.file() else { return };
     let Some(c) = fr.derived.categories_of(fr.state) else { return };
-    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(drawn);
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr()).reusing(drawn);
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;
@@ -188,7 +188,7 @@ fn time_text(us: i64) -> String {
 
 /// Brings the profile timeline's element in line with the state.
 pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
-    let st = &fr.state.analysis.categories;
+    let st = &fr.state.analysis().categories;
     let Some(el) = fr.ui.document.get_element_by_id("cat-timeline") else {
         return;
     };
@@ -229,7 +229,7 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
         .query_selector("canvas.cat-chart")
         .ok()
         .flatten()
-        .map_or(0, |c| (f64::from(c.client_width()) * fr.state.dpr).round() as u32);
+        .map_or(0, |c| (f64::from(c.client_width()) * fr.state.dpr()).round() as u32);
     let want = (st.profile_seq, st.hover_x_px, width_dev);
     if written != Some(want) {
         if let Some(p) = &st.profile {
@@ -256,7 +256,7 @@ fn draw_profile(
     let Ok(canvas) = canvas.dyn_into::<HtmlCanvasElement>() else {
         return;
     };
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let tl = &p.timeline;
     let n = tl.bytes.len();
     let times: Vec<f64> =

@@ -46,13 +46,13 @@ pub fn legend_html(a: &Analysis, on: bool, s: &mut String) {
 
 /// Paints the visible allocations of the timeline in their group's colour.
 pub fn draw(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
-    if !fr.state.analysis.colour_by_group || fr.state.view.mode() != Mode::Allocations {
+    if !fr.state.analysis().colour_by_group || fr.state.view().mode() != Mode::Allocations {
         let _ = fr.ui.plot.remove_attribute("data-coloured-by");
         return;
     }
     let (Some(f), Some(a)) = (fr.file(), fr.derived.analysis_of(fr.state)) else { return };
     let Some(g) = &a.grouping else { return };
-    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr).reusing(drawn);
+    let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), fr.state.dpr()).reusing(drawn);
     let layout = plot.layout;
     plot.clip(ctx);
     let min_size = 0.5 / plot.px_per_byte_dev;

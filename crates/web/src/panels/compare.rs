@@ -66,19 +66,19 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], grouped: Option<(&st
 
 /// Writes the tab.
 pub fn html(fr: &Frame<'_>, s: &mut String) {
-    let Some(cur) = fr.state.current else { return };
-    if fr.state.files.len() < 2 {
+    let Some(cur) = fr.state.current() else { return };
+    if fr.state.files().len() < 2 {
         s.push_str("<p class=\"cmp-none\">Open a second snapshot to compare it with this one.</p>");
         return;
     }
-    let other = fr.state.analysis.compare_other(fr.state.current, fr.state.files.len());
-    let name = |i: usize| fr.state.files.get(i).map_or(String::new(), |f| esc(&f.name));
+    let other = fr.state.analysis().compare_other(fr.state.current(), fr.state.files().len());
+    let name = |i: usize| fr.state.files().get(i).map_or(String::new(), |f| esc(&f.name));
     let _ = write!(
         s,
         "<p class=\"cmp-files\"><span class=\"sw cmp-a\"></span>A: <b>{}</b><br>Compare with B:</p><div class=\"cmp-select\">",
         name(cur)
     );
-    for i in (0..fr.state.files.len()).filter(|&i| i != cur) {
+    for i in (0..fr.state.files().len()).filter(|&i| i != cur) {
         let _ = write!(
             s,
             "<button type=\"button\" class=\"cmp-other{}\" data-act=\"compare-with\" data-i=\"{i}\">{}</button>",
@@ -88,8 +88,8 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
     }
     s.push_str("</div>");
     // Compared by stack, or by the grouping of the Live set's tables.
-    let by = &fr.state.analysis.group_by;
-    let on = fr.state.analysis.compare_by_group;
+    let by = &fr.state.analysis().group_by;
+    let on = fr.state.analysis().compare_by_group;
     let _ = write!(
         s,
         "<p><button type=\"button\" class=\"cmp-by-group{}\" data-act=\"cmp-by-group\" aria-pressed=\"{on}\" data-by=\"{}\" title=\"Group both files' live bytes as the Live set's tables do (its menu chooses how)\">Compare by {}</button></p>",
@@ -157,7 +157,7 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
 
 /// Draws both total curves on the tab's canvas.
 pub fn draw(fr: &Frame<'_>, canvas: &HtmlCanvasElement) {
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let Some(c) = fr.derived.comparison_of(fr.state) else { return };
     chart::fit(canvas, CHART_CSS_PX, dpr);
     let max_bytes = c.curve.iter().map(|p| p.a_bytes.max(p.b_bytes)).max().unwrap_or(0);

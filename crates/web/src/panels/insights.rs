@@ -253,8 +253,8 @@ impl FragChart {
 /// step).
 fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
     let xm = f.xmap();
-    if state.hover.is_some() && state.drag.is_none() {
-        if let Some((Surface::Plot, x_px, _)) = state.last_pointer {
+    if state.hover().is_some() && state.drag().is_none() {
+        if let Some((Surface::Plot, x_px, _)) = state.last_pointer() {
             let pos = f.viewport.pos_at(&state.plot_rect(), x_px);
             return Some((pos, xm.step(pos)));
         }
@@ -285,11 +285,11 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
     let xm = f.xmap();
     let v = &f.viewport;
     let key = FragKey {
-        file: (fr.state.current.unwrap_or(0), f.plot.device_pos),
-        generation: fr.state.generation,
+        file: (fr.state.current().unwrap_or(0), f.plot.device_pos),
+        generation: fr.state.generation(),
         window: (v.x0, v.x1),
         time_axis: xm.is_time(),
-        dpr: fr.state.dpr,
+        dpr: fr.state.dpr(),
     };
     let marker = marker_of(fr.state, f);
     let mut drawn = false;
@@ -301,7 +301,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let Some(a) = fr.derived.analysis_of(fr.state) else {
             return;
         };
-        let dpr = fr.state.dpr;
+        let dpr = fr.state.dpr();
         chart::fit(&canvas, FRAG_CSS_PX, dpr);
         let layout = &f.plot.layout;
         let (s0, s1) = (xm.step(v.x0), xm.step(v.x1));
@@ -361,7 +361,7 @@ pub fn sync_fragmentation(fr: &Frame<'_>, st: &mut FragChart, panel: &HtmlElemen
         let text = match (marker, fr.derived.analysis_of(fr.state)) {
             (Some((x, step)), Some(a)) => {
                 if let Some(area) = &st.area {
-                    chart::marker(&canvas, fr.state.dpr, area, x, chart::rgb(fr.palette().chart_marker));
+                    chart::marker(&canvas, fr.state.dpr(), area, x, chart::rgb(fr.palette().chart_marker));
                 }
                 a.frag_track
                     .at_step(&f.plot.layout, step)

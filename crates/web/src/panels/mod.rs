@@ -109,7 +109,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let Some(panel) = by_id(ui, "analysis") else {
         return;
     };
-    let p = &fr.state.analysis;
+    let p = &fr.state.analysis();
     if let Some(t) = by_id(ui, "analysis-toggle") {
         let _ = t.toggle_attribute_with_force("disabled", fr.file().is_none());
         let _ = t.class_list().toggle_with_force("active", p.open && fr.file().is_some());
@@ -120,8 +120,8 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         tab: p.tab,
         file: current_key(fr.state),
         moment: p.moment,
-        files: fr.state.files.len(),
-        other: p.compare_other(fr.state.current, fr.state.files.len()),
+        files: fr.state.files().len(),
+        other: p.compare_other(fr.state.current(), fr.state.files().len()),
         colour_inferred: p.categories.colour_inferred,
         group_by: p.group_by.clone(),
         colour_by_group: p.colour_by_group,
@@ -164,7 +164,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
 }
 
 fn body_html(fr: &Frame<'_>) -> String {
-    let p = &fr.state.analysis;
+    let p = &fr.state.analysis();
     let mut s = String::new();
     let tab = |t: Tab, label: &str, act: &str| {
         format!(
@@ -175,7 +175,7 @@ fn body_html(fr: &Frame<'_>) -> String {
     s.push_str("<div class=\"an-tabs\">");
     s.push_str(&tab(Tab::Insights, "Insights", "tab-insights"));
     s.push_str(&tab(Tab::Live, "Live set", "tab-live"));
-    if fr.state.files.len() >= 2 {
+    if fr.state.files().len() >= 2 {
         s.push_str(&tab(Tab::Compare, "Compare", "tab-compare"));
     }
     s.push_str(&tab(Tab::Categories, "Categories", "tab-categories"));
@@ -274,18 +274,18 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
 /// Outlines the highlighted elements and marks the live set's moment and the cursor on a cited
 /// entry on the timeline.
 pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
-    let p = &fr.state.analysis;
+    let p = &fr.state.analysis();
     categories::draw_colours(fr, drawn, ctx);
     colour_by::draw(fr, drawn, ctx);
     draw_cursor(fr, drawn, ctx);
-    if p.highlight.is_none() || fr.state.view.mode() != Mode::Allocations {
+    if p.highlight.is_none() || fr.state.view().mode() != Mode::Allocations {
         let _ = fr.ui.plot.remove_attribute("data-highlighted");
     }
     let Some(f) = fr.file() else { return };
-    if fr.state.view.mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
+    if fr.state.view().mode() != Mode::Allocations || !p.open && p.highlight.is_none() {
         return;
     }
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let pal = fr.palette();
     let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), dpr).reusing(drawn);
     let (rect, layout) = (plot.rect, plot.layout);
@@ -328,12 +328,12 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
 /// The cursor on a trace entry (a cited entry's link, the keyboard's selection), labelled with
 /// the entry, in every view of the timeline and on either x axis.
 fn draw_cursor(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
-    let at = fr.file().zip(fr.state.cursor_entry).filter(|(f, _)| !f.is_moment() && !fr.state.view.is_panel());
+    let at = fr.file().zip(fr.state.cursor_entry()).filter(|(f, _)| !f.is_moment() && !fr.state.view().is_panel());
     let Some((f, entry)) = at else {
         let _ = fr.ui.plot.remove_attribute("data-cursor");
         return;
     };
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let plot = crate::paint::edges::PlotDev::new(f, fr.plot_rect(), dpr).reusing(drawn);
     let rect = plot.rect;
     let step = memviz_view::entries::step_of_entry(plot.layout, entry);

@@ -322,11 +322,11 @@ pub(crate) fn pixels_key(fr: &Frame<'_>) -> Option<PixelsKey> {
 /// timeline is what the page shows and not small (a small one's is computed in its frame).
 pub fn prepare_plot(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let (Some(f), Some(key)) = (fr.file().filter(|f| !is_small(f)), pixels_key(fr)) else { return };
-    if fr.state.view.is_panel() || memo.prepared.as_ref().is_some_and(|p| p.0 == key) {
+    if fr.state.view().is_panel() || memo.prepared.as_ref().is_some_and(|p| p.0 == key) {
         return;
     }
-    let rect = f.plot_rect(fr.state.plot_css);
-    let pixels = compute_plot(f, fr.palette(), rect, fr.state.dpr);
+    let rect = f.plot_rect(fr.state.plot_css());
+    let pixels = compute_plot(f, fr.palette(), rect, fr.state.dpr());
     memo.prepared = Some((key, pixels));
 }
 
@@ -437,7 +437,7 @@ pub fn hold_prepared(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if plot.shows(&what) == Some((v.x0, v.x1)) {
         return;
     }
-    let (ox, oy, _, _) = raster_area(&f.plot_rect(fr.state.plot_css), fr.state.dpr);
+    let (ox, oy, _, _) = raster_area(&f.plot_rect(fr.state.plot_css()), fr.state.dpr());
     let size = (p.raster.width_px() as u32, p.raster.height_px() as u32);
     plot.keep_drawn(size, what, (v.x0, v.x1), |ctx| {
         put_pixels(ctx, bytemuck::cast_slice(p.raster.rows()), size, (0.0, 0.0));

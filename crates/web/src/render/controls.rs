@@ -42,15 +42,15 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             ui.progress.set_value(l.fraction);
             set_text(&ui.status, &loading_text(l));
         }
-        None if fr.state.status_note.is_some() => {
+        None if fr.state.status_note().is_some() => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            set_text(&ui.status, fr.state.status_note.as_deref().unwrap_or(""));
+            set_text(&ui.status, fr.state.status_note().unwrap_or(""));
         }
         None => {
             ui.progress.set_hidden(true);
             ui.cancel_button.set_hidden(true);
-            let text = match fr.state.run.as_ref().filter(|_| fr.state.overview_shown()) {
+            let text = match fr.state.run().filter(|_| fr.state.overview_shown()) {
                 // The overview is of the run, not of the file last shown.
                 Some(run) => format!("A run of {} ranks · the rank overview", run.ranks.len()),
                 None => fr.file().map_or_else(String::new, status_text),
@@ -62,7 +62,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             }
         }
     }
-    match &fr.state.error {
+    match &fr.state.error() {
         Some(e) => {
             set_text(&ui.error_text, e);
             ui.error.set_hidden(false);
@@ -72,18 +72,18 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         }
     }
     ui.empty.set_hidden(fr.file().is_some());
-    ui.drop_overlay.set_hidden(!fr.state.drag_hover);
+    ui.drop_overlay.set_hidden(!fr.state.drag_hover());
     // Menus.
     let devices = fr.file().map_or(0, |f| f.snap.devices.len());
     let views = fr.derived.views_of(fr.state);
     let key = (
-        (fr.state.files.len(), {
+        (fr.state.files().len(), {
             use std::hash::{Hash, Hasher};
             let mut h = std::hash::DefaultHasher::new();
-            fr.state.released.iter().for_each(|r| r.name.hash(&mut h));
+            fr.state.released().iter().for_each(|r| r.name.hash(&mut h));
             h.finish()
         }),
-        fr.state.current,
+        fr.state.current(),
         devices,
         fr.file().map(|f| f.plot.device_pos),
         views.map(|v| (v.mapped_pages, v.private_pools)),
@@ -93,13 +93,13 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         // Names cut in the middle so the menu keeps its width (the whole name in the title).
         let full: Vec<String> = fr
             .state
-            .files
+            .files()
             .iter()
             .map(|f| f.name.clone())
-            .chain(fr.state.released.iter().map(|r| r.name.clone()))
+            .chain(fr.state.released().iter().map(|r| r.name.clone()))
             .collect();
         let short = memviz_view::names::menu_names(&full, FILE_NAME_CHARS);
-        let open = fr.state.files.len();
+        let open = fr.state.files().len();
         const CLOSED: &str = " (closed: choose to read again)";
         fill_select(
             ui,
@@ -145,13 +145,13 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             View::ALL.iter().map(|&v| (v.value().to_string(), format!("{}{}", v.label(), mark(v)))),
         );
     }
-    let busy = fr.state.loading.is_some();
+    let busy = fr.state.loading().is_some();
     set_select(
         &ui.file_select,
-        &fr.state.current.map_or(String::new(), |i| i.to_string()),
-        fr.state.files.len() + fr.state.released.len() < 2 || busy,
+        &fr.state.current().map_or(String::new(), |i| i.to_string()),
+        fr.state.files().len() + fr.state.released().len() < 2 || busy,
     );
-    set_select(&ui.view_select, fr.state.view.value(), fr.file().is_none() || busy);
+    set_select(&ui.view_select, fr.state.view().value(), fr.file().is_none() || busy);
     match fr.file() {
         Some(f) => {
             set_select(&ui.device_select, &f.plot.device_pos.to_string(), devices < 2 || busy);
@@ -161,12 +161,12 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
             set_attr(&ui.file_select, "title", &f.name);
             set_select(&ui.x_axis_select, f.x_axis.value(), !f.has_time() || busy);
             let total = f.plot.layout.shown_count();
-            let value = fr.state.detail_preview.unwrap_or(f.max_entries).min(total);
+            let value = fr.state.detail_preview().unwrap_or(f.max_entries).min(total);
             let max = total.to_string();
             if ui.detail.max() != max {
                 ui.detail.set_max(&max);
             }
-            if fr.state.detail_preview.is_none() && ui.detail.value() != value.to_string() {
+            if fr.state.detail_preview().is_none() && ui.detail.value() != value.to_string() {
                 ui.detail.set_value(&value.to_string());
             }
             ui.detail.set_disabled(busy || total == 0);

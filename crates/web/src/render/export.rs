@@ -30,7 +30,7 @@ fn canvas(
 /// The image of the shown timeline.
 pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     let f = fr.file().ok_or_else(|| JsValue::from_str("no file is open"))?;
-    let (w, h) = fr.state.plot_css;
+    let (w, h) = fr.state.plot_css();
     if !(w >= 1.0 && h >= 1.0) {
         return Err(JsValue::from_str("the timeline is not shown"));
     }
@@ -68,7 +68,7 @@ pub fn export_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, JsValue> {
     ctx.set_font(FONT);
     let sub = format!(
         "{} · {device} · peak {} · {} · {window}",
-        fr.state.view.label(),
+        fr.state.view().label(),
         human_size(f.plot.layout.peak_bytes as f64),
         memviz_view::entries::count(f.plot.layout.elements.len(), "allocations")
     );

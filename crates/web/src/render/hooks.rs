@@ -10,10 +10,10 @@ use web_sys::HtmlCanvasElement;
 pub(crate) fn is_first_complete_frame(fr: &Frame<'_>) -> bool {
     let ui = &fr.ui;
     let size_of = |c: &HtmlCanvasElement| (f64::from(c.client_width()), f64::from(c.client_height()));
-    fr.state.loading.is_none()
+    fr.state.loading().is_none()
         && fr.file().is_some()
-        && size_of(&ui.plot) == fr.state.plot_css
-        && size_of(&ui.minimap) == fr.state.minimap_css
+        && size_of(&ui.plot) == fr.state.plot_css()
+        && size_of(&ui.minimap) == fr.state.minimap_css()
 }
 
 /// Marks `memviz:ready` and writes the load's timings (`t`) into `#plot[data-timings]`.
@@ -75,7 +75,7 @@ pub(crate) fn write_test_hooks(fr: &Frame<'_>, info: &FrameInfo, frame_ms: f64) 
     set("data-bands", &info.bands_drawn.to_string());
     set("data-vertices", &info.vertices_drawn.to_string());
     set("data-frame-ms", &format!("{frame_ms:.1}"));
-    set("data-theme", fr.state.theme.theme().name());
+    set("data-theme", fr.state.theme().theme().name());
 }
 
 /// The hooks of what the pointer points at, pinned or selected, written by every frame
@@ -87,7 +87,7 @@ pub(crate) fn write_hover_hooks(fr: &Frame<'_>) {
             let _ = c.set_attribute(k, v);
         }
     };
-    let hover = fr.state.hover.or(fr.state.pinned()).map_or_else(String::new, crate::stack::target_hook);
+    let hover = fr.state.hover().or(fr.state.pinned()).map_or_else(String::new, crate::stack::target_hook);
     set("data-hover", &hover);
     // The keyboard's selection by its key: address label and allocation entry.
     let selected = fr.state.selected_element().and_then(|e| {

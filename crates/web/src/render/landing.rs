@@ -29,14 +29,14 @@ pub(crate) fn sync_landing(fr: &Frame<'_>) {
         }
     }
     if let Some(help) = by_id("help") {
-        if help.hidden() == fr.state.help_open {
-            help.set_hidden(!fr.state.help_open);
+        if help.hidden() == fr.state.help_open() {
+            help.set_hidden(!fr.state.help_open());
         }
     }
     if let Some(note) = by_id("restore-note") {
-        let text = match (&fr.state.restore_file, fr.file()) {
-            _ if fr.state.run.is_none() && fr.state.restore_rank.is_some() => {
-                let what = match fr.state.restore_rank.and_then(|r| r.0) {
+        let text = match (&fr.state.restore_file(), fr.file()) {
+            _ if fr.state.run().is_none() && fr.state.restore_rank().is_some() => {
+                let what = match fr.state.restore_rank().and_then(|r| r.0) {
                     Some(rank) => format!("rank {rank} of a run"),
                     None => "a run's rank overview".to_string(),
                 };

@@ -113,21 +113,21 @@ pub fn prepare_canvas(fr: &Frame<'_>, step: usize) {
     let ui = &fr.ui;
     if step == 0 && fr.file().is_some_and(is_small) {
         // A small timeline is drawn on `#plot` alone (see [`draw`]): the base layer keeps no pixels.
-        fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr);
+        fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr());
         return;
     }
     let canvases = [
-        (&ui.plot_layer, &ui.plot_layer_ctx, fr.state.plot_css),
-        (&ui.plot, &ui.plot_ctx, fr.state.plot_css),
-        (&ui.minimap, &ui.minimap_ctx, fr.state.minimap_css),
+        (&ui.plot_layer, &ui.plot_layer_ctx, fr.state.plot_css()),
+        (&ui.plot, &ui.plot_ctx, fr.state.plot_css()),
+        (&ui.minimap, &ui.minimap_ctx, fr.state.minimap_css()),
     ];
     if let Some((canvas, ctx, css)) = canvases.get(step) {
-        fit_with_pixels(canvas, ctx, *css, fr.state.dpr);
+        fit_with_pixels(canvas, ctx, *css, fr.state.dpr());
         return;
     }
     // The held copies take the plot area's size (as the base layer's raster does).
     let (Some(f), Some(p)) = (fr.file(), ui.held.get(step - canvases.len())) else { return };
-    let (_, _, w, h) = raster_area(&f.plot_rect(fr.state.plot_css), fr.state.dpr);
+    let (_, _, w, h) = raster_area(&f.plot_rect(fr.state.plot_css()), fr.state.dpr());
     p.reserve((w as f64, h as f64));
 }
 
@@ -175,13 +175,13 @@ fn held_what(fr: &Frame<'_>) -> Option<HeldWhat> {
 fn shown_what(fr: &Frame<'_>) -> Option<HeldWhat> {
     let f = fr.file()?;
     Some((
-        fr.state.current,
-        fr.state.generation,
-        fr.state.view,
+        fr.state.current(),
+        fr.state.generation(),
+        fr.state.view(),
         f.x_axis,
         f.viewport.y_max_bytes.to_bits(),
-        (fr.state.plot_css.0.to_bits(), fr.state.plot_css.1.to_bits(), fr.state.dpr.to_bits()),
-        fr.state.theme.theme(),
+        (fr.state.plot_css().0.to_bits(), fr.state.plot_css().1.to_bits(), fr.state.dpr().to_bits()),
+        fr.state.theme().theme(),
     ))
 }
 
@@ -212,12 +212,12 @@ pub fn draw(fr: &Frame<'_>, memo: &mut PaintMemo) {
 /// Shows the hovered band's outline in `#plot-hover` where [`hover_on_svg`] says so, and hides
 /// it elsewhere; writes the DOM only when it changes.
 fn sync_hover_outline(fr: &Frame<'_>, memo: &mut PaintMemo) {
-    let shown = if hover_on_svg(fr) && fr.state.plot_css.0 >= 1.0 && memo.canvas.is_some() {
+    let shown = if hover_on_svg(fr) && fr.state.plot_css().0 >= 1.0 && memo.canvas.is_some() {
         hover_outline(fr, &memo.frame).map(|(d, view_box, place)| HoverSvg {
             d,
             view_box,
             place: place.map(f64::to_bits),
-            stroke: (fr.palette().outline, (1.5 * fr.state.dpr).to_bits()),
+            stroke: (fr.palette().outline, (1.5 * fr.state.dpr()).to_bits()),
         })
     } else {
         None
@@ -278,7 +278,7 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
         // The timeline must draw everything again when it comes back.
         memo.canvas = None;
         memo.stack.invalidate();
-        if fr.state.loading.is_none() {
+        if fr.state.loading().is_none() {
             if let Some(t) = memo.ready_pending.take() {
                 fr.ui.mark("memviz:ready");
                 let total_ms = fr.ui.now_ms() - t.started_ms;
@@ -289,7 +289,7 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
     }
     // A canvas measured while hidden has no size: nothing is drawn into it, and the resize
     // observer asks for a frame once it has one.
-    if fr.file().is_some() && !(fr.state.plot_css.0 >= 1.0 && fr.state.plot_css.1 >= 1.0) {
+    if fr.file().is_some() && !(fr.state.plot_css().0 >= 1.0 && fr.state.plot_css().1 >= 1.0) {
         return;
     }
     let ui = fr.ui;
@@ -312,13 +312,20 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
         let prepared = if preview { None } else { memo.prepared.take() };
         let mut pixels = prepared.filter(|p| Some(p.0) == pixels_key).map(|p| p.1);
         let layer = if single {
-            fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr);
+            fit_canvas(&ui.plot_layer, 0.0, 0.0, fr.state.dpr());
             (&ui.plot, &ui.plot_ctx)
         } else {
             (&ui.plot_layer, &ui.plot_layer_ctx)
         };
-        let info =
-            draw_timeline_base(fr.file(), fr.palette(), fr.state.plot_css, fr.state.dpr, layer, holding, &mut pixels);
+        let info = draw_timeline_base(
+            fr.file(),
+            fr.palette(),
+            fr.state.plot_css(),
+            fr.state.dpr(),
+            layer,
+            holding,
+            &mut pixels,
+        );
         if single || info.hold_later {
             memo.prepared = pixels_key.zip(pixels);
         }
@@ -331,7 +338,7 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
     if !single {
         // Without a file it keeps its size (see [`size_ahead`]).
         if fr.file().is_some() {
-            fit_canvas(&ui.plot, fr.state.plot_css.0, fr.state.plot_css.1, fr.state.dpr);
+            fit_canvas(&ui.plot, fr.state.plot_css().0, fr.state.plot_css().1, fr.state.dpr());
         }
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, f64::from(ui.plot.width()), f64::from(ui.plot.height()));
@@ -397,23 +404,23 @@ impl CanvasKey {
     fn of(fr: &Frame<'_>, preview: bool) -> CanvasKey {
         CanvasKey {
             preview,
-            current: fr.state.current,
-            generation: fr.state.generation,
-            view: fr.state.view,
+            current: fr.state.current(),
+            generation: fr.state.generation(),
+            view: fr.state.view(),
             viewport: fr.file().map(|f| (f.viewport, f.x_axis)),
-            hover: if hover_on_svg(fr) { None } else { fr.state.hover },
+            hover: if hover_on_svg(fr) { None } else { fr.state.hover() },
             pinned: fr.state.pinned(),
-            brush: match fr.state.drag {
+            brush: match fr.state.drag() {
                 Some(Drag::Brush { start, end, .. }) => Some((start, end)),
                 _ => None,
             },
-            sizes: (fr.state.plot_css, fr.state.minimap_css, fr.state.dpr),
+            sizes: (fr.state.plot_css(), fr.state.minimap_css(), fr.state.dpr()),
             minimap_columns: fr.derived.minimap_cols.len(),
-            analysis: fr.state.analysis.canvas_seq,
-            search: fr.state.search.clone(),
-            pool_hover: fr.state.pool_hover,
-            cursor_entry: fr.state.cursor_entry,
-            theme: fr.state.theme.theme(),
+            analysis: fr.state.analysis().canvas_seq,
+            search: fr.state.search().clone(),
+            pool_hover: fr.state.pool_hover(),
+            cursor_entry: fr.state.cursor_entry(),
+            theme: fr.state.theme().theme(),
         }
     }
 }

@@ -16,7 +16,7 @@ use web_sys::CanvasRenderingContext2d;
 /// allocations, the hovered annotation's region, the hovered OOM marker.
 pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let Some(f) = fr.file() else { return };
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let rect = fr.plot_rect();
     let v = &f.viewport;
     let xm = f.xmap();
@@ -24,7 +24,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     let plot = PlotDev::new(f, rect, dpr).reusing(drawn);
     ctx.save();
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    let hover = if hover_on_svg(fr) { None } else { fr.state.hover };
+    let hover = if hover_on_svg(fr) { None } else { fr.state.hover() };
     for (t, pinned) in [(fr.state.pinned(), true), (hover, false)] {
         match t {
             Some(Target::Element(e)) => {
@@ -90,9 +90,9 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
 /// timeline (drawn whole on one canvas, see [`super::draw`]), so that a hover draws no canvas
 /// again (each new frame of a canvas took about 3 MB more of the compositor's memory, and a few ms).
 pub(crate) fn hover_on_svg(fr: &Frame<'_>) -> bool {
-    matches!(fr.state.hover, Some(Target::Element(_)))
-        && fr.state.hover != fr.state.pinned()
-        && !fr.state.view.is_panel()
+    matches!(fr.state.hover(), Some(Target::Element(_)))
+        && fr.state.hover() != fr.state.pinned()
+        && !fr.state.view().is_panel()
         && fr.file().is_some_and(is_small)
 }
 
@@ -100,10 +100,10 @@ pub(crate) fn hover_on_svg(fr: &Frame<'_>) -> bool {
 /// the SVG's `viewBox` (the path's box and the stroke around it, clipped to the plot area) and
 /// its place over the plot (that box in CSS px: left, top, width, height).
 pub(crate) fn hover_outline(fr: &Frame<'_>, drawn: &FrameInfo) -> Option<(String, String, [f64; 4])> {
-    let Some(Target::Element(e)) = fr.state.hover else { return None };
+    let Some(Target::Element(e)) = fr.state.hover() else { return None };
     let f = fr.file()?;
     let b = f.plot.layout.elements.get(e as usize)?.band?;
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let rect = fr.plot_rect();
     let path = SvgPath::default();
     PlotDev::new(f, rect, dpr).reusing(drawn).trace_bands(&path, &[b], |_| {});
@@ -240,14 +240,14 @@ pub(crate) fn crisp(x_css: f64, dpr: f64) -> f64 {
 pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     let ui = &fr.ui;
     let ctx = &ui.minimap_ctx;
-    let dpr = fr.state.dpr;
+    let dpr = fr.state.dpr();
     let Some(f) = fr.file() else {
         // It keeps its size for the next file (see [`super::size_ahead`]), and shows nothing.
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, f64::from(ui.minimap.width()), f64::from(ui.minimap.height()));
         return;
     };
-    let (w, h) = fr.state.minimap_css;
+    let (w, h) = fr.state.minimap_css();
     fit_canvas(&ui.minimap, w, h, dpr);
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
@@ -304,7 +304,7 @@ pub(crate) fn draw_minimap(fr: &Frame<'_>) {
     ctx.set_stroke_style_str(pal.minimap_window);
     ctx.set_line_width(1.0);
     ctx.stroke_rect(x0 + 0.5, rect.top_px + 0.5, (x1 - x0 - 1.0).max(0.5), rect.height_px - 1.0);
-    if let Some(Drag::Brush { start, end, .. }) = fr.state.drag {
+    if let Some(Drag::Brush { start, end, .. }) = fr.state.drag() {
         let (a, b) = (px(start.min(end)), px(start.max(end)));
         ctx.set_fill_style_str(pal.brush);
         ctx.fill_rect(a, rect.top_px, (b - a).max(1.0), rect.height_px);

@@ -102,14 +102,14 @@ fn colour(name: &str) -> String {
 pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
     let state = fr.state;
     let doc = &fr.ui.document;
-    if memo.mode != Some(state.flame.mode) {
-        memo.mode = Some(state.flame.mode);
-        let radio = doc.get_element_by_id(&format!("flame-mode-{}", state.flame.mode.value()));
+    if memo.mode != Some(state.flame().mode) {
+        memo.mode = Some(state.flame().mode);
+        let radio = doc.get_element_by_id(&format!("flame-mode-{}", state.flame().mode.value()));
         if let Some(r) = radio.and_then(|r| r.dyn_into::<HtmlInputElement>().ok()) {
             r.set_checked(true);
         }
     }
-    let by = (state.flame.by_group, state.analysis.group_by.title());
+    let by = (state.flame().by_group, state.analysis().group_by.title());
     if memo.by_group.as_ref() != Some(&by) {
         if let Some(c) = doc.get_element_by_id("flame-by-group").and_then(|c| c.dyn_into::<HtmlInputElement>().ok()) {
             c.set_checked(by.0);
@@ -126,9 +126,9 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
         return "This device has no trace entries to draw a flame graph of.".into();
     };
     let g = &flame.graph;
-    let focus = state.flame.focus_node(g);
+    let focus = state.flame().focus_node(g);
     let width_px = els.graph.client_width();
-    let highlighted = state.analysis.highlight.as_ref().map_or(0, |h| h.elements.len());
+    let highlighted = state.analysis().highlight.as_ref().map_or(0, |h| h.elements.len());
     let grouping = flame.by.as_ref().map(|(by, library)| format!("{}|{}", by.slug(), library.join(",")));
     let key: BoxesKey = (flame.key.0 .0, flame.key.0 .1, flame.source, grouping, focus, width_px, highlighted);
     if memo.boxes.as_ref() != Some(&key) {
@@ -149,17 +149,17 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, els: &Els) -> String {
         attr("data-by", flame.by.as_ref().map_or("frame".to_string(), |(by, _)| by.slug()).as_str());
         attr("data-highlight", &highlighted.to_string());
     }
-    if memo.hover != state.flame.hover {
-        for (n, on) in [(memo.hover, false), (state.flame.hover, true)] {
+    if memo.hover != state.flame().hover {
+        for (n, on) in [(memo.hover, false), (state.flame().hover, true)] {
             if let Some(n) = n {
                 if let Ok(Some(el)) = els.graph.query_selector(&format!("[data-node=\"{n}\"]")) {
                     let _ = el.class_list().toggle_with_force("hover", on);
                 }
             }
         }
-        memo.hover = state.flame.hover;
+        memo.hover = state.flame().hover;
     }
-    match state.flame.hover.or(focus) {
+    match state.flame().hover.or(focus) {
         Some(n) => state_flame::node_text(g, n),
         None => format!(
             "{}\nPoint at a frame for its bytes and share; click one to focus it and highlight its allocations on the timeline.",

@@ -208,10 +208,10 @@ pub fn history_rows(state: &ViewState, data: &HistoryData, list_px: f64) -> Opti
 /// Called before the timeline's canvases are measured after a change of view, so that a
 /// timeline coming back from a panel is measured shown, not hidden (0 px wide).
 pub fn show_panel_or_timeline(ui: &Ui, state: &ViewState, memo: &Memo) -> bool {
-    let panel = state.view.is_panel() && state.file().is_some();
+    let panel = state.view().is_panel() && state.file().is_some();
     let main = ui.main.class_list();
     let _ = main.toggle_with_force("view-panel", panel);
-    let _ = main.toggle_with_force("view-history", panel && state.view == View::AllocatorStateHistory);
+    let _ = main.toggle_with_force("view-history", panel && state.view() == View::AllocatorStateHistory);
     // Controls are shown where they act (style.css: .needs-file, .timeline-only).
     if let Some(body) = ui.document.body() {
         let classes = body.class_list();
@@ -231,12 +231,12 @@ pub fn show_panel_or_timeline(ui: &Ui, state: &ViewState, memo: &Memo) -> bool {
 pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let state = fr.state;
     if let Some(cb) = by_id::<web_sys::HtmlInputElement>(&fr.ui.document, "hide-freed") {
-        let disabled = state.file().is_none() || state.loading.is_some() || state.view.is_panel();
+        let disabled = state.file().is_none() || state.loading().is_some() || state.view().is_panel();
         if cb.disabled() != disabled {
             cb.set_disabled(disabled);
         }
-        if cb.checked() != state.history.hide_freed {
-            cb.set_checked(state.history.hide_freed);
+        if cb.checked() != state.history().hide_freed {
+            cb.set_checked(state.history().hide_freed);
         }
     }
     if memo.els.is_none() {
@@ -248,12 +248,12 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         return false;
     }
     let Some(els) = memo.els.take() else { return false };
-    els.history.set_hidden(state.view != View::AllocatorStateHistory);
-    els.settings.set_hidden(state.view != View::AllocatorSettings);
+    els.history.set_hidden(state.view() != View::AllocatorStateHistory);
+    els.settings.set_hidden(state.view() != View::AllocatorSettings);
     if let Some(f) = &els.flame {
-        f.set_shown(state.view == View::FlameGraph);
+        f.set_shown(state.view() == View::FlameGraph);
     }
-    match state.view {
+    match state.view() {
         View::AllocatorStateHistory => draw_history(fr, memo, &els),
         View::AllocatorSettings => draw_settings(fr, memo, &els),
         View::FlameGraph => {
@@ -277,7 +277,7 @@ fn set_stack(ui: &Ui, memo: &mut Memo, text: &str) {
 }
 
 fn draw_settings(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
-    let Some(i) = fr.state.current else { return };
+    let Some(i) = fr.state.current() else { return };
     let Some(f) = fr.file() else { return };
     if memo.drawn_settings != Some(i) {
         memo.drawn_settings = Some(i);
@@ -329,7 +329,7 @@ fn draw_settings(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
 fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
     let state = fr.state;
     let Some(f) = fr.file() else { return };
-    let Some(fi) = state.current else { return };
+    let Some(fi) = state.current() else { return };
     let d = f.plot.device_pos;
     let snap = &f.snap;
     let Some(dev) = snap.devices.get(d) else {
@@ -340,11 +340,11 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
     let Some(data) = fr.derived.history_of(state) else { return };
     let n = data.rows();
     let rpx = row_px(data);
-    let sel = state.history.selected_row((fi, d), n);
+    let sel = state.history().selected_row((fi, d), n);
     // The list: only the rows in view exist.
     let view_px = f64::from(els.list.client_height());
     let first_draw = memo.drawn_rows.is_none_or(|k| (k.0, k.1) != (fi, d));
-    let scroll_px = state.history.scroll_px;
+    let scroll_px = state.history().scroll_px;
     if first_draw {
         // A new list (or the view shown again): the selected row in view; the scroll event that
         // follows brings the state in line.
@@ -411,12 +411,12 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
     // The map.
     let css = (f64::from(els.map.client_width()), f64::from(els.map.client_height()));
     let geom = MapGeom::new(&at.map, css);
-    let hit = state.history.map_pointer.and_then(|(x, y)| geom.hit(&at.map, x, y));
-    let size_key = ((css.0 * state.dpr) as i64, (css.1 * state.dpr) as i64);
+    let hit = state.history().map_pointer.and_then(|(x, y)| geom.hit(&at.map, x, y));
+    let size_key = ((css.0 * state.dpr()) as i64, (css.1 * state.dpr()) as i64);
     let map_key = (fi, d, k, size_key, hit);
     if memo.drawn_map != Some(map_key) {
         memo.drawn_map = Some(map_key);
-        draw_map(&els.map, &els.map_ctx, &at.map, (&geom, fr.palette()), css, state.dpr, hit);
+        draw_map(&els.map, &els.map_ctx, &at.map, (&geom, fr.palette()), css, state.dpr(), hit);
         let _ = els.map.set_attribute("data-segments", &at.map.segments.len().to_string());
         let _ = els.map.set_attribute("data-blocks", &at.map.blocks.len().to_string());
         let _ = els.map.set_attribute(
@@ -430,7 +430,7 @@ fn draw_history(fr: &Frame<'_>, memo: &mut Memo, els: &Els) {
         );
     }
     // The text below.
-    let text = match (hit, state.history.hover_row) {
+    let text = match (hit, state.history().hover_row) {
         (Some(h), _) => at.map.hit_text(snap, data, &at.state, k, h),
         (None, Some(r)) if r < n && Some(r) != sel => state_history::row_text(snap, t, data, r),
         _ => match sel {
