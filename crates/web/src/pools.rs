@@ -2,9 +2,9 @@
 //! reserved-bytes high-water mark over the allocations timeline, each pool's small allocations
 //! (below Detail) folded into one stripe of its colour in the summarized band, with a note above
 //! the plot on how to read them (as PyTorch's viewer has), and the other view notes (a Mapped
-//! Pages view without any mapped pages, a timeline of a device without history).
+//! Pages view without any mapped pages, a timeline of a device without history). Which pool is
+//! under the pointer and what its tooltip says are [`memviz_view::pools`].
 
-use memviz_core::describe::viewer_size;
 use memviz_core::timeline_pools::Pools;
 use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
@@ -14,7 +14,7 @@ use crate::dom::Ui;
 use crate::input::{bind, Binding, Input};
 use crate::paint::Frame;
 use memviz_view::model::column_envelopes;
-use memviz_view::state::{PoolHover, Target, ViewState};
+
 use memviz_view::view::View;
 
 /// Text shown in the Mapped Pages view when the trace maps no pages.
@@ -99,82 +99,6 @@ pub fn sync_note(fr: &Frame<'_>, memo: &mut Memo) {
         note.set_hidden(text.is_none());
         let _ = note.class_list().toggle_with_force("no-history", shown.is_some_and(|f| f.is_moment()));
         memo.drawn_pool_note = text;
-    }
-}
-
-/// The hover text of an envelope: PyTorch's `Private Pool (<a>,<b>,s<stream>): capacity <size>`,
-/// with the stream numbered in order of first appearance as the reference viewer numbers it.
-pub fn envelope_text(snap: &memviz_core::snapshot::Snapshot, e: &memviz_core::timeline_pools::PoolEnvelope) -> String {
-    let stream = snap.streams.iter().position(|&s| s == e.stream_id).unwrap_or(0);
-    format!(
-        "Private Pool ({},{},s{stream}): capacity {}\n{} allocations in this pool; the envelope is the most the pool has reserved or had allocated so far.\n",
-        e.pool_id.0,
-        e.pool_id.1,
-        viewer_size(e.capacity_bytes()),
-        e.elements.len()
-    )
-}
-
-/// The hover text of a pool's stripe of small allocations.
-pub fn stripe_text(
-    snap: &memviz_core::snapshot::Snapshot,
-    e: &memviz_core::timeline_pools::PoolEnvelope,
-    live_bytes: u64,
-) -> String {
-    let stream = snap.streams.iter().position(|&s| s == e.stream_id).unwrap_or(0);
-    format!(
-        "Private Pool ({},{},s{stream}): small allocations, folded into one stripe\n{} live here, of {} allocations of this pool too small to draw one by one (below Detail). Raise Detail to draw them.\n",
-        e.pool_id.0,
-        e.pool_id.1,
-        memviz_core::format::human_size(live_bytes as f64),
-        e.small_count
-    )
-}
-
-/// The pool at a pointer position (CSS px): its stripe of small allocations, where the pointer
-/// is in the summarized band, else its envelope, unless the pointer is on one of its
-/// allocations.
-pub fn pool_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<PoolHover> {
-    if let (Some(Target::Summarized), Some(p), Some(f)) = (state.hover(), pools, state.file()) {
-        if state.view() == View::AllocatedMemoryPools && state.drag().is_none() {
-            let rect = state.plot_rect();
-            let v = &f.viewport;
-            let step = f.xmap().step(v.pos_at(&rect, x_px));
-            let bytes = v.bytes_at(&rect, y_px);
-            let mut top = f.plot.layout.live_bytes_at(step.floor().max(0.0)) as f64;
-            for (i, e) in p.envelopes.iter().enumerate().rev() {
-                let small = e.small_at(step.floor().max(0.0));
-                if small > 0 && bytes <= top && bytes >= top - small as f64 {
-                    return Some(PoolHover { envelope: i, small_bytes: Some(small) });
-                }
-                top -= small as f64;
-            }
-        }
-    }
-    envelope_at(state, pools, x_px, y_px).map(|envelope| PoolHover { envelope, small_bytes: None })
-}
-
-/// The envelope at a pointer position (CSS px), unless the pointer is on one of its allocations.
-fn envelope_at(state: &ViewState, pools: Option<&Pools>, x_px: f64, y_px: f64) -> Option<usize> {
-    if state.view() != View::AllocatedMemoryPools || state.drag().is_some() {
-        return None;
-    }
-    let f = state.file()?;
-    let rect = state.plot_rect();
-    if !rect.contains(x_px, y_px) {
-        return None;
-    }
-    let p = pools?;
-    let v = &f.viewport;
-    let step = f.xmap().step(v.pos_at(&rect, x_px));
-    let bytes = v.bytes_at(&rect, y_px);
-    let hit = p.envelopes.iter().enumerate().rev().find(|(_, e)| {
-        let top = e.offset_bytes as f64 + e.height_at(step) as f64;
-        step >= f64::from(e.first_step) && bytes >= e.offset_bytes as f64 && bytes <= top
-    })?;
-    match state.hover() {
-        Some(Target::Element(el)) if p.of_element(el) == Some(hit.0) => None,
-        _ => Some(hit.0),
     }
 }
 
@@ -267,8 +191,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo, ctx: &CanvasRenderingContext2d) {
     if let Some(h) = fr.state.pool_hover() {
         if let Some(e) = p.envelopes.get(h.envelope) {
             let text = match h.small_bytes {
-                Some(b) => stripe_text(&f.snap, e, b),
-                None => envelope_text(&f.snap, e),
+                Some(b) => memviz_view::pools::stripe_text(&f.snap, e, b),
+                None => memviz_view::pools::envelope_text(&f.snap, e),
             };
             fr.ui.stack.set_text_content(Some(&text));
         }

@@ -58,7 +58,7 @@ impl App {
             }
             PanelInput::PoolPointer(p) => {
                 let pools = self.derived.pools_of(&self.state).map(|p| &**p);
-                let h = p.and_then(|(x, y)| crate::pools::pool_at(&self.state, pools, x, y));
+                let h = p.and_then(|(x, y)| memviz_view::pools::pool_at(&self.state, pools, x, y));
                 if self.state.set_pool_hover(h) {
                     // The envelope's text replaces the stack text, and back.
                     self.memo.stack.invalidate();

@@ -195,48 +195,32 @@ impl PathSink for CanvasRenderingContext2d {
     }
 }
 
-/// An SVG path's data (device px, as on the canvas) and the box around its points.
+/// An SVG path's data and its box ([`memviz_view::path::SvgPath`]), traced through the
+/// [`PathSink`] the canvas is traced through.
 #[derive(Default)]
-pub(crate) struct SvgPath {
-    d: std::cell::RefCell<String>,
-    /// `(x0, y0, x1, y1)` of the points so far.
-    bounds: std::cell::Cell<Option<(f64, f64, f64, f64)>>,
-}
+pub(crate) struct SvgPath(std::cell::RefCell<memviz_view::path::SvgPath>);
 
 impl SvgPath {
-    fn point(&self, op: char, x: f64, y: f64) {
-        {
-            let mut d = self.d.borrow_mut();
-            d.push(op);
-            memviz_view::path::push_fixed(&mut d, x, 1);
-            d.push(' ');
-            memviz_view::path::push_fixed(&mut d, y, 1);
-        }
-        let b = self.bounds.get().map_or((x, y, x, y), |(x0, y0, x1, y1)| (x0.min(x), y0.min(y), x1.max(x), y1.max(y)));
-        self.bounds.set(Some(b));
-    }
-
     /// The path data and the box around it, if it has a point.
     pub(crate) fn finish(self) -> Option<(String, (f64, f64, f64, f64))> {
-        Some((self.d.into_inner(), self.bounds.get()?))
+        self.0.into_inner().finish()
     }
 }
 
 impl PathSink for SvgPath {
     fn begin_path(&self) {}
     fn move_to(&self, x: f64, y: f64) {
-        self.point('M', x, y);
+        self.0.borrow_mut().move_to(x, y);
     }
     fn line_to(&self, x: f64, y: f64) {
-        self.point('L', x, y);
+        self.0.borrow_mut().line_to(x, y);
     }
     fn close_path(&self) {
-        self.d.borrow_mut().push('Z');
+        self.0.borrow_mut().close();
     }
 }
 
-/// Traces a band's polygon as a path of its own: the lower edge left to right, then the upper
-/// edge back.
+/// Traces a band's polygon ([`memviz_view::path::band_polygon`]) as a path of its own.
 pub(crate) fn trace_band(ctx: &impl PathSink, edge: &[(f64, f64)], height_dev: f64) {
     ctx.begin_path();
     add_band_polygon(ctx, edge, height_dev);
@@ -244,32 +228,13 @@ pub(crate) fn trace_band(ctx: &impl PathSink, edge: &[(f64, f64)], height_dev: f
 }
 
 /// Adds a band's polygon to the current path as a subpath left open: a fill closes it (and
-/// closing each of thousands of subpaths costs the canvas more than the rest). Every band's
-/// polygon winds the same way, so a path of several is filled where any of them is.
+/// closing each of thousands of subpaths costs the canvas more than the rest).
 pub(crate) fn add_band_polygon(ctx: &impl PathSink, edge: &[(f64, f64)], height_dev: f64) {
-    let Some(&(x0, y0)) = edge.first() else {
-        return;
-    };
-    ctx.move_to(x0, y0);
-    for &(x, y) in &edge[1..] {
-        ctx.line_to(x, y);
-    }
-    for &(x, y) in edge.iter().rev() {
-        ctx.line_to(x, y - height_dev);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_band_traced_as_svg_path_data_and_its_box() {
-        let path = SvgPath::default();
-        trace_band(&path, &[(10.0, 50.0), (20.0, 40.5), (30.0, 40.5)], 5.0);
-        let (d, bounds) = path.finish().expect("points");
-        assert_eq!(d, "M10.0 50.0L20.0 40.5L30.0 40.5L30.0 35.5L20.0 35.5L10.0 45.0Z");
-        assert_eq!(bounds, (10.0, 35.5, 30.0, 50.0));
-        assert!(SvgPath::default().finish().is_none(), "no point, no box");
+    for (i, (x, y)) in memviz_view::path::band_polygon(edge, height_dev).enumerate() {
+        if i == 0 {
+            ctx.move_to(x, y);
+        } else {
+            ctx.line_to(x, y);
+        }
     }
 }

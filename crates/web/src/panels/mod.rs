@@ -55,8 +55,7 @@ struct WrittenKey {
     library: Vec<String>,
 }
 
-/// Escapes text for HTML.
-pub use memviz_core::format::escape_html as esc;
+pub use memviz_view::markup::{entry_link, esc, linked};
 
 /// Escapes text for HTML, writes its `backtick` spans as `<code>` (a lone backtick stays) and
 /// the trace entries it cites as links ([`linked`]).
@@ -74,28 +73,6 @@ pub fn rich(s: &str) -> String {
     }
     o.push_str(&linked(rest));
     o
-}
-
-/// Escapes text for HTML, each cited trace entry ("entry 2302", "entries 0..1996") a button
-/// that puts the cursor on the timeline there (`data-act="entry"`).
-pub fn linked(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 64);
-    let mut at = 0;
-    for r in memviz_view::entries::entry_refs(s) {
-        o.push_str(&esc(&s[at..r.start]));
-        o.push_str(&entry_link(r.entry, &s[r.start..r.end]));
-        at = r.end;
-    }
-    o.push_str(&esc(&s[at..]));
-    o
-}
-
-/// A button for trace entry `entry` that reads `text`.
-pub fn entry_link(entry: u32, text: &str) -> String {
-    format!(
-        "<button type=\"button\" class=\"entry-link\" data-act=\"entry\" data-i=\"{entry}\" data-entry=\"{entry}\" title=\"Put the cursor on the timeline at entry {entry}\">{}</button>",
-        esc(text)
-    )
 }
 
 fn by_id(ui: &Ui, id: &str) -> Option<HtmlElement> {

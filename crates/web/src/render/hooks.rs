@@ -87,7 +87,7 @@ pub(crate) fn write_hover_hooks(fr: &Frame<'_>) {
             let _ = c.set_attribute(k, v);
         }
     };
-    let hover = fr.state.hover().or(fr.state.pinned()).map_or_else(String::new, crate::stack::target_hook);
+    let hover = fr.state.hover().or(fr.state.pinned()).map_or_else(String::new, memviz_view::markup::target_hook);
     set("data-hover", &hover);
     // The keyboard's selection by its key: address label and allocation entry.
     let selected = fr.state.selected_element().and_then(|e| {
@@ -97,5 +97,5 @@ pub(crate) fn write_hover_hooks(fr: &Frame<'_>) {
         Some(format!("{label}@{}", el.alloc_row.map_or_else(|| "-".to_string(), |r| r.to_string())))
     });
     set("data-selected", &selected.unwrap_or_default());
-    set("data-pinned", &fr.state.pinned().map_or_else(String::new, crate::stack::target_hook));
+    set("data-pinned", &fr.state.pinned().map_or_else(String::new, memviz_view::markup::target_hook));
 }
