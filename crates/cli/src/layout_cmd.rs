@@ -6,7 +6,7 @@
 use crate::error::CliError;
 use memviz_core::analysis::device_position;
 use memviz_core::describe::element_text;
-use memviz_core::timeline::{Layout, Mode, Options, Origin};
+use memviz_core::timeline::{ElementIndex, Layout, Mode, Options, Origin};
 use memviz_core::timeline_pools::pools;
 use memviz_core::Snapshot;
 use serde_json::json;
@@ -44,7 +44,8 @@ pub fn layout(
     // Each envelope is drawn from the live bytes where its pool appeared (docs/layout.md): its
     // top may be the plot's highest point.
     let envelope_top = envelopes.iter().map(|e| e.offset_bytes.saturating_add(e.capacity_bytes())).max().unwrap_or(0);
-    let pool_of = |e: u32| pools.as_ref().and_then(|p| p.of_element(e)).and_then(|i| envelopes.get(i));
+    let pool_of =
+        |e: u32| pools.as_ref().and_then(|p| p.of_element(ElementIndex::new(e))).and_then(|i| envelopes.get(i));
     let mut stripes = Vec::new();
     for &el in &layout.band_element {
         if let Some(env) = pool_of(el) {
@@ -73,7 +74,8 @@ pub fn layout(
         std::iter::once(layout.initial_summarized_bytes).chain(layout.event_summarized_bytes.iter().copied());
     let summarized_max = summarized.clone().max().unwrap_or(0);
     let summarized_final = summarized.last().unwrap_or(0);
-    let context: Vec<String> = (0..layout.elements.len() as u32).map(|i| element_text(snap, pos, &layout, i)).collect();
+    let context: Vec<String> =
+        (0..layout.elements.len() as u32).map(|i| element_text(snap, pos, &layout, ElementIndex::new(i))).collect();
     let v = json!({
         "device": snap.devices.get(pos).map(|d| d.index),
         "view": format!("{view:?}").to_lowercase(),

@@ -3,7 +3,7 @@
 
 use crate::format::{addr_label, size_with_bytes, stack_lines};
 use crate::snapshot::{Action, Snapshot};
-use crate::timeline::{Element, Layout, Origin};
+use crate::timeline::{Element, ElementIndex, Layout, Origin};
 
 /// Shown when a stack is empty.
 pub const NO_FRAMES: &str = "No stack trace recorded for this allocation. Possible reasons:
@@ -92,13 +92,13 @@ impl Described {
 }
 
 /// Text for a timeline element: label, size, totals, stream, pool, time, metadata, then frames.
-pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element: u32) -> String {
+pub fn element_text(snap: &Snapshot, device_pos: usize, layout: &Layout, element: ElementIndex) -> String {
     element_parts(snap, device_pos, layout, element).map_or_else(String::new, |d| d.text(snap))
 }
 
 /// [`element_text`] in its parts.
-pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, element: u32) -> Option<Described> {
-    let e = layout.elements.get(element as usize)?;
+pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, element: ElementIndex) -> Option<Described> {
+    let e = layout.element(element)?;
     let dev = snap.devices.get(device_pos)?;
     let t = &dev.trace;
     let prefix = if matches!(layout.options.mode, crate::timeline::Mode::Allocations) { 'b' } else { 's' };
@@ -245,7 +245,7 @@ mod tests {
         let layout = Layout::build(&snap, 0, Options::default());
         let text = |addr: u64| {
             let e = layout.elements.iter().position(|e| e.addr == addr).unwrap();
-            element_text(&snap, 0, &layout, e as u32)
+            element_text(&snap, 0, &layout, ElementIndex::new(e as u32))
         };
         assert!(text(256).contains("\nallocated at entry 0, freed at entry 2\n"), "{}", text(256));
         assert!(text(512).contains("\nallocated at entry 1, still allocated at the end\n"), "{}", text(512));
@@ -263,7 +263,7 @@ mod tests {
             let dev = snap.default_device().unwrap();
             let layout = Layout::build(&snap, dev, Options::default());
             let e = layout.elements.iter().position(|e| e.origin == Origin::Ghost).unwrap();
-            element_text(&snap, dev, &layout, e as u32)
+            element_text(&snap, dev, &layout, ElementIndex::new(e as u32))
         };
         let t = text_of_ghost("real", "state_only.pickle");
         assert!(t.contains("live when the snapshot was taken (no history recorded)"), "{t}");
@@ -289,7 +289,7 @@ mod tests {
         let snap = crate::load(json.as_bytes()).unwrap();
         let layout = Layout::build(&snap, 0, Options::default());
         let texts: Vec<String> =
-            (0..layout.elements.len() as u32).map(|e| element_text(&snap, 0, &layout, e)).collect();
+            (0..layout.elements.len() as u32).map(|e| element_text(&snap, 0, &layout, ElementIndex::new(e))).collect();
         let label = |t: &String| t.split(' ').next().unwrap_or("").to_owned();
         let mut labels: Vec<String> = texts.iter().map(label).collect();
         labels.sort();

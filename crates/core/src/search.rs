@@ -8,7 +8,7 @@
 
 use crate::format::{addr_label, stack_lines};
 use crate::snapshot::{Snapshot, Trace};
-use crate::timeline::{Element, Layout};
+use crate::timeline::{Element, ElementIndex, Layout};
 
 /// Lowercase visible frame text of every stack, joined by newlines, indexed by stack id; and the
 /// lowercase text of every user metadata string.
@@ -133,13 +133,19 @@ impl Query {
     }
 
     /// Indices of the matching elements of a layout (leaving out those the layout hides).
-    pub fn matching(&self, layout: &Layout, prefix: char, texts: &StackTexts) -> Vec<u32> {
+    pub fn matching(&self, layout: &Layout, prefix: char, texts: &StackTexts) -> Vec<ElementIndex> {
         self.matching_in(layout, prefix, texts, None)
     }
 
     /// [`Query::matching`], the frame text also matching user metadata when `trace` (the
     /// layout's device's) is given.
-    pub fn matching_in(&self, layout: &Layout, prefix: char, texts: &StackTexts, trace: Option<&Trace>) -> Vec<u32> {
+    pub fn matching_in(
+        &self,
+        layout: &Layout,
+        prefix: char,
+        texts: &StackTexts,
+        trace: Option<&Trace>,
+    ) -> Vec<ElementIndex> {
         if self.is_empty() {
             return Vec::new();
         }
@@ -152,7 +158,7 @@ impl Query {
                 Some(t) => self.matches_in(e, prefix, texts, t),
                 None => self.matches(e, prefix, texts),
             })
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| ElementIndex::new(i as u32))
             .collect()
     }
 }

@@ -108,8 +108,8 @@ pub struct Pools {
 
 impl Pools {
     /// Envelope of an element.
-    pub fn of_element(&self, e: u32) -> Option<usize> {
-        self.element_pool.get(e as usize).filter(|&&p| p != u32::MAX).map(|&p| p as usize)
+    pub fn of_element(&self, e: crate::timeline::ElementIndex) -> Option<usize> {
+        self.element_pool.get(e.as_usize()).filter(|&&p| p != u32::MAX).map(|&p| p as usize)
     }
 }
 
@@ -321,7 +321,7 @@ mod tests {
                             .iter()
                             .enumerate()
                             .filter(|(k, x)| {
-                                p.of_element(*k as u32) == Some(i)
+                                p.of_element(crate::timeline::ElementIndex::new(*k as u32)) == Some(i)
                                     && x.band.is_none()
                                     && x.alloc_step <= s
                                     && x.free_step.is_none_or(|f| f > s)

@@ -251,11 +251,11 @@ fn a_ghost_in_a_private_pool_belongs_to_its_envelope() {
     assert_eq!(env.height.first().map(|h| h.1), Some(22 * MIB), "the pool's reserved memory");
     assert_eq!(env.capacity_bytes(), 22 * MIB);
     let ghost_in_pool = |size: u64| {
-        layout
-            .elements
-            .iter()
-            .enumerate()
-            .any(|(i, e)| e.origin == Origin::Ghost && e.size_bytes == size && p.of_element(i as u32) == Some(0))
+        layout.elements.iter().enumerate().any(|(i, e)| {
+            e.origin == Origin::Ghost
+                && e.size_bytes == size
+                && p.of_element(crate::timeline::ElementIndex::new(i as u32)) == Some(0)
+        })
     };
     assert!(ghost_in_pool(MIB), "the pool's ghost is in its envelope");
     assert!(!ghost_in_pool(2 * MIB), "the default pool's ghost is not");

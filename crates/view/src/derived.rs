@@ -26,7 +26,7 @@ use memviz_core::plot::{device_views, DeviceViews};
 use memviz_core::search::StackTexts;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::state::AllocatorState;
-use memviz_core::timeline::Mode;
+use memviz_core::timeline::{ElementIndex, Mode};
 use memviz_core::timeline_pools::{pools, Pools};
 
 /// Groups the timeline colours by their own colour at most (the rest share "other").
@@ -100,7 +100,7 @@ pub struct Matches {
     /// (file index, layout generation, query) they are for.
     key: (usize, usize, memviz_core::search::Query),
     /// Matching elements.
-    pub elements: Rc<Vec<u32>>,
+    pub elements: Rc<Vec<ElementIndex>>,
     /// How many of them are drawn one by one (the others are in the summarized band).
     pub drawn: usize,
     /// Their bytes.
@@ -333,7 +333,7 @@ impl Derived {
             }
             _ => (core_flame::elements_under(&f.snap, &a.replay, source, frames, &s.flame.focus), None),
         };
-        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements, group })
+        Some(Highlight { key: format!("flame:{}", s.flame.focus.join(";")), elements: typed(elements), group })
     }
 
     /// The analyses, when they are of the shown device.
@@ -413,12 +413,9 @@ impl Derived {
         let prefix = if layout.options.mode == Mode::Allocations { 'b' } else { 's' };
         let trace = f.snap.devices.get(f.plot.device_pos).map(|d| &d.trace);
         let elements = Rc::new(s.search.matching_in(layout, prefix, &texts, trace));
-        let drawn =
-            elements.iter().filter(|&&e| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some())).count();
-        let total_bytes = elements
-            .iter()
-            .filter_map(|&e| layout.elements.get(e as usize))
-            .fold(0u64, |a, el| a.saturating_add(el.size_bytes));
+        let drawn = elements.iter().filter(|&&e| layout.element(e).is_some_and(|el| el.band.is_some())).count();
+        let total_bytes =
+            elements.iter().filter_map(|&e| layout.element(e)).fold(0u64, |a, el| a.saturating_add(el.size_bytes));
         self.matches = Some(Matches { key, elements, drawn, total_bytes });
     }
 
@@ -506,12 +503,12 @@ impl Derived {
         match action {
             Action::Finding(i) => a.insights.findings.get(i).map(|f| Highlight {
                 key: format!("finding:{i}"),
-                elements: f.elements.clone(),
+                elements: typed(f.elements.clone()),
                 group: None,
             }),
             Action::OomHolders(i) => a.insights.ooms.get(i).map(|o| Highlight {
                 key: format!("oom:{i}"),
-                elements: o.holders.elements.clone(),
+                elements: typed(o.holders.elements.clone()),
                 group: None,
             }),
             Action::Site(i) => {
@@ -527,6 +524,7 @@ impl Derived {
                             .get(e as usize)
                             .is_some_and(|l| memviz_core::analysis::life_site_label(snap, l) == site.label)
                     })
+                    .map(ElementIndex::new)
                     .collect();
                 Some(Highlight { key: format!("site:{i}"), elements, group: None })
             }
@@ -535,13 +533,13 @@ impl Derived {
                 let group = a.live_groups.get(i)?.group;
                 Some(Highlight {
                     key: format!("group:{i}"),
-                    elements: g.elements_of(group, &live.elements),
+                    elements: typed(g.elements_of(group, &live.elements)),
                     group: Some(GroupRef { id: group, label: g.label(group) }),
                 })
             }
             Action::Growth(i) => a.growth_groups.get(i).map(|n| Highlight {
                 key: format!("growth:{i}"),
-                elements: n.elements.clone(),
+                elements: typed(n.elements.clone()),
                 group: Some(GroupRef { id: n.growth.group, label: n.label.clone() }),
             }),
             Action::CompareGroup { point, more_in_b, i } => {
@@ -552,7 +550,7 @@ impl Derived {
                 let side = if more_in_b { 'b' } else { 'a' };
                 Some(Highlight {
                     key: format!("cmp:{point}:{side}:{i}"),
-                    elements,
+                    elements: typed(elements),
                     group: Some(GroupRef { id: group, label: key }),
                 })
             }
@@ -560,7 +558,7 @@ impl Derived {
                 let live = a.live.as_ref()?;
                 Some(Highlight {
                     key: format!("node:{n}"),
-                    elements: elements_under(snap, &a.replay, live, n),
+                    elements: typed(elements_under(snap, &a.replay, live, n)),
                     group: None,
                 })
             }
@@ -584,7 +582,7 @@ impl Derived {
             None => format!("carried:{label}"),
         };
         let elements = g.elements_of(id, &live.elements);
-        Some(Highlight { key, elements, group: Some(GroupRef { id, label: label.clone() }) })
+        Some(Highlight { key, elements: typed(elements), group: Some(GroupRef { id, label: label.clone() }) })
     }
 
     /// Each group's bytes over time under the state's grouping (the largest
@@ -607,7 +605,8 @@ impl Derived {
             a.replay.live_elements(a.replay.peak_row)
         };
         let c = self.categories_of(s)?;
-        let elements = live.into_iter().filter(|&e| c.per_element.get(e as usize) == Some(&cat)).collect();
+        let elements =
+            live.into_iter().filter(|&e| c.per_element.get(e as usize) == Some(&cat)).map(ElementIndex::new).collect();
         Some(Highlight { key: format!("category:{}", cat.name()), elements, group: None })
     }
 }
@@ -659,6 +658,12 @@ pub fn elements_under(snap: &Snapshot, replay: &Replay, l: &LiveSet, node: u32) 
         .copied()
         .filter(|&e| replay.lives.get(e as usize).is_some_and(|x| stacks_in.contains(&(x.stack, is_unrecorded(x)))))
         .collect()
+}
+
+/// Element indices of an analysis (its lifetimes are the layout's elements, in the same order)
+/// as the timeline's [`ElementIndex`]es.
+fn typed(elements: Vec<u32>) -> Vec<ElementIndex> {
+    elements.into_iter().map(ElementIndex::new).collect()
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ fn matches_are_the_allocations_whose_frames_hold_the_text() {
         })
         .collect();
     assert!(!expect.is_empty());
-    assert_eq!(m.elements.as_slice(), expect.as_slice());
+    assert!(m.elements.iter().map(|e| e.get()).eq(expect.iter().copied()));
     let bytes: u64 = expect.iter().map(|&e| layout.elements[e as usize].size_bytes).sum();
     assert_eq!(m.total_bytes, bytes);
     assert!(m.drawn <= expect.len());
@@ -95,7 +95,7 @@ fn a_row_of_the_grouped_comparison_highlights_its_group_in_a() {
     for (i, row) in rows.iter().enumerate() {
         let h = d.highlight_of(&s, Action::CompareGroup { point, more_in_b: false, i }).expect("a group of A");
         let f = s.file().expect("A");
-        let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+        let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e.as_usize()].size_bytes).sum();
         assert_eq!((bytes, h.elements.len()), (row.a_bytes, row.a_count), "{}", row.key);
         assert_eq!(h.key, format!("cmp:{point}:a:{i}"));
         assert!(h.group.is_some());
@@ -121,7 +121,7 @@ fn a_category_row_highlights_its_allocations_at_the_peak() {
         let k = Category::ALL.iter().position(|&c| c == cat).expect("a category");
         let h = d.highlight_of(&s, Action::Category(k)).expect("a highlight");
         let f = s.file().expect("file");
-        let sum: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+        let sum: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e.as_usize()].size_bytes).sum();
         assert_eq!(sum, bytes, "{}", cat.name());
         assert_eq!(h.key, format!("category:{}", cat.name()));
         all += sum;
@@ -195,8 +195,8 @@ fn growth_rows_follow_the_grouping() {
         (d.analysis_of(&s).expect("analysis"), d.analysis_of(&s).and_then(|a| a.grouping.as_ref()).expect("g"));
     let group = h.group.as_ref().expect("a group");
     assert_eq!(g.label(group.id), "relu");
-    assert!(!h.elements.is_empty() && h.elements.iter().all(|&e| g.group_of(e) == Some(group.id)));
-    assert_eq!(a.growth_groups[0].elements, h.elements);
+    assert!(!h.elements.is_empty() && h.elements.iter().all(|&e| g.group_of(e.get()) == Some(group.id)));
+    assert!(a.growth_groups[0].elements.iter().copied().eq(h.elements.iter().map(|e| e.get())));
 }
 
 /// The Categories tab's chart by the grouping: the file's peak is a sample, where the forward

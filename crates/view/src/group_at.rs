@@ -59,7 +59,7 @@ pub fn fixed_row(s: &ViewState) -> Option<Option<u32>> {
         return Some(Some(e));
     }
     match s.pinned() {
-        Some(Target::Element(e)) => s.file()?.plot.layout.elements.get(e as usize).map(|el| el.alloc_row),
+        Some(Target::Element(e)) => s.file()?.plot.layout.element(e).map(|el| el.alloc_row),
         _ => None,
     }
 }
@@ -83,6 +83,7 @@ pub fn group_at_moment(s: &ViewState, d: &Derived) -> Option<GroupAt> {
 mod tests {
     use super::*;
     use crate::state::panels::{Action, Highlight};
+    use memviz_core::timeline::ElementIndex;
 
     static LAYERS: &[u8] = include_bytes!("../../../tests/data/real/metadata_layers.pickle");
 
@@ -129,7 +130,7 @@ mod tests {
         s.cursor_entry = None;
         s.last_pointer = None;
         let e = s.file().expect("open").plot.layout.elements.iter().position(|e| e.alloc_row == Some(40)).expect("one");
-        s.set_pin(Some(Target::Element(e as u32)));
+        s.set_pin(Some(Target::Element(ElementIndex::new(e as u32))));
         assert_eq!(group_at_moment(&s, &d).map(|a| a.row), Some(Some(40)));
     }
 
@@ -156,7 +157,8 @@ mod tests {
     fn only_a_group_row_gives_a_reading() {
         let (mut s, d) = highlighted("forward");
         s.cursor_entry = Some(125);
-        s.analysis.highlight = Some(Highlight { key: "site:0".into(), elements: vec![1], group: None });
+        s.analysis.highlight =
+            Some(Highlight { key: "site:0".into(), elements: vec![ElementIndex::new(1)], group: None });
         assert!(group_at_moment(&s, &d).is_none());
         s.analysis.highlight = None;
         assert!(group_at_moment(&s, &d).is_none());

@@ -54,7 +54,7 @@ pub fn target_hook(t: Target) -> String {
 pub fn pin_label(f: &OpenFile, t: Target) -> String {
     let p = &f.plot;
     match t {
-        Target::Element(e) => p.layout.elements.get(e as usize).map_or_else(String::new, |e| {
+        Target::Element(e) => p.layout.element(e).map_or_else(String::new, |e| {
             let prefix =
                 if matches!(p.layout.options.mode, memviz_core::timeline::Mode::Allocations) { 'b' } else { 's' };
             memviz_core::format::addr_label(prefix, e.addr, e.version)

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::test_state::open_file;
+use memviz_core::timeline::ElementIndex;
 
 static REUSE: &[u8] = include_bytes!("../../../tests/data/synth/segment_reuse.pickle");
 
@@ -52,15 +53,15 @@ fn cited_entries_become_buttons_and_the_rest_is_escaped() {
 
 #[test]
 fn targets_are_named_for_the_hooks_and_the_pin_header() {
-    assert_eq!(target_hook(Target::Element(12)), "element:12");
+    assert_eq!(target_hook(Target::Element(ElementIndex::new(12))), "element:12");
     assert_eq!(target_hook(Target::Summarized), "summarized");
     assert_eq!(target_hook(Target::Oom(0)), "oom:0");
     assert_eq!(target_hook(Target::Annotation(3)), "annotation:3");
     let f = open_file(REUSE, "reuse.pickle", 100);
     let e = f.plot.layout.elements.first().expect("an element");
-    let label = pin_label(&f, Target::Element(0));
+    let label = pin_label(&f, Target::Element(ElementIndex::new(0)));
     assert_eq!(label, memviz_core::format::addr_label('b', e.addr, e.version));
-    assert_eq!(pin_label(&f, Target::Element(u32::MAX)), "", "no such element");
+    assert_eq!(pin_label(&f, Target::Element(ElementIndex::new(u32::MAX))), "", "no such element");
     assert_eq!(pin_label(&f, Target::Summarized), "the summarized band");
     assert_eq!(pin_label(&f, Target::Oom(99)), "an OOM");
 }
@@ -72,9 +73,15 @@ fn the_panel_says_how_to_point_until_something_is_pointed_at() {
     let hint = stack_panel(Some(&f), None, None, false, None, None);
     assert!(hint.html.starts_with("Point at the timeline"), "{}", hint.html);
     assert_eq!(hint.pinned_label, None);
-    let pinned =
-        stack_panel(Some(&f), Some(Target::Element(0)), Some(Target::Element(0)), false, Some("activation"), None);
-    let label = pin_label(&f, Target::Element(0));
+    let pinned = stack_panel(
+        Some(&f),
+        Some(Target::Element(ElementIndex::new(0))),
+        Some(Target::Element(ElementIndex::new(0))),
+        false,
+        Some("activation"),
+        None,
+    );
+    let label = pin_label(&f, Target::Element(ElementIndex::new(0)));
     assert_eq!(pinned.pinned_label.as_deref(), Some(label.as_str()));
     assert!(pinned.html.starts_with("<div class=\"stack-category\">activation\n</div><div class=\"stack-doc\">"));
     assert!(pinned.html.contains(&format!("Pinned <b>{label}</b>")));

@@ -13,7 +13,7 @@ use memviz_core::analysis::annotations::{self, AllocAnnotation};
 use memviz_core::describe::{self, Described};
 use memviz_core::format::{frame_visible, human_size, size_with_bytes};
 use memviz_core::snapshot::{Frame, Snapshot};
-use memviz_core::timeline::Mode;
+use memviz_core::timeline::{ElementIndex, Mode};
 use memviz_core::tree::Tree;
 
 use crate::state::{OpenFile, Target};
@@ -142,9 +142,9 @@ pub fn stack_text(f: &OpenFile, target: Target) -> StackText {
 
 /// The `annotate` entries (`torch.cuda.memory._annotate_memory`) of allocation `e`, oldest
 /// first; none in the segment views (they name allocations).
-pub fn annotations_of(f: &OpenFile, e: u32) -> Vec<AllocAnnotation> {
+pub fn annotations_of(f: &OpenFile, e: ElementIndex) -> Vec<AllocAnnotation> {
     let p = &f.plot;
-    match p.layout.elements.get(e as usize) {
+    match p.layout.element(e) {
         Some(el) if matches!(p.layout.options.mode, Mode::Allocations) => {
             annotations::of_lifetime(&f.snap, p.device_pos, el.addr, el.alloc_row, el.free_row)
         }
@@ -157,7 +157,7 @@ const ANNOTATION_FRAMES: usize = 4;
 
 /// The lines the stack panel adds for the annotations of allocation `e`: each one's text, entry
 /// and time, and the innermost Python frames where it was made.
-fn annotations_text(f: &OpenFile, e: u32) -> String {
+fn annotations_text(f: &OpenFile, e: ElementIndex) -> String {
     let mut out = String::new();
     for a in annotations_of(f, e) {
         let time = a.time_us.map(|t| format!(" at {}", describe::utc_time(t))).unwrap_or_default();
@@ -259,7 +259,7 @@ pub fn tip_lines(f: &OpenFile, target: Target) -> Vec<String> {
     let p = &f.plot;
     match target {
         Target::Element(i) => {
-            let Some(e) = p.layout.elements.get(i as usize) else { return Vec::new() };
+            let Some(e) = p.layout.element(i) else { return Vec::new() };
             let what = if matches!(p.layout.options.mode, Mode::Allocations) { "allocation" } else { "segment" };
             let mut lines = vec![format!("{} {what}", human_size(e.size_bytes as f64))];
             let text = stack_text(f, target);

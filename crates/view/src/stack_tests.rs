@@ -4,7 +4,7 @@
 #![allow(clippy::expect_used)]
 
 use memviz_core::plot::{choose_device, PlotData};
-use memviz_core::timeline::Options;
+use memviz_core::timeline::{ElementIndex, Options};
 
 use super::*;
 use crate::viewport::Viewport;
@@ -65,7 +65,7 @@ fn python_frames_come_first_name_first_and_cpp_frames_fold() {
     let f = demo();
     let mut checked = 0;
     for e in 0..f.plot.layout.elements.len().min(400) {
-        let t = stack_text(&f, Target::Element(e as u32));
+        let t = stack_text(&f, Target::Element(ElementIndex::new(e as u32)));
         let plain = t.plain(false);
         assert!(plain.starts_with(&t.head), "{plain}");
         assert!(t.python.iter().all(|r| r.kind != FrameKind::Native && r.place.contains(".py:")));
@@ -97,12 +97,14 @@ fn python_frames_come_first_name_first_and_cpp_frames_fold() {
 fn the_tooltip_says_size_top_user_frame_and_lifetime() {
     let f = demo();
     let e = (0..f.plot.layout.elements.len() as u32)
-        .find(|&e| stack_text(&f, Target::Element(e)).python.iter().any(|r| r.kind == FrameKind::User))
+        .find(|&e| {
+            stack_text(&f, Target::Element(ElementIndex::new(e))).python.iter().any(|r| r.kind == FrameKind::User)
+        })
         .expect("an allocation made by the user's code");
-    let lines = tip_lines(&f, Target::Element(e));
+    let lines = tip_lines(&f, Target::Element(ElementIndex::new(e)));
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].ends_with(" allocation") && lines[0].contains('B'), "{lines:?}");
-    let user = stack_text(&f, Target::Element(e));
+    let user = stack_text(&f, Target::Element(ElementIndex::new(e)));
     let top = user.python.iter().find(|r| r.kind == FrameKind::User).expect("a user frame");
     assert_eq!(lines[1], top.line_first());
     // The lifetime in trace entries, as the stack panel and History number them.
@@ -116,7 +118,7 @@ fn the_tooltip_says_size_top_user_frame_and_lifetime() {
     assert_eq!(lines[2], want);
     assert!(!lines.iter().any(|l| l.contains("step")), "{lines:?}");
     assert_eq!(tip_lines(&f, Target::Summarized), ["Small allocations, summarized"]);
-    assert!(tip_lines(&f, Target::Element(u32::MAX)).is_empty());
+    assert!(tip_lines(&f, Target::Element(ElementIndex::new(u32::MAX))).is_empty());
 }
 
 #[test]
@@ -164,19 +166,24 @@ fn synth(name: &str) -> OpenFile {
 fn annotations_show_on_their_allocation() {
     let f = synth("annotate_entries.pickle");
     let els = &f.plot.layout.elements;
-    let annotated: Vec<u32> = (0..els.len() as u32).filter(|&e| !annotations_of(&f, e).is_empty()).collect();
+    let annotated: Vec<u32> =
+        (0..els.len() as u32).filter(|&e| !annotations_of(&f, ElementIndex::new(e)).is_empty()).collect();
     assert_eq!(annotated.len(), 2, "the kv cache and the parameter");
-    let kv = annotated.iter().copied().find(|&e| annotations_of(&f, e).len() == 2).expect("two on the kv cache");
-    let text = stack_text(&f, Target::Element(kv)).plain(false);
+    let kv = annotated
+        .iter()
+        .copied()
+        .find(|&e| annotations_of(&f, ElementIndex::new(e)).len() == 2)
+        .expect("two on the kv cache");
+    let text = stack_text(&f, Target::Element(ElementIndex::new(kv))).plain(false);
     assert!(text.contains("Annotation (entry "), "{text}");
     assert!(text.contains(": kv-cache layer 3\n") && text.contains("resized for 4096 tokens"), "{text}");
     assert!(text.contains("UTC") || text.contains('Z'), "with its time: {text}");
     assert!(text.contains("build_cache"), "with its frames: {text}");
-    let tip = tip_lines(&f, Target::Element(kv)).join("\n");
+    let tip = tip_lines(&f, Target::Element(ElementIndex::new(kv))).join("\n");
     assert!(tip.contains("annotated: kv-cache layer 3: resized for 4096 tokens (+1 earlier)"), "{tip}");
     let param = annotated.iter().copied().find(|&e| e != kv).expect("the parameter");
     assert!(els[param as usize].alloc_row.is_none(), "allocated before the trace");
-    assert!(stack_text(&f, Target::Element(param)).plain(false).contains("embedding weight"));
+    assert!(stack_text(&f, Target::Element(ElementIndex::new(param))).plain(false).contains("embedding weight"));
     let t = &f.snap.devices[f.plot.device_pos].trace;
     let allocs = t.action.iter().filter(|a| matches!(a, memviz_core::snapshot::Action::Alloc)).count();
     assert_eq!(els.iter().filter(|e| e.alloc_row.is_some()).count(), allocs, "annotations are no allocations");
@@ -191,7 +198,7 @@ fn pinned_host_memory_is_a_device_with_its_stacks() {
         assert_eq!(names, ["cuda:0", "pinned host"], "{name}");
         f.plot = PlotData::build(&f.snap, 1, Options::default());
         assert!(!f.plot.layout.elements.is_empty(), "{name}: host allocations");
-        let text = stack_text(&f, Target::Element(0)).plain(false);
+        let text = stack_text(&f, Target::Element(ElementIndex::new(0))).plain(false);
         assert!(text.contains("pin_memory"), "{name}: {text}");
     }
 }
@@ -215,7 +222,7 @@ fn open(bytes: &[u8]) -> OpenFile {
 #[test]
 fn the_tooltip_puts_the_model_line_of_compiled_code_first() {
     let f = open(include_bytes!("../../../tests/data/synth/fx_frames.pickle"));
-    let lines = tip_lines(&f, Target::Element(0));
+    let lines = tip_lines(&f, Target::Element(ElementIndex::new(0)));
     assert_eq!(lines[1], "forward  project/model.py:88  (model code)", "{lines:?}");
     assert!(lines[2].starts_with("call  "), "then the generated code: {lines:?}");
 }
@@ -230,7 +237,7 @@ fn the_tooltip_shows_the_user_metadata() {
             })
         })
         .expect("a forward allocation");
-    let lines = tip_lines(&f, Target::Element(e));
+    let lines = tip_lines(&f, Target::Element(ElementIndex::new(e)));
     assert!(lines.iter().any(|l| l.starts_with("metadata: {\"phase\": \"forward\", \"layer\": ")), "{lines:?}");
 }
 

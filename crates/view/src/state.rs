@@ -8,7 +8,7 @@
 
 use memviz_core::plot::PlotData;
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::Hit;
+use memviz_core::timeline::{ElementIndex, Hit};
 
 use memviz_core::search::Query;
 
@@ -159,8 +159,8 @@ impl OpenFile {
 /// Something the pointer can point at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// A drawn allocation (element index).
-    Element(u32),
+    /// A drawn allocation.
+    Element(ElementIndex),
     /// The summarized band.
     Summarized,
     /// An OOM marker (index into [`PlotData::ooms`]).
@@ -829,9 +829,9 @@ impl ViewState {
 
     /// Pins element `e` of the shown layout and, when its band is outside the window, moves the
     /// window (same width) to centre on it.
-    pub fn focus_element(&mut self, e: u32) {
+    pub fn focus_element(&mut self, e: ElementIndex) {
         let Some(f) = self.file_mut() else { return };
-        let Some(band) = f.plot.layout.elements.get(e as usize).and_then(|el| el.band) else { return };
+        let Some(band) = f.plot.layout.element(e).and_then(|el| el.band) else { return };
         let (a, z) = f.plot.layout.band_step_range(band);
         let xm = f.xmap();
         let (p0, p1) = (xm.pos(f64::from(a)), xm.pos(f64::from(z)));

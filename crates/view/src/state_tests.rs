@@ -63,7 +63,7 @@ fn a_point_over_a_band_hits_its_allocation() {
     let s = demo();
     let (x, y) = element_point(&s);
     let Some(Target::Element(e)) = s.target_at(x, y) else { panic!("an element") };
-    assert!((e as usize) < s.file().expect("file").plot.layout.elements.len());
+    assert!(e.as_usize() < s.file().expect("file").plot.layout.elements.len());
 }
 
 #[test]

@@ -168,7 +168,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             let entry = m
                 .elements
                 .get(i.get())
-                .and_then(|&e| fr.file()?.plot.layout.elements.get(e as usize)?.alloc_row)
+                .and_then(|&e| fr.file()?.plot.layout.element(e)?.alloc_row)
                 .map_or_else(String::new, |r| format!(", allocated at entry {r}"));
             format!(
                 "· {} · match {} of {}{entry} (n / N)",
@@ -205,7 +205,7 @@ pub fn draw(fr: &Frame<'_>, frame: &FrameInfo, ctx: &CanvasRenderingContext2d) {
     let layout = plot.layout;
     let bands: Vec<u32> = m
         .iter()
-        .filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band))
+        .filter_map(|&e| layout.element(e).and_then(|el| el.band))
         .filter(|&b| {
             let (a, z) = layout.band_step_range(b);
             f64::from(z) >= plot.s_left && f64::from(a) <= plot.s_right

@@ -127,11 +127,39 @@ pub struct Element {
     pub band: Option<u32>,
 }
 
+/// An index into [`Layout::elements`], typed so that a position in another list (the drawn
+/// bands, a search's matches, a table's rows) cannot be read as one. Written as its number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ElementIndex(u32);
+
+impl ElementIndex {
+    /// The element at position `i` of [`Layout::elements`].
+    pub const fn new(i: u32) -> ElementIndex {
+        ElementIndex(i)
+    }
+
+    /// Its position in [`Layout::elements`].
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// Its position in [`Layout::elements`], to index it.
+    pub const fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for ElementIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A hit of [`Layout::hit_test`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Hit {
-    /// A drawn allocation (element index).
-    Element(u32),
+    /// A drawn allocation.
+    Element(ElementIndex),
     /// The summarized band.
     Summarized,
 }
@@ -178,7 +206,8 @@ pub struct ColumnEnvelope {
 pub struct Layout {
     /// All lifetimes: traced, freed-without-alloc, ghosts.
     pub elements: Vec<Element>,
-    /// Band -> element.
+    /// Band -> element: its [`ElementIndex`]'s number, kept as `u32` for the wire's columns
+    /// (read one with [`Layout::element_of_band`]).
     pub band_element: Vec<u32>,
     /// Step at which each band appears (non-decreasing: bands are numbered in stack order).
     band_start: Vec<u32>,
@@ -239,6 +268,16 @@ impl ElementKey {
 }
 
 impl Layout {
+    /// The element drawn as `band`, if there is such a band.
+    pub fn element_of_band(&self, band: u32) -> Option<ElementIndex> {
+        self.band_element.get(band as usize).map(|&e| ElementIndex::new(e))
+    }
+
+    /// The element at `i`, if there is one.
+    pub fn element(&self, i: ElementIndex) -> Option<&Element> {
+        self.elements.get(i.as_usize())
+    }
+
     /// Drawn live bytes before event `i`: after the event before it (they differ from those
     /// after it only by the freed size during a slide).
     pub fn drawn_before(&self, i: usize) -> u64 {
@@ -271,12 +310,15 @@ impl Layout {
     }
 
     /// The stable key of element `e`.
-    pub fn element_key(&self, e: u32) -> Option<ElementKey> {
-        self.elements.get(e as usize).map(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row))
+    pub fn element_key(&self, e: ElementIndex) -> Option<ElementKey> {
+        self.element(e).map(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row))
     }
 
     /// The element with this key (its band is `elements[e].band`), if any. O(elements).
-    pub fn element_by_key(&self, key: ElementKey) -> Option<u32> {
-        self.elements.iter().position(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row) == key).map(|i| i as u32)
+    pub fn element_by_key(&self, key: ElementKey) -> Option<ElementIndex> {
+        self.elements
+            .iter()
+            .position(|x| ElementKey::new(x.addr, x.alloc_row, x.free_row) == key)
+            .map(|i| ElementIndex::new(i as u32))
     }
 }

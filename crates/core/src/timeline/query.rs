@@ -327,7 +327,7 @@ impl Layout {
         let i = stack.partition_point(|x| x.1 <= bytes);
         if let Some(&(b, off)) = i.checked_sub(1).and_then(|i| stack.get(i)) {
             if bytes < off + self.band_size(b) as f64 {
-                return self.band_element.get(b as usize).map(|&e| Hit::Element(e));
+                return self.element_of_band(b).map(Hit::Element);
             }
         }
         let top = self.drawn_top_at(step);

@@ -437,7 +437,7 @@ fn hit_test_finds_the_band_under_a_point() {
         let x = f64::from(s0) + 0.25;
         let off = l.band_offset_at(b, x).expect("live");
         let y = off + l.band_size(b) as f64 / 2.0;
-        assert_eq!(l.hit_test(x, y), Some(Hit::Element(l.band_element[b as usize])), "band {b}");
+        assert_eq!(l.hit_test(x, y), l.element_of_band(b).map(Hit::Element), "band {b}");
         checked += 1;
     }
     assert!(checked > 10);
@@ -490,8 +490,8 @@ fn element_keys_are_unique_and_found() {
     let mut addrs = std::collections::HashSet::new();
     let mut reused = false;
     for e in 0..layout.elements.len() as u32 {
-        let key = layout.element_key(e).unwrap();
-        assert_eq!(layout.element_by_key(key), Some(e), "{key:?}");
+        let key = layout.element_key(ElementIndex::new(e)).unwrap();
+        assert_eq!(layout.element_by_key(key), Some(ElementIndex::new(e)), "{key:?}");
         reused |= !addrs.insert(key.addr);
     }
     assert!(reused, "no address is reused in this fixture");

@@ -136,7 +136,7 @@ pub fn live_moment(s: &ViewState) -> Moment {
         return Moment::Entry(e);
     }
     let pinned_alloc = match (s.pinned, s.file()) {
-        (Some(Target::Element(e)), Some(f)) => f.plot.layout.elements.get(e as usize).and_then(|el| el.alloc_row),
+        (Some(Target::Element(e)), Some(f)) => f.plot.layout.element(e).and_then(|el| el.alloc_row),
         _ => None,
     };
     pinned_alloc.map(Moment::Entry).or(s.analysis.moment).unwrap_or(Moment::Peak)

@@ -6,6 +6,7 @@ use memviz_core::analysis::flame::{flame_of, FlameFrames, FlameNode};
 use memviz_core::analysis::Replay;
 
 use super::*;
+use memviz_core::timeline::ElementIndex;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
@@ -109,7 +110,7 @@ fn the_live_graph_is_at_the_cursor_the_pin_the_live_tab_or_the_peak() {
     let layout = &s.file().unwrap().plot.layout;
     let e = layout.elements.iter().position(|el| el.alloc_row.is_some()).unwrap() as u32;
     let row = layout.elements[e as usize].alloc_row.unwrap();
-    s.set_pin(Some(Target::Element(e)));
+    s.set_pin(Some(Target::Element(ElementIndex::new(e))));
     assert_eq!(live_moment(&s), Moment::Entry(row), "the pinned allocation's alloc");
     s.cursor_entry = Some(3);
     assert_eq!(live_moment(&s), Moment::Entry(3), "a cited entry's cursor first");
@@ -183,7 +184,7 @@ fn the_graph_by_group_and_its_highlight() {
     assert_eq!(s.flame.apply(FlameInput::Click(fwd), graph.as_ref()), FlameChange::Focus);
     let h = d.flame_highlight(&s).expect("a highlight");
     let f = s.file().expect("file");
-    let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e as usize].size_bytes).sum();
+    let bytes: u64 = h.elements.iter().map(|&e| f.plot.layout.elements[e.as_usize()].size_bytes).sum();
     assert_eq!((bytes, h.elements.len()), (120_995_840, 45));
     assert!(h.group.is_some(), "a group's own box");
 }

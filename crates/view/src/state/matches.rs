@@ -4,7 +4,7 @@
 //! a position among the drawn matches or as an element index. [`count_text`] is the count shown
 //! beside the search boxes.
 
-use memviz_core::timeline::Layout;
+use memviz_core::timeline::{ElementIndex, Layout};
 
 use super::{Target, ViewState};
 
@@ -34,13 +34,13 @@ impl MatchIndex {
 /// drawn match, else the match stepped to last (`cursor`); with neither, `n` starts at the first
 /// drawn match and `N` at the last. `None` when no match is drawn.
 pub fn step(
-    matches: &[u32],
+    matches: &[ElementIndex],
     layout: &Layout,
-    pinned: Option<u32>,
+    pinned: Option<ElementIndex>,
     cursor: Option<MatchIndex>,
     by: i32,
 ) -> Option<MatchIndex> {
-    let is_drawn = |e: u32| layout.elements.get(e as usize).is_some_and(|el| el.band.is_some());
+    let is_drawn = |e: ElementIndex| layout.element(e).is_some_and(|el| el.band.is_some());
     // Positions in `matches` of the drawn matches, in order.
     let drawn: Vec<MatchIndex> =
         matches.iter().enumerate().filter(|&(_, &e)| is_drawn(e)).map(|(i, _)| MatchIndex(i)).collect();
@@ -63,7 +63,7 @@ impl ViewState {
     /// Pins the search match `by` matches after the current one ([`step`]) among `matches` (the
     /// shown layout's matching elements) and brings it into view; it becomes the match stepped
     /// to last.
-    pub fn step_match(&mut self, matches: &[u32], by: i32) {
+    pub fn step_match(&mut self, matches: &[ElementIndex], by: i32) {
         let Some(f) = self.file() else { return };
         let pinned = match self.pinned {
             Some(Target::Element(e)) => Some(e),

@@ -4,19 +4,20 @@
 
 use super::{step, MatchIndex};
 use crate::state::{Target, ViewState};
+use memviz_core::timeline::ElementIndex;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
 /// The demo at a low Detail, so that many allocations are summarized, and as matches every
 /// element: summarized ones come before and between the drawn ones.
-fn demo_matches() -> (ViewState, Vec<u32>, Vec<MatchIndex>) {
+fn demo_matches() -> (ViewState, Vec<ElementIndex>, Vec<MatchIndex>) {
     let s = crate::test_state::open_state(DEMO, "x.pickle", 40, (1000.0, 60.0));
     let layout = &s.file().expect("a file").plot.layout;
-    let matches: Vec<u32> = (0..layout.elements.len() as u32).collect();
+    let matches: Vec<ElementIndex> = (0..layout.elements.len() as u32).map(ElementIndex::new).collect();
     let drawn: Vec<MatchIndex> = matches
         .iter()
         .enumerate()
-        .filter(|&(_, &e)| layout.elements[e as usize].band.is_some())
+        .filter(|&(_, &e)| layout.element(e).is_some_and(|el| el.band.is_some()))
         .map(|(i, _)| MatchIndex(i))
         .collect();
     assert!(drawn.len() >= 3, "some matches are drawn");

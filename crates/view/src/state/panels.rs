@@ -132,8 +132,8 @@ pub enum Action {
 pub struct Highlight {
     /// `data-key` of the row that named them (`finding:2`, `site:0`).
     pub key: String,
-    /// Timeline element indices.
-    pub elements: Vec<u32>,
+    /// The timeline's elements.
+    pub elements: Vec<memviz_core::timeline::ElementIndex>,
     /// The group a group row named, whose bytes the pointer then reads at any moment and which
     /// another file shown is highlighted by.
     pub group: Option<GroupRef>,

@@ -8,6 +8,7 @@ use memviz_core::analysis::categories::CategoryTimeline;
 use super::*;
 use crate::state::{Target, ViewState};
 use crate::xmap::XAxis;
+use memviz_core::timeline::ElementIndex;
 
 static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 static METADATA: &[u8] = include_bytes!("../../../../tests/data/real/metadata_layers.pickle");
@@ -60,13 +61,21 @@ fn rows_that_name_elements_ask_for_a_highlight_and_a_second_click_clears_it() {
     ] {
         assert_eq!(apply(&mut s, a), vec![Effect::Highlight(a)]);
     }
-    let h = Highlight { key: "finding:2".into(), elements: vec![1, 2, 3], group: None };
+    let h = Highlight {
+        key: "finding:2".into(),
+        elements: vec![ElementIndex::new(1), ElementIndex::new(2), ElementIndex::new(3)],
+        group: None,
+    };
     s.analysis.toggle_highlight(Some(h.clone()));
     assert_eq!(s.analysis.highlight.as_ref(), Some(&h));
     s.analysis.toggle_highlight(Some(h.clone()));
     assert_eq!(s.analysis.highlight, None, "the same row again clears it");
     s.analysis.toggle_highlight(Some(h));
-    s.analysis.toggle_highlight(Some(Highlight { key: "site:0".into(), elements: vec![9], group: None }));
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "site:0".into(),
+        elements: vec![ElementIndex::new(9)],
+        group: None,
+    }));
     assert_eq!(s.analysis.highlight.as_ref().map(|h| h.key.as_str()), Some("site:0"), "another row replaces it");
     apply(&mut s, Action::ClearHighlight);
     assert_eq!(s.analysis.highlight, None);
@@ -266,15 +275,15 @@ fn focusing_an_element_pins_it_and_brings_it_into_view() {
     let full = s.files[0].viewport.full_x1;
     s.files[0].viewport.set_window(full * 0.8, full * 0.9);
     let width = s.files[0].viewport.width();
-    s.focus_element(e);
-    assert_eq!(s.pinned, Some(Target::Element(e)));
+    s.focus_element(ElementIndex::new(e));
+    assert_eq!(s.pinned, Some(Target::Element(ElementIndex::new(e))));
     let v = s.files[0].viewport;
     assert!((v.width() - width).abs() < 1e-6, "the zoom stays");
     let xm = s.files[0].xmap();
     assert!(v.x0 <= xm.pos(f64::from(z)) && v.x1 >= xm.pos(f64::from(a)), "its band is in view: {v:?}, steps {a}..{z}");
     // One in view: the window stays.
     let before = s.files[0].viewport;
-    s.focus_element(e);
+    s.focus_element(ElementIndex::new(e));
     assert_eq!(s.files[0].viewport, before);
 }
 
@@ -349,7 +358,11 @@ fn the_group_by_menu_picks_a_choice_of_the_file_and_drops_a_group_highlight() {
     // The menu, then one choice per metadata key: metadata:phase is the 7th.
     apply(&mut s, Action::GroupBy(6));
     assert_eq!(s.analysis.group_by, GroupBy::Metadata(Some("phase".into())));
-    s.analysis.toggle_highlight(Some(Highlight { key: "group:1".into(), elements: vec![3], group: None }));
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "group:1".into(),
+        elements: vec![ElementIndex::new(3)],
+        group: None,
+    }));
     apply(&mut s, Action::GroupBy(2));
     assert_eq!(s.analysis.group_by, GroupBy::Op);
     assert_eq!(s.analysis.highlight, None, "the old grouping's row is gone");
@@ -371,7 +384,7 @@ fn comparing_by_group_toggles_and_drops_a_row_of_the_other_kind() {
     assert_eq!(apply(&mut s, row), vec![Effect::Highlight(row)]);
     s.analysis.toggle_highlight(Some(Highlight {
         key: "cmp:0:b:2".into(),
-        elements: vec![3],
+        elements: vec![ElementIndex::new(3)],
         group: Some(GroupRef { id: 1, label: "x".into() }),
     }));
     apply(&mut s, Action::CompareByGroup);
@@ -379,13 +392,17 @@ fn comparing_by_group_toggles_and_drops_a_row_of_the_other_kind() {
     assert_eq!(s.analysis.highlight, None, "a row of the comparison by stack is gone");
     s.analysis.toggle_highlight(Some(Highlight {
         key: "cmp:0:b:2".into(),
-        elements: vec![3],
+        elements: vec![ElementIndex::new(3)],
         group: Some(GroupRef { id: 1, label: "x".into() }),
     }));
     apply(&mut s, Action::GroupBy(2));
     assert_eq!(s.analysis.highlight, None, "a row of the old grouping is gone");
     // Another highlight stays.
-    s.analysis.toggle_highlight(Some(Highlight { key: "finding:0".into(), elements: vec![3], group: None }));
+    s.analysis.toggle_highlight(Some(Highlight {
+        key: "finding:0".into(),
+        elements: vec![ElementIndex::new(3)],
+        group: None,
+    }));
     apply(&mut s, Action::CompareByGroup);
     assert!(!s.analysis.compare_by_group && s.analysis.highlight.is_some());
 }
@@ -396,7 +413,7 @@ fn library_fragments_are_read_from_what_was_typed() {
     assert!(s.analysis.library().is_empty());
     s.analysis.toggle_highlight(Some(Highlight {
         key: "group:0".into(),
-        elements: vec![3],
+        elements: vec![ElementIndex::new(3)],
         group: Some(GroupRef { id: 0, label: "x".into() }),
     }));
     assert!(s.analysis.set_library(" mylib/, vendored/  mylib/,,"));

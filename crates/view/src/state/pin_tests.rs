@@ -5,7 +5,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use memviz_core::plot::PlotData;
-use memviz_core::timeline::{ElementKey, Mode, Options};
+use memviz_core::timeline::{ElementIndex, ElementKey, Mode, Options};
 
 use super::{parse_pin, pin_text};
 use crate::state::{Target, TimelineInput, ViewState};
@@ -65,9 +65,13 @@ fn pin_texts_round_trip_and_reject_other_text() {
 fn a_pin_keeps_its_lifetime_at_a_reused_address_through_relayouts() {
     let mut s = state_with(REUSE);
     let (first, later) = reused(&s);
-    let key = s.file().unwrap().plot.layout.element_key(later).unwrap();
-    assert_ne!(Some(key), s.file().unwrap().plot.layout.element_key(first), "the two lifetimes have two keys");
-    s.focus_element(later);
+    let key = s.file().unwrap().plot.layout.element_key(ElementIndex::new(later)).unwrap();
+    assert_ne!(
+        Some(key),
+        s.file().unwrap().plot.layout.element_key(ElementIndex::new(first)),
+        "the two lifetimes have two keys"
+    );
+    s.focus_element(ElementIndex::new(later));
     assert_eq!(pinned_key(&s), Some(key));
     // Detail down to one drawn allocation, hide freed, both back: the same lifetime each time.
     for options in [
@@ -80,7 +84,7 @@ fn a_pin_keeps_its_lifetime_at_a_reused_address_through_relayouts() {
         assert_eq!(s.pin_key(), Some(key), "{options:?}");
         if let Some(e) = s.file().unwrap().plot.layout.element_by_key(key) {
             assert_eq!(s.pinned, Some(Target::Element(e)), "{options:?}");
-            assert_eq!(s.file().unwrap().plot.layout.elements[e as usize].addr, key.addr);
+            assert_eq!(s.file().unwrap().plot.layout.elements[e.as_usize()].addr, key.addr);
         } else {
             assert_eq!(s.pinned, None, "{options:?}: not in this layout, remembered");
         }
@@ -104,14 +108,14 @@ fn a_pin_keeps_its_lifetime_at_a_reused_address_through_relayouts() {
 fn the_url_pin_names_the_key_and_restores_it() {
     let mut s = state_with(REUSE);
     let (_, later) = reused(&s);
-    s.focus_element(later);
+    s.focus_element(ElementIndex::new(later));
     let text = pin_text(s.pin_key().unwrap());
     let el = &s.file().unwrap().plot.layout.elements[later as usize];
     assert_eq!(text, format!("b{:x}_e{}", el.addr, el.alloc_row.unwrap()));
     // A fresh state (a reload) pins the same lifetime from the text.
     let mut t = state_with(REUSE);
     t.repin(parse_pin(&text).unwrap());
-    assert_eq!(t.pinned, Some(Target::Element(later)));
+    assert_eq!(t.pinned, Some(Target::Element(ElementIndex::new(later))));
     // A key no layout has is remembered, not pinned.
     t.repin(ElementKey::new(1, Some(u32::MAX), None));
     assert_eq!(t.pinned, None);
@@ -124,7 +128,7 @@ fn another_device_or_file_unpins_and_marks_survive_a_relayout() {
     let e = (0..s.file().unwrap().plot.layout.elements.len() as u32)
         .find(|&e| s.file().unwrap().plot.layout.elements[e as usize].band.is_some())
         .unwrap();
-    s.focus_element(e);
+    s.focus_element(ElementIndex::new(e));
     let f = s.file().unwrap();
     let mut other = PlotData::build(&f.snap, f.plot.device_pos, Options::default());
     other.device_pos += 1;

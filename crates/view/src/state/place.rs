@@ -3,7 +3,7 @@
 //! does not depend on a file from the fragment read when the page opens, and [`restore`] the
 //! rest once the file it names is shown. The page only reads and writes `location.hash`.
 
-use memviz_core::timeline::DEFAULT_MAX_ENTRIES;
+use memviz_core::timeline::{ElementIndex, DEFAULT_MAX_ENTRIES};
 
 use super::{OpenFile, Target, ViewState};
 use crate::fragment::{base_name, Fragment};
@@ -113,7 +113,7 @@ pub fn restore(state: &mut ViewState, f: &Fragment) -> Option<usize> {
         Some(Some(k)) => state.repin(k),
         Some(None) => {
             if let Some(e) = by_label {
-                state.set_pin(Some(Target::Element(e as u32)));
+                state.set_pin(Some(Target::Element(ElementIndex::new(e as u32))));
             }
         }
         None => {}
@@ -152,7 +152,7 @@ mod tests {
         let window = (f.viewport.x0, f.viewport.x1);
         let drawn = f.plot.layout.band_element.get(3).copied();
         let Some(e) = drawn else { panic!("the demo draws allocations") };
-        st.set_pin(Some(Target::Element(e)));
+        st.set_pin(Some(Target::Element(ElementIndex::new(e))));
         st.cursor_entry = Some(1234);
         st.history.hide_freed = true;
         let Some(frag) = fragment_of(&st) else { panic!("a file is shown") };

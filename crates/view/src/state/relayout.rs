@@ -95,6 +95,7 @@ impl ViewState {
 mod tests {
     use super::*;
     use crate::state::Target;
+    use memviz_core::timeline::ElementIndex;
 
     static DEMO: &[u8] = include_bytes!("../../../../tests/data/real/gpt_amp_annotated.pickle");
 
@@ -108,8 +109,8 @@ mod tests {
         let f = s.file().expect("file");
         let full = f.viewport;
         let e = f.plot.layout.elements.iter().position(|e| e.band.is_some() && e.size_bytes > 1 << 20).expect("a band");
-        let key = f.plot.layout.element_key(e as u32);
-        s.set_pin(Some(Target::Element(e as u32)));
+        let key = f.plot.layout.element_key(ElementIndex::new(e as u32));
+        s.set_pin(Some(Target::Element(ElementIndex::new(e as u32))));
         s.cursor_entry = Some(40);
         if let Some(f) = s.file_mut() {
             f.viewport.set_window(full.x0 + 10.0, full.x0 + 200.0);
@@ -149,7 +150,11 @@ mod tests {
     fn another_file_forgets_the_pin_and_the_highlight() {
         let mut s = demo();
         s.set_pin(Some(Target::Summarized));
-        let h = crate::state::panels::Highlight { key: "site:0".into(), elements: vec![1, 2], group: None };
+        let h = crate::state::panels::Highlight {
+            key: "site:0".into(),
+            elements: vec![ElementIndex::new(1), ElementIndex::new(2)],
+            group: None,
+        };
         s.analysis.set_highlight(Some(h));
         s.forget_targets(true);
         assert_eq!(s.pinned(), Some(Target::Summarized));
@@ -162,7 +167,11 @@ mod tests {
     #[test]
     fn another_device_forgets_the_highlight() {
         let mut s = demo();
-        let h = crate::state::panels::Highlight { key: "site:0".into(), elements: vec![1, 2], group: None };
+        let h = crate::state::panels::Highlight {
+            key: "site:0".into(),
+            elements: vec![ElementIndex::new(1), ElementIndex::new(2)],
+            group: None,
+        };
         s.analysis.set_highlight(Some(h.clone()));
         s.begin_relayout();
         s.finish_relayout(0, None, Some(300));

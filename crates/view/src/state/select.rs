@@ -7,7 +7,7 @@
 //! a relayout. The cursor ([`ViewState::cursor_entry`]) is a line on one trace entry, put there
 //! by a cited entry's link or by the selection.
 
-use memviz_core::timeline::ElementKey;
+use memviz_core::timeline::{ElementIndex, ElementKey};
 
 use super::{Target, ViewState};
 use crate::entries::step_of_entry;
@@ -36,7 +36,7 @@ impl ViewState {
     }
 
     /// The element the keyboard selected, in the shown layout.
-    pub fn selected_element(&self) -> Option<u32> {
+    pub fn selected_element(&self) -> Option<ElementIndex> {
         let s = self.selected?;
         self.file()?.plot.layout.element_by_key(s.key)
     }
@@ -55,7 +55,7 @@ impl ViewState {
         if bands == 0 || f.is_moment() {
             return;
         }
-        let current = self.selected_element().and_then(|e| l.elements.get(e as usize)).and_then(|e| e.band);
+        let current = self.selected_element().and_then(|e| l.element(e)).and_then(|e| e.band);
         // Where the selection is looked at: the selection's step, else the cursor's, else the
         // middle of the window.
         let v = &f.viewport;
@@ -114,9 +114,9 @@ impl ViewState {
                 (band, here)
             }
         };
-        let Some(&e) = l.band_element.get(band as usize) else { return };
+        let Some(e) = l.element_of_band(band) else { return };
         let Some(key) = l.element_key(e) else { return };
-        let alloc_row = l.elements.get(e as usize).and_then(|el| el.alloc_row);
+        let alloc_row = l.element(e).and_then(|el| el.alloc_row);
         self.selected = Some(Selection { key, step });
         if matches!(c, Command::NextAllocation | Command::PrevAllocation) {
             if let Some(r) = alloc_row {
@@ -147,7 +147,7 @@ impl ViewState {
         let point = self.file().and_then(|f| {
             let l = &f.plot.layout;
             let e = l.element_by_key(s.key)?;
-            let band = l.elements.get(e as usize)?.band?;
+            let band = l.element(e)?.band?;
             let offset = l.band_offset_at(band, s.step)?;
             let v = &f.viewport;
             let x = v.x_px(&rect, f.xmap().pos(s.step));

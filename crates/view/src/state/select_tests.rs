@@ -22,7 +22,7 @@ fn key(s: &mut ViewState, c: Command) {
 /// The selected element's band.
 fn band(s: &ViewState) -> u32 {
     let e = s.selected_element().expect("a selection");
-    s.file().expect("file").plot.layout.elements[e as usize].band.expect("drawn")
+    s.file().expect("file").plot.layout.elements[e.as_usize()].band.expect("drawn")
 }
 
 #[test]
@@ -38,7 +38,7 @@ fn next_and_previous_walk_the_allocations_in_time_and_show_them_as_a_hover() {
     assert_eq!(surface, Surface::Plot);
     assert_eq!(s.target_at(x, y), Some(Target::Element(e)), "the tooltip's point is on the band");
     let f = s.file().expect("file");
-    let alloc_row = f.plot.layout.elements[e as usize].alloc_row;
+    let alloc_row = f.plot.layout.elements[e.as_usize()].alloc_row;
     assert_eq!(s.cursor_entry, alloc_row);
     // From the middle of the window: the first allocation at or after it.
     let (v0, v1) = (f.viewport.x0, f.viewport.x1);
@@ -126,7 +126,7 @@ fn the_selection_and_the_pin_survive_a_relayout_by_their_keys() {
     key(&mut s, Command::PinSelection);
     let sel = s.selected.expect("selected");
     let old = s.selected_element().expect("selected");
-    let old_el = s.file().expect("file").plot.layout.elements[old as usize].clone();
+    let old_el = s.file().expect("file").plot.layout.elements[old.as_usize()].clone();
     // Detail changes: bands are numbered again.
     let f = s.file().expect("file");
     let plot = PlotData::build(&f.snap, f.plot.device_pos, Options { max_entries: 200, ..Options::default() });
@@ -134,7 +134,7 @@ fn the_selection_and_the_pin_survive_a_relayout_by_their_keys() {
     s.show_selection();
     let l = &s.file().expect("file").plot.layout;
     let now = l.element_by_key(sel.key).expect("every lifetime is an element");
-    let el = &l.elements[now as usize];
+    let el = &l.elements[now.as_usize()];
     assert_eq!((el.addr, el.alloc_row), (old_el.addr, old_el.alloc_row));
     if el.band.is_some() {
         assert_eq!(s.selected.map(|x| x.key), Some(sel.key));

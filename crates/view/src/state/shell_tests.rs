@@ -6,11 +6,12 @@ use super::super::panels::Highlight;
 use super::super::{Loading, ViewState};
 use crate::ranks::Run;
 use crate::test_state::open_file;
+use memviz_core::timeline::ElementIndex;
 
 static REUSE: &[u8] = include_bytes!("../../../../tests/data/synth/segment_reuse.pickle");
 
 fn highlight(key: &str) -> Option<Highlight> {
-    Some(Highlight { key: key.into(), elements: vec![0], group: None })
+    Some(Highlight { key: key.into(), elements: vec![ElementIndex::new(0)], group: None })
 }
 
 #[test]

@@ -256,7 +256,9 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
     for b in (0..l.band_count() as u32).step_by(97) {
         let (s0, s1) = l.band_step_range(b);
         let _ = l.hit_test((f64::from(s0) + f64::from(s1)) / 2.0, 0.0);
-        let _ = describe::element_text(snap, plot.device_pos, l, l.band_element[b as usize]);
+        if let Some(e) = l.element_of_band(b) {
+            let _ = describe::element_text(snap, plot.device_pos, l, e);
+        }
     }
     with_app(&weak, |app| {
         let _ = app.ui.document.body().map(|b| b.set_attribute("data-warm", "1"));

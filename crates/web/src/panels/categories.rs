@@ -137,12 +137,12 @@ impl SizeUnit {
 
 /// The line the stack text starts with while the timeline is coloured by category: the
 /// category of allocation element `e` and its colour's name in the legend.
-pub fn category_line(fr: &Frame<'_>, e: u32) -> Option<String> {
+pub fn category_line(fr: &Frame<'_>, e: memviz_core::timeline::ElementIndex) -> Option<String> {
     if !fr.state.analysis().categories.colour_inferred || fr.state.view().mode() != Mode::Allocations {
         return None;
     }
     let c = fr.derived.categories_of(fr.state)?;
-    let cat = c.per_element.get(e as usize)?;
+    let cat = c.per_element.get(e.as_usize())?;
     Some(format!("Category (inferred): {}", cat.name().replace('_', " ")))
 }
 

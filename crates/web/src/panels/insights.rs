@@ -262,7 +262,7 @@ fn marker_of(state: &ViewState, f: &OpenFile) -> Option<(f64, f64)> {
     match state.pinned() {
         Some(Target::Element(e)) => {
             // Its alloc, when the trace has it.
-            let el = f.plot.layout.elements.get(e as usize)?;
+            let el = f.plot.layout.element(e)?;
             el.alloc_row?;
             let step = f64::from(el.alloc_step);
             Some((xm.pos(step), step))

@@ -274,8 +274,7 @@ pub fn draw_highlight(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &CanvasRenderingCo
         ctx.set_fill_style_str(pal.highlight_fill);
         ctx.set_stroke_style_str(pal.highlight_stroke);
         ctx.set_line_width(0.5 * dpr);
-        let bands: Vec<u32> =
-            h.elements.iter().filter_map(|&e| layout.elements.get(e as usize).and_then(|el| el.band)).collect();
+        let bands: Vec<u32> = h.elements.iter().filter_map(|&e| layout.element(e).and_then(|el| el.band)).collect();
         // How many bands are highlighted (the tests read it).
         let _ = fr.ui.plot.set_attribute("data-highlighted", &bands.len().to_string());
         plot.trace_bands(ctx, &bands, |_| {

@@ -92,7 +92,7 @@ pub(crate) fn write_hover_hooks(fr: &Frame<'_>) {
     // The keyboard's selection by its key: address label and allocation entry.
     let selected = fr.state.selected_element().and_then(|e| {
         let f = fr.file()?;
-        let el = f.plot.layout.elements.get(e as usize)?;
+        let el = f.plot.layout.element(e)?;
         let label = memviz_core::format::addr_label('b', el.addr, el.version);
         Some(format!("{label}@{}", el.alloc_row.map_or_else(|| "-".to_string(), |r| r.to_string())))
     });

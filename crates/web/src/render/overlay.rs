@@ -28,7 +28,7 @@ pub(crate) fn draw_timeline_overlay(fr: &Frame<'_>, drawn: &FrameInfo, ctx: &Can
     for (t, pinned) in [(fr.state.pinned(), true), (hover, false)] {
         match t {
             Some(Target::Element(e)) => {
-                if let Some(b) = plot.layout.elements.get(e as usize).and_then(|el| el.band) {
+                if let Some(b) = plot.layout.element(e).and_then(|el| el.band) {
                     plot.clip(ctx);
                     // A pinned band is filled in a colour no band has, within a dark rim, and
                     // drawn at least 3 px tall, so even a thin one stands out; a hovered one is
@@ -102,7 +102,7 @@ pub(crate) fn hover_on_svg(fr: &Frame<'_>) -> bool {
 pub(crate) fn hover_outline(fr: &Frame<'_>, drawn: &FrameInfo) -> Option<(String, String, [f64; 4])> {
     let Some(Target::Element(e)) = fr.state.hover() else { return None };
     let f = fr.file()?;
-    let b = f.plot.layout.elements.get(e as usize)?.band?;
+    let b = f.plot.layout.element(e)?.band?;
     let dpr = fr.state.dpr();
     let rect = fr.plot_rect();
     let path = SvgPath::default();
