@@ -99,7 +99,8 @@ fn known_corpus_files_hold_what_they_are_known_to_hold() {
         assert!(f.iter().any(|f| f.kind == "trace_starts_mid_run" && f.suggestions[0].contains("max_entries")));
         let layout = Layout::build(&snap, 0, Options::default());
         let e = layout.elements.iter().position(|e| e.origin == Origin::Ghost).unwrap();
-        let text = memviz_core::describe::element_text(&snap, 0, &layout, memviz_core::timeline::ElementIndex::new(e as u32));
+        let text =
+            memviz_core::describe::element_text(&snap, 0, &layout, memviz_core::timeline::ElementIndex::new(e as u32));
         assert!(text.contains("live for the whole trace"), "{text}");
     }
     if let Some(snap) = known("cranberrii__memory_snapshot.pickle") {

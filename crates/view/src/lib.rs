@@ -50,6 +50,7 @@ pub mod pools;
 pub mod protocol;
 pub mod ranks;
 pub mod raster;
+pub mod resolve;
 pub mod settings;
 pub mod stack;
 pub mod state;

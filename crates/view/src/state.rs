@@ -276,11 +276,6 @@ pub enum Effect {
     },
     /// The overview's columns must be computed again (the x axis changed).
     RefreshMinimap,
-    /// A click on the plot (not a drag) at this x: a panel that follows clicks may move there.
-    ClickedPlot {
-        /// CSS px from the canvas' left edge.
-        x_px: f64,
-    },
     /// Esc while a file loads: stop the load.
     CancelLoad,
     /// Lay the shown file out again (an option of the layout changed).
@@ -295,16 +290,6 @@ pub enum Effect {
     /// Pin the search match this many matches after (or before) the current one and bring it
     /// into view ([`ViewState::step_match`]).
     StepMatch(i32),
-    /// Show this window of the shown file's x axis, the y axis fitted to `y_max_bytes` (a row of
-    /// the analysis panel zooms the timeline to what it names).
-    ShowWindow {
-        /// Left edge, on the file's x axis.
-        x0: f64,
-        /// Right edge.
-        x1: f64,
-        /// Highest live bytes in the window.
-        y_max_bytes: f64,
-    },
     /// Put the cursor on trace entry `.0`, or take it away from there
     /// ([`ViewState::toggle_cursor`]).
     Cursor(u32),
@@ -559,7 +544,7 @@ impl ViewState {
     }
 
     /// The file shown, to change it.
-    pub fn file_mut(&mut self) -> Option<&mut OpenFile> {
+    pub(crate) fn file_mut(&mut self) -> Option<&mut OpenFile> {
         self.current.and_then(|i| self.files.get_mut(i))
     }
 
@@ -738,7 +723,10 @@ impl ViewState {
                 if let Some(Target::Annotation(i)) = self.pinned {
                     self.zoom_to_annotation(i);
                 }
-                effects.push(Effect::ClickedPlot { x_px });
+                // With the live set shown, a click moves its moment there.
+                if self.analysis.open && self.analysis.tab == panels::Tab::Live {
+                    effects.extend(self.apply_analysis(panels::Action::LiveAtPx(x_px)));
+                }
             }
             Some(Drag::Brush { start, down_px, .. }) => {
                 let Some(f) = self.file_mut() else { return };

@@ -202,12 +202,29 @@ fn a_click_pins_what_is_under_the_pointer_and_esc_unpins() {
     let (x, y) = element_point(&s);
     down(&mut s, Surface::Plot, x, y);
     let e = up(&mut s, Surface::Plot, x + 1.0, y);
-    assert_eq!(e, vec![Effect::ClickedPlot { x_px: x + 1.0 }]);
+    assert!(e.is_empty(), "{e:?}");
     let pinned = s.pinned.expect("pinned");
     assert!(matches!(pinned, Target::Element(_)));
     assert_eq!(s.hover, Some(pinned));
     assert!(key(&mut s, Command::Unpin).is_empty());
     assert_eq!(s.pinned, None);
+}
+
+#[test]
+fn a_click_moves_the_live_sets_moment_only_while_the_live_tab_is_shown() {
+    let mut s = demo();
+    let (x, y) = element_point(&s);
+    down(&mut s, Surface::Plot, x, y);
+    up(&mut s, Surface::Plot, x, y);
+    assert_eq!(s.analysis.moment, None, "the panel is closed: the click only pins");
+    s.analysis.open = true;
+    s.analysis.tab = panels::Tab::Live;
+    down(&mut s, Surface::Plot, x, y);
+    up(&mut s, Surface::Plot, x, y);
+    let f = s.file().expect("file");
+    let step = f.xmap().step(f.viewport.pos_at(&s.plot_rect(), x));
+    let want = memviz_core::analysis::Moment::at_step(&f.plot.layout, step);
+    assert_eq!(s.analysis.moment, Some(want));
 }
 
 #[test]

@@ -76,6 +76,13 @@ pub enum PanelInput {
 }
 
 impl ViewState {
+    /// An action of the analysis panel, on the file shown.
+    pub(crate) fn apply_analysis(&mut self, a: super::panels::Action) -> Vec<Effect> {
+        let rect = self.plot_rect();
+        let file = self.current.and_then(|i| self.files.get_mut(i));
+        self.analysis.apply(a, file, &rect)
+    }
+
     /// Applies one input at `now_ms` (the page's clock) and says what the page must do.
     #[allow(clippy::too_many_lines)] // one short arm per input: the page's one way in
     pub fn apply(&mut self, input: PageInput, now_ms: f64) -> Vec<Effect> {
@@ -83,11 +90,7 @@ impl ViewState {
             PageInput::Timeline(t) => self.update(t, now_ms),
             PageInput::SelectView(v) => self.update(TimelineInput::SelectView(v), now_ms),
             PageInput::Cursor(entry) => self.update(TimelineInput::Cursor(entry), now_ms),
-            PageInput::Analysis(a) => {
-                let rect = self.plot_rect();
-                let file = self.current.and_then(|i| self.files.get(i));
-                self.analysis.apply(a, file, &rect)
-            }
+            PageInput::Analysis(a) => self.apply_analysis(a),
             PageInput::DismissError => {
                 self.error = None;
                 Vec::new()

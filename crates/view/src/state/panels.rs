@@ -246,9 +246,9 @@ impl Default for AnalysisState {
 }
 
 impl AnalysisState {
-    /// Applies an action; `file` is the file shown and `rect` the plot area (for the moments
-    /// that come from the timeline).
-    pub fn apply(&mut self, action: Action, file: Option<&OpenFile>, rect: &PlotRect) -> Vec<Effect> {
+    /// Applies an action; `file` is the file shown (a row that names trace entries zooms its
+    /// window to them) and `rect` the plot area (for the moments that come from the timeline).
+    pub fn apply(&mut self, action: Action, file: Option<&mut OpenFile>, rect: &PlotRect) -> Vec<Effect> {
         let mut effects = Vec::new();
         match action {
             Action::Toggle => self.open = !self.open,
@@ -313,8 +313,11 @@ impl AnalysisState {
                 return effects;
             }
             Action::ZoomRows { start_row, end_row } => {
-                if let Some(e) = file.and_then(|f| window_of_rows(f, start_row, end_row)) {
-                    effects.push(e);
+                if let Some(f) = file {
+                    if let Some(w) = window_of_rows(f, start_row, end_row) {
+                        f.viewport.set_window(w.x0, w.x1);
+                        f.viewport.fit_y(w.y_max_bytes);
+                    }
                 }
                 return effects;
             }
@@ -413,9 +416,20 @@ impl SearchBoxes {
     }
 }
 
+/// A window of a file's x axis and the highest live bytes in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowsWindow {
+    /// Left edge, on the file's x axis.
+    pub x0: f64,
+    /// Right edge.
+    pub x1: f64,
+    /// Highest live bytes in the window (the y axis is fitted to them).
+    pub y_max_bytes: f64,
+}
+
 /// The window that shows trace rows `[start_row, end_row)` of `f` on its x axis, with the y axis
-/// fitted to their highest live bytes ([`Effect::ShowWindow`]); `None` for an empty range.
-pub fn window_of_rows(f: &OpenFile, start_row: u32, end_row: u32) -> Option<Effect> {
+/// fitted to their highest live bytes; `None` for an empty range.
+pub fn window_of_rows(f: &OpenFile, start_row: u32, end_row: u32) -> Option<RowsWindow> {
     if end_row <= start_row {
         return None;
     }
@@ -425,7 +439,7 @@ pub fn window_of_rows(f: &OpenFile, start_row: u32, end_row: u32) -> Option<Effe
     let s1 = f64::from(layout.step_for_row(end_row)).max(s0 + 1.0);
     let xm = f.xmap();
     let peak_bytes = layout.max_live_between(s0, s1);
-    Some(Effect::ShowWindow { x0: xm.pos(s0), x1: xm.pos(s1), y_max_bytes: peak_bytes as f64 })
+    Some(RowsWindow { x0: xm.pos(s0), x1: xm.pos(s1), y_max_bytes: peak_bytes as f64 })
 }
 
 /// A user action in the Allocator State History.

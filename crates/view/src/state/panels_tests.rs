@@ -19,7 +19,7 @@ fn demo() -> ViewState {
 
 fn apply(s: &mut ViewState, a: Action) -> Vec<Effect> {
     let rect = s.plot_rect();
-    let file = s.current.and_then(|i| s.files.get(i));
+    let file = s.current.and_then(|i| s.files.get_mut(i));
     s.analysis.apply(a, file, &rect)
 }
 
@@ -297,16 +297,21 @@ fn an_iteration_row_zooms_the_timeline_to_its_rows() {
     let (r0, r1) = (layout.event_row[10], layout.event_row[200]);
     let (s0, s1) = (f64::from(layout.event_step[10]), f64::from(layout.event_step[200]));
     let want_peak = layout.max_live_between(s0, s1) as f64;
-    let effects = apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 });
-    let [Effect::ShowWindow { x0, x1, y_max_bytes }] = effects.as_slice() else { panic!("one window: {effects:?}") };
-    assert_eq!((*x0, *x1), (s0, s1), "on the steps axis a window is in steps");
-    assert_eq!(*y_max_bytes, want_peak);
+    let mut want = f.viewport;
+    want.set_window(s0, s1);
+    want.fit_y(want_peak);
+    assert!(apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 }).is_empty());
+    let v = s.files[0].viewport;
+    assert_eq!((v.x0, v.x1), (s0, s1), "on the steps axis a window is in steps");
+    assert_eq!(v, want, "the y axis fitted to the window's peak");
     assert!(want_peak > 0.0);
     assert_eq!(s.analysis.canvas_seq, seq, "nothing of the panel's drawing changes");
     // An empty range, or no file: nothing.
     assert!(apply(&mut s, Action::ZoomRows { start_row: r1, end_row: r1 }).is_empty());
+    assert_eq!(s.files[0].viewport, want);
     s.current = None;
-    assert!(apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 }).is_empty());
+    assert!(apply(&mut s, Action::ZoomRows { start_row: 0, end_row: r1 }).is_empty());
+    assert_eq!(s.files[0].viewport, want, "no file shown: no window moves");
 }
 
 #[test]
@@ -318,9 +323,9 @@ fn on_the_time_axis_an_iteration_window_is_in_microseconds() {
     let (r0, r1) = (layout.event_row[10], layout.event_row[200]);
     let xm = f.xmap();
     let (p0, p1) = (xm.pos(f64::from(layout.event_step[10])), xm.pos(f64::from(layout.event_step[200])));
-    let effects = apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 });
-    let [Effect::ShowWindow { x0, x1, .. }] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!((*x0, *x1), (p0, p1));
+    apply(&mut s, Action::ZoomRows { start_row: r0, end_row: r1 });
+    let v = s.files[0].viewport;
+    assert_eq!((v.x0, v.x1), (p0, p1));
     assert!(p1 > p0);
 }
 

@@ -1,7 +1,8 @@
 //! Applying inputs: a [`PageInput`] goes to `memviz_view`'s `ViewState::apply`, picked files and
-//! resizes are taken here, and the [`Effect`]s that come back are carried out here (lay out
-//! again, stop a load, show or close a file, read one again, highlight, download, keep a choice,
-//! refresh the minimap, show a window of the timeline). Then what is
+//! resizes are taken here, and of the [`Effect`]s that come back those that need only the state
+//! and what is derived go to [`memviz_view::resolve`]; the rest are carried out here (lay out
+//! again, stop a load, show or close a file, read one again, download, keep a choice, refresh
+//! the minimap). Then what is
 //! derived is brought up to date, the URL fragment written and one frame asked for
 //! ([`App::settle`]): painting only reads.
 
@@ -11,9 +12,7 @@ use crate::input::{Input, PageInput, Source};
 use crate::{input, render};
 use memviz_view::derived::Derived;
 use memviz_view::model::Timings;
-use memviz_view::state::flame::FlameChange;
 use memviz_view::state::{Effect, PanelInput};
-use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 impl App {
@@ -66,14 +65,8 @@ impl App {
                 Vec::new()
             }
             PanelInput::Flame(fi) => {
-                self.derived.ensure_flame(&self.state);
-                let graph = self.derived.flame_of(&self.state).map(|f| &f.graph);
-                if self.state.apply_flame(fi, graph) == FlameChange::Focus {
-                    // The focused frame's allocations are highlighted in the other views.
-                    let h = self.derived.flame_highlight(&self.state);
-                    self.state.follow_flame_focus(h);
-                }
-                Vec::new()
+                let effect = Effect::Panel(PanelInput::Flame(fi));
+                memviz_view::resolve::resolve(&mut self.state, &mut self.derived, effect).into_iter().collect()
             }
         }
     }
@@ -131,18 +124,12 @@ impl App {
     /// Carries out what an update asked for.
     fn carry_out(&mut self, effects: Vec<Effect>) {
         for effect in effects {
+            let Some(effect) = memviz_view::resolve::resolve(&mut self.state, &mut self.derived, effect) else {
+                continue;
+            };
             match effect {
                 Effect::HoldPreview { until_ms } => exact_after((until_ms - self.ui.now_ms()).ceil() as i32 + 1),
                 Effect::RefreshMinimap => self.refresh_minimap(),
-                Effect::ClickedPlot { x_px } => {
-                    // With the live set shown, a click moves its moment there.
-                    let a = &self.state.analysis();
-                    if a.open && a.tab == memviz_view::state::panels::Tab::Live {
-                        self.handle(Input::Page(PageInput::Analysis(memviz_view::state::panels::Action::LiveAtPx(
-                            x_px,
-                        ))));
-                    }
-                }
                 Effect::CancelLoad => {
                     if self.state.loading().is_some() {
                         self.cancel_requested = true;
@@ -153,22 +140,8 @@ impl App {
                     }
                 }
                 Effect::Relayout => self.relayout(None, None),
-                Effect::GroupTimeline => {
-                    if let Some((name, tl)) = self.derived.group_timeline_of(&self.state) {
-                        self.state.set_profile(name, &tl);
-                    }
-                }
-                Effect::Highlight(action) => {
-                    let h = self.derived.highlight_of(&self.state, action);
-                    self.state.toggle_highlight(h);
-                }
-                Effect::StepMatch(by) => self.step_match(by),
-                Effect::ShowWindow { x0, x1, y_max_bytes } => {
-                    if let Some(f) = self.state.file_mut() {
-                        f.viewport.set_window(x0, x1);
-                        f.viewport.fit_y(y_max_bytes);
-                    }
-                }
+                // Carried out by memviz_view::resolve above.
+                Effect::GroupTimeline | Effect::Highlight(_) | Effect::StepMatch(_) | Effect::Cursor(_) => {}
                 Effect::Export(memviz_view::state::panels::ExportKind::Png) => {
                     match render::export_png(&self.frame().0) {
                         Ok(image) => crate::panels::export::download_png(&self.ui, &self.state, &image),
@@ -178,7 +151,6 @@ impl App {
                         }
                     }
                 }
-                Effect::Cursor(entry) => self.state.toggle_cursor(entry),
                 Effect::FocusRank(i) => self.focus_rank(i),
                 Effect::ViewShown { relayout } => {
                     // Scroll the selected row into view once the list is laid out.
@@ -218,13 +190,6 @@ impl App {
                 }
             }
         }
-    }
-
-    /// Pins the search match `by` matches after the current one and brings it into view.
-    fn step_match(&mut self, by: i32) {
-        let Some(m) = self.derived.matches_of(&self.state) else { return };
-        let elements = Rc::clone(&m.elements);
-        self.state.step_match(&elements, by);
     }
 
     /// After the state changed: computes what is derived and missing, writes the URL fragment
