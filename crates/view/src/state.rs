@@ -855,6 +855,7 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
 pub mod apply;
 pub mod flame;
 mod loading;
+pub use loading::Added;
 pub mod matches;
 pub mod panels;
 pub mod pin;

@@ -13,7 +13,6 @@ use std::rc::Weak;
 
 use gloo_events::EventListener;
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::DEFAULT_MAX_ENTRIES;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -25,9 +24,8 @@ use crate::tasks::{next_frame, next_tick};
 use memviz_view::derived::Derived;
 use memviz_view::model::PlotData;
 pub use memviz_view::model::Timings;
-use memviz_view::state::ViewState;
-use memviz_view::viewport::{PlotRect, Viewport};
-use memviz_view::xmap::XAxis;
+use memviz_view::state::{Added, ViewState};
+use memviz_view::viewport::PlotRect;
 
 pub use memviz_view::model::{DEMO_NAME, DEMO_SNAPSHOT};
 
@@ -251,33 +249,14 @@ impl App {
         timings: Timings,
         shown: Option<js_sys::Function>,
     ) {
-        let mut f = OpenFile {
-            name,
-            snap,
-            plot,
-            max_entries: DEFAULT_MAX_ENTRIES,
-            x_axis: XAxis::Steps,
-            viewport: Viewport::new(1.0, 1.0, 1.0),
-            source: None,
-            other_windows: Vec::new(),
-        };
         let source = self.loading_source.take();
-        let again = source.as_deref().and_then(|k| self.state.file_from(k));
-        let show = again.is_some() || self.batch_first.is_none_or(|b| self.state.files().len() <= b);
-        match again {
-            // Opened again: read again into its place, under the same name.
-            Some(i) => {
-                self.state.replace_file(i, f, source);
-                // What was derived from or written of the old model goes.
-                self.derived = Derived::default();
-                self.memo.forget_files(&self.ui.document);
-            }
-            None => {
-                f.name = memviz_view::names::name_beside(self.state.files().iter().map(|g| g.name.as_str()), &f.name);
-                f.viewport = f.full_viewport();
-                self.state.push_file(f, source, show);
-            }
+        let added = self.state.add_loaded(name, snap, plot, source, self.batch_first);
+        if let Added::ReadAgain(_) = added {
+            // What was derived from or written of the old model goes.
+            self.derived = Derived::default();
+            self.memo.forget_files(&self.ui.document);
         }
+        let show = added != Added::Behind;
         self.release_models();
         self.compare_when_loaded();
         self.state.file_opened();
