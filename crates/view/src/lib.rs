@@ -7,8 +7,10 @@
 //! - [`xmap`]: event steps or wall-clock time on the x axis;
 //! - [`axis`]: ticks and their labels; [`chart`]: the analysis panel's charts' geometry;
 //!   [`decimate`]: vertices per pixel column;
-//! - [`raster`]: the timeline's filled bands as RGBA pixels; [`path`]: its filled outlines as
-//!   SVG path data;
+//! - [`raster`]: the timeline's filled bands as RGBA pixels; [`path`]: its filled outlines and
+//!   a band's polygon as SVG path data;
+//! - [`markup`]: the stack panel's and the tooltip's HTML, links to cited trace entries;
+//!   [`pools`]: which private pool is under the pointer and what its tooltip says;
 //! - [`keys`]: keys, wheel and clicks as commands; [`view`]: the views and their names;
 //! - [`fragment`]: the URL fragment that holds the page's place; [`names`]: file names cut for
 //!   the menus;
@@ -26,7 +28,9 @@
 //! - [`derived`]: what the page computes from the state and keeps until it changes (analyses,
 //!   comparisons, categories, pools, matches, the event list, the flame graph);
 //! - [`state`]: the timeline's user state ([`state::ViewState`]: open files, pointer, pins,
-//!   drag, canvas sizes) and what the pointer, wheel and keys do to it, as effects for the page.
+//!   drag, canvas sizes; its fields private to this crate) and what the pointer, wheel and keys
+//!   do to it, as effects for the page; [`resolve`]: the effects that need only the state and
+//!   what is derived, carried out here.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
