@@ -1,5 +1,5 @@
 //! The text that PyTorch 2.15's `python -m torch.cuda._memory_viz stats|trace` prints, reproduced byte
-//! for byte, quirks included (see the reference study, section 4): `stats` counts requested bytes
+//! for byte, quirks included (docs/reference-cli.md): `stats` counts requested bytes
 //! as allocated and draws 20 MiB pages; `trace` never recycles names, matches snapshot segments by
 //! `allocated_size`, keeps freed segment ranges, and prints a meaningless `TOTAL MEM`. Both ignore
 //! pinned host memory (`host_segments`, `host_traces`), as PyTorch's CLI does.
