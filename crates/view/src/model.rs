@@ -117,6 +117,19 @@ pub fn column_envelopes(layout: &Layout, bounds: &[f64]) -> Vec<ColumnEnvelope> 
     layout.column_envelopes(bounds)
 }
 
+/// The PNG of a page the profiler's `export_memory_timeline("x.html")` wrote (its
+/// `<img src='data:image/png;base64,...'>`), to show the picture it is; `None` for any other
+/// page or a picture that does not decode as base64 of a PNG.
+pub fn picture_of_page(page: &[u8]) -> Option<Vec<u8>> {
+    const DATA_URL: &[u8] = b"data:image/png;base64,";
+    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+    let start = page.windows(DATA_URL.len()).position(|w| w == DATA_URL)? + DATA_URL.len();
+    let rest = page.get(start..)?;
+    let end = rest.iter().position(|&b| matches!(b, b'\'' | b'"' | b')' | b'<'))?;
+    let png = base64_decode(std::str::from_utf8(rest.get(..end)?).ok()?)?;
+    png.starts_with(PNG_MAGIC).then_some(png)
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used)]
 mod tests {
@@ -197,6 +210,20 @@ mod tests {
         let mut short = PartList::new(parts[..parts.len().saturating_sub(1)].to_vec());
         let _: Snapshot = decode(&snap_head, &mut short).expect("snapshot");
         assert!(decode::<PlotData>(&plot_head, &mut short).is_err());
+    }
+
+    #[test]
+    fn the_profilers_picture_page_gives_its_png_and_no_other_page_does() {
+        let png = b"\x89PNG\r\n\x1a\n rest of a picture";
+        let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, png);
+        let page = format!("<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title></head>\n<body>\n  <img src='data:image/png;base64,{b64}'>\n</body>\n</html>");
+        assert_eq!(picture_of_page(page.as_bytes()).as_deref(), Some(&png[..]));
+        assert_eq!(picture_of_page(page.replace('\'', "\"").as_bytes()).as_deref(), Some(&png[..]));
+        assert_eq!(picture_of_page(b"<html><body>no picture</body></html>"), None);
+        let not_png = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"GIF89a");
+        assert_eq!(picture_of_page(format!("<img src='data:image/png;base64,{not_png}'>").as_bytes()), None);
+        assert_eq!(picture_of_page(b"<img src='data:image/png;base64,!!!'>"), None, "not base64");
+        assert_eq!(picture_of_page(b"<img src='data:image/png;base64,iVBO"), None, "cut off");
     }
 
     #[test]

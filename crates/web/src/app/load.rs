@@ -62,7 +62,15 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     };
     wasm_bindgen_futures::spawn_local(show_loading_later(weak.clone(), serial));
     let mut timings = Timings { started_ms, ..Timings::default() };
+    let picked = match &source {
+        Source::File(f) => Some(f.clone()),
+        _ => None,
+    };
     let fail = |msg: String| {
+        // The profiler's picture of its memory timeline is shown as the picture it is.
+        if let Some(file) = picked.clone().filter(|_| msg.contains(memviz_core::input::MEMORY_TIMELINE_PICTURE)) {
+            wasm_bindgen_futures::spawn_local(super::picture::show(weak.clone(), file, msg.clone()));
+        }
         with_app(weak, |app| {
             app.state.load_failed(msg);
             app.request_redraw();

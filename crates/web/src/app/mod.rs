@@ -54,6 +54,7 @@ const LATER_PHASES_SHARE: f64 = 0.35;
 mod handle;
 mod listeners;
 mod load;
+mod picture;
 mod run;
 mod start;
 mod tasks;

@@ -66,9 +66,15 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
         Some(e) => {
             set_text(&ui.error_text, e);
             ui.error.set_hidden(false);
+            // A picture shown under another message goes with it.
+            let picture = ui.document.get_element_by_id(ERROR_PICTURE_ID);
+            if picture.is_some_and(|p| p.get_attribute("data-for").as_deref() != Some(*e)) {
+                remove_error_picture(&ui.document);
+            }
         }
         None => {
             ui.error.set_hidden(true);
+            remove_error_picture(&ui.document);
         }
     }
     ui.empty.set_hidden(fr.file().is_some());
@@ -236,6 +242,17 @@ pub(crate) fn status_text(f: &OpenFile) -> String {
 fn set_attr(el: &web_sys::HtmlElement, name: &str, value: &str) {
     if el.get_attribute(name).as_deref() != Some(value) {
         let _ = el.set_attribute(name, value);
+    }
+}
+
+/// The id of the canvas under the error that shows the profiler's picture of its memory
+/// timeline (`app/picture.rs`).
+pub(crate) const ERROR_PICTURE_ID: &str = "error-picture";
+
+/// Takes the profiler's picture away from under the error.
+pub(crate) fn remove_error_picture(doc: &web_sys::Document) {
+    if let Some(e) = doc.get_element_by_id(ERROR_PICTURE_ID) {
+        e.remove();
     }
 }
 
