@@ -853,6 +853,8 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
 }
 
 pub mod apply;
+mod cat_window;
+pub use cat_window::{plot_fraction, CHART_LEFT_PX, CHART_RIGHT_PX};
 pub mod flame;
 mod loading;
 pub use loading::Added;

@@ -145,9 +145,43 @@ for (const [label, file] of [['json', PROFILE], ['json.gz', PROFILE_GZ]]) {
     // Hover shows time and bytes per category.
     const box = await page.locator('#cat-timeline canvas.cat-chart').boundingBox();
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await page.waitForFunction(() => document.querySelector('#cat-timeline .cat-hover').textContent.startsWith('t = '));
-    const hover = await page.textContent('#cat-timeline .cat-hover');
-    assert.match(hover, /^t = [\d.]+ (ms|s): parameter [\d.]+ \S+ \(\d+ bytes\);.*total/);
+    await page.waitForSelector('#cat-timeline .cat-hover-table');
+    assert.match(await page.textContent('#cat-timeline .cat-hover-at'), /^t = [\d.]+ (ms|s)$/);
+    // A small table: each category's bytes and share, the total, whose rows add up to it.
+    const rows = await page.$$eval('#cat-timeline .cat-hover-table tr[data-bytes]', (trs) =>
+      trs.map((tr) => ({ name: tr.cells[0].textContent, bytes: Number(tr.dataset.bytes), share: tr.cells[2].textContent })),
+    );
+    assert.deepEqual(rows.map((r) => r.name).slice(0, 1), ['parameter']);
+    const total = Number(await page.getAttribute('#cat-timeline .cat-hover', 'data-total-bytes'));
+    assert.equal(rows.reduce((a, r) => a + r.bytes, 0), total);
+    assert.ok(rows.every((r) => /^\d+\.\d%$/.test(r.share)));
+    assert.match(await page.textContent('#cat-timeline .cat-total'), /^total/);
+    // The wheel zooms at the pointer, a drag pans, a double click shows the whole timeline.
+    const win = () => page.evaluate(() => {
+      const c = document.querySelector('#cat-timeline canvas.cat-chart');
+      return [Number(c.dataset.x0), Number(c.dataset.x1)];
+    });
+    const [w0, w1] = await win();
+    await page.mouse.wheel(0, -800);
+    await page.waitForFunction((w) => Number(document.querySelector('#cat-timeline canvas.cat-chart').dataset.x1) - Number(document.querySelector('#cat-timeline canvas.cat-chart').dataset.x0) < w, w1 - w0);
+    const [z0, z1] = await win();
+    assert.ok(z1 - z0 < (w1 - w0) / 2 && z0 > w0 && z1 < w1, `zoomed in: ${z0}..${z1} of ${w0}..${w1}`);
+    assert.match(await page.textContent('#cat-timeline .cat-window'), /^Showing t = .* of .* double-click or 0 for all/);
+    const cbox = await page.locator('#cat-timeline canvas.cat-chart').boundingBox();
+    await page.mouse.move(cbox.x + cbox.width / 2, cbox.y + cbox.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(cbox.x + cbox.width / 2 + 150, cbox.y + cbox.height / 2, { steps: 5 });
+    await page.mouse.up();
+    const [d0, d1] = await win();
+    assert.ok(d0 < z0 && Math.abs((d1 - d0) - (z1 - z0)) < 1e-6 * (z1 - z0) + 1, `a drag to the right shows earlier times: ${d0}..${d1}`);
+    if (label === 'json') await shot(page, 'categories_profile_zoomed');
+    await page.keyboard.press('0');
+    await page.waitForFunction(() => document.querySelector('#cat-timeline .cat-window').textContent.startsWith('Showing the whole'));
+    await page.keyboard.press('+');
+    await page.waitForFunction(() => !document.querySelector('#cat-timeline .cat-window').textContent.startsWith('Showing the whole'));
+    await page.mouse.dblclick(cbox.x + cbox.width / 2, cbox.y + cbox.height / 2);
+    await page.waitForFunction(() => document.querySelector('#cat-timeline .cat-window').textContent.startsWith('Showing the whole'));
+    assert.deepEqual(await win(), [w0, w1]);
     if (label === 'json') await shot(page, 'categories_profile');
     // Close.
     await page.click('#cat-timeline [data-act="cat-close"]');

@@ -17,6 +17,9 @@ use crate::viewport::PlotRect;
 /// Points of a profiler memory timeline kept for drawing.
 pub const PROFILE_POINTS: usize = 1500;
 
+/// Zoom of the category chart per CSS px of wheel movement (as `exp(px * this)`).
+const WHEEL_ZOOM_PER_PX: f64 = 0.002;
+
 /// Which part of the analysis panel is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Tab {
@@ -116,6 +119,26 @@ pub enum Action {
     CategoryClose,
     /// Pointer over the category chart at x (CSS px), or gone.
     CategoryHover(Option<f64>),
+    /// The wheel over the category chart: zoom at `x_px` of its `width_px` canvas (up: in).
+    CategoryWheel {
+        /// Pointer x, CSS px from the canvas' left edge.
+        x_px: f64,
+        /// The canvas' width, CSS px.
+        width_px: f64,
+        /// The wheel's movement, CSS px.
+        delta_y_px: f64,
+    },
+    /// A drag on the category chart moved by `dx_px` of its `width_px` canvas.
+    CategoryDrag {
+        /// Horizontal movement, CSS px.
+        dx_px: f64,
+        /// The canvas' width, CSS px.
+        width_px: f64,
+    },
+    /// A key on the focused category chart: `+`/`=` and `-` zoom, `←`/`→` pan, `0` shows all.
+    CategoryKey(char),
+    /// Show the whole category timeline again (a double click).
+    CategoryWhole,
     /// Zoom the timeline to trace rows `[start_row, end_row)` (an iteration's rows).
     ZoomRows {
         /// First row.
@@ -161,6 +184,12 @@ pub struct Profile {
     pub peak_time_us: Option<i64>,
     /// Points in the file.
     pub points: usize,
+    /// The whole timeline, the points of the window are taken from.
+    pub full: CategoryTimeline,
+    /// The window shown (x as [`Profile::x_of`]); `None`: the whole timeline.
+    pub window: Option<(f64, f64)>,
+    /// x of each point of `timeline` ([`Profile::x_of`]).
+    pub shown_x: Vec<f64>,
 }
 
 /// The Categories tab's state.
@@ -172,6 +201,8 @@ pub struct CategoriesState {
     pub profile: Option<Profile>,
     /// Changes with each profile opened or closed.
     pub profile_seq: usize,
+    /// Changes with each zoom or pan of its chart.
+    pub window_seq: usize,
     /// Pointer x over the profile chart, CSS px.
     pub hover_x_px: Option<f64>,
 }
@@ -179,15 +210,7 @@ pub struct CategoriesState {
 impl CategoriesState {
     /// Shows a profiler memory timeline (kept at [`PROFILE_POINTS`] points).
     pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
-        let peak = full.peak();
-        let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
-        self.profile = Some(Profile {
-            name,
-            timeline: full.downsample(PROFILE_POINTS),
-            peak,
-            peak_time_us,
-            points: full.bytes.len(),
-        });
+        self.profile = Some(Profile::new(name, full.clone()));
         self.profile_seq += 1;
         self.hover_x_px = None;
     }
@@ -310,6 +333,29 @@ impl AnalysisState {
             Action::CategoryClose => self.categories.close_profile(),
             Action::CategoryHover(x_px) => {
                 self.categories.hover_x_px = x_px;
+                return effects;
+            }
+            Action::CategoryWheel { x_px, width_px, delta_y_px } => {
+                self.categories.zoom_at(x_px, width_px, (delta_y_px * WHEEL_ZOOM_PER_PX).exp());
+                return effects;
+            }
+            Action::CategoryDrag { dx_px, width_px } => {
+                self.categories.pan_px(dx_px, width_px);
+                return effects;
+            }
+            Action::CategoryKey(k) => {
+                match k {
+                    '+' | '=' => self.categories.zoom_middle(0.5),
+                    '-' => self.categories.zoom_middle(2.0),
+                    '←' => self.categories.pan_by(-0.25),
+                    '→' => self.categories.pan_by(0.25),
+                    '0' => self.categories.reset_window(),
+                    _ => {}
+                }
+                return effects;
+            }
+            Action::CategoryWhole => {
+                self.categories.reset_window();
                 return effects;
             }
             Action::ZoomRows { start_row, end_row } => {

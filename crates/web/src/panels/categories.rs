@@ -12,8 +12,15 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc};
+use crate::input::{bind, wheel_delta_px, Binding, Input};
 use crate::paint::{Frame, FrameInfo};
+use memviz_view::state::panels::Action;
 use memviz_view::state::panels::Profile;
+use memviz_view::state::PageInput;
+use web_sys::{KeyboardEvent, MouseEvent, PointerEvent, WheelEvent};
+
+/// Colour of the line at the peak (the pointer's marker is the ink's).
+const PEAK_LINE: u32 = 0xd62728;
 
 /// Size of the stacked chart when it is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (600.0, 320.0);
@@ -40,8 +47,8 @@ fn category_index(c: Category) -> usize {
 /// What the profiler timeline's element shows now.
 #[derive(Default)]
 pub struct Memo {
-    /// (profile, pointer x, chart width in device px) drawn.
-    written: Option<(usize, Option<f64>, u32)>,
+    /// (profile, pointer x, chart width in device px, window) drawn.
+    written: Option<(usize, Option<f64>, u32, usize)>,
     /// The chart without its marker, and its plot area.
     layer: chart::Layered,
     area: Option<chart::Area>,
@@ -200,7 +207,6 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
         el.set_hidden(st.profile.is_none());
         let mut s = String::new();
         if let Some(p) = &st.profile {
-            let t0 = p.timeline.times_us.iter().flatten().next().copied().unwrap_or(0);
             let _ = write!(
                 s,
                 "<div class=\"cat-head\"><b>Memory by {}</b> · {} <span class=\"cat-src\">({}, {} points)</span><button type=\"button\" class=\"an-close\" data-act=\"cat-close\" title=\"Close\">×</button></div>",
@@ -215,14 +221,27 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
                     s,
                     "<p class=\"cat-peak\" data-peak-bytes=\"{peak}\">Peak: <b>{} ({peak} bytes)</b>{}</p>",
                     size_text(peak),
-                    p.peak_time_us.map_or(String::new(), |t| format!(" at t = {}", time_text(t - t0)))
+                    p.peak.filter(|_| p.peak_time_us.is_some()).map_or(String::new(), |(i, _)| format!(
+                        " at t = {} (the red line on the chart)",
+                        time_text(p.x_of(i) as i64)
+                    ))
                 );
             }
-            s.push_str("<canvas class=\"cat-chart\" aria-label=\"Bytes per category over time\"></canvas>");
+            s.push_str("<p class=\"cat-window\"></p>");
+            s.push_str(
+                "<canvas class=\"cat-chart\" tabindex=\"0\" aria-label=\"Bytes per category over time\"></canvas>",
+            );
             legend(&p.timeline.categories, p.timeline.inferred, &mut s);
-            s.push_str("<p class=\"cat-hover\">Point at the chart to read the bytes of each category.</p>");
+            s.push_str("<div class=\"cat-hover\">Point at the chart to read the bytes of each category.</div>");
         }
         el.set_inner_html(&s);
+    }
+    // A zoom or pan rewrites the window's line and draws the chart again; the canvas stays (and
+    // keeps the keyboard's focus).
+    if written.map(|w| (w.0, w.3)) != Some((st.profile_seq, st.window_seq)) {
+        if let Some(p) = &st.profile {
+            write_window(&el, p);
+        }
     }
     // The chart is as wide as the page: it is drawn again when that changes (or the pixel ratio).
     let width_dev = el
@@ -230,10 +249,10 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
         .ok()
         .flatten()
         .map_or(0, |c| (f64::from(c.client_width()) * fr.state.dpr()).round() as u32);
-    let want = (st.profile_seq, st.hover_x_px, width_dev);
+    let want = (st.profile_seq, st.hover_x_px, width_dev, st.window_seq);
     if written != Some(want) {
         if let Some(p) = &st.profile {
-            let same_chart = written.map(|w| (w.0, w.2)) == Some((st.profile_seq, width_dev));
+            let same_chart = written.map(|w| (w.0, w.2, w.3)) == Some((st.profile_seq, width_dev, st.window_seq));
             draw_profile(fr, memo, &el, p, st.hover_x_px, same_chart);
         }
         memo.written = Some(want);
@@ -258,21 +277,21 @@ fn draw_profile(
     };
     let dpr = fr.state.dpr();
     let tl = &p.timeline;
-    let n = tl.bytes.len();
-    let times: Vec<f64> =
-        (0..n).map(|i| tl.times_us.get(i).copied().flatten().map_or(i as f64, |t| t as f64)).collect();
-    let t0 = times.first().copied().unwrap_or(0.0);
-    let t1 = times.last().copied().unwrap_or(1.0).max(t0 + 1.0);
+    let n = tl.bytes.len().min(p.shown_x.len());
+    let times = &p.shown_x[..n];
+    let (t0, t1) = p.window();
+    let t1 = t1.max(t0 + 1.0);
     let restored = same_chart && memo.area.is_some() && memo.layer.restore(&canvas);
     if !restored {
         chart::fit(&canvas, CHART_CSS_PX, dpr);
         let max_bytes = (0..n).map(|i| tl.total_at(i)).max().unwrap_or(0);
-        let (_, ticks) = memviz_view::axis::linear_ticks(0.0, t1 - t0, 6);
+        let (_, ticks) = memviz_view::axis::linear_ticks(t0, t1, 6);
         let label = |x: f64| time_text(x as i64);
-        let axes = chart::Axes { x: 0.0..t1 - t0, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 6 };
+        let axes = chart::Axes { x: t0..t1, x_ticks: ticks, x_label: &label, max_bytes, y_ticks: 6 };
+        let peak_x = p.peak.map(|(i, _)| p.x_of(i)).filter(|x| (t0..=t1).contains(x));
         let area = chart::draw(&canvas, dpr, fr.palette(), &axes, |c, pen| {
             // Bands, bottom to top.
-            let mut below: Vec<(f64, f64)> = times.iter().map(|&t| (t - t0, 0.0)).collect();
+            let mut below: Vec<(f64, f64)> = times.iter().map(|&t| (t, 0.0)).collect();
             for k in 0..tl.categories.len() {
                 let above: Vec<(f64, f64)> = below
                     .iter()
@@ -287,6 +306,10 @@ fn draw_profile(
                 }
                 below = above;
             }
+            // The peak of the whole timeline, where it is in the window.
+            if let Some(x) = peak_x {
+                pen.vline(c, x, chart::rgb(PEAK_LINE), 1.5);
+            }
         });
         memo.area = area;
         memo.layer.keep(&fr.ui.document, &canvas);
@@ -298,19 +321,117 @@ fn draw_profile(
     if n == 0 || !area.contains_x(hx) {
         return;
     }
-    let t = t0 + area.x_at(hx);
+    let t = area.x_at(hx);
     let i = times.partition_point(|&v| v < t).min(n - 1);
     let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() { i - 1 } else { i };
-    chart::marker(&canvas, dpr, &area, times[i] - t0, chart::rgb(fr.palette().chart_marker));
-    let mut s = format!("t = {}: ", time_text((times[i] - t0) as i64));
-    for (k, name) in tl.categories.iter().enumerate() {
-        let b = tl.bytes.get(i).and_then(|r| r.get(k)).copied().unwrap_or(0);
-        let _ = write!(s, "{name} {} ({b} bytes); ", size_text(b));
-    }
+    chart::marker(&canvas, dpr, &area, times[i], chart::rgb(fr.palette().chart_marker));
     let total = tl.total_at(i);
-    let _ = write!(s, "total {} ({total} bytes)", size_text(total));
+    let s = hover_table(&tl.categories, tl.bytes.get(i).map_or(&[][..], Vec::as_slice), total, times[i]);
     if let Ok(Some(r)) = el.query_selector(".cat-hover") {
-        r.set_text_content(Some(&s));
+        r.set_inner_html(&s);
         let _ = r.set_attribute("data-total-bytes", &total.to_string());
     }
+}
+
+/// The pointer's reading: its time, then a row per category with bytes (a swatch before the
+/// name) and share of the total, and the total.
+fn hover_table(categories: &[String], bytes: &[u64], total: u64, x: f64) -> String {
+    let mut s =
+        format!("<p class=\"cat-hover-at\">t = {}</p><table class=\"cat-hover-table\"><tbody>", time_text(x as i64));
+    for (k, name) in categories.iter().enumerate() {
+        let b = bytes.get(k).copied().unwrap_or(0);
+        let share = if total == 0 { 0.0 } else { b as f64 * 100.0 / total as f64 };
+        let _ = write!(
+            s,
+            "<tr data-bytes=\"{b}\"><td><span class=\"sw cat-{}\"></span>{}</td><td class=\"num\" title=\"{b} bytes\">{}</td><td class=\"num\">{share:.1}%</td></tr>",
+            k % 9,
+            esc(name),
+            size_text(b)
+        );
+    }
+    let _ = write!(
+        s,
+        "<tr class=\"cat-total\"><td>total</td><td class=\"num\" title=\"{total} bytes\">{}</td><td></td></tr></tbody></table>",
+        size_text(total)
+    );
+    s
+}
+
+/// The line that says which part of the timeline the chart shows, and the window on the canvas
+/// (`data-x0`, `data-x1`: µs since the first point).
+fn write_window(el: &HtmlElement, p: &Profile) {
+    let (x0, x1) = p.window();
+    let shown = if p.is_whole() {
+        "the whole timeline".to_string()
+    } else {
+        format!(
+            "t = {} to {} of {} · double-click or 0 for all",
+            time_text(x0 as i64),
+            time_text(x1 as i64),
+            time_text(p.span() as i64)
+        )
+    };
+    if let Ok(Some(line)) = el.query_selector(".cat-window") {
+        line.set_text_content(Some(&format!("Showing {shown} · wheel to zoom, drag or ← → to pan")));
+    }
+    if let Ok(Some(c)) = el.query_selector("canvas.cat-chart") {
+        let _ = c.set_attribute("data-x0", &x0.to_string());
+        let _ = c.set_attribute("data-x1", &x1.to_string());
+    }
+}
+
+/// The chart canvas an event happened on, if it did.
+fn chart_of(e: &web_sys::Event) -> Option<HtmlElement> {
+    let el: HtmlElement = e.target()?.dyn_into().ok()?;
+    el.class_list().contains("cat-chart").then_some(el)
+}
+
+fn analysis(a: Action) -> Option<Input> {
+    Some(Input::Page(PageInput::Analysis(a)))
+}
+
+/// The chart's zoom and pan: the wheel zooms at the pointer, a drag pans, a double click shows
+/// the whole timeline, and on the focused chart `+` `-` zoom, `←` `→` pan and `0` shows all.
+pub fn chart_bindings(target: &web_sys::EventTarget) -> Vec<Binding> {
+    vec![
+        bind(target, "wheel", |e: &WheelEvent| {
+            let c = chart_of(e)?;
+            e.prevent_default();
+            let dy = if e.delta_y() != 0.0 { e.delta_y() } else { e.delta_x() };
+            analysis(Action::CategoryWheel {
+                x_px: f64::from(e.offset_x()),
+                width_px: f64::from(c.client_width()),
+                delta_y_px: wheel_delta_px(dy, e.delta_mode()),
+            })
+        }),
+        bind(target, "pointerdown", |e: &PointerEvent| {
+            let c = chart_of(e)?;
+            let _ = c.set_pointer_capture(e.pointer_id());
+            let _ = c.focus();
+            None
+        }),
+        bind(target, "pointermove", |e: &PointerEvent| {
+            let c = chart_of(e).filter(|_| e.buttons() & 1 == 1 && e.movement_x() != 0)?;
+            analysis(Action::CategoryDrag { dx_px: f64::from(e.movement_x()), width_px: f64::from(c.client_width()) })
+        }),
+        bind(target, "dblclick", |e: &MouseEvent| {
+            chart_of(e)?;
+            analysis(Action::CategoryWhole)
+        }),
+        bind(target, "keydown", |e: &KeyboardEvent| {
+            chart_of(e)?;
+            let k = match e.key().as_str() {
+                "+" | "=" => '+',
+                "-" => '-',
+                "ArrowLeft" => '←',
+                "ArrowRight" => '→',
+                "0" => '0',
+                _ => return None,
+            };
+            // The page's own keys (and its scrolling) leave a key the chart took.
+            e.prevent_default();
+            e.stop_propagation();
+            analysis(Action::CategoryKey(k))
+        }),
+    ]
 }

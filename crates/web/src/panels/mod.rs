@@ -241,6 +241,7 @@ pub fn bindings(ui: &Ui) -> Vec<Binding> {
                 .is_some_and(|t| t.class_list().contains("cat-chart"));
             Some(Input::Page(PageInput::Analysis(Action::CategoryHover(on_chart.then(|| f64::from(e.offset_x()))))))
         }));
+        l.extend(categories::chart_bindings(c.as_ref()));
     }
     l.push(bind(ui.plot.as_ref(), "click", |e: &MouseEvent| {
         e.shift_key().then(|| Input::Page(PageInput::Analysis(Action::LiveAtPx(f64::from(e.offset_x())))))

@@ -1,0 +1,190 @@
+//! The Categories chart's window over time: zoomed with the wheel at the pointer, panned by a
+//! drag or the arrow keys, reset by a double click or `0`. The points drawn are the whole
+//! timeline's inside the window (and one on either side, so the bands reach its edges), cut to
+//! [`PROFILE_POINTS`] keeping each bucket's highest total, so every zoom shows its detail.
+
+use memviz_core::analysis::categories::CategoryTimeline;
+
+use super::panels::{CategoriesState, Profile, PROFILE_POINTS};
+
+/// Plot area of the chart inside its canvas (CSS px): the y labels on the left, a margin on the
+/// right, as the page's chart draws them.
+pub const CHART_LEFT_PX: f64 = 60.0;
+/// Right margin of the chart's plot area (CSS px).
+pub const CHART_RIGHT_PX: f64 = 18.0;
+
+/// Narrowest window, in points of the timeline.
+const MIN_WINDOW_POINTS: f64 = 4.0;
+
+impl Profile {
+    /// The shown file's timeline of `full`, windowed to the whole of it.
+    pub(crate) fn new(name: String, full: CategoryTimeline) -> Profile {
+        let peak = full.peak();
+        let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
+        let points = full.bytes.len();
+        let mut p = Profile {
+            name,
+            timeline: full.clone(),
+            shown_x: Vec::new(),
+            peak,
+            peak_time_us,
+            points,
+            full,
+            window: None,
+        };
+        (p.timeline, p.shown_x) = p.shown();
+        p
+    }
+
+    /// x of point `i`: µs since the first point, or its index where the file has no times.
+    pub fn x_of(&self, i: usize) -> f64 {
+        let first = self.full.times_us.first().copied().flatten();
+        match (self.full.times_us.get(i).copied().flatten(), first) {
+            (Some(t), Some(t0)) => (t - t0) as f64,
+            _ => i as f64,
+        }
+    }
+
+    /// x of the last point (at least 1).
+    pub fn span(&self) -> f64 {
+        self.x_of(self.points.saturating_sub(1)).max(1.0)
+    }
+
+    /// The window shown, on the x of [`Profile::x_of`].
+    pub fn window(&self) -> (f64, f64) {
+        self.window.unwrap_or((0.0, self.span()))
+    }
+
+    /// Whether the whole timeline is shown.
+    pub fn is_whole(&self) -> bool {
+        self.window.is_none()
+    }
+
+    /// The points inside the window and one on either side, cut to [`PROFILE_POINTS`] (the
+    /// first and last kept, and the highest total of each bucket between), with their x.
+    fn shown(&self) -> (CategoryTimeline, Vec<f64>) {
+        let (x0, x1) = self.window();
+        let n = self.points;
+        if n == 0 {
+            return (self.full.clone(), Vec::new());
+        }
+        let first = count_while(n, |i| self.x_of(i) < x0).saturating_sub(1);
+        let last = count_while(n, |i| self.x_of(i) <= x1).min(n.saturating_sub(1));
+        let keep = highest_per_bucket(first, last, PROFILE_POINTS, |i| self.full.total_at(i));
+        let f = &self.full;
+        let timeline = CategoryTimeline {
+            categories: f.categories.clone(),
+            times_us: keep.iter().map(|&i| f.times_us.get(i).copied().flatten()).collect(),
+            rows: keep.iter().map(|&i| f.rows.get(i).copied().flatten()).collect(),
+            bytes: keep.iter().filter_map(|&i| f.bytes.get(i).cloned()).collect(),
+            inferred: f.inferred,
+            source: f.source.clone(),
+        };
+        (timeline, keep.iter().map(|&i| self.x_of(i)).collect())
+    }
+
+    /// Shows `[x0, x1]`, kept inside the timeline and at least a few points wide.
+    fn set_window(&mut self, x0: f64, x1: f64) {
+        let span = self.span();
+        let min = (span / self.points.max(1) as f64 * MIN_WINDOW_POINTS).max(1.0).min(span);
+        let width = (x1 - x0).clamp(min, span);
+        let x0 = x0.clamp(0.0, span - width);
+        self.window = if width >= span { None } else { Some((x0, x0 + width)) };
+        (self.timeline, self.shown_x) = self.shown();
+    }
+}
+
+impl CategoriesState {
+    /// Zooms by `factor` (below 1: in) around the chart's point at `x_px` of a `width_px` canvas.
+    pub(crate) fn zoom_at(&mut self, x_px: f64, width_px: f64, factor: f64) {
+        let Some(p) = &mut self.profile else { return };
+        let (x0, x1) = p.window();
+        let at = plot_fraction(x_px, width_px);
+        let anchor = x0 + at * (x1 - x0);
+        let width = (x1 - x0) * factor.clamp(0.05, 20.0);
+        p.set_window(anchor - at * width, anchor - at * width + width);
+        self.changed();
+    }
+
+    /// Pans by `dx_px` of a `width_px` canvas (a drag to the right shows earlier times).
+    pub(crate) fn pan_px(&mut self, dx_px: f64, width_px: f64) {
+        let plot_px = (width_px - CHART_LEFT_PX - CHART_RIGHT_PX).max(1.0);
+        self.pan_by(-dx_px / plot_px);
+    }
+
+    /// Pans by `share` of the window's width (positive: later).
+    pub(crate) fn pan_by(&mut self, share: f64) {
+        let Some(p) = &mut self.profile else { return };
+        let (x0, x1) = p.window();
+        let dx = share * (x1 - x0);
+        p.set_window(x0 + dx, x1 + dx);
+        self.changed();
+    }
+
+    /// Zooms by `factor` around the window's middle.
+    pub(crate) fn zoom_middle(&mut self, factor: f64) {
+        let Some(p) = &mut self.profile else { return };
+        let (x0, x1) = p.window();
+        let (mid, half) = ((x0 + x1) / 2.0, (x1 - x0) / 2.0 * factor);
+        p.set_window(mid - half, mid + half);
+        self.changed();
+    }
+
+    /// The whole timeline again.
+    pub(crate) fn reset_window(&mut self) {
+        let Some(p) = &mut self.profile else { return };
+        p.set_window(0.0, p.span());
+        self.changed();
+    }
+
+    /// The chart is drawn again, its pointer's reading with it.
+    fn changed(&mut self) {
+        self.window_seq += 1;
+    }
+}
+
+/// Indices `first..=last`, at most `max_points` of them: the first, the last, and between them
+/// the index of the highest `total` in each of `max_points - 2` equal buckets.
+fn highest_per_bucket(first: usize, last: usize, max_points: usize, total: impl Fn(usize) -> u64) -> Vec<usize> {
+    let n = (last + 1).saturating_sub(first);
+    if n <= max_points.max(2) {
+        return (first..=last).take(n).collect();
+    }
+    let inner = max_points.saturating_sub(2).max(1);
+    let mut keep = vec![first];
+    for b in 0..inner {
+        let a0 = first + 1 + b * (n - 2) / inner;
+        let a1 = (first + 1 + (b + 1) * (n - 2) / inner).max(a0 + 1).min(last);
+        if let Some(i) = (a0..a1).max_by_key(|&i| (total(i), std::cmp::Reverse(i))) {
+            keep.push(i);
+        }
+    }
+    keep.push(last);
+    keep.dedup();
+    keep
+}
+
+/// How many of the first `n` indices hold `pred` (true up to some index, false after: x grows
+/// with the index).
+fn count_while(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Where `x_px` is across the plot area of a `width_px` wide chart canvas, 0 to 1.
+pub fn plot_fraction(x_px: f64, width_px: f64) -> f64 {
+    let plot_px = (width_px - CHART_LEFT_PX - CHART_RIGHT_PX).max(1.0);
+    ((x_px - CHART_LEFT_PX) / plot_px).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+#[path = "cat_window_tests.rs"]
+mod tests;
