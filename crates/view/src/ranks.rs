@@ -523,4 +523,4 @@ pub fn stack_differences(outlier: &RankDigest, median: &RankDigest) -> Vec<Stack
 
 #[cfg(test)]
 #[path = "ranks_tests.rs"]
-mod tests;
+pub(crate) mod tests;
