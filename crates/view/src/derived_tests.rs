@@ -217,7 +217,7 @@ fn the_grouping_over_time_is_a_chart_of_the_categories_tab() {
     assert_eq!(total, peak);
     let fwd = tl.categories.iter().position(|c| c == "forward").expect("forward");
     assert_eq!(tl.bytes[i][fwd], 120_995_840);
-    s.analysis.categories.set_profile(name, &tl);
+    s.analysis.categories.set_profile(name, tl);
     assert_eq!(s.analysis.categories.profile.as_ref().and_then(|p| p.peak).map(|p| p.1), Some(peak));
 }
 

@@ -20,7 +20,7 @@ pub fn resolve(s: &mut ViewState, d: &mut Derived, effect: Effect) -> Option<Eff
         }
         Effect::GroupTimeline => {
             if let Some((name, tl)) = d.group_timeline_of(s) {
-                s.set_profile(name, &tl);
+                s.set_profile(name, tl);
             }
         }
         Effect::Cursor(entry) => s.toggle_cursor(entry),

@@ -107,21 +107,42 @@ impl CategoryTimeline {
     /// At most `max_points` points: from each slice, the point with the highest total (first and
     /// last points always kept).
     pub fn downsample(&self, max_points: usize) -> CategoryTimeline {
-        let n = self.bytes.len();
-        if max_points == 0 || n <= max_points {
+        if max_points == 0 || self.bytes.len() <= max_points {
             return self.clone();
         }
-        let mut keep: Vec<usize> = vec![0];
+        self.pick(&self.downsample_range(0, self.bytes.len() - 1, max_points))
+    }
+
+    /// Indices of at most `max_points` of the points `first..=last` (clamped to the timeline):
+    /// the first, the last, and between them the point of the highest total of each of
+    /// `max_points - 2` equal slices (the earliest among equals). All of them when they are few.
+    pub fn downsample_range(&self, first: usize, last: usize, max_points: usize) -> Vec<usize> {
+        if self.bytes.is_empty() {
+            return Vec::new();
+        }
+        let last = last.min(self.bytes.len() - 1);
+        let first = first.min(last);
+        let n = last - first + 1;
+        if max_points == 0 || n <= max_points.max(2) {
+            return (first..=last).collect();
+        }
         let inner = max_points.saturating_sub(2).max(1);
+        let mut keep: Vec<usize> = vec![first];
         for b in 0..inner {
-            let a0 = 1 + b * (n - 2) / inner;
-            let a1 = (1 + (b + 1) * (n - 2) / inner).max(a0 + 1).min(n - 1);
+            let a0 = first + 1 + b * (n - 2) / inner;
+            let a1 = (first + 1 + (b + 1) * (n - 2) / inner).max(a0 + 1).min(last);
             if let Some(i) = (a0..a1).max_by_key(|&i| (self.total_at(i), std::cmp::Reverse(i))) {
                 keep.push(i);
             }
         }
-        keep.push(n - 1);
+        keep.push(last);
         keep.dedup();
+        keep
+    }
+
+    /// The points at `keep` (indices in order; one past the end is left out).
+    pub fn pick(&self, keep: &[usize]) -> CategoryTimeline {
+        let keep: Vec<usize> = keep.iter().copied().filter(|&i| i < self.bytes.len()).collect();
         CategoryTimeline {
             categories: self.categories.clone(),
             times_us: keep.iter().map(|&i| self.times_us.get(i).copied().flatten()).collect(),
@@ -607,6 +628,22 @@ impl SnapshotCategories {
 mod tests {
     use super::*;
     use crate::analysis::test_util::{fixture, fixture_path};
+
+    /// A window of the timeline cut to a few points keeps its ends and its highest total, and
+    /// stays inside the timeline.
+    #[test]
+    fn a_range_is_cut_to_its_ends_and_each_slices_highest_point() {
+        let t = read_profiler_timeline(&std::fs::read(fixture_path("resnet50_profile.timeline.json")).expect("read"))
+            .expect("json");
+        let keep = t.downsample_range(2000, 3000, 50);
+        assert_eq!((keep.len(), keep.first(), keep.last()), (50, Some(&2000), Some(&3000)));
+        assert!(keep.windows(2).all(|w| w[0] < w[1]), "in order");
+        let highest = (2000..=3000).map(|i| t.total_at(i)).max();
+        assert_eq!(keep.iter().map(|&i| t.total_at(i)).max(), highest);
+        assert_eq!(t.downsample_range(7830, 99_999, 50), (7830..=7833).collect::<Vec<_>>(), "clamped, all of few");
+        assert_eq!(t.pick(&[0, 99_999]).bytes.len(), 1, "a point past the end is left out");
+        assert_eq!(t.downsample(100), t.pick(&t.downsample_range(0, 7833, 100)));
+    }
 
     // Figures from: python3 tests/gen/verify_categories.py tests/data/real/resnet50_profile.timeline.json.gz
     #[test]

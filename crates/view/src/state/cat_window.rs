@@ -22,16 +22,9 @@ impl Profile {
         let peak = full.peak();
         let peak_time_us = peak.and_then(|(i, _)| full.times_us.get(i).copied().flatten());
         let points = full.bytes.len();
-        let mut p = Profile {
-            name,
-            timeline: full.clone(),
-            shown_x: Vec::new(),
-            peak,
-            peak_time_us,
-            points,
-            full,
-            window: None,
-        };
+        // No points until the window's are picked.
+        let timeline = full.pick(&[]);
+        let mut p = Profile { name, timeline, shown_x: Vec::new(), peak, peak_time_us, points, full, window: None };
         (p.timeline, p.shown_x) = p.shown();
         p
     }
@@ -61,26 +54,14 @@ impl Profile {
     }
 
     /// The points inside the window and one on either side, cut to [`PROFILE_POINTS`] (the
-    /// first and last kept, and the highest total of each bucket between), with their x.
+    /// ends kept, and the highest total of each slice between), with their x.
     fn shown(&self) -> (CategoryTimeline, Vec<f64>) {
         let (x0, x1) = self.window();
         let n = self.points;
-        if n == 0 {
-            return (self.full.clone(), Vec::new());
-        }
         let first = count_while(n, |i| self.x_of(i) < x0).saturating_sub(1);
-        let last = count_while(n, |i| self.x_of(i) <= x1).min(n.saturating_sub(1));
-        let keep = highest_per_bucket(first, last, PROFILE_POINTS, |i| self.full.total_at(i));
-        let f = &self.full;
-        let timeline = CategoryTimeline {
-            categories: f.categories.clone(),
-            times_us: keep.iter().map(|&i| f.times_us.get(i).copied().flatten()).collect(),
-            rows: keep.iter().map(|&i| f.rows.get(i).copied().flatten()).collect(),
-            bytes: keep.iter().filter_map(|&i| f.bytes.get(i).cloned()).collect(),
-            inferred: f.inferred,
-            source: f.source.clone(),
-        };
-        (timeline, keep.iter().map(|&i| self.x_of(i)).collect())
+        let last = count_while(n, |i| self.x_of(i) <= x1);
+        let keep = self.full.downsample_range(first, last, PROFILE_POINTS);
+        (self.full.pick(&keep), keep.iter().map(|&i| self.x_of(i)).collect())
     }
 
     /// Shows `[x0, x1]`, kept inside the timeline and at least a few points wide.
@@ -141,27 +122,6 @@ impl CategoriesState {
     fn changed(&mut self) {
         self.window_seq += 1;
     }
-}
-
-/// Indices `first..=last`, at most `max_points` of them: the first, the last, and between them
-/// the index of the highest `total` in each of `max_points - 2` equal buckets.
-fn highest_per_bucket(first: usize, last: usize, max_points: usize, total: impl Fn(usize) -> u64) -> Vec<usize> {
-    let n = (last + 1).saturating_sub(first);
-    if n <= max_points.max(2) {
-        return (first..=last).take(n).collect();
-    }
-    let inner = max_points.saturating_sub(2).max(1);
-    let mut keep = vec![first];
-    for b in 0..inner {
-        let a0 = first + 1 + b * (n - 2) / inner;
-        let a1 = (first + 1 + (b + 1) * (n - 2) / inner).max(a0 + 1).min(last);
-        if let Some(i) = (a0..a1).max_by_key(|&i| (total(i), std::cmp::Reverse(i))) {
-            keep.push(i);
-        }
-    }
-    keep.push(last);
-    keep.dedup();
-    keep
 }
 
 /// How many of the first `n` indices hold `pred` (true up to some index, false after: x grows

@@ -13,7 +13,7 @@ const WIDTH_PX: f64 = 1000.0;
 
 fn state() -> CategoriesState {
     let mut s = CategoriesState::default();
-    s.set_profile("gpt_profile.timeline.json".into(), &read_profiler_timeline(TIMELINE).expect("a timeline"));
+    s.set_profile("gpt_profile.timeline.json".into(), read_profiler_timeline(TIMELINE).expect("a timeline"));
     s
 }
 
@@ -103,7 +103,7 @@ fn an_empty_timeline_has_nothing_to_zoom() {
         inferred: false,
         source: "test".into(),
     };
-    s.set_profile("empty.json".into(), &empty);
+    s.set_profile("empty.json".into(), empty);
     s.zoom_at(px(0.5), WIDTH_PX, 0.1);
     s.pan_by(1.0);
     let p = s.profile.as_ref().expect("profile");

@@ -209,8 +209,8 @@ pub struct CategoriesState {
 
 impl CategoriesState {
     /// Shows a profiler memory timeline (kept at [`PROFILE_POINTS`] points).
-    pub fn set_profile(&mut self, name: String, full: &CategoryTimeline) {
-        self.profile = Some(Profile::new(name, full.clone()));
+    pub fn set_profile(&mut self, name: String, full: CategoryTimeline) {
+        self.profile = Some(Profile::new(name, full));
         self.profile_seq += 1;
         self.hover_x_px = None;
     }

@@ -156,7 +156,7 @@ fn category_colouring_toggles_and_profiles_open_and_close() {
     };
     let c = &mut s.analysis.categories;
     c.hover_x_px = Some(3.0);
-    c.set_profile("p.json".into(), &tl);
+    c.set_profile("p.json".into(), tl);
     let p = c.profile.as_ref().expect("a profile");
     assert_eq!(p.points, n);
     assert!(p.timeline.bytes.len() <= PROFILE_POINTS);

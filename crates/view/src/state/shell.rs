@@ -102,7 +102,7 @@ impl ViewState {
     }
 
     /// The profiler's memory timeline `name` was read: the Categories tab shows it.
-    pub fn set_profile(&mut self, name: String, timeline: &CategoryTimeline) {
+    pub fn set_profile(&mut self, name: String, timeline: CategoryTimeline) {
         self.analysis.categories.set_profile(name, timeline);
     }
 

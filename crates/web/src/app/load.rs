@@ -134,7 +134,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         Fed::Profile { bytes, mut loader } => match memviz_core::analysis::categories::read_profiler_timeline(&bytes) {
             Ok(tl) => {
                 with_app(weak, |app| {
-                    app.state.set_profile(name.clone(), &tl);
+                    app.state.set_profile(name.clone(), tl);
                     app.state.load_ended();
                     app.request_redraw();
                 });
