@@ -7,8 +7,6 @@ use memviz_core::plot::{choose_device, PlotData};
 use memviz_core::timeline::{ElementIndex, Options};
 
 use super::*;
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
 
 static DEMO: &[u8] = include_bytes!("../../../tests/data/real/gpt_amp_annotated.pickle");
 
@@ -16,16 +14,7 @@ fn demo() -> OpenFile {
     let snap = memviz_core::load(DEMO).expect("the demo loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options::default());
-    OpenFile {
-        name: "demo".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-        source: None,
-        other_windows: Vec::new(),
-    }
+    OpenFile::new("demo".into(), snap, plot)
 }
 
 #[test]
@@ -148,16 +137,7 @@ fn synth(name: &str) -> OpenFile {
     let snap = memviz_core::load(&bytes).expect("the snapshot loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options::default());
-    OpenFile {
-        name: name.into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-        source: None,
-        other_windows: Vec::new(),
-    }
+    OpenFile::new(name.into(), snap, plot)
 }
 
 /// `annotate` entries (PyTorch 2.14+) show on the allocation they name: in the stack panel with
@@ -207,16 +187,7 @@ fn open(bytes: &[u8]) -> OpenFile {
     let snap = memviz_core::load(bytes).expect("the file loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options::default());
-    OpenFile {
-        name: "f".into(),
-        snap,
-        plot,
-        max_entries: 15_000,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-        source: None,
-        other_windows: Vec::new(),
-    }
+    OpenFile::new("f".into(), snap, plot)
 }
 
 #[test]

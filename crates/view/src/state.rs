@@ -51,6 +51,23 @@ pub struct OpenFile {
 }
 
 impl OpenFile {
+    /// A file named `name` of model `snap` laid out as `plot`: the default Detail, entries on
+    /// the x axis, its whole trace in view.
+    pub fn new(name: String, snap: Snapshot, plot: PlotData) -> OpenFile {
+        let mut f = OpenFile {
+            name,
+            snap,
+            plot,
+            max_entries: memviz_core::timeline::DEFAULT_MAX_ENTRIES,
+            x_axis: XAxis::Steps,
+            viewport: Viewport::new(1.0, 1.0, 1.0),
+            source: None,
+            other_windows: Vec::new(),
+        };
+        f.viewport = f.full_viewport();
+        f
+    }
+
     /// The step ↔ position map of the chosen x axis.
     pub fn xmap(&self) -> XMap<'_> {
         match (self.x_axis, &self.plot.time) {

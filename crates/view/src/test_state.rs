@@ -6,8 +6,6 @@ use memviz_core::plot::{choose_device, PlotData};
 use memviz_core::timeline::Options;
 
 use crate::state::{OpenFile, ViewState};
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
 
 /// `bytes` opened as `name` on its default device with Detail `max_entries`, the whole trace
 /// in view on a 1000 × 500 px plot.
@@ -15,18 +13,7 @@ pub(crate) fn open_file(bytes: &[u8], name: &str, max_entries: usize) -> OpenFil
     let snap = memviz_core::load(bytes).expect("the snapshot loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options { max_entries, ..Options::default() });
-    let mut f = OpenFile {
-        name: name.into(),
-        snap,
-        plot,
-        max_entries,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-        source: None,
-        other_windows: Vec::new(),
-    };
-    f.viewport = f.full_viewport();
-    f
+    OpenFile { max_entries, ..OpenFile::new(name.into(), snap, plot) }
 }
 
 /// `bytes` opened as `name` ([`open_file`]) and shown; the overview `minimap_css` px (zero: none

@@ -6,12 +6,9 @@
 
 use memviz_core::plot::PlotData;
 use memviz_core::snapshot::Snapshot;
-use memviz_core::timeline::DEFAULT_MAX_ENTRIES;
 
 use super::{Loading, OpenFile, ViewState};
 use crate::protocol::Phase;
-use crate::viewport::Viewport;
-use crate::xmap::XAxis;
 
 /// Where a file read joined the page ([`ViewState::add_loaded`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,16 +68,7 @@ impl ViewState {
         source: Option<String>,
         batch_first: Option<usize>,
     ) -> Added {
-        let mut f = OpenFile {
-            name,
-            snap,
-            plot,
-            max_entries: DEFAULT_MAX_ENTRIES,
-            x_axis: XAxis::Steps,
-            viewport: Viewport::new(1.0, 1.0, 1.0),
-            source: None,
-            other_windows: Vec::new(),
-        };
+        let mut f = OpenFile::new(name, snap, plot);
         if let Some(i) = source.as_deref().and_then(|k| self.file_from(k)) {
             if self.replace_file(i, f, source) {
                 return Added::ReadAgain(i);
@@ -89,7 +77,6 @@ impl ViewState {
         }
         let show = batch_first.is_none_or(|b| self.files.len() <= b);
         f.name = crate::names::name_beside(self.files.iter().map(|g| g.name.as_str()), &f.name);
-        f.viewport = f.full_viewport();
         self.push_file(f, source, show);
         if show {
             Added::Shown

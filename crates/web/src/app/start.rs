@@ -9,12 +9,10 @@ use crate::input::{Input, Source};
 use crate::render;
 use crate::tasks::{next_frame, next_tick};
 use memviz_core::describe;
-use memviz_core::timeline::{Options, DEFAULT_MAX_ENTRIES};
+use memviz_core::timeline::Options;
 use memviz_view::model::{PlotData, CHUNK_BYTES, DEMO_NAME, DEMO_SNAPSHOT};
 use memviz_view::state::OpenFile;
 use memviz_view::view::View;
-use memviz_view::viewport::Viewport;
-use memviz_view::xmap::XAxis;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
@@ -198,17 +196,7 @@ pub(crate) async fn warm_up(weak: Weak<RefCell<App>>) {
         return;
     }
     let plot = PlotData::build(&snap, snap.default_device().unwrap_or(0), Options::default());
-    let mut file = OpenFile {
-        name: String::new(),
-        snap,
-        plot,
-        max_entries: DEFAULT_MAX_ENTRIES,
-        x_axis: XAxis::Steps,
-        viewport: Viewport::new(1.0, 1.0, 1.0),
-        source: None,
-        other_windows: Vec::new(),
-    };
-    file.viewport = file.full_viewport();
+    let mut file = OpenFile::new(String::new(), snap, plot);
     // The drawing code too, on a canvas that is never shown, over several windows: a function
     // is optimized only once it has run enough, and a long first run stays in the baseline tier.
     // A small canvas, let go once a file is chosen: a file chosen meanwhile loads beside the draw
