@@ -13,6 +13,7 @@ use crate::state::panels::{Action, GroupRef, Highlight, Tab};
 use crate::state::ViewState;
 use crate::view::View;
 use memviz_core::analysis::categories::{infer_categories, Category, CategoryTimeline, SnapshotCategories};
+use memviz_core::analysis::categories_join;
 use memviz_core::analysis::compare::{self, CompareOptions, Comparison, KeyMode};
 use memviz_core::analysis::flame::{self as core_flame, flame_of, FlameFrames, FlameGraph, FlameSource};
 use memviz_core::analysis::fragmentation::{fragmentation_with_track, FragSeries, FragTrack};
@@ -127,8 +128,9 @@ pub struct Derived {
     /// The Compare tab's comparison: the pair, the grouping it compares by with its library path
     /// fragments (none: by stack).
     pub comparison: Option<(PairKey, Option<GroupingKey>, Comparison)>,
-    /// Inferred categories of a (file, device).
-    pub categories: Option<((usize, usize), SnapshotCategories)>,
+    /// Categories of a (file, device): the profiler timeline's where it was opened beside the
+    /// snapshot and overlaps it (with the profile's sequence number), else inferred.
+    pub categories: Option<(CategoriesKey, SnapshotCategories)>,
     /// Envelopes: (file index, layout generation, pools).
     pub pools: Option<(usize, usize, Rc<Pools>)>,
     /// Frame text per stack: (file index, file name, texts).
@@ -171,8 +173,10 @@ impl Derived {
         if panel_open && s.analysis.tab == Tab::Compare {
             self.ensure_comparison(s);
         }
+        let joined = s.analysis.categories.profile.as_ref().is_some_and(|p| p.is_profilers()) && s.file().is_some();
         if (panel_open && s.analysis.tab == Tab::Categories)
             || (s.analysis.categories.colour_inferred && s.view.mode() == Mode::Allocations)
+            || joined
         {
             self.ensure_categories(s);
         }
@@ -370,14 +374,22 @@ impl Derived {
     fn ensure_categories(&mut self, s: &ViewState) {
         let Some(key) = current_key(s) else { return };
         let Some(f) = s.file() else { return };
+        let key = (key, s.analysis.categories.profile_seq);
         if self.categories.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.categories = Some((key, infer_categories(&f.snap, key.1, CATEGORY_POINTS)));
+            let profile = s.analysis.categories.profile.as_ref().filter(|p| p.is_profilers()).map(|p| &p.full);
+            let c = match profile {
+                Some(p) if categories_join::overlaps(&f.snap, key.0 .1, p) => {
+                    categories_join::join_categories(&f.snap, key.0 .1, p, CATEGORY_POINTS).0
+                }
+                _ => infer_categories(&f.snap, key.0 .1, CATEGORY_POINTS),
+            };
+            self.categories = Some((key, c));
         }
     }
 
-    /// The inferred categories of the shown device.
+    /// The categories of the shown device: the profiler's where they match, else inferred.
     pub fn categories_of(&self, s: &ViewState) -> Option<&SnapshotCategories> {
-        let key = current_key(s)?;
+        let key = (current_key(s)?, s.analysis.categories.profile_seq);
         self.categories.as_ref().filter(|(k, _)| *k == key).map(|(_, c)| c)
     }
 
@@ -610,6 +622,9 @@ impl Derived {
         Some(Highlight { key: format!("category:{}", cat.name()), elements, group: None })
     }
 }
+
+/// (file, device) and the profile's sequence number the categories are of.
+pub type CategoriesKey = ((usize, usize), usize);
 
 /// Frame keys of a stack's visible frames, outermost first.
 pub fn path_of(snap: &Snapshot, stack: u32) -> Vec<FrameKey> {

@@ -243,3 +243,35 @@ fn typed_library_fragments_regroup_the_users_lines() {
     assert!(rows.iter().all(|r| !r.0.contains("train.py")), "{rows:?}");
     assert!(rows.contains(&("<no frame outside libraries>".to_string(), 122_052_648, 49)), "{rows:?}");
 }
+
+/// The profiler's memory timeline opened beside a snapshot of the same run gives the
+/// snapshot's allocations its categories (837 of its 840 matched, as
+/// tests/gen/verify_join.py finds); put aside, it stays joined; closed, they are inferred again;
+/// a grouping's chart in its place joins nothing.
+#[test]
+fn the_profilers_timeline_beside_its_snapshot_gives_the_categories() {
+    use crate::state::panels::Action;
+    use memviz_core::analysis::categories::read_profiler_timeline;
+    static SNAPSHOT: &[u8] = include_bytes!("../../../tests/data/real/gpt_profile.pickle");
+    static TIMELINE: &[u8] = include_bytes!("../../../tests/data/real/gpt_profile.timeline.json");
+    const RECT: crate::viewport::PlotRect =
+        crate::viewport::PlotRect { left_px: 0.0, top_px: 0.0, width_px: 1000.0, height_px: 400.0 };
+    let mut s = crate::test_state::open_state(SNAPSHOT, "gpt_profile.pickle", 15_000, (1000.0, 60.0));
+    let mut d = Derived::default();
+    s.analysis.tab = crate::state::panels::Tab::Categories;
+    s.analysis.open = true;
+    d.refresh(&s);
+    assert!(d.categories_of(&s).expect("inferred").matched.is_empty());
+    s.set_profile("gpt_profile.timeline.json".into(), read_profiler_timeline(TIMELINE).expect("timeline"));
+    d.refresh(&s);
+    let matched =
+        |d: &Derived, s: &ViewState| d.categories_of(s).expect("categories").matched.iter().filter(|&&m| m).count();
+    assert_eq!(matched(&d, &s), 837 + 39);
+    s.analysis.apply(Action::CategoryShowTimeline, None, &RECT);
+    assert!(s.analysis.categories.chart_hidden && s.analysis.categories.colour_inferred);
+    d.refresh(&s);
+    assert_eq!(matched(&d, &s), 837 + 39, "put aside, still joined");
+    s.analysis.apply(Action::CategoryClose, None, &RECT);
+    d.refresh(&s);
+    assert_eq!(matched(&d, &s), 0);
+}

@@ -23,7 +23,7 @@ use crate::paint::Frame;
 
 /// What the stack panel shows: (file, layout generation, target shown, pinned, C++ frames
 /// listed, coloured by inferred category, the highlighted group's line at the cursor or pin).
-pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool, bool, Option<String>);
+pub type StackKey = (usize, usize, Option<Target>, Option<Target>, bool, Option<usize>, Option<String>);
 
 /// What the panel and the tooltip show now.
 #[derive(Default)]
@@ -85,7 +85,8 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     }
     let s = fr.state;
     let target = s.pinned().or(s.hover());
-    let colour = s.analysis().categories.colour_inferred;
+    // The categories change with the profiler's timeline joined.
+    let colour = s.analysis().categories.colour_inferred.then_some(s.analysis().categories.profile_seq);
     let group = memviz_view::group_at::fixed_row(s).and_then(|row| group_at(s, fr.derived, row));
     let group_line = group.as_ref().map(GroupAt::line);
     let key: StackKey = (

@@ -48,6 +48,17 @@ pub enum Category {
 }
 
 impl Category {
+    /// The category named `name` (the profiler's names, any case, spaces for underscores);
+    /// unknown for any other name.
+    pub fn of_name(name: &str) -> Category {
+        let name = name.to_ascii_lowercase().replace(' ', "_");
+        CATEGORY_NAMES
+            .iter()
+            .position(|&n| n == name)
+            .and_then(|i| Category::ALL.get(i).copied())
+            .unwrap_or(Category::Unknown)
+    }
+
     /// All, in the profiler's order.
     pub const ALL: [Category; 8] = [
         Category::Parameter,
@@ -270,13 +281,15 @@ pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, Analysis
         let mut times_us: Vec<Option<i64>> = Vec::new();
         let mut bytes: Vec<Vec<u64>> = Vec::new();
         let mut cur = [0i128; 8];
-        let mut last_t: Option<i64> = None;
+        // Events of one microsecond make one point; what was live before the profiler started
+        // (time -1) makes its own first point, as in export_memory_timeline.
+        let mut last: Option<(bool, i64)> = None;
         for (t, delta, cat) in events {
-            let tu = if t < 0 { t_min / 1000 } else { t / 1000 };
-            if last_t != Some(tu) {
-                times_us.push(Some(tu));
+            let key = if t < 0 { (true, t_min / 1000) } else { (false, t / 1000) };
+            if last != Some(key) {
+                times_us.push(Some(key.1));
                 bytes.push(Vec::new());
-                last_t = Some(tu);
+                last = Some(key);
             }
             if let Some(c) = cur.get_mut(cat) {
                 *c += i128::from(delta);
@@ -302,6 +315,9 @@ pub fn read_profiler_timeline(bytes: &[u8]) -> Result<CategoryTimeline, Analysis
 pub struct SnapshotCategories {
     /// Category of each timeline element.
     pub per_element: Vec<Category>,
+    /// Whether each element's category is the profiler's, matched by time and size
+    /// ([`super::categories_join`]); empty when no profiler timeline was joined.
+    pub matched: Vec<bool>,
     /// Bytes per category over the trace.
     pub timeline: CategoryTimeline,
     /// Bytes per category at the peak of live bytes.
@@ -338,8 +354,39 @@ fn stack_is_optimizer(snap: &Snapshot, stack: u32) -> bool {
 ///   within the iteration, else unknown;
 /// - iterations without a backward: activation when still live at the iteration's end, else
 ///   temporary; outside iterations: unknown.
-#[allow(clippy::too_many_lines)] // the category rules listed above, in one pass; not split yet
 pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usize) -> SnapshotCategories {
+    let (per_element, names, recorded, notes) = classify(snap, replay, its);
+    let source = if recorded { "snapshot (profile_plot categories)" } else { "inferred from the snapshot" };
+    summarize(
+        snap,
+        replay,
+        Summary { per_element, names, inferred: !recorded, source: source.into(), notes },
+        max_points,
+    )
+}
+
+/// What [`summarize`] turns into a [`SnapshotCategories`].
+pub(crate) struct Summary {
+    /// Category of each element.
+    pub per_element: Vec<Category>,
+    /// Category names, in the order of [`Category::ALL`].
+    pub names: Vec<String>,
+    /// Whether any category was inferred.
+    pub inferred: bool,
+    /// Where the categories come from.
+    pub source: String,
+    /// How they were decided.
+    pub notes: Vec<String>,
+}
+
+/// The categories of [`infer`]'s rules (or recorded), each element's, with the names, whether
+/// they were recorded, and the notes.
+#[allow(clippy::too_many_lines)] // the category rules listed on `infer`, in one pass; not split yet
+pub(crate) fn classify(
+    snap: &Snapshot,
+    replay: &Replay,
+    its: &Iterations,
+) -> (Vec<Category>, Vec<String>, bool, Vec<String>) {
     let t = snap.devices.get(replay.device_pos).map(|d| &d.trace);
     let recorded = t.is_some_and(|t| t.category.is_present());
     let mut notes = Vec::new();
@@ -349,18 +396,11 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         // profile_plot pickles: the category of the alloc entry.
         let mut order: Vec<String> = CATEGORY_NAMES.iter().map(|s| s.to_string()).collect();
         for (e, l) in replay.lives.iter().enumerate() {
-            let name = l
+            let c = l
                 .alloc_row
                 .or(l.free_row)
                 .and_then(|r| t.and_then(|t| t.category.get(r as usize)))
-                .map(|c| snap.strings.get(c).to_ascii_lowercase())
-                .unwrap_or_default();
-            let name = name.replace(' ', "_");
-            let c = CATEGORY_NAMES
-                .iter()
-                .position(|&n| n == name)
-                .and_then(|i| Category::ALL.get(i).copied())
-                .unwrap_or(Category::Unknown);
+                .map_or(Category::Unknown, |c| Category::of_name(snap.strings.get(c)));
             if let Some(slot) = per_element.get_mut(e) {
                 *slot = c;
             }
@@ -507,6 +547,14 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
             notes.push("gradients recognised by the sizes of tensors live since before the trace".into());
         }
     }
+    (per_element, names, recorded, notes)
+}
+
+/// Bytes per category after every row of the replay, given each element's category, sampled to
+/// at most `max_points`, and at the peak of live bytes.
+pub(crate) fn summarize(snap: &Snapshot, replay: &Replay, sum: Summary, max_points: usize) -> SnapshotCategories {
+    let Summary { per_element, names, inferred, source, notes } = sum;
+    let t = snap.devices.get(replay.device_pos).map(|d| &d.trace);
     // Bytes per category after every row, sampled on the fly: for each slice of rows, the row
     // with the highest total (memory stays proportional to the points kept).
     let n = replay.rows;
@@ -558,12 +606,8 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
         times_us: vec![None],
         rows: vec![None],
         bytes: vec![snapshot(&cur)],
-        inferred: !recorded,
-        source: if recorded {
-            "snapshot (profile_plot categories)".into()
-        } else {
-            "inferred from the snapshot".into()
-        },
+        inferred,
+        source,
     };
     let mut at_peak: Vec<(Category, u64)> = Category::ALL.iter().zip(snapshot(&cur)).map(|(&c, b)| (c, b)).collect();
     let buckets = max_points.max(3) - 2;
@@ -600,7 +644,7 @@ pub fn infer(snap: &Snapshot, replay: &Replay, its: &Iterations, max_points: usi
             }
         }
     }
-    SnapshotCategories { per_element, timeline, at_peak, notes }
+    SnapshotCategories { per_element, matched: Vec::new(), timeline, at_peak, notes }
 }
 
 /// [`infer`] with iterations found from the snapshot.
@@ -696,6 +740,6 @@ mod tests {
         assert!(read_profiler_timeline(b"[[1,2],[[0,1]]]").is_err());
         let raw = read_profiler_timeline(b"[[-1,1,100,0],[5000,2,50,4],[9000,4,-50,4]]").expect("raw");
         assert_eq!(raw.bytes.last().map(|r| r[0]), Some(100));
-        assert_eq!(raw.times_us, vec![Some(5), Some(9)]);
+        assert_eq!(raw.times_us, vec![Some(5), Some(5), Some(9)], "what was live before is its own point");
     }
 }

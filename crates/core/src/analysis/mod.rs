@@ -17,6 +17,7 @@
 pub mod annotations;
 pub mod cache;
 pub mod categories;
+pub mod categories_join;
 pub mod compare;
 pub mod compare_verdict;
 pub mod export;

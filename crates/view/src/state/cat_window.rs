@@ -4,6 +4,7 @@
 //! [`PROFILE_POINTS`] keeping each bucket's highest total, so every zoom shows its detail.
 
 use memviz_core::analysis::categories::CategoryTimeline;
+use memviz_core::plot::AnnotationSpan;
 
 use super::panels::{CategoriesState, Profile, PROFILE_POINTS};
 
@@ -17,6 +18,12 @@ pub const CHART_RIGHT_PX: f64 = 18.0;
 const MIN_WINDOW_POINTS: f64 = 4.0;
 
 impl Profile {
+    /// Whether it is the profiler's memory timeline (not a grouping's chart of a snapshot), whose
+    /// categories can be joined with a snapshot of the same run.
+    pub fn is_profilers(&self) -> bool {
+        self.full.source.starts_with("PyTorch profiler")
+    }
+
     /// The shown file's timeline of `full`, windowed to the whole of it.
     pub(crate) fn new(name: String, full: CategoryTimeline) -> Profile {
         let peak = full.peak();
@@ -76,6 +83,18 @@ impl Profile {
 }
 
 impl CategoriesState {
+    /// A key over the chart: `+` `-` zoom, arrows pan, `0` shows the whole timeline.
+    pub(crate) fn key(&mut self, k: char) {
+        match k {
+            '+' | '=' => self.zoom_middle(0.5),
+            '-' => self.zoom_middle(2.0),
+            '←' => self.pan_by(-0.25),
+            '→' => self.pan_by(0.25),
+            '0' => self.reset_window(),
+            _ => {}
+        }
+    }
+
     /// Zooms by `factor` (below 1: in) around the chart's point at `x_px` of a `width_px` canvas.
     pub(crate) fn zoom_at(&mut self, x_px: f64, width_px: f64, factor: f64) {
         let Some(p) = &mut self.profile else { return };
@@ -137,6 +156,50 @@ fn count_while(n: usize, pred: impl Fn(usize) -> bool) -> usize {
         }
     }
     lo
+}
+
+/// A region of a file of the same run (`ProfilerStep#N`, a `record_function`) over the
+/// profile's chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    /// Its name.
+    pub name: String,
+    /// Its row in the strip (nested regions lower).
+    pub row: usize,
+    /// Where it starts and ends across the plot area, 0 to 1 (cut to the window).
+    pub from: f64,
+    /// See `from`.
+    pub to: f64,
+    /// Its start and end, µs since the epoch.
+    pub start_us: i64,
+    /// See `start_us`.
+    pub end_us: i64,
+}
+
+impl Profile {
+    /// The regions of `spans` (a plot's annotations, `rows` their rows) in the window shown, at
+    /// their place on the chart; none where the profile has no times.
+    pub fn phases(&self, spans: &[AnnotationSpan], rows: &[usize]) -> Vec<Phase> {
+        let Some(Some(first_us)) = self.full.times_us.first() else { return Vec::new() };
+        let (x0, x1) = self.window();
+        let width = (x1 - x0).max(1.0);
+        spans
+            .iter()
+            .zip(rows)
+            .filter(|(a, _)| a.metadata_rows.is_none())
+            .filter_map(|(a, &row)| {
+                let (from, to) = ((a.start_us - first_us) as f64, (a.end_us - first_us) as f64);
+                (to >= x0 && from <= x1).then(|| Phase {
+                    name: a.name.clone(),
+                    row,
+                    from: ((from - x0) / width).clamp(0.0, 1.0),
+                    to: ((to - x0) / width).clamp(0.0, 1.0),
+                    start_us: a.start_us,
+                    end_us: a.end_us,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Where `x_px` is across the plot area of a `width_px` wide chart canvas, 0 to 1.

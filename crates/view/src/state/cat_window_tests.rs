@@ -110,3 +110,33 @@ fn an_empty_timeline_has_nothing_to_zoom() {
     assert!(p.timeline.bytes.is_empty() && p.shown_x.is_empty());
     assert_eq!(p.timeline.times_us.len(), p.timeline.bytes.len());
 }
+
+/// The GPT run's snapshot has the profiler's steps and `record_function` regions; over its
+/// memory timeline's chart they sit at their times (`external_annotations` of the pickle, read
+/// with Python: ProfilerStep#1 ends 827,541 µs after the timeline's first point, which is
+/// 859,109 µs long; ProfilerStep#0 ended before it and ProfilerStep#4 starts after it).
+#[test]
+fn the_regions_of_the_same_run_are_placed_at_their_times() {
+    use memviz_core::{plot::PlotData, timeline::Options};
+    static SNAPSHOT: &[u8] = include_bytes!("../../../../tests/data/real/gpt_profile.pickle");
+    let snap = memviz_core::load(SNAPSHOT).expect("the snapshot loads");
+    let plot = PlotData::build(&snap, 0, Options::default());
+    let mut s = state();
+    let p = s.profile.as_ref().expect("a profile");
+    assert_eq!(p.span(), 859_109.0);
+    let phases = p.phases(&plot.annotations, &plot.annotation_rows);
+    let names: Vec<&str> = phases.iter().map(|x| x.name.as_str()).collect();
+    assert!(!names.contains(&"ProfilerStep#0") && !names.contains(&"ProfilerStep#4"), "{names:?}");
+    let step = |phases: &[super::Phase], n: &str| phases.iter().find(|x| x.name == n).cloned().expect(n);
+    let one = step(&phases, "ProfilerStep#1");
+    assert_eq!((one.from, one.to), (0.0, 827_541.0 / 859_109.0));
+    assert!(step(&phases, "## forward ##").row > one.row, "nested regions go below");
+    assert_eq!(names.iter().filter(|n| **n == "## backward ##").count(), 3);
+    // Zoomed to ProfilerStep#2 and #3, the first step's regions are gone and the rest are cut to the window.
+    s.profile.as_mut().expect("a profile").set_window(827_600.0, 859_109.0);
+    let p = s.profile.as_ref().expect("a profile");
+    let zoomed = p.phases(&plot.annotations, &plot.annotation_rows);
+    let two = step(&zoomed, "ProfilerStep#2");
+    assert!(two.from < 0.01 && (two.to - (845_880.0 - 827_600.0) / 31_509.0).abs() < 1e-9, "{two:?}");
+    assert!(!zoomed.iter().any(|x| x.name == "ProfilerStep#1"), "it ended before the window");
+}

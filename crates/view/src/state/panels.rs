@@ -117,6 +117,11 @@ pub enum Action {
     CategoryColour,
     /// Close the profiler memory timeline.
     CategoryClose,
+    /// Put the profiler's chart aside (kept, so its categories stay joined with the snapshot)
+    /// and show the snapshot's timeline coloured by category.
+    CategoryShowTimeline,
+    /// Show the profiler's chart put aside by [`Action::CategoryShowTimeline`].
+    CategoryShowChart,
     /// Pointer over the category chart at x (CSS px), or gone.
     CategoryHover(Option<f64>),
     /// The wheel over the category chart: zoom at `x_px` of its `width_px` canvas (up: in).
@@ -199,8 +204,10 @@ pub struct CategoriesState {
     pub colour_inferred: bool,
     /// The profiler timeline shown over the plot.
     pub profile: Option<Profile>,
-    /// Changes with each profile opened or closed.
+    /// Changes with each profile opened, closed, put aside or shown again.
     pub profile_seq: usize,
+    /// Whether the profile's chart is put aside (the profile stays, joined with the snapshot).
+    pub chart_hidden: bool,
     /// Changes with each zoom or pan of its chart.
     pub window_seq: usize,
     /// Pointer x over the profile chart, CSS px.
@@ -213,11 +220,26 @@ impl CategoriesState {
         self.profile = Some(Profile::new(name, full));
         self.profile_seq += 1;
         self.hover_x_px = None;
+        self.chart_hidden = false;
     }
 
     /// Closes the profiler timeline.
     pub fn close_profile(&mut self) {
         self.profile = None;
+        self.profile_seq += 1;
+    }
+
+    /// Puts the chart aside (the profile stays, joined with the snapshot) and colours the
+    /// snapshot's timeline by category.
+    pub fn put_chart_aside(&mut self) {
+        self.chart_hidden = true;
+        self.profile_seq += 1;
+        self.colour_inferred = true;
+    }
+
+    /// Shows the chart put aside.
+    pub fn show_chart(&mut self) {
+        self.chart_hidden = false;
         self.profile_seq += 1;
     }
 }
@@ -331,6 +353,11 @@ impl AnalysisState {
                 self.categories.colour_inferred &= !self.colour_by_group;
             }
             Action::CategoryClose => self.categories.close_profile(),
+            Action::CategoryShowTimeline => {
+                self.categories.put_chart_aside();
+                self.colour_by_group = false;
+            }
+            Action::CategoryShowChart => self.categories.show_chart(),
             Action::CategoryHover(x_px) => {
                 self.categories.hover_x_px = x_px;
                 return effects;
@@ -344,14 +371,7 @@ impl AnalysisState {
                 return effects;
             }
             Action::CategoryKey(k) => {
-                match k {
-                    '+' | '=' => self.categories.zoom_middle(0.5),
-                    '-' => self.categories.zoom_middle(2.0),
-                    '←' => self.categories.pan_by(-0.25),
-                    '→' => self.categories.pan_by(0.25),
-                    '0' => self.categories.reset_window(),
-                    _ => {}
-                }
+                self.categories.key(k);
                 return effects;
             }
             Action::CategoryWhole => {

@@ -136,7 +136,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
                 with_app(weak, |app| {
                     app.state.set_profile(name.clone(), tl);
                     app.state.load_ended();
-                    app.request_redraw();
+                    // What is derived (the categories joined with a snapshot shown) follows.
+                    app.settle();
                 });
                 return;
             }

@@ -12,6 +12,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 
 use super::{chart, esc};
+use memviz_view::state::{CHART_LEFT_PX, CHART_RIGHT_PX};
+
 use crate::input::{bind, wheel_delta_px, Binding, Input};
 use crate::paint::{Frame, FrameInfo};
 use memviz_view::state::panels::Action;
@@ -52,6 +54,15 @@ pub struct Memo {
     /// The chart without its marker, and its plot area.
     layer: chart::Layered,
     area: Option<chart::Area>,
+    /// The line saying what was joined with the snapshot shown, as written.
+    join_line: Option<String>,
+}
+
+/// The line that says what the profile shown was joined with, and how many matched.
+fn join_line(fr: &Frame<'_>, p: &memviz_view::state::panels::Profile) -> Option<String> {
+    let (f, c) = (fr.file()?, fr.derived.categories_of(fr.state)?);
+    let note = c.notes.first().filter(|_| p.is_profilers() && c.matched.iter().any(|&m| m))?;
+    Some(format!("Joined with {}: {note}.", f.name))
 }
 
 fn legend(names: &[String], inferred: bool, s: &mut String) {
@@ -67,21 +78,29 @@ fn legend(names: &[String], inferred: bool, s: &mut String) {
 
 /// Writes the Categories tab (snapshots).
 pub fn html(fr: &Frame<'_>, s: &mut String) {
-    let on = fr.state.analysis().categories.colour_inferred;
+    let st = &fr.state.analysis().categories;
+    let on = st.colour_inferred;
+    let c = fr.derived.categories_of(fr.state);
+    let joined = c.is_some_and(|c| c.matched.iter().any(|&m| m));
     let _ = write!(
         s,
-        "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category (inferred)</button></p>",
-        if on { " current" } else { "" }
+        "<p><button type=\"button\" class=\"cat-colour{}\" data-act=\"cat-colour\" aria-pressed=\"{on}\">Colour by category ({})</button>",
+        if on { " current" } else { "" },
+        if joined { "the profiler's where matched" } else { "inferred" }
     );
+    if st.chart_hidden && st.profile.is_some() {
+        let _ = write!(s, " <button type=\"button\" data-act=\"cat-show-chart\">Show the profiler's chart</button>");
+    }
+    s.push_str("</p>");
     // The Live set's grouping over time, drawn in the chart above the tab.
     let _ = write!(
         s,
         "<p><button type=\"button\" data-act=\"group-timeline\" title=\"Each group's live bytes over the trace (the Live set's menu chooses the grouping)\">Chart by {} over time</button></p>",
         esc(&fr.state.analysis().group_by.title())
     );
-    let Some(c) = fr.derived.categories_of(fr.state) else { return };
+    let Some(c) = c else { return };
     let names: Vec<String> = Category::ALL.iter().map(|c| c.name().replace('_', " ")).collect();
-    legend(&names, c.timeline.inferred, s);
+    legend(&names, c.timeline.inferred && !joined, s);
     // Categories with bytes at the peak, largest first, all in the unit of the largest.
     let mut rows: Vec<(Category, u64)> = c.at_peak.iter().copied().filter(|&(_, b)| b > 0).collect();
     rows.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
@@ -150,7 +169,8 @@ pub fn category_line(fr: &Frame<'_>, e: memviz_core::timeline::ElementIndex) -> 
     }
     let c = fr.derived.categories_of(fr.state)?;
     let cat = c.per_element.get(e.as_usize())?;
-    Some(format!("Category (inferred): {}", cat.name().replace('_', " ")))
+    let from = if c.matched.get(e.as_usize()) == Some(&true) { "the profiler's" } else { "inferred" };
+    Some(format!("Category ({from}): {}", cat.name().replace('_', " ")))
 }
 
 /// Paints the visible allocations of the timeline in their inferred category's colour.
@@ -202,9 +222,10 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
     let Ok(el) = el.dyn_into::<HtmlElement>() else {
         return;
     };
-    let written = memo.written;
+    let join = st.profile.as_ref().and_then(|p| join_line(fr, p));
+    let written = memo.written.filter(|_| memo.join_line == join);
     if written.map(|w| w.0) != Some(st.profile_seq) {
-        el.set_hidden(st.profile.is_none());
+        el.set_hidden(st.profile.is_none() || st.chart_hidden);
         let mut s = String::new();
         if let Some(p) = &st.profile {
             let _ = write!(
@@ -227,7 +248,17 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
                     ))
                 );
             }
+            // Joined with the snapshot shown: how many matched, and the way to its timeline.
+            if let Some(line) = &join {
+                let _ = write!(
+                    s,
+                    "<p class=\"cat-join\">{} <button type=\"button\" data-act=\"cat-show-timeline\">Colour its timeline by category</button></p>",
+                    esc(line)
+                );
+            }
             s.push_str("<p class=\"cat-window\"></p>");
+            // The regions of the snapshot shown (the same run's steps and record_function ranges).
+            s.push_str("<div class=\"cat-phases\" hidden></div>");
             s.push_str(
                 "<canvas class=\"cat-chart\" tabindex=\"0\" aria-label=\"Bytes per category over time\"></canvas>",
             );
@@ -235,12 +266,14 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
             s.push_str("<div class=\"cat-hover\">Point at the chart to read the bytes of each category.</div>");
         }
         el.set_inner_html(&s);
+        memo.join_line = join;
     }
     // A zoom or pan rewrites the window's line and draws the chart again; the canvas stays (and
     // keeps the keyboard's focus).
     if written.map(|w| (w.0, w.3)) != Some((st.profile_seq, st.window_seq)) {
         if let Some(p) = &st.profile {
             write_window(&el, p);
+            write_phases(fr, &el, p);
         }
     }
     // The chart is as wide as the page: it is drawn again when that changes (or the pixel ratio).
@@ -257,6 +290,45 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
         }
         memo.written = Some(want);
     }
+}
+
+/// Regions drawn at most (the strip stays light on a long run).
+const MAX_PHASES: usize = 400;
+/// Height of a row of regions, CSS px.
+const PHASE_ROW_PX: usize = 18;
+
+/// Writes the strip of the shown file's regions in the chart's window, over its plot area.
+fn write_phases(fr: &Frame<'_>, el: &HtmlElement, p: &memviz_view::state::panels::Profile) {
+    let Ok(Some(strip)) = el.query_selector(".cat-phases") else { return };
+    let Ok(strip) = strip.dyn_into::<HtmlElement>() else { return };
+    let phases = fr.file().map(|f| p.phases(&f.plot.annotations, &f.plot.annotation_rows)).unwrap_or_default();
+    let (left, sides) = (CHART_LEFT_PX, CHART_LEFT_PX + CHART_RIGHT_PX);
+    let mut s = String::new();
+    let mut rows = 0;
+    let shown = phases.get(..phases.len().min(MAX_PHASES)).unwrap_or_default();
+    for x in shown {
+        rows = rows.max(x.row + 1);
+        let _ = write!(
+            s,
+            "<span class=\"cat-phase\" data-start-us=\"{}\" data-end-us=\"{}\" title=\"{}\">{}</span>",
+            x.start_us,
+            x.end_us,
+            esc(&x.name),
+            esc(&x.name)
+        );
+    }
+    strip.set_inner_html(&s);
+    // Placed through the CSSOM: the page's policy refuses style attributes in markup.
+    let children = strip.children();
+    for (k, x) in shown.iter().enumerate() {
+        let Some(span) = children.item(k as u32).and_then(|c| c.dyn_into::<HtmlElement>().ok()) else { continue };
+        let style = span.style();
+        let _ = style.set_property("left", &format!("calc({left}px + (100% - {sides}px) * {:.6})", x.from));
+        let _ = style.set_property("width", &format!("calc((100% - {sides}px) * {:.6})", (x.to - x.from).max(0.0)));
+        let _ = style.set_property("top", &format!("{}px", x.row * PHASE_ROW_PX));
+    }
+    let _ = strip.style().set_property("height", &format!("{}px", rows * PHASE_ROW_PX));
+    strip.set_hidden(phases.is_empty());
 }
 
 /// Draws the stacked chart (unless `same_chart` and its copy can be put back) and the pointer's

@@ -196,6 +196,8 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "group-colour" => Action::GroupColour,
         "group-timeline" => Action::GroupTimeline,
         "cat-close" => Action::CategoryClose,
+        "cat-show-timeline" => Action::CategoryShowTimeline,
+        "cat-show-chart" => Action::CategoryShowChart,
         "finding" => Action::Finding(i()?),
         "oom" => Action::OomHolders(i()?),
         "site" => Action::Site(i()?),
