@@ -12,6 +12,20 @@ pub const NO_FRAMES: &str = "No stack trace recorded for this allocation. Possib
   - it was allocated in backward on an autograd thread with stacks=\"python\" (no Python frames);
   - it was rebuilt from the final segment snapshot.";
 
+/// Shown when a stack of a profiler trace is empty.
+pub const NO_FRAMES_IN_TRACE: &str = "The profiler recorded no op or Python stack for this memory: \
+it was allocated before the profiler started, or outside the ops it recorded \
+(torch.profiler.profile(..., with_stack=True) records Python stacks).";
+
+/// What says that a stack of `snap` is empty.
+pub fn no_frames_text(snap: &Snapshot) -> &'static str {
+    if snap.source.profiler_trace {
+        NO_FRAMES_IN_TRACE
+    } else {
+        NO_FRAMES
+    }
+}
+
 /// Shown for the summarized band.
 pub const SUMMARIZED: &str = "Small allocations summarized into one band to keep drawing fast. \
 Raise Detail to draw more of them individually.";
@@ -59,7 +73,7 @@ pub fn utc_time(time_us: i64) -> String {
 fn push_stack(snap: &Snapshot, stack: u32, out: &mut String) {
     let lines = stack_lines(snap, stack);
     if lines.is_empty() {
-        out.push_str(NO_FRAMES);
+        out.push_str(no_frames_text(snap));
         out.push('\n');
     } else {
         for l in lines {
@@ -125,6 +139,9 @@ pub fn element_parts(snap: &Snapshot, device_pos: usize, layout: &Layout, elemen
     match e.origin {
         Origin::Traced => {}
         Origin::FreedWithoutAlloc => out.push_str("alloc not recorded, stack trace for free:\n"),
+        Origin::Ghost if snap.source.profiler_trace => {
+            out.push_str("allocated before the profiler started and still allocated at its end\n")
+        }
         Origin::Ghost => out.push_str(
             "[Ghost block] allocated before the trace starts and still allocated in the final snapshot; stack from the snapshot:\n",
         ),

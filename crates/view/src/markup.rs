@@ -129,8 +129,8 @@ pub fn panel_html(pin: Option<&str>, t: &StackText, native_open: bool) -> String
         }
     };
     block(&mut h, "stack-head", &t.head);
-    if t.no_frames {
-        block(&mut h, "stack-note", memviz_core::describe::NO_FRAMES);
+    if let Some(why) = t.no_frames {
+        block(&mut h, "stack-note", why);
     }
     for r in &t.python {
         h += &frame_html(r);
@@ -156,6 +156,7 @@ fn frame_html(r: &FrameRow) -> String {
         FrameKind::User => "frame user",
         FrameKind::Library => "frame lib",
         FrameKind::Native => "frame native",
+        FrameKind::Op => "frame op",
     };
     let mut h = format!("<div class=\"{class}\" title=\"{}\"><span class=\"fn\">{}</span>", esc(&r.full), esc(&r.name));
     if !r.place.is_empty() {

@@ -27,6 +27,9 @@ pub enum FrameKind {
     Library,
     /// C++ (or anything that is not Python).
     Native,
+    /// An operator a profiler trace recorded around the allocation (`aten::mm`), with its
+    /// input shapes where recorded.
+    Op,
 }
 
 /// One frame of a stack as the panel shows it.
@@ -51,12 +54,12 @@ pub struct FrameRow {
 pub struct StackText {
     /// Lines about the target before its frames (each ending in `\n`).
     pub head: String,
-    /// Its Python frames, innermost first.
+    /// Its Python frames (and a profiler trace's ops), innermost first.
     pub python: Vec<FrameRow>,
     /// Its other frames, innermost first.
     pub native: Vec<FrameRow>,
-    /// The target has a stack, but no frame of it was recorded (the panel says why).
-    pub no_frames: bool,
+    /// The target has a stack, but no frame of it was recorded: why, in words.
+    pub no_frames: Option<&'static str>,
     /// Lines after the frames (each ending in `\n`).
     pub tail: String,
 }
@@ -66,8 +69,8 @@ impl StackText {
     /// `native_open`: the text the panel shows.
     pub fn plain(&self, native_open: bool) -> String {
         let mut out = self.head.clone();
-        if self.no_frames {
-            out.push_str(describe::NO_FRAMES);
+        if let Some(why) = self.no_frames {
+            out.push_str(why);
             out.push('\n');
         }
         for r in &self.python {
@@ -192,7 +195,7 @@ pub fn split_stack(snap: &Snapshot, d: &Described) -> StackText {
             _ => rows.push(row),
         }
     }
-    let no_frames = python.is_empty() && native.is_empty();
+    let no_frames = (python.is_empty() && native.is_empty()).then(|| describe::no_frames_text(snap));
     StackText { head: d.head.clone(), python, native, no_frames, tail: d.tail.clone() }
 }
 
@@ -200,8 +203,12 @@ fn frame_row(snap: &Snapshot, f: &Frame) -> FrameRow {
     let name = snap.strings.get(f.name);
     let file = snap.strings.get(f.filename);
     let full = format!("{file}:{}:{name}", f.line);
-    let kind = frame_kind(file);
-    let (name, place) = if kind == FrameKind::Native {
+    // A profiler trace's ops are frames with no file or line.
+    let op = snap.source.profiler_trace && file.is_empty() && f.line == 0;
+    let kind = if op { FrameKind::Op } else { frame_kind(file) };
+    let (name, place) = if op {
+        (name.to_string(), String::new())
+    } else if kind == FrameKind::Native {
         let base = file.rsplit('/').next().unwrap_or(file);
         let place = if base.is_empty() || base == "??" { String::new() } else { base.to_string() };
         (short_cpp_name(name), place)
@@ -222,6 +229,9 @@ fn frame_row(snap: &Snapshot, f: &Frame) -> FrameRow {
         if let Some(orig) = field("fx_original_trace") {
             notes.push("    >> Original Model Code:".into());
             notes.extend(orig.lines().map(|l| format!("      {l}")));
+        }
+        if let Some(shapes) = field(memviz_core::chrome_trace::INPUT_SHAPES_KEY) {
+            notes.push(format!("    input shapes: {shapes}"));
         }
     }
     FrameRow { name, place, full, kind, repeats: 0, notes }

@@ -112,7 +112,7 @@ fn the_tooltip_says_size_top_user_frame_and_lifetime() {
 
 #[test]
 fn an_empty_stack_says_why() {
-    let t = StackText { head: "x\n".into(), no_frames: true, ..StackText::default() };
+    let t = StackText { head: "x\n".into(), no_frames: Some(memviz_core::describe::NO_FRAMES), ..StackText::default() };
     assert!(t.plain(false).starts_with("x\nNo stack trace recorded"));
     assert_eq!(t.fold_line(false), None);
     let only_cpp = StackText {
@@ -233,4 +233,32 @@ fn metadata_runs_are_a_row_of_the_strip_with_their_entries() {
     let lines = tip_lines(&f, Target::Annotation(fwd));
     assert_eq!(&lines[..2], &["metadata: forward".to_string(), "entries 6..100".to_string()], "{lines:?}");
     assert!(f.target_text(Target::Annotation(fwd)).starts_with("Metadata forward\n"));
+}
+
+/// A profiler trace's allocation shows the ops around it (innermost first, with their input
+/// shapes) before its Python stack; the memory from before the profiler says so, not how to
+/// record a snapshot.
+#[test]
+fn a_trace_shows_the_op_its_shapes_and_the_python_stack() {
+    static TRACE: &[u8] = include_bytes!("../../../tests/data/real/gpt_profile.trace.json.gz");
+    let f = open(TRACE);
+    let n = f.plot.layout.elements.len() as u32;
+    let texts: Vec<StackText> = (0..n).map(|e| stack_text(&f, Target::Element(ElementIndex::new(e)))).collect();
+    let with_op = texts
+        .iter()
+        .find(|t| {
+            t.python.first().is_some_and(|r| r.kind == FrameKind::Op)
+                && t.python.iter().any(|r| r.name == "aten::layer_norm" && !r.notes.is_empty())
+                && t.python.iter().any(|r| r.kind == FrameKind::User)
+        })
+        .expect("an allocation inside an op with shapes, under the user's code");
+    let op = with_op.python.iter().find(|r| r.name == "aten::layer_norm").expect("the op");
+    assert!(op.kind == FrameKind::Op && op.place.is_empty(), "{op:?}");
+    // Its input (batch 8 x 256 tokens x 384 features), the normalized shape's weight and bias,
+    // as the trace's `Input Dims` of that op say.
+    assert_eq!(op.notes, vec!["    input shapes: [8, 256, 384], [384], [384]".to_string()]);
+    assert!(with_op.plain(false).contains("train.py:"), "{}", with_op.plain(false));
+    let before = texts.iter().find(|t| t.head.contains("allocated before the profiler started")).expect("one");
+    assert_eq!(before.no_frames, Some(memviz_core::describe::NO_FRAMES_IN_TRACE));
+    assert!(!before.plain(false).contains("_record_memory_history"));
 }

@@ -166,9 +166,10 @@ fn attribute(c: &mut Collected, snap: &mut Snapshot) -> Attribution {
         ops.advance(m.thread, m.ts_us);
         py.advance(m.thread, m.ts_us);
         frames.clear();
-        // Shapes only on the innermost op: the one that asked for the memory.
-        for (k, r) in ops.innermost_first().enumerate() {
-            let shapes = if k == 0 { r.shapes } else { 0 };
+        // Each op with its shapes: the innermost (aten::empty) often has none worth reading,
+        // the op that called it (aten::layer_norm) does.
+        for r in ops.innermost_first() {
+            let shapes = r.shapes;
             let f = *op_frames.entry((r.name, shapes)).or_insert_with(|| interner.frame(0, 0, r.name, shapes));
             frames.push(f);
         }
