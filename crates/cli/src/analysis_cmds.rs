@@ -569,12 +569,19 @@ pub fn compare(
     Ok(s)
 }
 
+/// How the source of joined categories ends ([`memviz_core::analysis::categories_join`]).
+const JOINED: &str = memviz_core::analysis::categories_join::JOINED_SOURCE;
+
 fn timeline_text(out: &mut dyn Write, t: &CategoryTimeline) -> io::Result<()> {
     writeln!(
         out,
         "source: {}{}",
         t.source,
-        if t.inferred { " (INFERRED: a best guess, not recorded by PyTorch)" } else { "" }
+        match (t.inferred, t.source.ends_with(JOINED)) {
+            (true, true) => " (the rest INFERRED: a best guess)",
+            (true, false) => " (INFERRED: a best guess, not recorded by PyTorch)",
+            _ => "",
+        }
     )?;
     writeln!(out, "points: {}", t.bytes.len())?;
     if let Some((i, total)) = t.peak() {
@@ -593,21 +600,38 @@ fn timeline_text(out: &mut dyn Write, t: &CategoryTimeline) -> io::Result<()> {
     Ok(())
 }
 
+/// How `memviz categories` reads its file.
+pub struct CategoriesOptions<'a> {
+    /// Most points in the timeline.
+    pub points: usize,
+    /// A snapshot's groups instead of its categories.
+    pub by: Option<&'a crate::group_cmds::ByOptions>,
+    /// The profiler's memory timeline of the same run (its path and bytes), joined with a
+    /// snapshot.
+    pub profile: Option<(&'a str, &'a [u8])>,
+    /// JSON instead of text.
+    pub json: bool,
+}
+
 /// `memviz categories`: a profiler timeline (`.json`, `.json.gz`) or a snapshot.
 pub fn categories(
     out: &mut dyn Write,
     file: &str,
     bytes: &[u8],
     device: Option<i64>,
-    points: usize,
-    by: Option<&crate::group_cmds::ByOptions>,
-    json: bool,
+    how: &CategoriesOptions<'_>,
 ) -> Result<(), CliError> {
+    let CategoriesOptions { points, by, json, .. } = *how;
     let head = bytes.iter().find(|c| !c.is_ascii_whitespace()).copied();
     let is_timeline = bytes.starts_with(&[0x1f, 0x8b]) || head == Some(b'[');
     if is_timeline && by.is_some() {
         return Err(CliError::Usage(format!(
             "{file}: --by groups a snapshot's allocations; a profiler memory timeline holds categories only"
+        )));
+    }
+    if is_timeline && how.profile.is_some() {
+        return Err(CliError::Usage(format!(
+            "{file}: --profile joins a profiler memory timeline with a snapshot; give the snapshot as the file"
         )));
     }
     if is_timeline {
@@ -632,7 +656,19 @@ pub fn categories(
             .and_then(|()| timeline_text(out, &t))
             .map_err(CliError::stdout);
     }
-    let c = categories::infer_categories(&snap, pos, points);
+    let c = match how.profile {
+        Some((path, b)) => {
+            let t = categories::read_profiler_timeline(b)
+                .map_err(|source| CliError::AnalysisOf { path: path.into(), source })?;
+            if !memviz_core::analysis::categories_join::overlaps(&snap, pos, &t) {
+                return Err(CliError::Usage(format!(
+                    "{path}: this memory timeline and {file} do not overlap in time: they are not of the same run"
+                )));
+            }
+            memviz_core::analysis::categories_join::join_categories(&snap, pos, &t, points).0
+        }
+        None => categories::infer_categories(&snap, pos, points),
+    };
     if json {
         return write_pretty(out, &c.to_json());
     }
@@ -752,11 +788,29 @@ mod tests {
     fn categories_reads_the_profiler_export() {
         let p = path("resnet50_profile.timeline.json.gz");
         let b = std::fs::read(&p).expect("read");
-        let t = written(|o| categories(o, "x.json.gz", &b, None, 200, None, false)).expect("categories");
+        let t = written(|o| {
+            categories(
+                o,
+                "x.json.gz",
+                &b,
+                None,
+                &CategoriesOptions { points: 200, by: None, profile: None, json: false },
+            )
+        })
+        .expect("categories");
         assert!(t.contains("PyTorch profiler"), "{t}");
         let p = path("growth_leak.pickle");
         let b = std::fs::read(&p).expect("read");
-        let t = written(|o| categories(o, "g.pickle", &b, None, 200, None, false)).expect("categories");
+        let t = written(|o| {
+            categories(
+                o,
+                "g.pickle",
+                &b,
+                None,
+                &CategoriesOptions { points: 200, by: None, profile: None, json: false },
+            )
+        })
+        .expect("categories");
         assert!(t.contains("INFERRED"), "{t}");
     }
 

@@ -237,6 +237,11 @@ enum Command {
         /// A path fragment of files that are not your code (for `--by user-line`; may repeat).
         #[arg(long, value_name = "PATH_FRAGMENT")]
         library: Vec<String>,
+        /// The profiler's memory timeline of the same run (`export_memory_timeline`'s .json or
+        /// .raw.json.gz): the snapshot's allocations take its categories where time and size
+        /// match (the rest are inferred).
+        #[arg(long, value_name = "TIMELINE")]
+        profile: Option<String>,
     },
     /// A flame graph: live bytes by stack at a moment, or bytes x lifetime (byte-entries) over a
     /// window of entries; folded-stack lines (flamegraph.pl, speedscope, inferno) or --json nodes.
@@ -399,10 +404,17 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let by = analysis_cmds::CompareBy::parse(&by, &library)?;
             analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, &by, json)?
         }
-        Command::Categories { file, device, points, json, by, library } => {
+        Command::Categories { file, device, points, json, by, library, profile } => {
             let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;
             let bytes = analysis_cmds::read_bytes(&file)?;
-            return analysis_cmds::categories(out, &file, &bytes, device, points, by.as_ref(), json);
+            let profile = profile.map(|p| analysis_cmds::read_bytes(&p).map(|b| (p, b))).transpose()?;
+            let how = analysis_cmds::CategoriesOptions {
+                points,
+                by: by.as_ref(),
+                profile: profile.as_ref().map(|(p, b)| (p.as_str(), b.as_slice())),
+                json,
+            };
+            return analysis_cmds::categories(out, &file, &bytes, device, &how);
         }
         Command::Flame { file, at, lifetime, device, json, by, library } => {
             let by = by.as_deref().map(|b| group_cmds::ByOptions::parse(Some(b), &library)).transpose()?;

@@ -94,3 +94,39 @@ fn categories_of_the_memory_timeline_json_and_raw_agree_with_the_script() {
         }
     }
 }
+
+/// `--profile` joins the profiler's memory timeline with the snapshot of the same run: the
+/// counts and, at the snapshot's peak (the moment of the profiler's own peak), each category's
+/// bytes as `python3 tests/gen/verify_join.py tests/data/real/gpt_profile.pickle
+/// tests/data/real/gpt_profile.timeline.raw.json.gz` finds for the matched allocations live
+/// then (every allocation live then was matched). A timeline of another run is refused.
+#[test]
+fn a_snapshot_takes_the_categories_of_its_runs_memory_timeline() {
+    let snap = test_fixtures::fixture("real", "gpt_profile.pickle").to_string_lossy().into_owned();
+    for name in ["gpt_profile.timeline.json", "gpt_profile.timeline.raw.json.gz"] {
+        let t = test_fixtures::fixture("real", name).to_string_lossy().into_owned();
+        let text = memviz(&["categories", &snap, "--profile", &t]);
+        assert!(text.contains("note: 837 of the profiler's 840 allocations matched with the snapshot's by time and size, and the 39 live when it started"), "{text}");
+        assert!(text.contains("matched with the snapshot (the rest INFERRED"), "{text}");
+        for (category, bytes) in [
+            ("parameter", "45901568"),
+            ("optimizer_state", "91803136"),
+            ("input", "16448"),
+            ("temporary", "0"),
+            ("activation", "229408776"),
+            ("gradient", "12320000"),
+            ("autograd_detail", "68681728"),
+            ("unknown", "199229692"),
+        ] {
+            let line = text.lines().find(|l| l.trim_start().starts_with(category)).unwrap_or_default();
+            assert_eq!(line.split_whitespace().nth(1), Some(bytes), "{name}: {category}: {line}");
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&memviz(&["categories", &snap, "--profile", &t, "--json"])).expect("JSON");
+        assert_eq!(json["matched_allocations"], 837 + 39);
+    }
+    let other = test_fixtures::fixture("real", "resnet50_profile.timeline.json").to_string_lossy().into_owned();
+    let out = run(&["categories", &snap, "--profile", &other]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("do not overlap in time"), "{err}");
+}

@@ -659,6 +659,7 @@ impl SnapshotCategories {
     pub fn to_json(&self) -> Value {
         json!({
             "inferred": self.timeline.inferred,
+            "matched_allocations": self.matched.iter().filter(|&&m| m).count(),
             "notes": self.notes,
             "at_peak": self.at_peak.iter().map(|(c, b)| json!({"category": c.name(), "bytes": b})).collect::<Vec<_>>(),
             "timeline": self.timeline.to_json(),

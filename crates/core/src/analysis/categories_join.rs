@@ -28,6 +28,9 @@ const AFTER_US: i64 = 1_000;
 /// timelines with many allocations in a few milliseconds).
 const MAX_CANDIDATES: usize = 4096;
 
+/// How the source of joined categories ends.
+pub const JOINED_SOURCE: &str = ", matched with the snapshot";
+
 /// What the join found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JoinCounts {
@@ -202,7 +205,7 @@ pub fn join(
             rest
         ),
     );
-    let source = format!("{}, matched with the snapshot", profile.source);
+    let source = format!("{}{JOINED_SOURCE}", profile.source);
     let sum = Summary { per_element, names, inferred: rest > 0, source, notes };
     let mut out = summarize(snap, replay, sum, max_points);
     out.matched = matched;
