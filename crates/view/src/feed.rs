@@ -95,6 +95,21 @@ pub fn open_error(name: &str, e: &memviz_core::Error) -> String {
     format!("Could not open {name}: {e}")
 }
 
+/// The message for a JSON list that is neither a memory timeline memviz reads nor a snapshot:
+/// the timeline's reason where the snapshot reader saw a timeline (`snapshot`), else the
+/// snapshot reader's.
+pub fn profile_error(
+    name: &str,
+    timeline: &memviz_core::analysis::AnalysisError,
+    snapshot: &memviz_core::Error,
+) -> String {
+    use memviz_core::{Error, FileKind};
+    match snapshot {
+        Error::NotAPickle { kind: FileKind::MemoryTimeline } => format!("Could not open {name}: {timeline}"),
+        e => open_error(name, e),
+    }
+}
+
 /// Whether a file starting with `head` may be a profiler memory timeline: JSON whose first value
 /// is a list (snapshots are pickles or JSON objects), maybe gzipped (a gzipped snapshot is not).
 pub fn maybe_profile(head: &[u8]) -> bool {

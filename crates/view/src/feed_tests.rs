@@ -180,3 +180,16 @@ fn profiler_timelines_are_kept_whole_or_left_at_once() {
     assert!(host.progress.is_empty());
     assert!(maybe_profile(b"\n [1]") && !maybe_profile(b"{\"segments\": []}") && !maybe_profile(DEMO));
 }
+
+/// A JSON list that is no memory timeline memviz reads says why as a timeline, not "this is a
+/// memory timeline" (which the snapshot reader says of any list of lists).
+#[test]
+fn a_timeline_of_the_wrong_shape_says_why() {
+    use memviz_core::analysis::categories::read_profiler_timeline;
+    for bad in [&b"[[1,2,3],[4,5]]"[..], b"[[1, 2, 3, 99]]", b"[[1,2],[[0,1]]]"] {
+        let timeline = read_profiler_timeline(bad).err().expect("not a timeline");
+        let snapshot = memviz_core::load(bad).err().expect("not a snapshot");
+        let text = super::profile_error("t.json", &timeline, &snapshot);
+        assert!(text.starts_with("Could not open t.json: not a profiler memory timeline: "), "{text}");
+    }
+}

@@ -124,6 +124,8 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     timings.read_ms += fed_timings.read_ms;
     timings.parse_ms += fed_timings.parse_ms;
     timings.wait_ms += fed_timings.wait_ms;
+    // Why a JSON list read as a snapshot is no memory timeline either, for the message if it fails.
+    let mut not_a_timeline = None;
     let loader = match fed {
         Fed::Decoded(loader) => loader,
         Fed::Stopped => {
@@ -141,10 +143,12 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
                 });
                 return;
             }
-            Err(_) => {
+            Err(timeline) => {
+                // A JSON list may still be a snapshot (PyTorch 1.13's bare list of segments).
                 if let Err(e) = loader.feed(&bytes) {
-                    return fail(open_error(&name, &e));
+                    return fail(memviz_view::feed::profile_error(&name, &timeline, &e));
                 }
+                not_a_timeline = Some(timeline);
                 loader
             }
         },
@@ -168,7 +172,12 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
     let wait_before_model = timings.wait_ms;
     let unchecked = match loader.finish_unchecked() {
         Ok(s) => s,
-        Err(e) => return fail(open_error(&name, &e)),
+        Err(e) => {
+            return fail(match &not_a_timeline {
+                Some(timeline) => memviz_view::feed::profile_error(&name, timeline, &e),
+                None => open_error(&name, &e),
+            })
+        }
     };
     // The page shows none of the traces' warnings (its banner reads frees without allocs off
     // the layout): their checks are skipped.
