@@ -223,7 +223,8 @@ pub struct Collected {
 
 /// Most events kept (memory events, ops, Python calls and annotations together): ~60 bytes
 /// each, so at most ~6 GB; a trace with more is refused with a message rather than run out of
-/// memory in the page.
+/// memory. In the page the 4 GiB of WebAssembly memory ends the loading worker sooner (a 2 GB
+/// trace takes ~740 MB there, `docs/performance.md`), and the page says which commands read it.
 pub const MAX_KEPT_EVENTS: usize = 100_000_000;
 
 fn thread_key(pid: Option<i128>, tid: Option<i128>) -> u64 {
