@@ -1,5 +1,5 @@
 // Pages written by the command line open from file:// with the network switched off and every
-// request blocked, and show the chosen view: `memviz trace-plot` (plain, --segments, -d DEVICE,
+// request blocked, and show the chosen view: `memviz trace-plot` (a snapshot or a profiler trace; plain, --segments, -d DEVICE,
 // --filter-freed), `memviz segment-plot` and the empty viewer of `memviz viewer`, which accepts
 // a file.
 import { after, before, test } from 'node:test';
@@ -84,6 +84,14 @@ test('segment-plot writes a page that works offline from file:// and shows the A
   assert.ok(Number(await page.getAttribute('#segmap', 'data-segments')) > 0);
   await shot(page, 'offline-segment-plot');
   await done(o);
+});
+
+test("trace-plot of a profiler trace writes its Active Memory Timeline, the trace's own peak and its steps", async () => {
+  const trace = await openOffline(write('profiler-trace.html', ['trace-plot', fixture('gpt_profile.trace.json.gz')]));
+  // verify_profiler_trace.py: the trace's Total Allocated peaks at 653,884,928 B (623.6 MiB).
+  assert.match(await trace.page.textContent('#status'), /^gpt_profile\.trace\.json\.gz · peak 623\.6 MiB · 841 allocations/);
+  assert.ok(Number(await trace.page.getAttribute('#plot', 'data-annotation-rows')) >= 2);
+  await done(trace);
 });
 
 test('trace-plot writes the Active Memory Timeline; --segments the segment timeline; --filter-freed hides freed allocations', async () => {
