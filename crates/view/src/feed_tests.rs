@@ -187,8 +187,8 @@ fn profiler_timelines_are_kept_whole_or_left_at_once() {
 fn a_timeline_of_the_wrong_shape_says_why() {
     use memviz_core::analysis::categories::read_profiler_timeline;
     for bad in [&b"[[1,2,3],[4,5]]"[..], b"[[1, 2, 3, 99]]", b"[[1,2],[[0,1]]]"] {
-        let timeline = read_profiler_timeline(bad).err().expect("not a timeline");
-        let snapshot = memviz_core::load(bad).err().expect("not a snapshot");
+        let timeline = read_profiler_timeline(bad).expect_err("not a timeline");
+        let snapshot = memviz_core::load(bad).expect_err("not a snapshot");
         let text = super::profile_error("t.json", &timeline, &snapshot);
         assert!(text.starts_with("Could not open t.json: not a profiler memory timeline: "), "{text}");
     }
