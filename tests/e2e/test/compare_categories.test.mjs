@@ -174,6 +174,20 @@ for (const [label, file] of [['json', PROFILE], ['json.gz', PROFILE_GZ]]) {
     await page.mouse.up();
     const [d0, d1] = await win();
     assert.ok(d0 < z0 && Math.abs((d1 - d0) - (z1 - z0)) < 1e-6 * (z1 - z0) + 1, `a drag to the right shows earlier times: ${d0}..${d1}`);
+    // The minimap under the chart shows the whole timeline; a click there centres the window
+    // at that time, its width kept (its plot area lines up with the chart's: 60 px left, 18 right).
+    const mbox = await page.locator('#cat-timeline canvas.cat-mini').boundingBox();
+    await page.mouse.click(mbox.x + 60 + (mbox.width - 78) * 0.75, mbox.y + mbox.height / 2);
+    await page.waitForFunction((d) => Number(document.querySelector('#cat-timeline canvas.cat-chart').dataset.x0) !== d, d0);
+    const [m0, m1] = await win();
+    assert.ok(Math.abs((m0 + m1) / 2 - (w0 + 0.75 * (w1 - w0))) < 0.01 * (w1 - w0), `centred at three quarters: ${m0}..${m1}`);
+    assert.ok(Math.abs((m1 - m0) - (d1 - d0)) < 1e-6 * (d1 - d0) + 1, 'the width kept');
+    // The pointer reads the bytes in force at its own time, inside the window.
+    await page.mouse.move(cbox.x + 60 + (cbox.width - 78) / 2, cbox.y + cbox.height / 2);
+    await page.waitForFunction(() => document.querySelector('#cat-timeline .cat-hover-at')?.textContent.startsWith('t = '));
+    const at = await page.textContent('#cat-timeline .cat-hover-at');
+    const us = Number(at.match(/([\d.]+) (ms|s)$/)[1]) * (at.endsWith(' ms') ? 1e3 : 1e6);
+    assert.ok(Math.abs(us - (m0 + m1) / 2) < 0.02 * (m1 - m0) + 100, `${at} at the middle of ${m0}..${m1}`);
     if (label === 'json') await shot(page, 'categories_profile_zoomed');
     await page.keyboard.press('0');
     await page.waitForFunction(() => document.querySelector('#cat-timeline .cat-window').textContent.startsWith('Showing the whole'));

@@ -1,7 +1,9 @@
 //! The Categories chart's window over time: zoomed with the wheel at the pointer, panned by a
 //! drag or the arrow keys, reset by a double click or `0`. The points drawn are the whole
 //! timeline's inside the window (and one on either side, so the bands reach its edges), cut to
-//! [`PROFILE_POINTS`] keeping each bucket's highest total, so every zoom shows its detail.
+//! [`PROFILE_POINTS`] keeping each bucket's highest total, so every zoom shows its detail. The
+//! minimap under it shows the whole timeline and the window; a click or drag there moves the
+//! window. The pointer reads the point in force at its time (the chart is a staircase).
 
 use memviz_core::analysis::categories::CategoryTimeline;
 use memviz_core::plot::AnnotationSpan;
@@ -71,6 +73,19 @@ impl Profile {
         (self.full.pick(&keep), keep.iter().map(|&i| self.x_of(i)).collect())
     }
 
+    /// The point of the whole timeline in force at `x`: the last at or before it (each point's
+    /// bytes hold until the next), or the first where `x` is before every point.
+    pub fn point_at(&self, x: f64) -> Option<usize> {
+        (self.points > 0).then(|| count_while(self.points, |i| self.x_of(i) <= x).saturating_sub(1))
+    }
+
+    /// The whole timeline for the minimap: x and total bytes of at most `max_points` points
+    /// (the highest total of each slice, so no peak is lost).
+    pub fn overview(&self, max_points: usize) -> Vec<(f64, u64)> {
+        let keep = self.full.downsample_range(0, self.points.saturating_sub(1), max_points);
+        keep.into_iter().map(|i| (self.x_of(i), self.full.total_at(i))).collect()
+    }
+
     /// Shows `[x0, x1]`, kept inside the timeline and at least a few points wide.
     fn set_window(&mut self, x0: f64, x1: f64) {
         let span = self.span();
@@ -126,6 +141,17 @@ impl CategoriesState {
         let Some(p) = &mut self.profile else { return };
         let (x0, x1) = p.window();
         let (mid, half) = ((x0 + x1) / 2.0, (x1 - x0) / 2.0 * factor);
+        p.set_window(mid - half, mid + half);
+        self.changed();
+    }
+
+    /// Moves the window (its width kept) so that its middle is at `x_px` of a `width_px`
+    /// minimap, whose plot area lines up with the chart's.
+    pub(crate) fn centre_at(&mut self, x_px: f64, width_px: f64) {
+        let Some(p) = &mut self.profile else { return };
+        let (x0, x1) = p.window();
+        let mid = plot_fraction(x_px, width_px) * p.span();
+        let half = (x1 - x0) / 2.0;
         p.set_window(mid - half, mid + half);
         self.changed();
     }

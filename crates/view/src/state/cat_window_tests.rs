@@ -140,3 +140,48 @@ fn the_regions_of_the_same_run_are_placed_at_their_times() {
     assert!(two.from < 0.01 && (two.to - (845_880.0 - 827_600.0) / 31_509.0).abs() < 1e-9, "{two:?}");
     assert!(!zoomed.iter().any(|x| x.name == "ProfilerStep#1"), "it ended before the window");
 }
+
+/// The pointer reads the point in force at its time: the last at or before it, not the nearest
+/// (a point after a long quiet stretch is not yet in force inside it).
+#[test]
+fn the_reading_at_a_time_is_the_last_point_at_or_before_it() {
+    let s = state();
+    let p = s.profile.as_ref().expect("profile");
+    // The widest gap between two points, and a time three quarters of the way across it.
+    let (i, gap) =
+        (1..p.points).map(|i| (i - 1, p.x_of(i) - p.x_of(i - 1))).fold((0, 0.0), |b, x| if x.1 > b.1 { x } else { b });
+    assert!(gap > 0.0);
+    let t = p.x_of(i) + 0.75 * gap;
+    assert_eq!(p.point_at(t), Some(i), "the gap's first point holds across it");
+    assert_eq!(p.point_at(p.x_of(i + 1)), Some(i + 1), "a point is in force from its own time");
+    assert_eq!(p.point_at(-1.0), Some(0), "before the first point: the first");
+    assert_eq!(p.point_at(f64::MAX), Some(p.points - 1));
+}
+
+/// The minimap draws the whole timeline with its peak, and a click there centres the window
+/// at that time with its width kept.
+#[test]
+fn the_minimap_shows_the_whole_and_moves_the_window() {
+    let mut s = state();
+    let p = s.profile.as_ref().expect("profile");
+    let over = p.overview(PROFILE_POINTS);
+    assert!(over.len() <= PROFILE_POINTS && over.len() > 2);
+    assert_eq!(over.first().map(|o| o.0), Some(0.0));
+    assert_eq!(over.last().map(|o| o.0), Some(p.span()));
+    let peak = p.peak.expect("a peak").1;
+    assert_eq!(over.iter().map(|o| o.1).max(), Some(peak), "the peak survives the cut");
+    let span = p.span();
+    s.zoom_at(px(0.1), WIDTH_PX, 0.2);
+    let width = |s: &CategoriesState| s.profile.as_ref().map(|p| p.window().1 - p.window().0).expect("p");
+    let w = width(&s);
+    let mut a = AnalysisState::default();
+    a.categories = s;
+    let rect = crate::viewport::PlotRect { left_px: 0.0, top_px: 0.0, width_px: 1.0, height_px: 1.0 };
+    a.apply(Action::CategoryMinimap { x_px: px(0.5), width_px: WIDTH_PX }, None, &rect);
+    let (x0, x1) = a.categories.profile.as_ref().map(|p| p.window()).expect("p");
+    assert!(((x0 + x1) / 2.0 - span / 2.0).abs() < 1e-6 * span, "centred at the middle: {x0}..{x1}");
+    assert!((width(&a.categories) - w).abs() < 1e-6 * span, "the width kept");
+    // At an end the window stops at the timeline's edge.
+    a.apply(Action::CategoryMinimap { x_px: 0.0, width_px: WIDTH_PX }, None, &rect);
+    assert_eq!(a.categories.profile.as_ref().map(|p| p.window().0), Some(0.0));
+}

@@ -144,6 +144,14 @@ pub enum Action {
     CategoryKey(char),
     /// Show the whole category timeline again (a double click).
     CategoryWhole,
+    /// A click or drag on the category chart's minimap at `x_px` of its `width_px` canvas: the
+    /// window, its width kept, centred there.
+    CategoryMinimap {
+        /// Pointer x, CSS px from the minimap's left edge.
+        x_px: f64,
+        /// The minimap's width, CSS px.
+        width_px: f64,
+    },
     /// Zoom the timeline to trace rows `[start_row, end_row)` (an iteration's rows).
     ZoomRows {
         /// First row.
@@ -376,6 +384,10 @@ impl AnalysisState {
             }
             Action::CategoryWhole => {
                 self.categories.reset_window();
+                return effects;
+            }
+            Action::CategoryMinimap { x_px, width_px } => {
+                self.categories.centre_at(x_px, width_px);
                 return effects;
             }
             Action::ZoomRows { start_row, end_row } => {

@@ -262,6 +262,7 @@ pub fn sync_profile(fr: &Frame<'_>, memo: &mut Memo) {
             s.push_str(
                 "<canvas class=\"cat-chart\" tabindex=\"0\" aria-label=\"Bytes per category over time\"></canvas>",
             );
+            s.push_str("<canvas class=\"cat-mini\" title=\"The whole timeline: click or drag to move the window\" aria-label=\"The whole timeline and the window shown\"></canvas>");
             legend(&p.timeline.categories, p.timeline.inferred, &mut s);
             s.push_str("<div class=\"cat-hover\">Point at the chart to read the bytes of each category.</div>");
         }
@@ -385,6 +386,7 @@ fn draw_profile(
         });
         memo.area = area;
         memo.layer.keep(&fr.ui.document, &canvas);
+        draw_minimap(fr, el, p);
     }
     // What the pointer is over.
     let (Some(hx), Some(area)) = (hover_x_px, memo.area) else {
@@ -393,16 +395,67 @@ fn draw_profile(
     if n == 0 || !area.contains_x(hx) {
         return;
     }
+    // The bytes in force at the pointer's time, from the whole timeline (the drawn points keep
+    // only each bucket's highest).
     let t = area.x_at(hx);
-    let i = times.partition_point(|&v| v < t).min(n - 1);
-    let i = if i > 0 && (times[i] - t).abs() > (t - times[i - 1]).abs() { i - 1 } else { i };
-    chart::marker(&canvas, dpr, &area, times[i], chart::rgb(fr.palette().chart_marker));
-    let total = tl.total_at(i);
-    let s = hover_table(&tl.categories, tl.bytes.get(i).map_or(&[][..], Vec::as_slice), total, times[i]);
+    let Some(i) = p.point_at(t) else { return };
+    chart::marker(&canvas, dpr, &area, t, chart::rgb(fr.palette().chart_marker));
+    let total = p.full.total_at(i);
+    let s = hover_table(&p.full.categories, p.full.bytes.get(i).map_or(&[][..], Vec::as_slice), total, t);
     if let Ok(Some(r)) = el.query_selector(".cat-hover") {
         r.set_inner_html(&s);
         let _ = r.set_attribute("data-total-bytes", &total.to_string());
     }
+}
+
+/// Height of the minimap under the chart, CSS px.
+const MINIMAP_CSS_PX: f64 = 36.0;
+
+/// Draws the minimap: the whole timeline's total, lined up with the chart's plot area, and the
+/// window shown (the rest dimmed).
+fn draw_minimap(fr: &Frame<'_>, el: &HtmlElement, p: &Profile) {
+    let Ok(Some(c)) = el.query_selector("canvas.cat-mini") else { return };
+    let Ok(c) = c.dyn_into::<HtmlCanvasElement>() else { return };
+    let dpr = fr.state.dpr();
+    let (w, h) = chart::fit(&c, (CHART_CSS_PX.0, MINIMAP_CSS_PX), dpr);
+    let Some(ctx) = c.get_context("2d").ok().flatten().and_then(|x| x.dyn_into::<CanvasRenderingContext2d>().ok())
+    else {
+        return;
+    };
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    let pal = fr.palette();
+    let (left, width) = (CHART_LEFT_PX, (w - CHART_LEFT_PX - CHART_RIGHT_PX).max(1.0));
+    ctx.set_fill_style_str(pal.minimap_back);
+    ctx.fill_rect(left, 0.0, width, h);
+    let over = p.overview((width * dpr).round().max(2.0) as usize);
+    let max = over.iter().map(|o| o.1).max().unwrap_or(0).max(1) as f64;
+    let span = p.span();
+    let x = |v: f64| left + v / span * width;
+    let y = |b: u64| h - 1.0 - b as f64 / max * (h - 3.0);
+    // A staircase, as the chart's bands.
+    ctx.begin_path();
+    ctx.move_to(left, h);
+    let mut last = 0;
+    for &(vx, b) in &over {
+        ctx.line_to(x(vx), y(last));
+        ctx.line_to(x(vx), y(b));
+        last = b;
+    }
+    ctx.line_to(left + width, y(last));
+    ctx.line_to(left + width, h);
+    ctx.close_path();
+    ctx.set_fill_style_str(pal.bands[0]);
+    ctx.fill();
+    let (x0, x1) = p.window();
+    let (a, b) = (x(x0), x(x1).max(x(x0) + 1.0));
+    ctx.set_fill_style_str(pal.minimap_dim);
+    ctx.fill_rect(left, 0.0, a - left, h);
+    ctx.fill_rect(b, 0.0, left + width - b, h);
+    ctx.set_stroke_style_str(pal.minimap_window);
+    ctx.set_line_width(1.0);
+    ctx.stroke_rect(a + 0.5, 0.5, (b - a - 1.0).max(0.5), h - 1.0);
+    let _ = c.set_attribute("data-x0", &x0.to_string());
+    let _ = c.set_attribute("data-x1", &x1.to_string());
 }
 
 /// The pointer's reading: its time, then a row per category with bytes (a swatch before the
@@ -458,12 +511,23 @@ fn chart_of(e: &web_sys::Event) -> Option<HtmlElement> {
     el.class_list().contains("cat-chart").then_some(el)
 }
 
+/// The minimap an event happened on, if it did.
+fn minimap_of(e: &web_sys::Event) -> Option<HtmlElement> {
+    let el: HtmlElement = e.target()?.dyn_into().ok()?;
+    el.class_list().contains("cat-mini").then_some(el)
+}
+
+/// The window centred at a pointer on the minimap.
+fn minimap_at(c: &HtmlElement, e: &MouseEvent) -> Option<Input> {
+    analysis(Action::CategoryMinimap { x_px: f64::from(e.offset_x()), width_px: f64::from(c.client_width()) })
+}
+
 fn analysis(a: Action) -> Option<Input> {
     Some(Input::Page(PageInput::Analysis(a)))
 }
 
-/// The chart's zoom and pan: the wheel zooms at the pointer, a drag pans, a double click shows
-/// the whole timeline, and on the focused chart `+` `-` zoom, `←` `→` pan and `0` shows all.
+/// The chart's zoom and pan: the wheel zooms at the pointer, a drag pans, a click or drag on the
+/// minimap moves the window there, a double click shows the whole timeline, and on the focused chart `+` `-` zoom, `←` `→` pan and `0` shows all.
 pub fn chart_bindings(target: &web_sys::EventTarget) -> Vec<Binding> {
     vec![
         bind(target, "wheel", |e: &WheelEvent| {
@@ -477,12 +541,25 @@ pub fn chart_bindings(target: &web_sys::EventTarget) -> Vec<Binding> {
             })
         }),
         bind(target, "pointerdown", |e: &PointerEvent| {
+            if let Some(m) = minimap_of(e) {
+                let _ = m.set_pointer_capture(e.pointer_id());
+                // The keys keep acting on the chart the minimap moves.
+                e.prevent_default();
+                let chart = m.parent_element().and_then(|p| p.query_selector("canvas.cat-chart").ok().flatten());
+                if let Some(c) = chart.and_then(|c| c.dyn_into::<HtmlElement>().ok()) {
+                    let _ = c.focus();
+                }
+                return minimap_at(&m, e);
+            }
             let c = chart_of(e)?;
             let _ = c.set_pointer_capture(e.pointer_id());
             let _ = c.focus();
             None
         }),
         bind(target, "pointermove", |e: &PointerEvent| {
+            if let Some(m) = minimap_of(e).filter(|_| e.buttons() & 1 == 1) {
+                return minimap_at(&m, e);
+            }
             let c = chart_of(e).filter(|_| e.buttons() & 1 == 1 && e.movement_x() != 0)?;
             analysis(Action::CategoryDrag { dx_px: f64::from(e.movement_x()), width_px: f64::from(c.client_width()) })
         }),
