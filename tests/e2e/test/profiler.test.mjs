@@ -95,6 +95,20 @@ test('profiler: a snapshot and the memory timeline of the same run are joined', 
   await page.close();
 });
 
+test("profiler: the Chrome trace and the memory timeline of the same run are joined, the trace's steps over the chart", async () => {
+  const page = await env.newPage();
+  await page.setInputFiles('input[type=file] >> nth=0', [TRACE, TIMELINE]);
+  await page.waitForSelector('#cat-timeline .cat-join', { timeout: 60000 });
+  // Both come from the profiler's own events: every allocation matches, one (from before the
+  // profiler) keeps its inferred category.
+  assert.match(await page.textContent('#cat-timeline .cat-join'), /^Joined with gpt_profile\.trace\.json\.gz: 840 of the profiler's 840 allocations matched .*; the category of the other allocation is inferred\./);
+  await page.waitForSelector('#cat-timeline .cat-phases:not([hidden]) .cat-phase');
+  const phases = await page.$$eval('#cat-timeline .cat-phase', (s) => s.map((x) => x.title));
+  for (const name of ['ProfilerStep#1', '## forward ##', '## backward ##', '## optimizer ##']) assert.ok(phases.includes(name), phases.join(' | '));
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
 test('profiler: bad input says what is wrong and how to mend it', async () => {
   const page = await env.newPage();
   const plain = gunzipSync(readFileSync(TRACE));

@@ -194,7 +194,7 @@ pub fn join(
     notes.insert(
         0,
         format!(
-            "{} of the profiler's {} allocations matched with the snapshot's by time and size{}; the categories of the other {} allocations are inferred",
+            "{} of the profiler's {} allocations matched with the snapshot's by time and size{}; {}",
             counts.matched,
             counts.profiler_allocations,
             if counts.preexisting > 0 {
@@ -202,7 +202,11 @@ pub fn join(
             } else {
                 String::new()
             },
-            rest
+            match rest {
+                0 => "no category is inferred".to_string(),
+                1 => "the category of the other allocation is inferred".to_string(),
+                n => format!("the categories of the other {n} allocations are inferred"),
+            }
         ),
     );
     let source = format!("{}{JOINED_SOURCE}", profile.source);
