@@ -56,6 +56,19 @@ test('profiler: a Chrome trace opens as an Active Memory Timeline with ops, shap
   assert.match(hit.stack, /forward  modules\/activation\.py:812/);
   assert.match(hit.stack, /gen_snapshots\.py:\d+/);
   await shot(page, 'profiler_trace');
+  // Insights run on it: the iterations are the ProfilerStep#N ranges, the optimizer state is
+  // found, and the Live set at the peak credits lines and ops (verify_profiler_trace.py: live
+  // at the peak inside aten::sum, 132,153,344 B = 126 MiB).
+  await page.click('#analysis-toggle');
+  await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
+  const insights = await page.textContent('#analysis');
+  assert.match(insights, /3 iterations, from the starts of the ProfilerStep#N annotations/);
+  assert.match(insights, /Optimizer state: 88\.9 MiB \(78 tensors\)/);
+  await page.click('#analysis [data-act="tab-live"]');
+  await page.waitForFunction(() => /At the peak, after entry 673 .*: 623\.6 MiB \(653884928 bytes\)/.test(document.getElementById('analysis').textContent));
+  const live = await page.textContent('#analysis');
+  assert.match(live, /torch\/optim\/adam\.py:139 \(_init_group\)88\.9 MiB78/);
+  assert.match(live, /By innermost framesitebytescountaten::sum126 MiB3/);
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });
