@@ -110,6 +110,22 @@ pub fn profile_error(
     }
 }
 
+/// Largest JSON file (a profiler trace, a JSON snapshot) loaded on the page rather than in a
+/// worker: a 500 MB trace's parse left the page's heap at 441 MB against 370 MB through a worker,
+/// in the same time (docs/performance.md), so traces keep a lower limit than pickles.
+pub const JSON_ON_PAGE_MAX_BYTES: u64 = 128 << 20;
+
+/// Largest size of a file named `name` that loads on the page, given the page's limit for
+/// snapshots: JSON files (`.json`, `.json.gz`, any case) at most [`JSON_ON_PAGE_MAX_BYTES`].
+pub fn on_page_max_bytes_for(name: &str, limit: u64) -> u64 {
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".json") || lower.ends_with(".json.gz") {
+        limit.min(JSON_ON_PAGE_MAX_BYTES)
+    } else {
+        limit
+    }
+}
+
 /// Whether a file starting with `head` may be a profiler memory timeline: JSON whose first value
 /// is a list (snapshots are pickles or JSON objects), maybe gzipped (a gzipped snapshot is not).
 pub fn maybe_profile(head: &[u8]) -> bool {

@@ -193,3 +193,17 @@ fn a_timeline_of_the_wrong_shape_says_why() {
         assert!(text.starts_with("Could not open t.json: not a profiler memory timeline: "), "{text}");
     }
 }
+
+/// Pickles up to the page's limit load on the page; JSON files (profiler traces) up to 128 MiB.
+#[test]
+fn json_files_take_the_worker_sooner_than_pickles() {
+    use super::{on_page_max_bytes_for, JSON_ON_PAGE_MAX_BYTES};
+    let limit = 512 << 20;
+    assert_eq!(on_page_max_bytes_for("rank0.pickle", limit), limit);
+    assert_eq!(on_page_max_bytes_for("x.pickle.gz", limit), limit);
+    for name in ["w.pt.trace.json", "trace.JSON.GZ", "snapshot.json"] {
+        assert_eq!(on_page_max_bytes_for(name, limit), JSON_ON_PAGE_MAX_BYTES, "{name}");
+    }
+    // A lower limit (the tests of the worker's path set one) holds for every file.
+    assert_eq!(on_page_max_bytes_for("t.json", 4 << 20), 4 << 20);
+}

@@ -77,7 +77,9 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         });
     };
     if let Source::File(file) = &source {
-        if worker_client::available() && total_bytes > on_page_max_bytes() {
+        if worker_client::available()
+            && total_bytes > memviz_view::feed::on_page_max_bytes_for(&name, on_page_max_bytes())
+        {
             match load_in_worker(weak, file, &name, total_bytes, &mut timings).await {
                 WorkerEnd::Finished => return,
                 // Profiler timelines and pages without workers load below.

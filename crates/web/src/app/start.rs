@@ -3,7 +3,7 @@
 
 use super::listeners::{install_listeners, listen_binding, watch_size};
 use super::tasks::{with_app, APP};
-use super::{App, READ_ON_PAGE_MAX_BYTES};
+use super::{App, READ_ON_PAGE_MAX_BYTES, START_ROOM_FOR_BYTES};
 use crate::dom::{context_2d, Ui};
 use crate::input::{Input, Source};
 use crate::render;
@@ -98,7 +98,7 @@ pub fn install() -> Result<(), JsValue> {
     }
     // The memory a file loaded on the page may take, made now while nothing waits: growing it
     // when a file comes cost that load 2.4 ms and set off a collection (5-6 ms more).
-    super::load::reserve_memory(super::load::on_page_max_bytes(), 0);
+    super::load::reserve_memory(super::load::on_page_max_bytes().min(START_ROOM_FOR_BYTES), 0);
     // Where the worker's path is open, the page's script begins reading a file as it is chosen.
     if crate::worker_client::available() {
         crate::worker_client::set_read_early_limits(READ_ON_PAGE_MAX_BYTES, super::load::on_page_max_bytes());
