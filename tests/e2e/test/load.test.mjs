@@ -251,8 +251,11 @@ test('a loader that dies mid-file (out of memory, as a 4 GB snapshot does) says 
 
 test('a long load shows bytes read and time left, and can be cancelled', async () => {
   const page = await env.newPage();
-  // 300 MB: one long string, valid until its end, so reading takes a while.
+  // 300 MB: one long string, valid until its end, so reading takes a while: in the loading
+  // worker (the page itself reads such a file in a fraction of a second, and the worker's path is
+  // the one of files too large for the page).
   await page.evaluate(() => {
+    globalThis.memvizOnPageMaxBytes = 128 << 20;
     const n = 300_000_000;
     const head = new Uint8Array(11);
     head.set([0x80, 0x04, 0x8d]);
