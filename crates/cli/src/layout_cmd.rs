@@ -38,7 +38,7 @@ pub fn layout(
 ) -> Result<String, CliError> {
     let pos = device_position(snap, device)?;
     let mode = if view == LayoutView::Segments { Mode::Segments } else { Mode::Allocations };
-    let layout = Layout::build(snap, pos, Options { max_entries: detail, mode, hide_freed: false });
+    let layout = Layout::build(snap, pos, Options { max_entries: detail, mode, hide_freed: false, focus_rows: None });
     let pools = (view == LayoutView::Pools).then(|| pools(snap, pos, &layout));
     let envelopes = pools.as_ref().map(|p| p.envelopes.as_slice()).unwrap_or_default();
     // Each envelope is drawn from the live bytes where its pool appeared (docs/layout.md): its

@@ -43,7 +43,7 @@ fn main() {
         };
         let t2 = Instant::now();
         let device_pos = choose_device(&snap, None);
-        let options = Options { max_entries: 15_000, mode: Mode::Allocations, hide_freed: false };
+        let options = Options { max_entries: 15_000, mode: Mode::Allocations, hide_freed: false, focus_rows: None };
         let plot = PlotData::build(&snap, device_pos, options);
         let t3 = Instant::now();
         let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;

@@ -164,7 +164,7 @@ fn requests_survive_the_trip_to_the_worker() {
     let r = LoadRequest {
         name: "x.pickle".into(),
         preferred_device: Some(-3),
-        options: Options { max_entries: 77, mode: Mode::Segments, hide_freed: true },
+        options: Options { max_entries: 77, mode: Mode::Segments, hide_freed: true, focus_rows: None },
         summary_only: true,
     };
     assert_eq!(decode_request(&encode_request(&r)).expect("request"), r);

@@ -48,6 +48,9 @@ pub struct OpenFile {
     /// The last window of each other kind of layout shown (segments, mapped pages), given back
     /// when it is shown again ([`OpenFile::window_after_relayout`]).
     pub other_windows: Vec<(memviz_core::timeline::Mode, Viewport)>,
+    /// The focus last chosen for Detail ([`ViewState::refocus_detail`]): `Some(None)` for the
+    /// whole trace; `None` before any.
+    checked_focus: Option<Option<(u32, u32)>>,
 }
 
 impl OpenFile {
@@ -63,6 +66,7 @@ impl OpenFile {
             viewport: Viewport::new(1.0, 1.0, 1.0),
             source: None,
             other_windows: Vec::new(),
+            checked_focus: None,
         };
         f.viewport = f.full_viewport();
         f
@@ -873,6 +877,7 @@ pub mod apply;
 mod cat_window;
 pub use cat_window::{plot_fraction, CHART_LEFT_PX, CHART_RIGHT_PX};
 pub mod flame;
+mod focus;
 mod loading;
 pub use loading::Added;
 pub mod matches;

@@ -13,7 +13,9 @@ pub(crate) fn open_file(bytes: &[u8], name: &str, max_entries: usize) -> OpenFil
     let snap = memviz_core::load(bytes).expect("the snapshot loads");
     let device = choose_device(&snap, None);
     let plot = PlotData::build(&snap, device, Options { max_entries, ..Options::default() });
-    OpenFile { max_entries, ..OpenFile::new(name.into(), snap, plot) }
+    let mut f = OpenFile::new(name.into(), snap, plot);
+    f.max_entries = max_entries;
+    f
 }
 
 /// `bytes` opened as `name` ([`open_file`]) and shown; the overview `minimap_css` px (zero: none

@@ -286,3 +286,70 @@ test('annotations are drawn along the top and explained on hover', async () => {
   await shot(page, 'annotation');
   await page.close();
 });
+
+/** A run of `steps` repeats of one training step (four 16 MiB weights live throughout, then 30
+ * activations of 1..30 MiB allocated and freed), as a pickle in a fresh folder. */
+function repeatedRun(steps) {
+  const dir = mkdtempSync(join(tmpdir(), 'memviz-repeated-'));
+  const out = join(dir, 'repeated.pickle');
+  const code = `
+import pickle, sys
+fr = lambda line: [{'filename': 'train.py', 'line': line, 'name': 'step'}]
+t = [{'action': 'alloc', 'addr': (1 << 32) + w * (1 << 28), 'size': 16 << 20, 'stream': 0, 'frames': fr(10)} for w in range(4)]
+for s in range(int(sys.argv[2])):
+    t += [{'action': 'alloc', 'addr': (1 << 40) + k * (1 << 28), 'size': k << 20, 'stream': 0, 'frames': fr(100 + k)} for k in range(1, 31)]
+    t += [{'action': 'free_completed', 'addr': (1 << 40) + k * (1 << 28), 'size': k << 20, 'stream': 0, 'frames': fr(200)} for k in range(30, 0, -1)]
+pickle.dump({'segments': [], 'device_traces': [t]}, open(sys.argv[1], 'wb'))
+`;
+  execFileSync('python3', ['-c', code, out, String(steps)], { stdio: 'pipe' });
+  return { dir, out };
+}
+
+test('zoomed into a late step of a long repeated run, Detail draws that step one allocation at a time', async () => {
+  const run = repeatedRun(200);
+  const page = await env.newPage();
+  try {
+    await openFiles(page, run.out);
+    await page.$eval('#detail', (el) => {
+      el.value = '40';
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    });
+    await page.waitForFunction(() => document.getElementById('detail-label').dataset.drawn === '40');
+    // The whole run: its 40 largest allocations are the first steps' (the earlier among equals).
+    assert.equal(await page.getAttribute('#detail-label', 'data-focus'), '');
+    const area = await plotArea(page);
+    await page.mouse.move(area.x + area.width * 0.75, area.y + area.height / 2);
+    for (let i = 0; i < 60; i++) {
+      const [a, b] = view(await plotData(page));
+      if (b - a < 45) break;
+      await page.mouse.wheel(0, -400);
+      await frames(page);
+    }
+    const [a, b] = view(await plotData(page));
+    assert.ok(b - a < 45 && a > 12004 * 0.6, `window ${a}..${b}`);
+    // Once the wheel rests, Detail is chosen among the allocations live in the window.
+    await page.waitForFunction(() => document.getElementById('detail-label').dataset.focus !== '', null, { timeout: 10000 });
+    assert.match(await page.textContent('#detail-label'), /^Draw the 40 largest of 6,004 allocations individually, chosen in this window$/);
+    const seen = { summarized: 0, element: 0 };
+    await findPoint(page, (f) => {
+      if (f.hover === 'summarized') seen.summarized += 1;
+      if (f.hover?.startsWith('element:')) seen.element += 1;
+      return false;
+    }, { cols: 12, rows: 6 });
+    assert.equal(seen.summarized, 0, `points on the summarized band: ${JSON.stringify(seen)}`);
+    assert.ok(seen.element > 20, `points on allocations: ${JSON.stringify(seen)}`);
+    await shot(page, 'detail-in-window');
+    // The whole view again: the whole run's Detail.
+    for (let i = 0; i < 60 && !(await plotData(page)).view.startsWith('0.000,'); i++) {
+      await page.mouse.wheel(0, 2000);
+      await frames(page);
+    }
+    await page.waitForFunction(() => document.getElementById('detail-label').dataset.focus === '', null, { timeout: 10000 });
+    assert.equal(await page.textContent('#detail-label'), 'Draw the 40 largest of 6,004 allocations individually');
+    assert.deepEqual(page.memviz.errors, []);
+  } finally {
+    await page.close();
+    rmSync(run.dir, { recursive: true, force: true });
+  }
+});

@@ -537,8 +537,11 @@ mod tests {
             let snap = test_util::fixture(name);
             for pos in 0..snap.devices.len() {
                 let r = Replay::build(&snap, pos);
-                let l =
-                    Layout::build(&snap, pos, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
+                let l = Layout::build(
+                    &snap,
+                    pos,
+                    Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false, focus_rows: None },
+                );
                 assert_eq!(r.lives.len(), l.elements.len(), "{name}");
                 for (a, b) in r.lives.iter().zip(&l.elements) {
                     assert_eq!(

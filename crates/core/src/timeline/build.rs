@@ -282,9 +282,15 @@ impl<'a> LayoutBuilder<'a> {
                 self.actions.push(e);
             }
         }
-        // Detail: the largest max_entries elements are drawn (stable: ties keep index order).
+        // Detail: the largest max_entries elements are drawn (stable: ties keep index order),
+        // among those live in the focused window where there is one.
         let r = &mut self.replay;
-        r.drawn = choose_drawn(&l.elements, options.max_entries, hidden);
+        r.drawn = match options.focus_rows {
+            None => choose_drawn(&l.elements, options.max_entries, hidden),
+            Some(rows) => {
+                choose_drawn(&l.elements, options.max_entries, |e| hidden(e) || !super::focus::live_in(e, rows))
+            }
+        };
         // Phase 3: replay. Bands are numbered in stack order, so "is anything drawn above the
         // freed band" is "is the highest live band above it" ([`Stack`]).
         //

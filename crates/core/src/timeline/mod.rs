@@ -7,7 +7,8 @@
 //!   x axis (nor the annotations and OOM marks placed by event).
 //! - Allocations are stacked in allocation order; new ones go on top.
 //! - The largest `max_entries` allocations are drawn as bands; the rest are summarized in one band
-//!   that sits on top of the drawn stack.
+//!   that sits on top of the drawn stack. With [`Options::focus_rows`] they are the largest among
+//!   those live in a window of the trace ([`focus`]), so a zoomed view draws its own allocations.
 //! - Allocations live before the trace (frees without an alloc, and allocated blocks of the final
 //!   state the trace never saw) are laid out at step 0.
 //! - The true peak (drawn + summarized at every step) is kept, unlike PyTorch's `max_size`.
@@ -30,11 +31,14 @@
 mod build;
 pub use build::LayoutBuilder;
 mod edges;
+pub mod focus;
 mod interval;
 mod maxima;
 mod query;
 mod wire;
 
+#[cfg(test)]
+mod focus_tests;
 #[cfg(test)]
 mod tests;
 
@@ -71,6 +75,10 @@ pub struct Options {
     /// what remains is what was live at the end, or live before the trace began. Their events
     /// keep their steps (the x axis is the same) but add nothing to the stack.
     pub hide_freed: bool,
+    /// Draw the largest among the allocations live in this window of trace rows (inclusive:
+    /// allocated at or before the second, freed at or after the first) instead of the whole
+    /// trace: [`focus`]. `None`: the whole trace, as PyTorch's viewer does.
+    pub focus_rows: Option<(u32, u32)>,
 }
 
 impl Options {
@@ -82,7 +90,7 @@ impl Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_entries: DEFAULT_MAX_ENTRIES, mode: Mode::Allocations, hide_freed: false }
+        Options { max_entries: DEFAULT_MAX_ENTRIES, mode: Mode::Allocations, hide_freed: false, focus_rows: None }
     }
 }
 

@@ -212,7 +212,11 @@ fn detail_draws_the_largest_elements_earliest_first_among_equals() {
             for (n, hide_freed) in
                 [(0, false), (1, false), (7, false), (100, false), (100, true), (DEFAULT_MAX_ENTRIES, false)]
             {
-                let l = Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed });
+                let l = Layout::build(
+                    &snap,
+                    dev,
+                    Options { max_entries: n, mode: Mode::Allocations, hide_freed, focus_rows: None },
+                );
                 // Sorted by size, largest first, ties in element order; the first n shown are drawn.
                 let mut order: Vec<u32> =
                     (0..l.elements.len() as u32).filter(|&e| !l.is_hidden(&l.elements[e as usize])).collect();
@@ -231,11 +235,15 @@ fn detail_draws_the_largest_elements_earliest_first_among_equals() {
 fn hide_freed_keeps_only_allocations_not_freed_in_the_trace() {
     for (f, snap) in loaded_fixtures() {
         for dev in 0..snap.devices.len() {
-            let all = Layout::build(&snap, dev, Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false });
+            let all = Layout::build(
+                &snap,
+                dev,
+                Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false, focus_rows: None },
+            );
             let kept = Layout::build(
                 &snap,
                 dev,
-                Options { max_entries: usize::MAX, mode: Mode::Allocations, hide_freed: true },
+                Options { max_entries: usize::MAX, mode: Mode::Allocations, hide_freed: true, focus_rows: None },
             );
             for b in 0..kept.band_count() as u32 {
                 let e = &kept.elements[kept.band_element[b as usize] as usize];
@@ -268,8 +276,11 @@ fn invariants_hold_on_every_fixture() {
             let (initial, expect) = independent_live(&snap, dev);
             let mut peaks = Vec::new();
             for n in [DEFAULT_MAX_ENTRIES, 100, 1, 0] {
-                let l =
-                    Layout::build(&snap, dev, Options { max_entries: n, mode: Mode::Allocations, hide_freed: false });
+                let l = Layout::build(
+                    &snap,
+                    dev,
+                    Options { max_entries: n, mode: Mode::Allocations, hide_freed: false, focus_rows: None },
+                );
                 // Nothing is lost: live bytes after every event equal the independent replay.
                 assert_eq!(
                     l.initial_drawn_bytes + l.initial_summarized_bytes,
@@ -561,7 +572,7 @@ fn built_in_steps_equals_built_at_once() {
                 (Mode::Segments, false),
                 (Mode::MappedPages, false),
             ] {
-                let options = Options { max_entries: 100, mode, hide_freed };
+                let options = Options { max_entries: 100, mode, hide_freed, focus_rows: None };
                 let whole = format!("{:?}", Layout::build(&snap, device_pos, options));
                 for budget in [1, 7, 1000] {
                     let mut b = LayoutBuilder::new(&snap, device_pos, options);

@@ -7,7 +7,7 @@ use crate::{wire_enum, wire_struct};
 
 wire_enum!(Mode, [Mode::Allocations, Mode::Segments, Mode::MappedPages]);
 wire_enum!(Origin, [Origin::Traced, Origin::FreedWithoutAlloc, Origin::Ghost]);
-wire_struct!(Options { max_entries, mode, hide_freed });
+wire_struct!(Options { max_entries, mode, hide_freed, focus_rows });
 crate::wire_by_field!(IntervalIndex { levels } chunked { items, max_end });
 crate::wire_by_field!(BlockMaxima {} chunked {
     total_max,
@@ -143,7 +143,7 @@ mod tests {
                 let l = Layout::build(
                     &snap,
                     snap.default_device().unwrap_or(0),
-                    Options { max_entries, mode, hide_freed: false },
+                    Options { max_entries, mode, hide_freed: false, focus_rows: None },
                 );
                 let (head, parts) = encode(&l);
                 let back: Layout = decode(&head, &mut PartList::new(parts.clone())).unwrap();

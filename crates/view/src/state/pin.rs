@@ -39,6 +39,7 @@ impl ViewState {
         let Some(f) = self.file_mut() else { return };
         let same_device = f.plot.device_pos == plot.device_pos;
         f.plot = plot;
+        f.forget_focus();
         self.generation += 1;
         self.hover = None;
         if !same_device {
@@ -50,6 +51,20 @@ impl ViewState {
             // OOM marks and annotations do not depend on the layout's options.
             (None, Some(Target::Oom(_) | Target::Annotation(_))) => {}
             (None, _) => self.pinned = None,
+        }
+    }
+
+    /// Replaces the shown file's layout by another of the same device and mode (Detail chosen
+    /// for another window): the pin follows its key, pointer targets are forgotten.
+    pub fn set_layout(&mut self, layout: memviz_core::timeline::Layout) {
+        let key = self.pin_key();
+        let Some(f) = self.file_mut() else { return };
+        f.plot.layout = layout;
+        f.forget_focus();
+        self.generation += 1;
+        self.hover = None;
+        if let Some(k) = key {
+            self.repin(k);
         }
     }
 

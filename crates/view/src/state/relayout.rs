@@ -42,7 +42,10 @@ impl ViewState {
         let plot = self.files.get(i).map(|f| {
             let device_pos = device.unwrap_or(f.plot.device_pos);
             let max_entries = max_entries.unwrap_or(f.max_entries);
-            PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed })
+            // The same window of the same layout keeps Detail where the user looks.
+            let same = device.is_none() && f.plot.layout.options.mode == view.mode();
+            let focus_rows = if same { super::focus::wanted_focus(f) } else { None };
+            PlotData::build(&f.snap, device_pos, Options { max_entries, mode: view.mode(), hide_freed, focus_rows })
         });
         if let Some(plot) = plot {
             // The pin follows its allocation's key into the new layout.
@@ -50,6 +53,7 @@ impl ViewState {
                 self.set_plot(plot);
             } else if let Some(f) = self.files.get_mut(i) {
                 f.plot = plot;
+                f.forget_focus();
             }
         }
         if let Some(f) = self.files.get_mut(i) {
@@ -69,6 +73,10 @@ impl ViewState {
         self.forget_targets(true);
         // The keyboard's selection is shown again where its allocation is now.
         self.show_selection();
+        if self.current == Some(i) {
+            // A window of its own (another view or device) gets its own Detail.
+            self.refocus_detail();
+        }
     }
 
     /// What a new plot of the shown file forgets: the pointer's target (the layout's indices

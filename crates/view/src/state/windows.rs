@@ -52,7 +52,7 @@ mod tests {
             f.plot = memviz_core::plot::PlotData::build(
                 &f.snap,
                 f.plot.device_pos,
-                Options { max_entries: f.max_entries, mode, hide_freed: false },
+                Options { max_entries: f.max_entries, mode, hide_freed: false, focus_rows: None },
             );
             f.window_after_relayout(before.0, before.1, same_device);
         };

@@ -208,5 +208,27 @@ impl App {
         self.derived.refresh(&self.state);
         write_fragment(&self.state);
         self.request_redraw();
+        self.await_rest_for_detail();
+    }
+
+    /// A window Detail was not chosen for waits for the input to rest
+    /// ([`super::tasks::refocus_when_rested`]), once per window.
+    fn await_rest_for_detail(&mut self) {
+        let window = self.state.file().map(|f| (f.viewport.x0, f.viewport.x1));
+        if window.is_some() && window != self.refocus_pending && self.state.wants_refocus() {
+            self.refocus_pending = window;
+            super::tasks::refocus_when_rested(window);
+        }
+    }
+
+    /// Chooses Detail for the shown window now where it is wanted
+    /// ([`memviz_view::state::ViewState::refocus_detail`]); whether the layout changed.
+    pub(crate) fn refocus_detail(&mut self) -> bool {
+        self.refocus_pending = None;
+        if !self.state.wants_refocus() || !self.state.refocus_detail() {
+            return false;
+        }
+        self.refresh_minimap();
+        true
     }
 }

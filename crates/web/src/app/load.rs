@@ -201,6 +201,7 @@ pub(crate) async fn load_one(weak: &Weak<RefCell<App>>, source: Source) {
         max_entries: DEFAULT_MAX_ENTRIES,
         mode: view.mode(),
         hide_freed: with_app(weak, |app| app.state.history().hide_freed).unwrap_or(false),
+        focus_rows: None,
     };
     // Laid out in steps, taking events between them, so a large layout makes no long task.
     let mut builder = LayoutBuilder::new(&snap, device_pos, options);
@@ -405,7 +406,7 @@ pub(crate) async fn load_in_worker(
     let request = LoadRequest {
         name: name.to_string(),
         preferred_device,
-        options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed },
+        options: Options { max_entries: DEFAULT_MAX_ENTRIES, mode: view.mode(), hide_freed, focus_rows: None },
         summary_only: false,
     };
     let started_ms = timings.started_ms;

@@ -107,6 +107,8 @@ pub struct App {
     runs_opened: u64,
     /// A run's entries to compare once both are loaded: (shown, compared with).
     pending_compare: Option<(usize, usize)>,
+    /// The window (x0, x1) a rest to choose Detail for is awaited for ([`tasks::refocus_when_rested`]).
+    refocus_pending: Option<(f64, f64)>,
     self_ref: Weak<RefCell<App>>,
     raf: Option<Closure<dyn FnMut(f64)>>,
     listeners: Vec<EventListener>,
@@ -135,6 +137,7 @@ impl App {
             file_handles: Vec::new(),
             runs_opened: 0,
             pending_compare: None,
+            refocus_pending: None,
             self_ref: Weak::new(),
             raf: None,
             listeners: Vec::new(),

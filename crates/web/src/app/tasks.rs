@@ -1,5 +1,5 @@
-//! Running work on the state later: the exact frame after a zoom, a borrow of the state from a
-//! task.
+//! Running work on the state later: the exact frame after a zoom, Detail chosen for a window
+//! that rested, a borrow of the state from a task.
 
 use super::App;
 use crate::render;
@@ -22,6 +22,8 @@ pub(crate) fn exact_after(delay_ms: i32) {
             let rc = a.borrow().as_ref().map(Rc::clone)?;
             let mut app = rc.try_borrow_mut().ok()?;
             (!app.previewing()).then(|| {
+                // Detail follows the window that rested before it is drawn exactly.
+                app.refocus_detail();
                 let (fr, memo) = app.frame();
                 render::prepare_plot(&fr, memo);
             })
@@ -35,6 +37,36 @@ pub(crate) fn exact_after(delay_ms: i32) {
                 app.request_redraw();
             }
         });
+    });
+}
+
+/// How long a window stays still before Detail is chosen for it (a held key repeats faster).
+const REST_MS: i32 = 160;
+
+/// Chooses Detail for `window` (x0, x1) once the input has rested on it: after [`REST_MS`]
+/// without another window or a preview held; a later window waits for its own rest.
+pub(crate) fn refocus_when_rested(window: Option<(f64, f64)>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        loop {
+            sleep_ms(REST_MS).await;
+            let again = APP.with(|a| {
+                let rc = a.borrow().as_ref().map(Rc::clone)?;
+                let Ok(mut app) = rc.try_borrow_mut() else { return Some(true) };
+                if app.state.file().map(|f| (f.viewport.x0, f.viewport.x1)) != window {
+                    return Some(false);
+                }
+                if app.previewing() {
+                    return Some(true);
+                }
+                if app.refocus_detail() {
+                    app.settle();
+                }
+                Some(false)
+            });
+            if again != Some(true) {
+                return;
+            }
+        }
     });
 }
 

@@ -176,9 +176,15 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
                 ui.detail.set_value(&value.to_string());
             }
             ui.detail.set_disabled(busy || total == 0);
-            let label = if total == 0 { format!("No {} to draw", noun(f)) } else { detail_text(value, total, noun(f)) };
+            let focus = f.plot.layout.options.focus_rows;
+            let label = match total {
+                0 => format!("No {} to draw", noun(f)),
+                _ => detail_text(value, total, noun(f), focus.is_some()),
+            };
             set_text(&ui.detail_label, &label);
             set_attr(&ui.detail_label, "data-drawn", &value.to_string());
+            // The trace rows Detail was chosen in ("": the whole trace).
+            set_attr(&ui.detail_label, "data-focus", &focus.map(|(a, b)| format!("{a}-{b}")).unwrap_or_default());
             set_attr(&ui.detail_label, "data-total", &max);
         }
         None => {
@@ -202,11 +208,14 @@ fn noun(f: &OpenFile) -> &'static str {
 }
 
 /// The Detail control's label: how many of the elements are drawn one by one (the rest are
-/// summarized in one band; the x axis does not change).
-pub(crate) fn detail_text(drawn: usize, total: usize, noun: &str) -> String {
+/// summarized in one band; the x axis does not change), and whether they were chosen among
+/// those live in the zoomed window.
+pub(crate) fn detail_text(drawn: usize, total: usize, noun: &str, in_window: bool) -> String {
     let group = |n: usize| memviz_view::axis::step_label(n as f64);
     if drawn >= total {
         format!("Draw all {} individually", count(total, noun))
+    } else if in_window {
+        format!("Draw the {} largest of {} individually, chosen in this window", group(drawn), count(total, noun))
     } else {
         format!("Draw the {} largest of {} individually", group(drawn), count(total, noun))
     }
