@@ -166,4 +166,21 @@ impl Ui {
             let _ = p.mark(name);
         }
     }
+
+    /// Marks the performance timeline as [`Ui::mark`] does, keeping only the latest mark of that
+    /// name (for marks of something repeated all day, such as each refocus).
+    pub fn mark_latest(&self, name: &str) {
+        if let Some(p) = &self.performance {
+            p.clear_marks_with_mark_name(name);
+            let _ = p.mark(name);
+        }
+    }
+
+    /// Measures from mark `from` to mark `to` as `name`, keeping only the latest such measure.
+    pub fn measure_latest(&self, name: &str, from: &str, to: &str) {
+        if let Some(p) = &self.performance {
+            p.clear_measures_with_measure_name(name);
+            let _ = p.measure_with_start_mark_and_end_mark(name, from, to);
+        }
+    }
 }
