@@ -199,6 +199,10 @@ pub struct VerdictBasis {
     pub carried_into: Option<usize>,
     /// Per site, largest |B − A| first (sites equal in both left out).
     pub sites: Vec<StackDiff>,
+    /// Where the largest difference has no Python frames (backward, library code): the
+    /// gradients each file keeps across iterations (bytes, tensors), A then B, as its Insights
+    /// find them (`CarryKind::Gradients`), to name that memory in the verdict; else zeros.
+    pub kept_gradients: [(u64, usize); 2],
 }
 
 /// Bytes and allocations per site live after `row`, counting only those allocated before row
@@ -510,7 +514,15 @@ fn verdict_basis(sa: &Side, sb: &Side, used: usize, python_only: bool) -> Verdic
         Some(it) => site_bytes(s.snap, &s.replay, Some(it.peak_row), Some(it.start_row), python_only),
         None => site_bytes(s.snap, &s.replay, s.replay.peak_row, None, python_only),
     };
-    VerdictBasis { carried_into: last.map(|k| k + 1), sites: site_diffs(&pick(sa), &pick(sb)) }
+    let sites = site_diffs(&pick(sa), &pick(sb));
+    let frameless = sites.first().is_some_and(|d| d.site == NO_PYTHON_FRAMES_LABEL || d.site == NO_FRAMES_LABEL);
+    let kept = |s: &Side| {
+        let carry = super::growth::insights_with(s.snap, &s.replay).carry_over;
+        let grads = carry.iter().filter(|c| c.kind == super::growth::CarryKind::Gradients);
+        grads.fold((0u64, 0usize), |(b, n), c| (b.saturating_add(c.bytes), n + c.count))
+    };
+    let kept_gradients = if frameless && last.is_some() { [kept(sa), kept(sb)] } else { [(0, 0); 2] };
+    VerdictBasis { carried_into: last.map(|k| k + 1), sites, kept_gradients }
 }
 
 fn diff_json(d: &StackDiff) -> Value {

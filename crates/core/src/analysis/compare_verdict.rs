@@ -95,11 +95,11 @@ impl Comparison {
                     (a, b) if b > a => "in both, more in B".to_string(),
                     _ => "in both, more in A".to_string(),
                 };
+                let note = self.gradients_note(top.delta()).unwrap_or_else(|| site_note(&top.site).to_string());
                 s.push_str(&format!(
-                    "; the largest difference: {} from `{}`{}, live across iterations {where_} (at the peak of iteration {k}: A {}, B {})",
+                    "; the largest difference: {} from `{}`{note}, live across iterations {where_} (at the peak of iteration {k}: A {}, B {})",
                     signed_size_text(top.delta()),
                     top.site,
-                    site_note(&top.site),
                     size_text(top.a_bytes),
                     size_text(top.b_bytes)
                 ));
@@ -125,6 +125,26 @@ impl Comparison {
             s.push_str("; no iterations in both files, so moments were matched by trace position scaled");
         }
         s
+    }
+
+    /// What the largest difference is when it has no Python frames and the file holding more
+    /// there keeps gradients across iterations: " (the gradients B keeps across iterations: 161
+    /// tensors, 97.5 MiB, made in backward; A keeps none)". `None` otherwise.
+    fn gradients_note(&self, delta: i128) -> Option<String> {
+        let [a, b] = self.basis.kept_gradients;
+        let (more, less, (bytes, count), other) = if delta > 0 { ("B", "A", b, a) } else { ("A", "B", a, b) };
+        if count == 0 || bytes <= other.0 {
+            return None;
+        }
+        let tensors = if count == 1 { "1 tensor".to_string() } else { format!("{count} tensors") };
+        let other_text = match other {
+            (0, _) => format!("{less} keeps none"),
+            (bytes, n) => format!("{less} keeps {n} ({})", size_text(bytes)),
+        };
+        Some(format!(
+            " (the gradients {more} keeps across iterations: {tensors}, {}, made in backward; {other_text})",
+            size_text(bytes)
+        ))
     }
 
     /// `iterations`, `verdict` and `aligned_by` for [`Comparison::to_json`].
@@ -177,6 +197,14 @@ mod tests {
         let v = c.verdict();
         assert!(v.starts_with("B holds 25.3 MiB more at its peak; "), "{v}");
         assert!(v.contains("largest difference: +97.5 MiB from `<no Python frames>`"), "{v}");
+        // That memory named: the gradients buggy keeps, by its own Insights.
+        assert_eq!(c.basis.kept_gradients, [(0, 0), (KEPT_GRADIENT_BYTES, 161)]);
+        assert!(
+            v.contains(
+                "(the gradients B keeps across iterations: 161 tensors, 97.5 MiB, made in backward; A keeps none)"
+            ),
+            "{v}"
+        );
         assert!(v.contains("live across iterations in both, more in B (at the peak of iteration 5"), "{v}");
         assert_eq!(size_text(KEPT_GRADIENT_BYTES), "97.5 MiB");
         // Swapped, every sign turns.
@@ -185,6 +213,7 @@ mod tests {
         let v = s.verdict();
         assert!(v.starts_with("B holds 25.3 MiB less at its peak; "), "{v}");
         assert!(v.contains("-97.5 MiB from `<no Python frames>`") && v.contains("in both, more in A"), "{v}");
+        assert!(v.contains("(the gradients A keeps across iterations: 161 tensors, 97.5 MiB"), "{v}");
     }
 
     #[test]
