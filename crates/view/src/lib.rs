@@ -20,7 +20,7 @@
 //! - [`theme`]: light and dark themes, the one shown and every colour painted on a canvas;
 //! - [`layout_px`]: where the plot area, the margins and the annotation rows are, in CSS px;
 //! - [`ranks`]: a training run: its ranks, their digests, the focus, outliers, the overview's geometry;
-//!   [`ranks_markup`]: the overview's markup;
+//!   [`ranks_markup`]: the overview's markup; [`ranks_chart`]: its overlaid curves, axes, legend, readout;
 //! - [`feed`]: the one loop that reads a file in slices and decodes it (slices and the thread's
 //!   events behind traits);
 //! - [`protocol`]: the messages between the page and its Web Workers (kinds, phases, fields);
@@ -54,6 +54,7 @@ pub mod path;
 pub mod pools;
 pub mod protocol;
 pub mod ranks;
+pub mod ranks_chart;
 pub mod ranks_markup;
 pub mod raster;
 pub mod resolve;

@@ -12,9 +12,8 @@ use memviz_core::ranks::{StackBytes, MOMENT_STACKS};
 
 use crate::ranks::{stack_differences, RankStatus, Run};
 
-/// Width and height of one small multiple, and of the overlay (CSS px of the SVG's own units).
+/// Width and height of one small multiple (CSS px of the SVG's own units).
 const MULTIPLE_PX: (f64, f64) = (220.0, 60.0);
-const OVERLAY_PX: (f64, f64) = (900.0, 180.0);
 /// Height of one bar row, and the bars' length at most.
 const BAR_ROW_PX: f64 = 22.0;
 const BAR_LABEL_PX: f64 = 150.0;
@@ -107,24 +106,10 @@ fn bars_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
     s
 }
 
-/// The curves overlaid, and one small multiple per rank.
+/// The curves overlaid ([`crate::ranks_chart`]), and one small multiple per rank.
 fn curves_markup(run: &Run, outliers: &[(usize, Vec<&'static str>)]) -> String {
-    let by = if run.by_iteration() { "iteration" } else { "trace entry" };
-    let (ow, oh) = OVERLAY_PX;
-    let mut s = format!(
-        "<p class=\"ranks-caption\">Live bytes of every rank, aligned by {by} (highest {}).</p>\
-         <svg id=\"ranks-overlay\" data-aligned-by=\"{by}\" viewBox=\"0 0 {ow} {oh}\" width=\"{ow}\" height=\"{oh}\">",
-        size(run.curve_scale_bytes())
-    );
-    for i in 0..run.ranks.len() {
-        let class = if outliers.iter().any(|o| o.0 == i) { "curve outlier" } else { "curve" };
-        let _ = write!(
-            s,
-            "<polyline class=\"{class}\" data-index=\"{i}\" points=\"{}\"/>",
-            points(&run.curve_px(i, ow, oh))
-        );
-    }
-    s.push_str("</svg><div id=\"ranks-multiples\">");
+    let mut s = crate::ranks_chart::overlay_markup(run, outliers);
+    s.push_str("<div id=\"ranks-multiples\">");
     let (mw, mh) = MULTIPLE_PX;
     for (i, e) in run.ranks.iter().enumerate() {
         let class = if outliers.iter().any(|o| o.0 == i) { "multiple outlier" } else { "multiple" };

@@ -89,6 +89,28 @@ test('the 8-rank run: bars with the right peaks, the three outliers and their re
     assert.ok(rows >= 2, `rank ${rank}'s table has a row under its header`);
   }
   await shot(page, 'ranks-overview');
+  // The overlay reads: byte and iteration axes, a legend entry per rank (the outliers saying why),
+  // no two curves drawn alike, and the bytes of every rank under the pointer.
+  assert.deepEqual(await page.$$eval('#ranks-overlay .y-axis text', (t) => t.map((x) => x.textContent).slice(0, 2)), ['0', '200 MiB']);
+  assert.ok((await page.$$eval('#ranks-overlay .x-axis text', (t) => t.map((x) => x.textContent))).includes('iteration →'));
+  const legend = await page.$$eval('#ranks-legend li', (l) => l.map((e) => e.textContent));
+  assert.equal(legend.length, 8);
+  assert.match(legend[3], /^rank 3 · peak 868 MiB · an outlier \(peak\): peak 868 MiB, 2\.4× the median rank \d's 356 MiB; the largest difference at its peak: \+512 MiB at train\.py:\d+/);
+  const looks = await page.$$eval('#ranks-overlay polyline', (p) =>
+    p.map((e) => [e.getAttribute('stroke'), e.getAttribute('stroke-dasharray'), e.getAttribute('stroke-dashoffset'), e.classList.contains('outlier')].join(' ')));
+  assert.equal(new Set(looks).size, 8, `each curve drawn its own way: ${looks}`);
+  const overlay = await page.locator('#ranks-overlay').boundingBox();
+  assert.equal(await page.isVisible('#ranks-overlay .col[data-column="20"] .readout'), false);
+  await page.locator('#ranks-overlay').scrollIntoViewIfNeeded();
+  const col = await page.locator('#ranks-overlay .col[data-column="20"] .col-hit').boundingBox();
+  await page.mouse.move(col.x + col.width / 2, col.y + col.height / 2);
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('#ranks-overlay .col[data-column="20"] .readout')).visibility === 'visible');
+  const readout = await page.$$eval('#ranks-overlay .col[data-column="20"] .readout text', (t) => t.map((x) => x.textContent));
+  assert.match(readout[0], /^iteration \d\.\d$/);
+  assert.equal(readout.length, 9, `a heading and 8 ranks: ${readout}`);
+  const listed = await page.getAttribute('#ranks-overlay .col[data-column="20"]', 'data-bytes');
+  assert.equal(listed.split(',').length, 8);
+  assert.ok(overlay.width > 0);
   // The address says the overview is shown; a reload says what it waits for.
   assert.match(await hash(page), /ranks=overview/);
   await page.reload();
