@@ -4,15 +4,23 @@
 # take the disk space of one; `BENCH_COPY=1` copies instead), read with the release binary.
 # Prints the wall time and peak resident memory of each run (/usr/bin/time -v).
 # Usage: bash scripts/bench-ranks.sh [RUNS] (default 3); BENCH_DIR (default /tmp/memviz-bench-ranks).
+# BENCH_REAL=1: the file has the shape of real `stacks="all"` captures (~48 C++ frames an entry,
+# part of the frame lists copied per step: ~174 MB) instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 dir=${BENCH_DIR:-/tmp/memviz-bench-ranks}
 ranks=${BENCH_RANKS:-64}
 mkdir -p "$dir/run"
-big="$dir/big_1m.pickle"
+if [ "${BENCH_REAL:-}" = 1 ]; then
+  big="$dir/real_1m.pickle"
+  shape=(--extra-cpp-frames 48 --unique-stack-fraction 0.4)
+else
+  big="$dir/big_1m.pickle"
+  shape=()
+fi
 if [ ! -f "$big" ]; then
-  python3 tests/gen/big_snapshot.py --entries 1000000 --out "$big"
+  python3 tests/gen/big_snapshot.py --entries 1000000 "${shape[@]}" --out "$big"
 fi
 for r in $(seq 0 $((ranks - 1))); do
   f="$dir/run/rank${r}_memory_snapshot.pickle"
