@@ -128,6 +128,8 @@ pub struct Derived {
     /// The Compare tab's comparison: the pair, the grouping it compares by with its library path
     /// fragments (none: by stack).
     pub comparison: Option<(PairKey, Option<GroupingKey>, Comparison)>,
+    /// The Compare view's comparison of its pair, by stack ([`Derived::view_comparison_of`]).
+    pub view_comparison: Option<(PairKey, Comparison)>,
     /// Categories of a (file, device): the profiler timeline's where it was opened beside the
     /// snapshot and overlaps it (with the profile's sequence number), else inferred.
     pub categories: Option<(CategoriesKey, SnapshotCategories)>,
@@ -172,6 +174,9 @@ impl Derived {
         }
         if panel_open && s.analysis.tab == Tab::Compare {
             self.ensure_comparison(s);
+        }
+        if s.compare_shown() {
+            self.ensure_view_comparison(s);
         }
         let joined = s.analysis.categories.profile.as_ref().is_some_and(|p| p.is_profilers()) && s.file().is_some();
         if (panel_open && s.analysis.tab == Tab::Categories)
@@ -361,6 +366,23 @@ impl Derived {
             None => compare::compare(&fa.snap, key.1, &fb.snap, key.3, options),
         };
         self.comparison = Some((key, by, c));
+    }
+
+    fn ensure_view_comparison(&mut self, s: &ViewState) {
+        let Some(key) = pair_key(s) else { return };
+        if self.view_comparison.as_ref().is_some_and(|(k, _)| *k == key) {
+            return;
+        }
+        let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
+        let options =
+            CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
+        self.view_comparison = Some((key, compare::compare(&fa.snap, key.1, &fb.snap, key.3, options)));
+    }
+
+    /// The Compare view's comparison, when it is of the pair shown.
+    pub fn view_comparison_of(&self, s: &ViewState) -> Option<&Comparison> {
+        let key = pair_key(s)?;
+        self.view_comparison.as_ref().filter(|(k, _)| *k == key).map(|(_, c)| c)
     }
 
     /// The comparison the Compare tab shows, when it is of the pair shown (and compares by what

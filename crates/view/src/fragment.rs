@@ -1,8 +1,8 @@
 //! The page's place as a URL fragment: file, view, device, zoom window, pinned allocation,
 //! selected event, the cursor's trace entry (`entry=2302`, which a user can type), the settings
 //! of the view (x axis, hide freed, Detail, the search boxes, the analysis panel's tab, the flame
-//! view's mode and focused frame), and of a run the focused rank and whether its overview is
-//! shown, e.g.
+//! view's mode and focused frame), of a run the focused rank and whether its overview is shown,
+//! and the Compare view's two files (`compare=fixed.pickle,buggy.pickle`), e.g.
 //! `#file=run.pickle&view=active-memory-timeline&device=0&x=120-4500&pin=b7f0a2c000000_e3&axis=time&find-frame=forward&panel=live`.
 //! Parsing and writing only; the page reads and writes `location.hash`.
 
@@ -46,6 +46,8 @@ pub struct Fragment {
     pub flame: Option<FlameMode>,
     /// The flame view's focused frame: its labels from the root.
     pub flame_focus: Vec<String>,
+    /// The Compare view's pair (A, B) by file name, while it is shown.
+    pub compare: Option<(String, String)>,
 }
 
 /// Between the labels of the focused frame's path in the fragment (a unit separator, never in
@@ -101,6 +103,12 @@ pub fn parse(hash: &str, decode_part: impl Fn(&str) -> String) -> Fragment {
                 }
             }
             "rank" => f.rank = v.parse().ok(),
+            "compare" => {
+                f.compare = v
+                    .split_once(',')
+                    .map(|(a, b)| (decode_part(a), decode_part(b)))
+                    .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+            }
             "ranks" => f.ranks_overview = v == "overview",
             "flame" => f.flame = FlameMode::from_value(v).filter(|m| *m != FlameMode::Live),
             "frame" => {
@@ -162,6 +170,10 @@ pub fn format(f: &Fragment, encode_part: impl Fn(&str) -> String) -> String {
     }
     if f.ranks_overview {
         parts.push("ranks=overview".to_string());
+    }
+    if let Some((a, b)) = &f.compare {
+        // Each name encoded: a comma in a name is written %2C.
+        parts.push(format!("compare={},{}", encode_part(a), encode_part(b)));
     }
     if let Some(r) = f.rank {
         parts.push(format!("rank={r}"));

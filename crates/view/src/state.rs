@@ -430,6 +430,8 @@ pub struct ViewState {
     pub(crate) generation: usize,
     /// The analysis panel.
     pub(crate) analysis: panels::AnalysisState,
+    /// The Compare view's window, cursor, and whether it is shown.
+    pub(crate) compare_view: compare_view::CompareView,
     /// The Allocator State History.
     pub(crate) history: panels::HistoryState,
     /// The search boxes' text.
@@ -477,19 +479,6 @@ impl ViewState {
         run.overview = false;
         run.generation += 1;
         true
-    }
-
-    /// Shows the run's overview (`true`) or the focused rank's timeline.
-    pub fn show_overview(&mut self, on: bool) {
-        if let Some(run) = self.run.as_mut() {
-            run.overview = on || run.focused.is_none();
-            run.generation += 1;
-        }
-    }
-
-    /// Whether the run's overview is shown in place of the timeline.
-    pub fn overview_shown(&self) -> bool {
-        self.run.as_ref().is_some_and(|r| r.overview)
     }
 
     /// Which files may be let go so that at most [`crate::ranks::MAX_RESIDENT_MODELS`] full models
@@ -875,6 +864,7 @@ pub fn full_pos_at(v: &Viewport, mrect: &PlotRect, x_px: f64) -> f64 {
 
 pub mod apply;
 mod cat_window;
+pub mod compare_view;
 pub use cat_window::{plot_fraction, CHART_LEFT_PX, CHART_RIGHT_PX};
 pub mod flame;
 mod focus;

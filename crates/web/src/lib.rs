@@ -17,7 +17,8 @@
 //!   controls, and each part's painting; it reads the state and changes none of it;
 //! - the parts of the page, each with its events ([`input::Binding`]s), its painting and its
 //!   memo of what it wrote: [`panels`] (the analysis panel), [`views`] (Allocator State
-//!   History and Settings), [`ranks`] (a training run's overview), [`search`], [`pools`],
+//!   History and Settings), [`ranks`] (a training run's overview), [`compare_view`] (two files
+//!   side by side; its charts are painted by `render`), [`search`], [`pools`],
 //!   [`stack`] (the stack panel and the tooltip), [`chrome`] (the theme control, the details
 //!   panel's fold, the coverage banner);
 //!   [`url`] (the fragment, written after inputs);
@@ -42,6 +43,7 @@
 pub mod app;
 pub mod canvas;
 pub mod chrome;
+pub mod compare_view;
 pub mod dom;
 pub mod feed;
 pub mod input;

@@ -133,6 +133,12 @@ test('an outlier compared in full with the median rank: both models in, core\'s 
   assert.equal(Number(await peak.getAttribute('data-b-bytes')), expectedPeak(3));
   assert.ok(Number(await peak.getAttribute('data-delta-bytes')) > 0, 'the outlier holds more: a positive B − A');
   assert.equal(Number(await page.getAttribute('#main', 'data-resident-models')), 2);
+  // Beside the panel, the two side by side on one aligned axis.
+  await page.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'));
+  await page.waitForFunction(() => document.getElementById('compare').dataset.window);
+  assert.match(await page.textContent('#cmp-aligned'), /^Aligned by /);
+  assert.match(await page.textContent('#cmp-verdict'), /^B holds .* more at its peak/);
+  assert.equal(await page.textContent('#compare-toggle'), 'Timeline');
   assert.deepEqual(page.memviz.errors, []);
   await page.close();
 });

@@ -61,6 +61,10 @@ pub enum PageInput {
     ToggleStack,
     /// The path fragments typed as "not my code" (for the user's line).
     Library(String),
+    /// Show the Compare view, or go back to the timeline.
+    ToggleCompare,
+    /// Something in the Compare view.
+    Compare(super::compare_view::CompareInput),
 }
 
 /// An input the page finishes with what it has (the event list's measured rows, the pools'
@@ -123,8 +127,11 @@ impl ViewState {
             PageInput::ToggleOverview => {
                 let on = !self.overview_shown();
                 self.show_overview(on);
+                self.compare_view = super::compare_view::CompareView::default();
                 vec![Effect::LayoutChanged]
             }
+            PageInput::ToggleCompare => self.toggle_compare(),
+            PageInput::Compare(c) => self.apply_compare(c),
             PageInput::SelectDevice(d) => {
                 let other = self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len());
                 if other {

@@ -51,6 +51,12 @@ fn of_file(state: &ViewState, f: &OpenFile) -> Option<Fragment> {
         // The flame view's settings while it is shown.
         flame: Some(state.flame.mode).filter(|_| flame_shown),
         flame_focus: if flame_shown { state.flame.focus.clone() } else { Vec::new() },
+        compare: state
+            .compare_shown()
+            .then(|| state.compare_pair())
+            .flatten()
+            .and_then(|(a, b)| Some((state.files.get(a)?, state.files.get(b)?)))
+            .map(|(a, b)| (base_name(&a.name).to_string(), base_name(&b.name).to_string())),
         ..Fragment::default()
     })
 }
@@ -78,6 +84,7 @@ pub fn apply_at_start(state: &mut ViewState, f: &Fragment) {
     state.flame.focus.clone_from(&f.flame_focus);
     state.restore_file.clone_from(&f.file);
     state.restore_rank = (f.rank.is_some() || f.ranks_overview).then_some((f.rank, f.ranks_overview));
+    state.compare_view.restore.clone_from(&f.compare);
 }
 
 /// Once the file `f` names is shown: its x axis, zoom window, pin, selected event and cursor;

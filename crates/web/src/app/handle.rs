@@ -122,7 +122,7 @@ impl App {
     }
 
     /// Carries out what an update asked for.
-    fn carry_out(&mut self, effects: Vec<Effect>) {
+    pub(super) fn carry_out(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             let Some(effect) = memviz_view::resolve::resolve(&mut self.state, &mut self.derived, effect) else {
                 continue;

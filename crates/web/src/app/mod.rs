@@ -24,6 +24,7 @@ use crate::tasks::{next_frame, next_tick};
 use memviz_view::derived::Derived;
 use memviz_view::model::PlotData;
 pub use memviz_view::model::Timings;
+use memviz_view::state::Effect;
 use memviz_view::state::{Added, ViewState};
 use memviz_view::viewport::PlotRect;
 
@@ -272,6 +273,7 @@ impl App {
         if !show {
             // Opened behind the first file of its batch: the file menu gets it, the view stays.
             self.ui.mark("memviz:ready");
+            self.restore_compare();
             self.settle();
             return;
         }
@@ -294,6 +296,16 @@ impl App {
             self.relayout(None, detail);
         }
         self.prepare_shown(detail.is_none(), shown);
+        self.restore_compare();
+    }
+
+    /// A link's `compare=A,B`, once both files are open: A shown, the two side by side
+    /// ([`memviz_view::state::ViewState::restore_compare`]).
+    fn restore_compare(&mut self) {
+        if self.state.restore_compare() {
+            self.carry_out(vec![Effect::FileShown, Effect::LayoutChanged]);
+            self.settle();
+        }
     }
 
     /// Has the browser allocate the newly shown file's canvases and computes its bands: at once

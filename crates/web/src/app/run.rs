@@ -139,6 +139,8 @@ impl App {
         self.pending_compare = None;
         self.select_file(fm);
         self.state.open_compare(fi);
+        // The two side by side, with the full comparison in the panel beside them.
+        self.state.show_compare();
     }
 
     /// Lets the oldest full models go so that at most [`MAX_RESIDENT_MODELS`] stay: a run's

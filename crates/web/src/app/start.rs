@@ -71,6 +71,7 @@ pub fn install() -> Result<(), JsValue> {
         bindings.extend(crate::panels::bindings(&app.ui));
         bindings.extend(crate::views::bindings(&app.ui.document));
         bindings.extend(crate::ranks::bindings(&app.ui.document));
+        bindings.extend(crate::compare_view::bindings(&app.ui.document));
         let doc = app.ui.document.clone();
         bindings.extend(crate::search::bindings(&doc, &mut app.memo.search));
         let App { ui, memo, .. } = &mut *app;

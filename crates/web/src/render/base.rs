@@ -342,11 +342,21 @@ pub(crate) fn raster_area(rect: &PlotRect, dpr: f64) -> (f64, f64, usize, usize)
 /// Computes the plot area exactly: the bands rasterized, and the outlines of the summarized
 /// band and of the area under the drawn stack.
 pub(crate) fn compute_plot(f: &OpenFile, pal: &Palette, rect: PlotRect, dpr: f64) -> PlotPixels {
+    compute_plot_of(&f.plot.layout, f.xmap(), &f.viewport, pal, rect, dpr)
+}
+
+/// [`compute_plot`] of any layout, on any x axis and window (the Compare view draws two files
+/// on its aligned axis).
+pub(crate) fn compute_plot_of(
+    layout: &memviz_core::timeline::Layout,
+    xm: memviz_view::xmap::XMap<'_>,
+    v: &Viewport,
+    pal: &Palette,
+    rect: PlotRect,
+    dpr: f64,
+) -> PlotPixels {
     let (ox, oy, rw, rh) = raster_area(&rect, dpr);
     let mut raster = Raster::new(rw, rh);
-    let v = &f.viewport;
-    let xm = f.xmap();
-    let layout = &f.plot.layout;
     let left_dev = rect.left_px * dpr;
     let width_dev = rect.width_px * dpr;
     let bottom_dev = rect.bottom_px() * dpr;

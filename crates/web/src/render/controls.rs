@@ -33,6 +33,7 @@ pub fn sync_dom(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let ui = &fr.ui;
     // The rank overview first: whether it is shown decides the canvases' size.
     crate::ranks::sync(fr, &mut memo.ranks);
+    crate::compare_view::sync(fr, &mut memo.compare_page);
     // Progress and status.
     match fr.state.loading_shown() {
         Some(l) => {

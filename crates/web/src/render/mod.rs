@@ -17,6 +17,7 @@ use memviz_view::view::View;
 use memviz_view::viewport::Viewport;
 
 mod base;
+mod compare;
 mod controls;
 mod export;
 mod hooks;
@@ -72,6 +73,10 @@ pub struct PaintMemo {
     pub pools: crate::pools::Memo,
     /// The rank overview.
     pub ranks: crate::ranks::Memo,
+    /// The Compare view's page around its charts.
+    pub compare_page: crate::compare_view::Memo,
+    /// The Compare view's charts.
+    pub compare: compare::Memo,
     /// The theme control, the details panel's fold and the coverage banner.
     pub chrome: crate::chrome::Memo,
 }
@@ -272,6 +277,11 @@ fn draw_frame(fr: &Frame<'_>, memo: &mut PaintMemo) {
     let t0 = fr.ui.now_ms();
     sync_page(fr, memo);
     if memo.canvases_pending {
+        return;
+    }
+    if compare::draw(fr, &mut memo.compare) {
+        // The timeline must draw everything again when it comes back.
+        memo.canvas = None;
         return;
     }
     if crate::views::draw(fr, &mut memo.views) {

@@ -1,0 +1,249 @@
+//! The Compare view: the file shown (A) and the file it is compared with (B, the Compare tab's
+//! choice) on one aligned x axis, shown in place of the timeline. Positions are iterations
+//! (`k + share of iteration k`) where both files have them, else the share of each trace
+//! ([`aligned_map`] maps them to each layout's steps), so one window, one zoom and one cursor
+//! hold for both timelines and the chart of their totals between them. Which of the two views in
+//! the timeline's place is shown (this one, a run's overview) is decided here too. The window is kept as a
+//! share of the aligned domain ([`CompareView`]), which the comparison decides; the page maps
+//! it ([`window_in`]).
+
+use memviz_core::analysis::compare::{Alignment, Comparison};
+use memviz_core::analysis::growth::Iterations;
+use memviz_core::plot::TimeMap;
+use memviz_core::timeline::Layout;
+
+use super::{Effect, ViewState};
+
+/// Narrowest window, as a share of the aligned domain.
+const MIN_WIDTH: f64 = 1e-6;
+
+/// An input of the Compare view; `at` is a share of the plot area's width (0 left, 1 right).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CompareInput {
+    /// Compare the file shown with file `i` (B).
+    SelectB(usize),
+    /// Show B and compare it with A: the two change places.
+    Swap,
+    /// The wheel turned over a chart.
+    Wheel {
+        /// Where, as a share of the width.
+        at: f64,
+        /// How far (CSS px, positive: towards the user, zoom out).
+        delta_y_px: f64,
+    },
+    /// A button went down over a chart.
+    Down {
+        /// Where.
+        at: f64,
+    },
+    /// The pointer moved over a chart (dragging when a button is down).
+    Move {
+        /// Where.
+        at: f64,
+    },
+    /// The button went up.
+    Up,
+    /// The pointer left the charts.
+    Leave,
+    /// Show the whole aligned domain (double click, `0`).
+    Reset,
+}
+
+/// The Compare view's own state: shown or not, the window and the cursor as shares of the
+/// aligned domain, and a drag in progress.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompareView {
+    /// The pair a link names (A, B), until both files are open ([`ViewState::restore_compare`]).
+    pub(crate) restore: Option<(String, String)>,
+    shown: bool,
+    window: Option<(f64, f64)>,
+    cursor: Option<f64>,
+    drag: Option<(f64, (f64, f64))>,
+}
+
+impl CompareView {
+    /// The window, as shares of the aligned domain (the whole: `(0, 1)`).
+    pub fn window(&self) -> (f64, f64) {
+        self.window.unwrap_or((0.0, 1.0))
+    }
+
+    /// The cursor, as a share of the aligned domain.
+    pub fn cursor(&self) -> Option<f64> {
+        self.cursor
+    }
+
+    fn set_window(&mut self, a: f64, b: f64) {
+        let w = (b - a).clamp(MIN_WIDTH, 1.0);
+        let a = a.clamp(0.0, 1.0 - w);
+        self.window = if w >= 1.0 { None } else { Some((a, a + w)) };
+    }
+
+    /// The share of the domain at `at` (a share of the width) in the window.
+    fn at(&self, at: f64) -> f64 {
+        let (a, b) = self.window();
+        a + at.clamp(0.0, 1.0) * (b - a)
+    }
+}
+
+/// Maps a window of shares to the aligned domain `(lo, hi)`.
+pub fn window_in(share: (f64, f64), domain: (f64, f64)) -> (f64, f64) {
+    let w = domain.1 - domain.0;
+    (domain.0 + share.0 * w, domain.0 + share.1 * w)
+}
+
+/// The aligned domain of a comparison: `(0, n)` for the `n` iterations both files have, else
+/// `(0, 1)`, the share of each trace.
+pub fn aligned_domain(c: &Comparison) -> (f64, f64) {
+    match c.alignment {
+        Alignment::Iterations { .. } => {
+            let used = c.a_iterations.list.len().min(c.b_iterations.list.len());
+            (0.0, used.max(1) as f64)
+        }
+        Alignment::Proportion => (0.0, 1.0),
+    }
+}
+
+/// How one file's steps map to the aligned axis: iteration `k` starts at position `k`, the last
+/// compared one ends at `n`, each iteration's steps spread evenly over its unit (by
+/// `Alignment::Iterations`); else step 0 at 0 and the last step at 1. As a [`TimeMap`] (whose
+/// "µs" are these positions), so an [`crate::xmap::XMap`] draws a layout on it.
+pub fn aligned_map(c: &Comparison, its: &Iterations, layout: &Layout) -> TimeMap {
+    let (mut steps, mut xs) = (vec![0.0], vec![0.0]);
+    let push = |step: f64, x: f64, steps: &mut Vec<f64>, xs: &mut Vec<f64>| {
+        if steps.last().is_none_or(|&s| step > s) {
+            steps.push(step);
+            xs.push(x);
+        }
+    };
+    let end = f64::from(layout.steps.max(1));
+    if matches!(c.alignment, Alignment::Iterations { .. }) {
+        let used = c.a_iterations.list.len().min(c.b_iterations.list.len());
+        // Position 0 is the first iteration's start: what comes before it is left of the axis.
+        steps.clear();
+        xs.clear();
+        for (k, it) in its.list.iter().take(used).enumerate() {
+            push(f64::from(layout.step_for_row(it.start_row)), k as f64, &mut steps, &mut xs);
+        }
+        if let Some(last) = its.list.get(used.saturating_sub(1)) {
+            push(f64::from(layout.step_for_row(last.end_row)), used as f64, &mut steps, &mut xs);
+        }
+        if steps.len() < 2 {
+            return TimeMap::from_knots(vec![0.0, end], vec![0.0, 1.0], 0);
+        }
+    } else {
+        push(end, 1.0, &mut steps, &mut xs);
+    }
+    TimeMap::from_knots(steps, xs, 0)
+}
+
+impl ViewState {
+    /// Shows the run's overview (`true`) or the focused rank's timeline.
+    pub fn show_overview(&mut self, on: bool) {
+        if let Some(run) = self.run.as_mut() {
+            run.overview = on || run.focused.is_none();
+            run.generation += 1;
+        }
+    }
+
+    /// Whether the run's overview is shown in place of the timeline.
+    pub fn overview_shown(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.overview)
+    }
+
+    /// Whether the Compare view is shown: asked for, with a file shown and another to compare,
+    /// and no run's overview in its place.
+    pub fn compare_shown(&self) -> bool {
+        self.compare_view.shown && self.compare_pair().is_some() && !self.overview_shown()
+    }
+
+    /// The pair the Compare view (and the Compare tab) shows: (A, the file shown; B).
+    pub fn compare_pair(&self) -> Option<(usize, usize)> {
+        let a = self.current?;
+        Some((a, self.analysis.compare_other(self.current, self.files.len())?))
+    }
+
+    /// The Compare view's window and cursor.
+    pub fn compare_view(&self) -> &CompareView {
+        &self.compare_view
+    }
+
+    /// Once both files a link's `compare=A,B` names are open: A shown, compared with B, in the
+    /// Compare view; whether it did (nothing until then, and nothing after).
+    pub fn restore_compare(&mut self) -> bool {
+        let Some((a, b)) = self.compare_view.restore.clone() else { return false };
+        let find = |name: &str| self.files.iter().position(|f| crate::fragment::base_name(&f.name) == name);
+        let (Some(ia), Some(ib)) = (find(&a), find(&b)) else { return false };
+        self.compare_view.restore = None;
+        if ia == ib {
+            return false;
+        }
+        self.current = Some(ia);
+        self.analysis.compare_with = Some(ib);
+        self.show_compare();
+        true
+    }
+
+    /// Shows the Compare view (of the pair [`ViewState::compare_pair`] gives).
+    pub fn show_compare(&mut self) {
+        self.compare_view.shown = true;
+        self.show_overview(false);
+    }
+
+    /// Shows the Compare view or goes back to the timeline.
+    pub(crate) fn toggle_compare(&mut self) -> Vec<Effect> {
+        let on = !self.compare_view.shown && self.compare_pair().is_some();
+        self.compare_view.shown = on;
+        self.compare_view.drag = None;
+        if on {
+            // The view takes the timeline's place; the run's overview gives it back.
+            self.show_overview(false);
+        }
+        vec![Effect::LayoutChanged]
+    }
+
+    /// An input of the Compare view.
+    pub(crate) fn apply_compare(&mut self, input: CompareInput) -> Vec<Effect> {
+        let v = &mut self.compare_view;
+        match input {
+            CompareInput::SelectB(i) => {
+                if Some(i) != self.current && i < self.files.len() {
+                    self.analysis.compare_with = Some(i);
+                    return vec![Effect::LayoutChanged];
+                }
+            }
+            CompareInput::Swap => {
+                if let Some((a, b)) = self.compare_pair() {
+                    self.current = Some(b);
+                    self.analysis.compare_with = Some(a);
+                    return vec![Effect::FileShown];
+                }
+            }
+            CompareInput::Wheel { at, delta_y_px } => {
+                let factor = crate::keys::wheel_zoom_factor(delta_y_px);
+                let p = v.at(at);
+                let (a, b) = v.window();
+                v.set_window(p - (p - a) * factor, p + (b - p) * factor);
+                v.cursor = Some(v.at(at));
+            }
+            CompareInput::Down { at } => v.drag = Some((at, v.window())),
+            CompareInput::Move { at } => {
+                if let Some((down, (a, b))) = v.drag {
+                    let shift = -(at - down) * (b - a);
+                    v.set_window(a + shift, b + shift);
+                }
+                v.cursor = Some(v.at(at));
+            }
+            CompareInput::Up => v.drag = None,
+            CompareInput::Leave => {
+                v.cursor = None;
+                v.drag = None;
+            }
+            CompareInput::Reset => v.window = None,
+        }
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+#[path = "compare_view_tests.rs"]
+mod tests;

@@ -1,0 +1,103 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use super::*;
+use crate::state::PageInput;
+use crate::test_state::{open_file, open_state};
+use memviz_core::analysis::compare::{compare, CompareOptions};
+
+static FIXED: &[u8] = include_bytes!("../../../../tests/data/real/resnet50_fixed.pickle");
+static BUGGY: &[u8] = include_bytes!("../../../../tests/data/real/resnet50_buggy.pickle");
+
+fn two_files() -> ViewState {
+    let mut s = open_state(FIXED, "resnet50_fixed.pickle", 15_000, (1000.0, 60.0));
+    s.files.push(open_file(BUGGY, "resnet50_buggy.pickle", 15_000));
+    s
+}
+
+#[test]
+fn each_iteration_starts_at_its_number_in_both_files() {
+    let s = two_files();
+    let (fa, fb) = (&s.files[0], &s.files[1]);
+    let c = compare(&fa.snap, 0, &fb.snap, 0, CompareOptions::default());
+    assert_eq!(aligned_domain(&c), (0.0, 5.0));
+    for (its, f) in [(&c.a_iterations, fa), (&c.b_iterations, fb)] {
+        let m = aligned_map(&c, its, &f.plot.layout);
+        for (k, it) in its.list.iter().enumerate() {
+            let step = f64::from(f.plot.layout.step_for_row(it.start_row));
+            assert_eq!(m.us_at_step(step), k as f64, "iteration {} starts at {k}", k + 1);
+            assert_eq!(m.step_at_us(k as f64), step);
+        }
+        let end = f64::from(f.plot.layout.step_for_row(its.list[4].end_row));
+        assert_eq!(m.us_at_step(end), 5.0);
+    }
+    // The two files' iterations differ in length: the same position is another step in each.
+    let (ma, mb) =
+        (aligned_map(&c, &c.a_iterations, &fa.plot.layout), aligned_map(&c, &c.b_iterations, &fb.plot.layout));
+    assert_ne!(ma.step_at_us(2.5), mb.step_at_us(2.5));
+}
+
+#[test]
+fn one_window_and_one_cursor_for_both() {
+    let mut s = two_files();
+    assert!(!s.compare_shown());
+    assert_eq!(s.apply(PageInput::ToggleCompare, 0.0), vec![Effect::LayoutChanged]);
+    assert!(s.compare_shown());
+    assert_eq!(s.compare_pair(), Some((0, 1)));
+    assert_eq!(s.compare_view().window(), (0.0, 1.0));
+    // The wheel zooms at the pointer: the share under it stays under it.
+    s.apply(PageInput::Compare(CompareInput::Wheel { at: 0.25, delta_y_px: -600.0 }), 0.0);
+    let (a, b) = s.compare_view().window();
+    assert!(b - a < 0.5, "{a}..{b}");
+    assert!((a + 0.25 * (b - a) - 0.25).abs() < 1e-9);
+    assert_eq!(s.compare_view().cursor(), Some(0.25));
+    // A drag pans by what the pointer moved.
+    s.apply(PageInput::Compare(CompareInput::Down { at: 0.5 }), 0.0);
+    s.apply(PageInput::Compare(CompareInput::Move { at: 0.25 }), 0.0);
+    s.apply(PageInput::Compare(CompareInput::Up), 0.0);
+    let (c, d) = s.compare_view().window();
+    assert!(((c - a) - 0.25 * (b - a)).abs() < 1e-9 && ((d - c) - (b - a)).abs() < 1e-9);
+    s.apply(PageInput::Compare(CompareInput::Leave), 0.0);
+    assert_eq!(s.compare_view().cursor(), None);
+    s.apply(PageInput::Compare(CompareInput::Reset), 0.0);
+    assert_eq!(s.compare_view().window(), (0.0, 1.0));
+    assert_eq!(window_in((0.5, 0.75), (0.0, 4.0)), (2.0, 3.0));
+    // A and B change places; B cannot be A.
+    assert_eq!(s.apply(PageInput::Compare(CompareInput::Swap), 0.0), vec![Effect::FileShown]);
+    assert_eq!(s.compare_pair(), Some((1, 0)));
+    assert!(s.apply(PageInput::Compare(CompareInput::SelectB(1)), 0.0).is_empty());
+    assert_eq!(s.compare_pair(), Some((1, 0)));
+    assert_eq!(s.apply(PageInput::ToggleCompare, 0.0), vec![Effect::LayoutChanged]);
+    assert!(!s.compare_shown());
+}
+
+#[test]
+fn one_file_has_nothing_to_compare() {
+    let mut s = open_state(FIXED, "resnet50_fixed.pickle", 15_000, (1000.0, 60.0));
+    s.apply(PageInput::ToggleCompare, 0.0);
+    assert!(!s.compare_shown());
+}
+
+#[test]
+fn a_link_keeps_the_pair_and_opens_it_once_both_files_are_in() {
+    let mut s = two_files();
+    s.apply(PageInput::Compare(CompareInput::Swap), 0.0);
+    s.apply(PageInput::ToggleCompare, 0.0);
+    let frag = crate::state::place::fragment_of(&s).expect("fragment");
+    assert_eq!(frag.compare, Some(("resnet50_buggy.pickle".into(), "resnet50_fixed.pickle".into())));
+    let text = crate::fragment::format(&frag, |p| p.replace(',', "%2C"));
+    assert!(text.contains("compare=resnet50_buggy.pickle,resnet50_fixed.pickle"), "{text}");
+    let back = crate::fragment::parse(&text, |p| p.replace("%2C", ","));
+    assert_eq!(back.compare, frag.compare);
+    // A page opened from that link: nothing until both files are open, then the pair.
+    let mut fresh = ViewState::default();
+    crate::state::place::apply_at_start(&mut fresh, &back);
+    assert!(!fresh.restore_compare());
+    fresh.files.push(open_file(FIXED, "resnet50_fixed.pickle", 15_000));
+    fresh.current = Some(0);
+    assert!(!fresh.restore_compare());
+    fresh.files.push(open_file(BUGGY, "resnet50_buggy.pickle", 15_000));
+    assert!(fresh.restore_compare());
+    assert_eq!(fresh.compare_pair(), Some((1, 0)));
+    assert!(fresh.compare_shown());
+    assert!(!fresh.restore_compare(), "once");
+}

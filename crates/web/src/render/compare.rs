@@ -1,0 +1,313 @@
+//! The Compare view's charts (`#cmp-plot-a`, `#cmp-diff`, `#cmp-plot-b`,
+//! [`crate::compare_view`]): each file's Active Memory Timeline drawn on the aligned axis
+//! ([`memviz_view::state::compare_view::aligned_map`]) with one height for both, the two totals
+//! per pixel column with their difference shaded and each iteration's peak difference, the cursor
+//! in all three, and the readout under them. Reads the state and the comparison only.
+
+use memviz_core::analysis::compare::Comparison;
+use memviz_core::analysis::{signed_size_text, size_text};
+use memviz_core::plot::TimeMap;
+use memviz_view::axis;
+use memviz_view::state::compare_view::{aligned_domain, aligned_map, window_in};
+use memviz_view::state::OpenFile;
+use memviz_view::viewport::{fit_y, PlotRect, Viewport};
+use memviz_view::xmap::XMap;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
+
+use super::base::{compute_plot_of, put_plot};
+use super::FrameInfo;
+use crate::canvas::fit_canvas;
+use crate::compare_view::{LEFT_PX, RIGHT_PX};
+use crate::paint::Frame;
+
+const TOP_PX: f64 = 18.0;
+const BOTTOM_PX: f64 = 6.0;
+/// The difference chart's room below for the x axis's labels.
+const AXIS_PX: f64 = 20.0;
+/// Colours of A and B (their curves, the names above their timelines).
+const A_COLOUR: &str = "#4e79a7";
+const B_COLOUR: &str = "#f28e2b";
+
+/// What the charts were drawn from last (nothing is drawn again for a frame that changes none
+/// of it).
+#[derive(Default)]
+pub struct Memo {
+    drawn: Option<String>,
+}
+
+fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
+    doc.get_element_by_id(id)?.dyn_into().ok()
+}
+
+/// One side: its file, and how its steps map to the aligned axis.
+struct Side<'a> {
+    file: &'a OpenFile,
+    map: TimeMap,
+}
+
+impl Side<'_> {
+    /// Highest live bytes between two aligned positions.
+    fn max_between(&self, x0: f64, x1: f64) -> u64 {
+        let m = XMap::time(&self.map);
+        self.file.plot.layout.max_live_between(m.step(x0), m.step(x1))
+    }
+
+    /// Live bytes at an aligned position.
+    fn at(&self, x: f64) -> u64 {
+        self.file.plot.layout.live_bytes_at(XMap::time(&self.map).step(x))
+    }
+}
+
+/// Draws the three charts and the readout when the view is shown; whether it is (the timeline's
+/// canvases are then hidden and not drawn).
+pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
+    if !fr.state.compare_shown() {
+        memo.drawn = None;
+        return false;
+    }
+    let doc = &fr.ui.document;
+    let (Some(c), Some((ia, ib))) = (fr.derived.view_comparison_of(fr.state), fr.state.compare_pair()) else {
+        return true;
+    };
+    let (Some(fa), Some(fb)) = (fr.state.files().get(ia), fr.state.files().get(ib)) else { return true };
+    let cv = fr.state.compare_view();
+    let domain = aligned_domain(c);
+    let (x0, x1) = window_in(cv.window(), domain);
+    let cursor = cv.cursor().map(|s| domain.0 + s * (domain.1 - domain.0));
+    let canvases: Vec<Option<HtmlCanvasElement>> =
+        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().map(|id| element(doc, id)).collect();
+    let sizes: Vec<(f64, f64)> = canvases
+        .iter()
+        .map(|c| c.as_ref().map_or((0.0, 0.0), |c| (f64::from(c.client_width()), f64::from(c.client_height()))))
+        .collect();
+    let key = format!(
+        "{ia}/{ib}/{}/{x0}/{x1}/{cursor:?}/{sizes:?}/{}/{:?}",
+        fr.state.generation(),
+        fr.state.dpr(),
+        fr.state.theme().theme()
+    );
+    if memo.drawn.as_deref() == Some(key.as_str()) {
+        return true;
+    }
+    memo.drawn = Some(key);
+    let sides = [
+        Side { file: fa, map: aligned_map(c, &c.a_iterations, &fa.plot.layout) },
+        Side { file: fb, map: aligned_map(c, &c.b_iterations, &fb.plot.layout) },
+    ];
+    let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
+    let dpr = fr.state.dpr();
+    let pal = fr.palette();
+    for (k, canvas) in canvases.iter().enumerate() {
+        let Some(canvas) = canvas else { continue };
+        let (w, h) = sizes[k];
+        if w < 1.0 || h < 1.0 {
+            continue;
+        }
+        fit_canvas(canvas, w, h, dpr);
+        let Some(ctx) =
+            canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+        else {
+            continue;
+        };
+        let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+        ctx.clear_rect(0.0, 0.0, w * dpr, h * dpr);
+        let bottom = if k == 1 { BOTTOM_PX + AXIS_PX } else { BOTTOM_PX };
+        let rect = PlotRect {
+            left_px: LEFT_PX,
+            top_px: TOP_PX,
+            width_px: (w - LEFT_PX - RIGHT_PX).max(1.0),
+            height_px: (h - TOP_PX - bottom).max(1.0),
+        };
+        match k {
+            1 => draw_difference(&ctx, c, &sides, (x0, x1), rect, dpr, pal),
+            _ => {
+                let side = &sides[k / 2];
+                draw_timeline(&ctx, side, (x0, x1, domain.1), top, rect, dpr, pal);
+                let name = format!("{} {}", if k == 0 { "A" } else { "B" }, side.file.name);
+                label(&ctx, dpr, &name, LEFT_PX, TOP_PX - 5.0, if k == 0 { A_COLOUR } else { B_COLOUR });
+            }
+        }
+        if let Some(x) = cursor.filter(|x| (x0..=x1).contains(x)) {
+            let px = rect.left_px + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * rect.width_px;
+            ctx.set_stroke_style_str(pal.text);
+            ctx.set_line_width(dpr);
+            ctx.begin_path();
+            ctx.move_to(px * dpr, rect.top_px * dpr);
+            ctx.line_to(px * dpr, rect.bottom_px() * dpr);
+            ctx.stroke();
+        }
+    }
+    let _ = doc.get_element_by_id("compare").map(|s| {
+        let _ = s.set_attribute("data-window", &format!("{x0:.6},{x1:.6}"));
+        let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
+    });
+    let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
+    write_readout(fr, &sides, cursor, iterations);
+    true
+}
+
+fn label(ctx: &CanvasRenderingContext2d, dpr: f64, text: &str, x: f64, y: f64, colour: &str) {
+    ctx.set_font(&format!("{}px system-ui, sans-serif", 12.0 * dpr));
+    ctx.set_fill_style_str(colour);
+    let _ = ctx.fill_text(text, x * dpr, y * dpr);
+}
+
+/// The readout under the charts: the cursor's place, both files' live bytes there, B − A; in
+/// `#cmp-readout` with its numbers in data attributes.
+fn write_readout(fr: &Frame<'_>, sides: &[Side<'_>; 2], cursor: Option<f64>, iterations: bool) {
+    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-readout") else { return };
+    let Some(x) = cursor else {
+        p.set_text_content(Some("Point at a chart to read both files at the same aligned moment."));
+        let _ = p.remove_attribute("data-x");
+        return;
+    };
+    let (a, b) = (sides[0].at(x), sides[1].at(x));
+    let steps = [XMap::time(&sides[0].map).step(x), XMap::time(&sides[1].map).step(x)];
+    let at = if iterations { format!("iteration {:.2}", x + 1.0) } else { format!("{:.1}% of each trace", x * 100.0) };
+    p.set_text_content(Some(&format!(
+        "{at} · A {} (step {:.0}) · B {} (step {:.0}) · B − A {}",
+        size_text(a),
+        steps[0],
+        size_text(b),
+        steps[1],
+        signed_size_text(i128::from(b) - i128::from(a))
+    )));
+    let _ = p.set_attribute("data-x", &format!("{x:.6}"));
+    let _ = p.set_attribute("data-a-bytes", &a.to_string());
+    let _ = p.set_attribute("data-b-bytes", &b.to_string());
+    let _ = p.set_attribute("data-steps", &format!("{:.3},{:.3}", steps[0], steps[1]));
+}
+
+/// One file's timeline on the aligned axis, with its byte axis; `top` the shared height.
+fn draw_timeline(
+    ctx: &CanvasRenderingContext2d,
+    side: &Side<'_>,
+    (x0, x1, end): (f64, f64, f64),
+    top: u64,
+    rect: PlotRect,
+    dpr: f64,
+    pal: &memviz_view::theme::Palette,
+) {
+    let mut v = Viewport::new(end, top as f64, 1e-9);
+    v.x0 = x0;
+    v.x1 = x1;
+    v.y_max_bytes = fit_y(top as f64);
+    let pixels = compute_plot_of(&side.file.plot.layout, XMap::time(&side.map), &v, pal, rect, dpr);
+    let mut info = FrameInfo::default();
+    put_plot(&mut info, ctx, rect, dpr, &pixels);
+    byte_axis(ctx, rect, v.y_max_bytes, dpr, pal);
+}
+
+/// Byte ticks and labels on the left of a chart whose top is `y_max` bytes.
+fn byte_axis(ctx: &CanvasRenderingContext2d, rect: PlotRect, y_max: f64, dpr: f64, pal: &memviz_view::theme::Palette) {
+    let (step, ticks) = axis::byte_ticks(y_max, 4);
+    let labels = axis::byte_axis_labels(step, &ticks);
+    ctx.set_font(&format!("{}px system-ui, sans-serif", 11.0 * dpr));
+    ctx.set_text_align("right");
+    for (t, l) in ticks.iter().zip(&labels) {
+        let y = rect.bottom_px() - t / y_max.max(1.0) * rect.height_px;
+        ctx.set_fill_style_str(pal.muted);
+        let _ = ctx.fill_text(l, (rect.left_px - 6.0) * dpr, (y + 4.0) * dpr);
+        ctx.set_stroke_style_str(pal.grid);
+        ctx.set_line_width(dpr);
+        ctx.begin_path();
+        ctx.move_to(rect.left_px * dpr, y * dpr);
+        ctx.line_to(rect.right_px() * dpr, y * dpr);
+        ctx.stroke();
+    }
+    ctx.set_text_align("left");
+}
+
+/// Both totals per pixel column of the window, the difference shaded (B above A in B's colour,
+/// below in A's), the iterations' edges and each one's peak difference, and the x axis.
+fn draw_difference(
+    ctx: &CanvasRenderingContext2d,
+    c: &Comparison,
+    sides: &[Side<'_>; 2],
+    (x0, x1): (f64, f64),
+    rect: PlotRect,
+    dpr: f64,
+    pal: &memviz_view::theme::Palette,
+) {
+    let cols = rect.width_px.ceil().max(1.0) as usize;
+    let per = (x1 - x0) / cols as f64;
+    let totals: Vec<(u64, u64)> = (0..cols)
+        .map(|k| {
+            let (a, b) = (x0 + k as f64 * per, x0 + (k + 1) as f64 * per);
+            (sides[0].max_between(a, b), sides[1].max_between(a, b))
+        })
+        .collect();
+    let top = fit_y(totals.iter().map(|t| t.0.max(t.1)).max().unwrap_or(0) as f64);
+    let y = |bytes: u64| (rect.bottom_px() - bytes as f64 / top.max(1.0) * rect.height_px) * dpr;
+    for (k, &(a, b)) in totals.iter().enumerate() {
+        if a == b {
+            continue;
+        }
+        ctx.set_fill_style_str(if b > a { "rgba(242, 142, 43, 0.35)" } else { "rgba(78, 121, 167, 0.35)" });
+        let (lo, hi) = (y(a.min(b)), y(a.max(b)));
+        ctx.fill_rect((rect.left_px + k as f64) * dpr, hi, dpr, lo - hi);
+    }
+    for (colour, pick) in [(A_COLOUR, 0), (B_COLOUR, 1)] {
+        ctx.set_stroke_style_str(colour);
+        ctx.set_line_width(1.5 * dpr);
+        ctx.begin_path();
+        for (k, t) in totals.iter().enumerate() {
+            let px = (rect.left_px + k as f64 + 0.5) * dpr;
+            let v = if pick == 0 { t.0 } else { t.1 };
+            if k == 0 {
+                ctx.move_to(px, y(v));
+            } else {
+                ctx.line_to(px, y(v));
+            }
+        }
+        ctx.stroke();
+    }
+    byte_axis(ctx, rect, top, dpr, pal);
+    let x_px = |x: f64| rect.left_px + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * rect.width_px;
+    ctx.set_font(&format!("{}px system-ui, sans-serif", 11.0 * dpr));
+    // Each iteration's edge and, where there is room, its peak difference.
+    for p in c.iteration_peaks() {
+        let (s, e) = ((p.iteration - 1) as f64, p.iteration as f64);
+        if e < x0 || s > x1 {
+            continue;
+        }
+        ctx.set_stroke_style_str(pal.axis);
+        ctx.set_line_width(dpr);
+        let _ = ctx.set_line_dash(&js_sys::Array::of2(&(3.0 * dpr).into(), &(3.0 * dpr).into()));
+        ctx.begin_path();
+        ctx.move_to(x_px(s).max(rect.left_px) * dpr, rect.top_px * dpr);
+        ctx.line_to(x_px(s).max(rect.left_px) * dpr, rect.bottom_px() * dpr);
+        ctx.stroke();
+        let _ = ctx.set_line_dash(&js_sys::Array::new());
+        let (l, r) = (x_px(s).max(rect.left_px), x_px(e).min(rect.right_px()));
+        let d = i128::from(p.peak_b_bytes) - i128::from(p.peak_a_bytes);
+        // The whole label where it fits, the difference alone where less room is left.
+        let text = match r - l {
+            w if w > 170.0 => Some(format!("it. {}: peak B − A {}", p.iteration, signed_size_text(d))),
+            w if w > 64.0 => Some(signed_size_text(d)),
+            _ => None,
+        };
+        if let Some(text) = text {
+            ctx.set_fill_style_str(pal.text);
+            ctx.set_text_align("center");
+            let _ = ctx.fill_text(&text, (l + r) / 2.0 * dpr, (rect.top_px - 5.0) * dpr);
+            ctx.set_text_align("left");
+        }
+    }
+    // The x axis: iterations (1-based names) or the share of the trace.
+    let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
+    let (_, ticks) = axis::linear_ticks(x0, x1, (rect.width_px / 90.0).max(2.0) as usize);
+    ctx.set_fill_style_str(pal.muted);
+    ctx.set_text_align("center");
+    let name_px = 80.0;
+    for t in ticks.into_iter().filter(|&t| x_px(t) < rect.right_px() - name_px) {
+        let text =
+            if iterations { format!("{}", (t * 100.0).round() / 100.0 + 1.0) } else { format!("{:.0}%", t * 100.0) };
+        let _ = ctx.fill_text(&text, x_px(t) * dpr, (rect.bottom_px() + 14.0) * dpr);
+    }
+    ctx.set_text_align("right");
+    let name = if iterations { "iteration →" } else { "share of the trace →" };
+    let _ = ctx.fill_text(name, rect.right_px() * dpr, (rect.bottom_px() + 14.0) * dpr);
+    ctx.set_text_align("left");
+}

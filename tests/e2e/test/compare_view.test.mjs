@@ -1,0 +1,108 @@
+// The Compare view: ResNet-50 fixed and buggy (buggy never frees its gradients) on one aligned
+// axis. The toolbar's button opens it with two files open; the verdict names the gradients;
+// one wheel zooms both timelines and the totals between them; the cursor reads both files at the
+// same aligned moment (the same share of the same iteration); A and B change places; the
+// timeline's controls hide while it is shown and come back with the timeline.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixture, openFiles, shot, start } from '../lib/harness.mjs';
+
+let env;
+before(async () => {
+  env = await start();
+});
+after(async () => {
+  await env?.close();
+});
+
+const windowOf = async (page) => (await page.getAttribute('#compare', 'data-window')).split(',').map(Number);
+const readout = (page) => page.evaluate(() => ({ ...document.getElementById('cmp-readout').dataset, text: document.getElementById('cmp-readout').textContent }));
+
+/** Moves the pointer to share `at` of a chart's plot area (the charts' margins: 78 px left, 14 right). */
+async function pointAt(page, id, at, y = 0.5) {
+  const box = await page.locator(`#${id}`).boundingBox();
+  await page.mouse.move(box.x + 78 + (box.width - 92) * at, box.y + box.height * y);
+}
+
+test('fixed and buggy side by side: the verdict, one zoom and one cursor for both', async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  assert.equal(await page.isVisible('#compare-toggle'), true, 'two files: the toolbar offers Compare');
+  await page.click('#compare-toggle');
+  await page.waitForFunction(() => document.getElementById('compare').dataset.window);
+  assert.equal(await page.isVisible('#plot'), false, 'the view takes the timeline\'s place');
+  assert.equal(await page.isVisible('#detail'), false, 'the timeline\'s controls act on nothing here');
+  assert.equal(await page.textContent('#compare-toggle'), 'Timeline');
+  const header = await page.locator('header').boundingBox();
+  assert.ok(header.height < 50, `the header stays one row: ${header.height} px`);
+  const [a, b] = await page.$$eval('#cmp-a option[selected], #cmp-b option[selected]', (o) => o.map((x) => x.textContent));
+  assert.notEqual(a, b);
+  const verdict = await page.textContent('#cmp-verdict');
+  assert.match(verdict, /the gradients (A|B) keeps across iterations: 161 tensors, 97\.5 MiB, made in backward; (A|B) keeps none/);
+  assert.match(await page.textContent('#cmp-aligned'), /^Aligned by iteration annotations \(A has 5, B has 5\)$/);
+  assert.deepEqual(await windowOf(page), [0, 5]);
+
+  // The wheel over A's timeline narrows the one window: both timelines and the totals show it.
+  await pointAt(page, 'cmp-plot-a', 0.5);
+  for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -400);
+  await page.waitForFunction(() => document.getElementById('compare').dataset.window !== '0.000000,5.000000');
+  const [x0, x1] = await windowOf(page);
+  assert.ok(x1 - x0 < 2.5 && x0 < 2.5 && x1 > 2.5, `the window ${x0}..${x1} keeps 2.5 under the pointer`);
+  await shot(page, 'compare-view-zoomed');
+
+  // The cursor is one aligned moment: over A's chart, the totals or B's at the same x, the same.
+  const seen = [];
+  for (const id of ['cmp-plot-a', 'cmp-diff', 'cmp-plot-b']) {
+    // Off the charts first: the readout forgets the moment.
+    await page.mouse.move(5, 5);
+    await page.waitForFunction(() => !document.getElementById('cmp-readout').dataset.x);
+    await pointAt(page, id, 0.3);
+    await page.waitForFunction(() => document.getElementById('cmp-readout').dataset.x);
+    seen.push(await readout(page));
+  }
+  assert.ok(seen.every((r) => r.x === seen[0].x), `one moment: ${seen.map((r) => r.x)}`);
+  const x = Number(seen[0].x);
+  assert.ok(Math.abs(x - (x0 + 0.3 * (x1 - x0))) < (x1 - x0) / 100, `the cursor at ${x}`);
+  assert.match(seen[0].text, /^iteration \d\.\d\d · A .* · B .* · B − A [+-]/);
+  // Each file is read at its own step there (the iterations differ in length).
+  const [sa, sb] = seen[0].steps.split(',').map(Number);
+  assert.notEqual(sa, sb);
+
+  // A and B change places: the verdict's sign turns.
+  const before = await page.textContent('#cmp-verdict');
+  await page.click('#cmp-swap');
+  await page.waitForFunction((v) => document.getElementById('cmp-verdict').textContent !== v, before);
+  const after = await page.textContent('#cmp-verdict');
+  assert.ok(/more at its peak/.test(before) !== /more at its peak/.test(after), `${before} / ${after}`);
+  // The address keeps the pair; a page opened from it shows the pair once both files are in.
+  await page.waitForFunction(() => /compare=[^&]+,/.test(location.hash));
+  const h = await page.evaluate(() => location.hash);
+  const [ca, cb] = h.match(/compare=([^,&]+),([^&]+)/).slice(1).map(decodeURIComponent);
+  assert.deepEqual([ca, cb].sort(), ['resnet50_buggy.pickle', 'resnet50_fixed.pickle']);
+  const again = await env.newPage();
+  // A new page at that address (a change of the fragment alone would not start the page again).
+  await again.goto(page.url());
+  await again.reload();
+  await again.waitForSelector('#demo:not([disabled])');
+  await openFiles(again, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  await again.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'));
+  await again.waitForFunction(() => document.getElementById('compare').dataset.window);
+  assert.equal(await again.$eval('#cmp-a option[selected]', (o) => o.title), ca);
+  assert.equal(await again.$eval('#cmp-b option[selected]', (o) => o.title), cb);
+  await again.close();
+  // Back to the timeline.
+  await page.click('#compare-toggle');
+  await page.waitForFunction(() => !document.getElementById('main').classList.contains('compare-shown'));
+  assert.equal(await page.isVisible('#plot'), true);
+  assert.equal(await page.isVisible('#detail'), true);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('one file has nothing to compare: no button', async () => {
+  const page = await env.newPage();
+  await openFiles(page, fixture('resnet50_fixed.pickle'));
+  assert.equal(await page.isVisible('#compare-toggle'), false);
+  await page.close();
+});
