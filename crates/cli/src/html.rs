@@ -36,6 +36,8 @@ pub struct PageOptions {
     pub device: Option<i64>,
     /// Hide allocations freed within the trace.
     pub filter_freed: bool,
+    /// Show the first two files side by side in the Compare view.
+    pub compare: bool,
 }
 
 fn csp_hash(text: &str) -> String {
@@ -75,11 +77,12 @@ pub fn page(viewer: &Viewer, title: &str, files: &[Embedded<'_>], opts: &PageOpt
         .map(|f| format!("{{\"name\":{},\"base64\":\"{}\"}}", json_string(f.name), b64.encode(f.bytes)))
         .collect();
     let config = format!(
-        "{{\"files\":[{}],\"view\":{},\"device\":{},\"filter_freed\":{}}}",
+        "{{\"files\":[{}],\"view\":{},\"device\":{},\"filter_freed\":{},\"compare\":{}}}",
         files_json.join(","),
         opts.view.as_deref().map_or_else(|| "null".to_string(), json_string),
         opts.device.map_or_else(|| "null".to_string(), |d| d.to_string()),
-        opts.filter_freed
+        opts.filter_freed,
+        opts.compare
     );
     let csp = format!(
         "default-src 'none'; script-src {} 'wasm-unsafe-eval'; style-src {}; img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'",

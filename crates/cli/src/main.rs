@@ -215,6 +215,10 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Write the page's Compare view of the two files as one offline HTML page to this file
+        /// (`-`: standard output) instead of printing the comparison.
+        #[arg(long, value_name = "OUT")]
+        html: Option<String>,
     },
     /// Memory by category: a profiler memory timeline (.json, .json.gz) or categories inferred from a snapshot.
     Categories {
@@ -313,24 +317,29 @@ fn parse_device(s: &str) -> Result<i64, String> {
     }
 }
 
-/// Writes an HTML page to `output` (`-`: `out`, else a file, reported on `out`).
-fn write_page(file: Option<&str>, output: &str, opts: &html::PageOptions, out: &mut dyn Write) -> Result<(), CliError> {
+/// Writes an HTML page with `files` in it to `output` (`-`: `out`, else a file, reported on
+/// `out`).
+fn write_page(files: &[&str], output: &str, opts: &html::PageOptions, out: &mut dyn Write) -> Result<(), CliError> {
     let viewer = html::VIEWER.as_ref().ok_or_else(|| CliError::Usage(html::NO_VIEWER.into()))?;
-    let (bytes, name) = match file {
-        Some(f) => {
-            let bytes = read::read_for_page(f)?;
-            let name = if f == "-" {
-                "snapshot.pickle".to_string()
-            } else {
-                std::path::Path::new(f).file_name().map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned())
-            };
-            (Some(bytes), name)
+    let mut read = Vec::new();
+    for f in files {
+        let bytes = read::read_for_page(f)?;
+        let name = if *f == "-" {
+            "snapshot.pickle".to_string()
+        } else {
+            std::path::Path::new(f).file_name().map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned())
+        };
+        read.push((name, bytes));
+    }
+    // Two files of one name (two runs' rank0.pickle) are told apart as A and B.
+    if read.len() == 2 && read[0].0 == read[1].0 {
+        for (tag, r) in ["A", "B"].iter().zip(read.iter_mut()) {
+            r.0 = format!("{tag}-{}", r.0);
         }
-        None => (None, String::new()),
-    };
-    let embedded: Vec<html::Embedded<'_>> =
-        bytes.as_deref().map(|b| vec![html::Embedded { name: &name, bytes: b }]).unwrap_or_default();
-    let title = if name.is_empty() { "memviz".to_string() } else { format!("{name} · memviz") };
+    }
+    let embedded: Vec<html::Embedded<'_>> = read.iter().map(|(n, b)| html::Embedded { name: n, bytes: b }).collect();
+    let names: Vec<&str> = read.iter().map(|r| r.0.as_str()).collect();
+    let title = if names.is_empty() { "memviz".to_string() } else { format!("{} · memviz", names.join(" vs ")) };
     let page = html::page(viewer, &title, &embedded, opts);
     if output == "-" {
         // The page itself on standard output (what the Python package reads).
@@ -353,14 +362,19 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let view = view.unwrap_or_else(|| {
                 if segments { "active-cached-segment-timeline" } else { "active-memory-timeline" }.into()
             });
-            let opts = html::PageOptions { view: Some(view), device, filter_freed };
-            return write_page(Some(&file), &output, &opts, out);
+            let opts = html::PageOptions { view: Some(view), device, filter_freed, compare: false };
+            return write_page(&[&file], &output, &opts, out);
         }
         Command::SegmentPlot { file, output, device } => {
-            let opts = html::PageOptions { view: Some("allocator-state-history".into()), device, filter_freed: false };
-            return write_page(Some(&file), &output, &opts, out);
+            let opts = html::PageOptions {
+                view: Some("allocator-state-history".into()),
+                device,
+                filter_freed: false,
+                compare: false,
+            };
+            return write_page(&[&file], &output, &opts, out);
         }
-        Command::Viewer { output } => return write_page(None, &output, &html::PageOptions::default(), out),
+        Command::Viewer { output } => return write_page(&[], &output, &html::PageOptions::default(), out),
         // PyTorch's stats finds a bad segment only on the way, so its text is made before any is written.
         Command::Stats { file } => {
             reference::stats(load(&file)?).map_err(|source| CliError::Load { path: file, source })?
@@ -400,7 +414,11 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Fragmentation { file, device, points, json } => {
             analysis_cmds::fragmentation(&file, load(&file)?, device, points, json)?
         }
-        Command::Compare { a, b, device, top, by, library, json } => {
+        Command::Compare { a, b, html: Some(output), device, .. } => {
+            let opts = html::PageOptions { view: None, device, filter_freed: false, compare: true };
+            return write_page(&[&a, &b], &output, &opts, out);
+        }
+        Command::Compare { a, b, device, top, by, library, json, html: None } => {
             let by = analysis_cmds::CompareBy::parse(&by, &library)?;
             analysis_cmds::compare(&a, load(&a)?, &b, load(&b)?, device, top, &by, json)?
         }

@@ -1,7 +1,7 @@
 // Pages written by the command line open from file:// with the network switched off and every
 // request blocked, and show the chosen view: `memviz trace-plot` (a snapshot or a profiler trace; plain, --segments, -d DEVICE,
-// --filter-freed), `memviz segment-plot` and the empty viewer of `memviz viewer`, which accepts
-// a file.
+// --filter-freed), `memviz segment-plot`, `memviz compare A B --html` (the Compare view) and
+// the empty viewer of `memviz viewer`, which accepts a file.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,6 +14,7 @@ import { fixture, frames, ROOT, shot, waitReady } from '../lib/harness.mjs';
 
 const OOM = fixture('oom.pickle');
 const RESNET = fixture('resnet50_fixed.pickle');
+const BUGGY = fixture('resnet50_buggy.pickle');
 const MULTI_DEVICE = join(ROOT, 'tests/data/synth/multi_device.pickle');
 const CLI = process.env.MEMVIZ_CLI ?? join(ROOT, 'target/debug/memviz');
 
@@ -141,4 +142,21 @@ test('viewer writes the empty viewer, which opens a chosen file offline', async 
   await frames(page);
   await shot(page, 'offline-viewer');
   await done(o);
+});
+
+test('memviz compare A B --html: the two side by side, offline, with the verdict', async () => {
+  const out = join(dir, 'compare.html');
+  execFileSync(CLI, ['compare', RESNET, BUGGY, '--html', out]);
+  assert.ok(statSync(out).size > 100000, 'one file with everything inlined');
+  const { page, blocked, errors } = await openOffline(out);
+  await page.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'), null, { timeout: 60000 });
+  await page.waitForFunction(() => document.getElementById('compare').dataset.window);
+  assert.equal(await page.title(), 'resnet50_fixed.pickle vs resnet50_buggy.pickle · memviz');
+  assert.equal(await page.$eval('#cmp-a option[selected]', (o) => o.title), 'resnet50_fixed.pickle');
+  assert.equal(await page.$eval('#cmp-b option[selected]', (o) => o.title), 'resnet50_buggy.pickle');
+  assert.match(await page.textContent('#cmp-verdict'), /^B holds 25\.3 MiB more at its peak; .*the gradients B keeps across iterations: 161 tensors, 97\.5 MiB/);
+  await shot(page, 'offline-compare');
+  assert.deepEqual(blocked, []);
+  assert.deepEqual(errors, []);
+  await page.close();
 });

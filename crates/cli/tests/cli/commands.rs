@@ -359,6 +359,12 @@ fn compare_prints_a_verdict_and_the_peak_of_each_iteration() {
         "{text}"
     );
     assert_eq!(head[4], "aligned by iteration annotations (A has 5, B has 5)", "{text}");
+    assert!(
+        head[3].contains(
+            "(the gradients B keeps across iterations: 161 tensors, 97.5 MiB, made in backward; A keeps none)"
+        ),
+        "{text}"
+    );
     let table = "iteration    peak of A    peak of B        B - A\n        1    358.3 MiB    358.3 MiB         +0 B\n        2    423.2 MiB    448.4 MiB    +25.3 MiB\n";
     let at = text.find(table).unwrap_or_else(|| panic!("{text}"));
     assert!(at < text.find("moment ").expect("moment table"), "{text}");
@@ -390,4 +396,26 @@ fn compare_prints_a_verdict_and_the_peak_of_each_iteration() {
     assert_eq!(v["iterations"], serde_json::json!([]));
     assert_eq!(v["aligned_by"], "by trace position scaled (no iterations in both)");
     assert!(v["verdict"].as_str().is_some_and(|s| s.ends_with("matched by trace position scaled")), "{v}");
+}
+
+/// `memviz compare A B --html OUT`: one page with both files inside, asking for the Compare
+/// view of the two (the page itself is opened in the browser test `offline.test.mjs`); `-`
+/// writes it to standard output.
+#[test]
+fn compare_writes_the_compare_view_as_a_page() {
+    let (a, b) = (fixture("resnet50_fixed.pickle"), fixture("resnet50_buggy.pickle"));
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let dir = std::env::temp_dir().join(format!("memviz-compare-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let page = dir.join("compare.html");
+    let args = ["compare", &a, &b, "--html", page.to_str().expect("path")];
+    let said = String::from_utf8(ok_stdout(&args, &run(&args))).expect("utf-8");
+    assert!(said.starts_with(&format!("wrote {} (", page.display())), "{said}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("<title>resnet50_fixed.pickle vs resnet50_buggy.pickle · memviz</title>"));
+    assert_eq!(html.matches("\"base64\":").count(), 2, "both files inside");
+    assert!(html.contains("\"compare\":true"));
+    let args = ["compare", &a, &b, "--html", "-"];
+    assert_eq!(ok_stdout(&args, &run(&args)), html.as_bytes(), "--html - writes the same page");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -167,6 +167,12 @@ impl ViewState {
         &self.compare_view
     }
 
+    /// Shows files `a` and `b` (by name) in the Compare view once both are open (a page written
+    /// by `memviz compare A B --html`).
+    pub fn compare_when_open(&mut self, a: String, b: String) {
+        self.compare_view.restore = Some((a, b));
+    }
+
     /// Once both files a link's `compare=A,B` names are open: A shown, compared with B, in the
     /// Compare view; whether it did (nothing until then, and nothing after).
     pub fn restore_compare(&mut self) -> bool {

@@ -23,10 +23,12 @@ pub(crate) struct Embedded {
     files: Vec<Source>,
     view: Option<View>,
     device: Option<i64>,
+    /// Show the first two files in the Compare view (`memviz compare A B --html`).
+    compare: bool,
 }
 
 /// Reads `<script type="application/json" id="memviz-embedded">`, which pages written by the
-/// command line carry: `{"files": [{"name", "base64"}], "view", "device"}`.
+/// command line carry: `{"files": [{"name", "base64"}], "view", "device", "compare"}`.
 pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
     let text = document.get_element_by_id("memviz-embedded")?.text_content()?;
     let config = js_sys::JSON::parse(&text).ok()?;
@@ -45,7 +47,8 @@ pub(crate) fn read_embedded(document: &Document) -> Option<Embedded> {
     }
     let view = get(&config, "view").and_then(|v| v.as_string()).and_then(|v| View::from_value(&v));
     let device = get(&config, "device").and_then(|d| d.as_f64()).map(|d| d as i64);
-    Some(Embedded { files, view, device })
+    let compare = get(&config, "compare").and_then(|c| c.as_bool()).unwrap_or(false);
+    Some(Embedded { files, view, device, compare })
 }
 
 /// Builds the state, installs the listeners and keeps the state for the page's lifetime.
@@ -109,6 +112,9 @@ pub fn install() -> Result<(), JsValue> {
     if let Some(embedded) = embedded {
         let mut app = rc.borrow_mut();
         app.state.embedded(embedded.view, embedded.device);
+        if let (true, [a, b, ..]) = (embedded.compare, embedded.files.as_slice()) {
+            app.state.compare_when_open(crate::input::source_name(a), crate::input::source_name(b));
+        }
         if !embedded.files.is_empty() {
             app.handle(Input::Open(embedded.files));
         }
