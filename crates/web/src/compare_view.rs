@@ -3,7 +3,7 @@
 //! curves with their difference shaded and each iteration's peak difference labelled; the
 //! verdict on top; one window, one zoom and one cursor for all three
 //! ([`memviz_view::state::compare_view`]). Here: the bindings that turn the toolbar's button, the
-//! two file menus, the swap button and the pointer over the charts into
+//! two file menus, the swap and PNG buttons and the pointer over the charts into
 //! [`memviz_view::state::compare_view::CompareInput`]s, and the page around the charts (shown or
 //! not, the menus, the verdict); the charts are painted by `render::compare`.
 
@@ -48,6 +48,12 @@ pub fn bindings(doc: &web_sys::Document) -> Vec<Binding> {
     let mut l = Vec::new();
     if let Some(b) = element::<HtmlElement>(doc, "compare-toggle") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::ToggleCompare))));
+    }
+    if let Some(b) = element::<HtmlElement>(doc, "cmp-png") {
+        let export = PageInput::Analysis(memviz_view::state::panels::Action::Export(
+            memviz_view::state::panels::ExportKind::Png,
+        ));
+        l.push(bind(b.as_ref(), "click", move |_: &web_sys::Event| Some(Input::Page(export.clone()))));
     }
     if let Some(b) = element::<HtmlElement>(doc, "cmp-swap") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| compare(CompareInput::Swap)));

@@ -5,6 +5,7 @@
 // timeline's controls hide while it is shown and come back with the timeline.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { fixture, openFiles, shot, start } from '../lib/harness.mjs';
 
 let env;
@@ -50,6 +51,15 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   const [x0, x1] = await windowOf(page);
   assert.ok(x1 - x0 < 2.5 && x0 < 2.5 && x1 > 2.5, `the window ${x0}..${x1} keeps 2.5 under the pointer`);
   await shot(page, 'compare-view-zoomed');
+  // The PNG export draws the verdict over all three charts.
+  const [d] = await Promise.all([page.waitForEvent('download'), page.click('#cmp-png')]);
+  assert.match(d.suggestedFilename(), /^resnet50_(fixed|buggy)_vs_resnet50_(fixed|buggy)\.compare\.png$/);
+  const png = readFileSync(await d.path());
+  const [pw, ph] = [png.readUInt32BE(16), png.readUInt32BE(20)];
+  const charts = await page.$$eval('#compare canvas', (c) => c.map((x) => [x.clientWidth, x.clientHeight]));
+  const dpr = await page.evaluate(() => devicePixelRatio);
+  assert.equal(pw, Math.round(Math.max(...charts.map((c) => c[0])) * dpr));
+  assert.equal(ph, Math.round((58 + charts.reduce((n, c) => n + c[1], 0)) * dpr), `${pw}x${ph} for ${charts}`);
 
   // The cursor is one aligned moment: over A's chart, the totals or B's at the same x, the same.
   const seen = [];

@@ -101,3 +101,23 @@ fn a_link_keeps_the_pair_and_opens_it_once_both_files_are_in() {
     assert!(fresh.compare_shown());
     assert!(!fresh.restore_compare(), "once");
 }
+
+/// Two files without iterations: each trace's share on the axis, step 0 at 0 and its last step
+/// at 1, whatever their lengths.
+#[test]
+fn without_iterations_each_trace_spans_the_axis() {
+    static OOM: &[u8] = include_bytes!("../../../../tests/data/synth/oom.pickle");
+    static MULTI: &[u8] = include_bytes!("../../../../tests/data/synth/multi_stream.pickle");
+    let (fa, fb) = (open_file(OOM, "oom.pickle", 15_000), open_file(MULTI, "multi_stream.pickle", 15_000));
+    let c = compare(&fa.snap, fa.plot.device_pos, &fb.snap, fb.plot.device_pos, CompareOptions::default());
+    assert_eq!(c.alignment, Alignment::Proportion);
+    assert_eq!(aligned_domain(&c), (0.0, 1.0));
+    for (its, f) in [(&c.a_iterations, &fa), (&c.b_iterations, &fb)] {
+        let m = aligned_map(&c, its, &f.plot.layout);
+        let end = f64::from(f.plot.layout.steps);
+        assert_eq!((m.us_at_step(0.0), m.us_at_step(end)), (0.0, 1.0));
+        assert!((m.us_at_step(end / 2.0) - 0.5).abs() < 1e-12);
+        assert_eq!(m.step_at_us(0.25), end / 4.0);
+    }
+    assert_ne!(fa.plot.layout.steps, fb.plot.layout.steps);
+}

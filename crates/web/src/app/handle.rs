@@ -143,7 +143,17 @@ impl App {
                 // Carried out by memviz_view::resolve above.
                 Effect::GroupTimeline | Effect::Highlight(_) | Effect::StepMatch(_) | Effect::Cursor(_) => {}
                 Effect::Export(memviz_view::state::panels::ExportKind::Png) => {
-                    match render::export_png(&self.frame().0) {
+                    // The Compare view exports its three charts, the timeline itself.
+                    let compare = self.state.compare_shown();
+                    let image = if compare {
+                        render::export_compare_png(&self.frame().0)
+                    } else {
+                        render::export_png(&self.frame().0)
+                    };
+                    match image {
+                        Ok(image) if compare => {
+                            crate::panels::export::download_compare_png(&self.ui, &self.state, &image)
+                        }
                         Ok(image) => crate::panels::export::download_png(&self.ui, &self.state, &image),
                         Err(e) => {
                             let why = e.as_string().unwrap_or_default();

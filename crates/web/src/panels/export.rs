@@ -33,6 +33,14 @@ pub fn download_png(ui: &Ui, state: &ViewState, image: &HtmlCanvasElement) {
     download_canvas(&ui.document, image, format!("{name}.timeline.png"));
 }
 
+/// Downloads the Compare view's image as `A_vs_B.compare.png`.
+pub fn download_compare_png(ui: &Ui, state: &ViewState, image: &HtmlCanvasElement) {
+    let name = |i: usize| state.files().get(i).map_or_else(|| "memviz".to_string(), |f| stem(&f.name));
+    let file =
+        state.compare_pair().map_or_else(|| "memviz".to_string(), |(a, b)| format!("{}_vs_{}", name(a), name(b)));
+    download_canvas(&ui.document, image, format!("{file}.compare.png"));
+}
+
 fn text_export(ui: &Ui, state: &ViewState, derived: &Derived, kind: Kind) -> Result<(), JsValue> {
     let (name, text, mime) = {
         let Some(a) = derived.analysis_of(state) else {

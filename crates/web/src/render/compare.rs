@@ -311,3 +311,62 @@ fn draw_difference(
     let _ = ctx.fill_text(name, rect.right_px() * dpr, (rect.bottom_px() + 14.0) * dpr);
     ctx.set_text_align("left");
 }
+
+/// Height of the exported image's title (the two files and the verdict), CSS px.
+const EXPORT_TITLE_PX: f64 = 58.0;
+
+/// The Compare view as one image: the two files' names and the verdict over the three charts as
+/// drawn (at the screen's density), on the theme's background.
+pub fn export_compare_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, wasm_bindgen::JsValue> {
+    let no = |why: &str| wasm_bindgen::JsValue::from_str(why);
+    let doc = &fr.ui.document;
+    let (Some((ia, ib)), Some(c)) = (fr.state.compare_pair(), fr.derived.view_comparison_of(fr.state)) else {
+        return Err(no("the comparison is not ready"));
+    };
+    let (Some(fa), Some(fb)) = (fr.state.files().get(ia), fr.state.files().get(ib)) else {
+        return Err(no("a file of the pair is closed"));
+    };
+    let charts: Vec<HtmlCanvasElement> =
+        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().filter_map(|id| element(doc, id)).collect();
+    let w = charts.iter().map(|c| f64::from(c.client_width())).fold(0.0, f64::max);
+    let heights: Vec<f64> = charts.iter().map(|c| f64::from(c.client_height())).collect();
+    if w < 1.0 || heights.iter().any(|&h| h < 1.0) {
+        return Err(no("the Compare view is not shown"));
+    }
+    let dpr = fr.state.dpr();
+    let total = EXPORT_TITLE_PX + heights.iter().sum::<f64>();
+    let out: HtmlCanvasElement = doc.create_element("canvas")?.dyn_into().map_err(|_| no("no canvas element"))?;
+    out.set_width((w * dpr).round() as u32);
+    out.set_height((total * dpr).round() as u32);
+    let ctx = crate::dom::context_2d(&out)?;
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    let pal = fr.palette();
+    ctx.set_fill_style_str(pal.background);
+    ctx.fill_rect(0.0, 0.0, w, total);
+    ctx.set_text_baseline("top");
+    ctx.set_font("bold 14px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif");
+    ctx.set_fill_style_str(pal.text);
+    let _ = ctx.fill_text(&format!("A {} · B {}", fa.name, fb.name), 10.0, 6.0);
+    ctx.set_font(crate::paint::FONT);
+    // The verdict, on as many lines as it takes (two at most).
+    let verdict = c.verdict();
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in verdict.split(' ') {
+        let last = lines.last_mut().map_or(String::new(), |l| format!("{l} {word}"));
+        if ctx.measure_text(last.trim()).map_or(0.0, |m| m.width()) > w - 20.0 && lines.len() < 2 {
+            lines.push(word.to_string());
+        } else if let Some(l) = lines.last_mut() {
+            *l = last.trim().to_string();
+        }
+    }
+    for (k, l) in lines.iter().enumerate() {
+        let _ = ctx.fill_text(l, 10.0, 24.0 + 15.0 * k as f64);
+    }
+    let mut y = EXPORT_TITLE_PX;
+    for (chart, h) in charts.iter().zip(&heights) {
+        let _ =
+            ctx.draw_image_with_html_canvas_element_and_dw_and_dh(chart, 0.0, y, f64::from(chart.client_width()), *h);
+        y += h;
+    }
+    Ok(out)
+}

@@ -25,6 +25,7 @@ mod landing;
 mod overlay;
 
 pub use base::*;
+pub use compare::export_compare_png;
 pub use controls::*;
 pub use export::export_png;
 use hooks::{is_first_complete_frame, report_ready, write_hover_hooks, write_test_hooks};
