@@ -56,7 +56,7 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   assert.match(d.suggestedFilename(), /^resnet50_(fixed|buggy)_vs_resnet50_(fixed|buggy)\.compare\.png$/);
   const png = readFileSync(await d.path());
   const [pw, ph] = [png.readUInt32BE(16), png.readUInt32BE(20)];
-  const charts = await page.$$eval('#compare canvas', (c) => c.map((x) => [x.clientWidth, x.clientHeight]));
+  const charts = await page.$$eval('#compare canvas:not(.cmp-cursor)', (c) => c.map((x) => [x.clientWidth, x.clientHeight]));
   const dpr = await page.evaluate(() => devicePixelRatio);
   assert.equal(pw, Math.round(Math.max(...charts.map((c) => c[0])) * dpr));
   assert.equal(ph, Math.round((58 + charts.reduce((n, c) => n + c[1], 0)) * dpr), `${pw}x${ph} for ${charts}`);

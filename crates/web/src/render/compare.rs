@@ -2,7 +2,8 @@
 //! [`crate::compare_view`]): each file's Active Memory Timeline drawn on the aligned axis
 //! ([`memviz_view::state::compare_view::aligned_map`]) with one height for both, the two totals
 //! per pixel column with their difference shaded and each iteration's peak difference, the cursor
-//! in all three, and the readout under them. Reads the state and the comparison only.
+//! in all three (on a canvas over each chart: a move of the cursor redraws no chart), and the
+//! readout under them. Reads the state and the comparison only.
 
 use memviz_core::analysis::compare::Comparison;
 use memviz_core::analysis::{signed_size_text, size_text};
@@ -34,6 +35,8 @@ const B_COLOUR: &str = "#f28e2b";
 #[derive(Default)]
 pub struct Memo {
     drawn: Option<String>,
+    /// The cursor drawn over them.
+    cursor: Option<f64>,
 }
 
 fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
@@ -82,22 +85,38 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         .map(|c| c.as_ref().map_or((0.0, 0.0), |c| (f64::from(c.client_width()), f64::from(c.client_height()))))
         .collect();
     let key = format!(
-        "{ia}/{ib}/{}/{x0}/{x1}/{cursor:?}/{sizes:?}/{}/{:?}",
+        "{ia}/{ib}/{}/{x0}/{x1}/{sizes:?}/{}/{:?}",
         fr.state.generation(),
         fr.state.dpr(),
         fr.state.theme().theme()
     );
-    if memo.drawn.as_deref() == Some(key.as_str()) {
-        return true;
-    }
-    memo.drawn = Some(key);
     let sides = [
         Side { file: fa, map: aligned_map(c, &c.a_iterations, &fa.plot.layout) },
         Side { file: fb, map: aligned_map(c, &c.b_iterations, &fb.plot.layout) },
     ];
-    let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
     let dpr = fr.state.dpr();
     let pal = fr.palette();
+    let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
+    let overlays: Vec<Option<HtmlCanvasElement>> =
+        ["cmp-plot-a-cursor", "cmp-diff-cursor", "cmp-plot-b-cursor"].iter().map(|id| element(doc, id)).collect();
+    let same_charts = memo.drawn.as_deref() == Some(key.as_str());
+    if !same_charts || memo.cursor != cursor {
+        // The cursor alone, on the canvases over the charts.
+        memo.cursor = cursor;
+        for (k, overlay) in overlays.iter().enumerate() {
+            let Some(overlay) = overlay else { continue };
+            fit_canvas(overlay, sizes[k].0, sizes[k].1, dpr);
+            let Some(ctx) = context(overlay) else { continue };
+            ctx.clear_rect(0.0, 0.0, f64::from(overlay.width()), f64::from(overlay.height()));
+            draw_cursor(&ctx, cursor, (x0, x1), chart_rect(k, sizes[k]), dpr, pal);
+        }
+        write_readout(fr, &sides, cursor, iterations);
+    }
+    if same_charts {
+        return true;
+    }
+    memo.drawn = Some(key);
+    let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
     for (k, canvas) in canvases.iter().enumerate() {
         let Some(canvas) = canvas else { continue };
         let (w, h) = sizes[k];
@@ -105,20 +124,10 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
             continue;
         }
         fit_canvas(canvas, w, h, dpr);
-        let Some(ctx) =
-            canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-        else {
-            continue;
-        };
+        let Some(ctx) = context(canvas) else { continue };
         let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
         ctx.clear_rect(0.0, 0.0, w * dpr, h * dpr);
-        let bottom = if k == 1 { BOTTOM_PX + AXIS_PX } else { BOTTOM_PX };
-        let rect = PlotRect {
-            left_px: LEFT_PX,
-            top_px: TOP_PX,
-            width_px: (w - LEFT_PX - RIGHT_PX).max(1.0),
-            height_px: (h - TOP_PX - bottom).max(1.0),
-        };
+        let rect = chart_rect(k, (w, h));
         match k {
             1 => draw_difference(&ctx, c, &sides, (x0, x1), rect, dpr, pal),
             _ => {
@@ -128,23 +137,46 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
                 label(&ctx, dpr, &name, LEFT_PX, TOP_PX - 5.0, if k == 0 { A_COLOUR } else { B_COLOUR });
             }
         }
-        if let Some(x) = cursor.filter(|x| (x0..=x1).contains(x)) {
-            let px = rect.left_px + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * rect.width_px;
-            ctx.set_stroke_style_str(pal.text);
-            ctx.set_line_width(dpr);
-            ctx.begin_path();
-            ctx.move_to(px * dpr, rect.top_px * dpr);
-            ctx.line_to(px * dpr, rect.bottom_px() * dpr);
-            ctx.stroke();
-        }
     }
     let _ = doc.get_element_by_id("compare").map(|s| {
         let _ = s.set_attribute("data-window", &format!("{x0:.6},{x1:.6}"));
         let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
     });
-    let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
-    write_readout(fr, &sides, cursor, iterations);
     true
+}
+
+fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+}
+
+/// The plot area of chart `k` (0: A, 1: the totals, 2: B) of `(w, h)` CSS px.
+fn chart_rect(k: usize, (w, h): (f64, f64)) -> PlotRect {
+    let bottom = if k == 1 { BOTTOM_PX + AXIS_PX } else { BOTTOM_PX };
+    PlotRect {
+        left_px: LEFT_PX,
+        top_px: TOP_PX,
+        width_px: (w - LEFT_PX - RIGHT_PX).max(1.0),
+        height_px: (h - TOP_PX - bottom).max(1.0),
+    }
+}
+
+/// The cursor's line over a chart, where it is in the window.
+fn draw_cursor(
+    ctx: &CanvasRenderingContext2d,
+    cursor: Option<f64>,
+    (x0, x1): (f64, f64),
+    rect: PlotRect,
+    dpr: f64,
+    pal: &memviz_view::theme::Palette,
+) {
+    let Some(x) = cursor.filter(|x| (x0..=x1).contains(x)) else { return };
+    let px = rect.left_px + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * rect.width_px;
+    ctx.set_stroke_style_str(pal.text);
+    ctx.set_line_width(dpr);
+    ctx.begin_path();
+    ctx.move_to(px * dpr, rect.top_px * dpr);
+    ctx.line_to(px * dpr, rect.bottom_px() * dpr);
+    ctx.stroke();
 }
 
 fn label(ctx: &CanvasRenderingContext2d, dpr: f64, text: &str, x: f64, y: f64, colour: &str) {
