@@ -27,7 +27,7 @@ use memviz_core::plot::{device_views, DeviceViews};
 use memviz_core::search::StackTexts;
 use memviz_core::snapshot::Snapshot;
 use memviz_core::state::AllocatorState;
-use memviz_core::timeline::{ElementIndex, Mode};
+use memviz_core::timeline::{ElementIndex, Mode, Options};
 use memviz_core::timeline_pools::{pools, Pools};
 
 /// Groups the timeline colours by their own colour at most (the rest share "other").
@@ -118,6 +118,9 @@ pub struct AtEvent {
     pub map: MapLayout,
 }
 
+/// Where a compared pair parts: A's marked elements, then B's.
+pub type Parting = Rc<[Vec<ElementIndex>; 2]>;
+
 /// Everything derived.
 #[derive(Default)]
 pub struct Derived {
@@ -130,6 +133,9 @@ pub struct Derived {
     pub comparison: Option<(PairKey, Option<GroupingKey>, Comparison)>,
     /// The Compare view's comparison of its pair, by stack ([`Derived::view_comparison_of`]).
     pub view_comparison: Option<(PairKey, Comparison)>,
+    /// Where the pair parts on each timeline
+    /// ([`crate::state::compare_view::parting_elements`]), for the layouts' options.
+    view_parting: Option<(PairKey, [Options; 2], Parting)>,
     /// Categories of a (file, device): the profiler timeline's where it was opened beside the
     /// snapshot and overlaps it (with the profile's sequence number), else inferred.
     pub categories: Option<(CategoriesKey, SnapshotCategories)>,
@@ -177,6 +183,7 @@ impl Derived {
         }
         if s.compare_shown() {
             self.ensure_view_comparison(s);
+            self.ensure_view_parting(s);
         }
         let joined = s.analysis.categories.profile.as_ref().is_some_and(|p| p.is_profilers()) && s.file().is_some();
         if (panel_open && s.analysis.tab == Tab::Categories)
@@ -377,6 +384,27 @@ impl Derived {
         let options =
             CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
         self.view_comparison = Some((key, compare::compare(&fa.snap, key.1, &fb.snap, key.3, options)));
+    }
+
+    fn ensure_view_parting(&mut self, s: &ViewState) {
+        let Some(key) = pair_key(s) else { return };
+        let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
+        // Element indices depend on the layout's mode and hidden set, not on Detail's choice.
+        let strip = |o: Options| Options { max_entries: 0, focus_rows: None, ..o };
+        let options = [strip(fa.plot.layout.options), strip(fb.plot.layout.options)];
+        if self.view_parting.as_ref().is_some_and(|(k, o, _)| *k == key && *o == options) {
+            return;
+        }
+        let Some(c) = self.view_comparison_of(s) else { return };
+        let marks =
+            crate::state::compare_view::parting_elements(c, (&fa.snap, &fa.plot.layout), (&fb.snap, &fb.plot.layout));
+        self.view_parting = Some((key, options, Rc::new(marks)));
+    }
+
+    /// Where the Compare view's pair parts, A's elements then B's, when of the pair shown.
+    pub fn view_parting_of(&self, s: &ViewState) -> Option<Parting> {
+        let key = pair_key(s)?;
+        self.view_parting.as_ref().filter(|(k, _, _)| *k == key).map(|(_, _, m)| Rc::clone(m))
     }
 
     /// The Compare view's comparison, when it is of the pair shown.

@@ -137,6 +137,21 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             p.set_text_content(Some(&text));
         }
     }
+    if let Some(p) = element::<HtmlElement>(doc, "cmp-parting") {
+        let marks = fr.derived.view_parting_of(fr.state);
+        let moment = c.and_then(memviz_view::state::compare_view::parting_moment).map(|m| m.2);
+        let text = match (marks, moment) {
+            (Some(m), Some(moment)) => format!(
+                "Marked on both timelines: at the {moment}, the allocations with no counterpart in the other file (none of the same source line and size live then; A: {}, B: {}).",
+                m[0].len(),
+                m[1].len()
+            ),
+            _ => String::new(),
+        };
+        if p.text_content().as_deref() != Some(text.as_str()) {
+            p.set_text_content(Some(&text));
+        }
+    }
     if let Some(p) = element::<HtmlElement>(doc, "cmp-aligned") {
         let text = c.map(|c| format!("Aligned {}", c.alignment_text())).unwrap_or_default();
         if p.text_content().as_deref() != Some(text.as_str()) {

@@ -43,6 +43,12 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   assert.match(verdict, /the gradients (A|B) keeps across iterations: 161 tensors, 97\.5 MiB, made in backward; (A|B) keeps none/);
   assert.match(await page.textContent('#cmp-aligned'), /^Aligned by iteration annotations \(A has 5, B has 5\)$/);
   assert.deepEqual(await windowOf(page), [0, 5]);
+  // Where the runs part is marked on both timelines: at iteration 5's peak, the allocations
+  // without a counterpart of the same line and size in the other file.
+  const parting = (await page.getAttribute('#compare', 'data-parting')).split(',').map(Number);
+  const keeper = verdict.match(/the gradients (A|B) keeps/)[1];
+  assert.ok(parting[keeper === 'A' ? 0 : 1] > 0, `${keeper} keeps the gradients; marked: ${parting}`);
+  assert.equal(await page.textContent('#cmp-parting'), `Marked on both timelines: at the iteration 5 peak, the allocations with no counterpart in the other file (none of the same source line and size live then; A: ${parting[0]}, B: ${parting[1]}).`);
 
   // The wheel over A's timeline narrows the one window: both timelines and the totals show it.
   await pointAt(page, 'cmp-plot-a', 0.5);

@@ -136,6 +136,62 @@ pub fn aligned_map(c: &Comparison, its: &Iterations, layout: &Layout) -> TimeMap
     TimeMap::from_knots(steps, xs, 0)
 }
 
+/// The matched moment the verdict rests on, as (A's row, B's row, its name): the peak of the last
+/// iteration both files have, else each file's peak.
+pub fn parting_moment(c: &Comparison) -> Option<(Option<u32>, Option<u32>, String)> {
+    let label = c.basis.carried_into.map_or_else(|| "peak".to_string(), |k| format!("iteration {k} peak"));
+    let p = c.points.iter().find(|p| p.label == label).or_else(|| c.points.first())?;
+    Some((p.a_row, p.b_row, p.label.clone()))
+}
+
+/// Where the two files part, on their timelines: at [`parting_moment`], the allocations live in
+/// one file that have no counterpart live in the other, a counterpart being an allocation of the
+/// same source line (as the comparison matches lines) and the same size. Where one file holds
+/// more of a line and size than the other, its oldest ones are the extra (memory kept across
+/// iterations is the older); A's, then B's.
+pub fn parting_elements(
+    c: &Comparison,
+    a: (&memviz_core::snapshot::Snapshot, &Layout),
+    b: (&memviz_core::snapshot::Snapshot, &Layout),
+) -> [Vec<memviz_core::timeline::ElementIndex>; 2] {
+    use std::collections::HashMap;
+    /// Live elements by (line, size): their alloc rows and indices.
+    type Groups = HashMap<(String, u64), Vec<(Option<u32>, usize)>>;
+    let Some((ra, rb, _)) = parting_moment(c) else { return [Vec::new(), Vec::new()] };
+    // Each side's live elements at its row, by (line, size), oldest first.
+    let live = |(snap, l): (&memviz_core::snapshot::Snapshot, &Layout), row: Option<u32>| {
+        let mut groups: Groups = HashMap::new();
+        let Some(r) = row else { return groups };
+        let mut sites: HashMap<u32, String> = HashMap::new();
+        for (i, e) in l.elements.iter().enumerate() {
+            if l.is_hidden(e) || e.alloc_row.is_some_and(|x| x > r) || e.free_row.is_some_and(|f| f <= r) {
+                continue;
+            }
+            let site = sites
+                .entry(e.stack)
+                .or_insert_with(|| memviz_core::analysis::compare::site_key(snap, e.stack, c.python_frames_only))
+                .clone();
+            groups.entry((site, e.size_bytes)).or_default().push((e.alloc_row, i));
+        }
+        for v in groups.values_mut() {
+            v.sort_unstable();
+        }
+        groups
+    };
+    let (ga, gb) = (live(a, ra), live(b, rb));
+    let extra = |mine: &Groups, other: &Groups| {
+        let mut out: Vec<memviz_core::timeline::ElementIndex> = Vec::new();
+        for (k, v) in mine {
+            let matched = other.get(k).map_or(0, Vec::len);
+            let n = v.len().saturating_sub(matched);
+            out.extend(v.iter().take(n).map(|&(_, i)| memviz_core::timeline::ElementIndex::new(i as u32)));
+        }
+        out.sort_unstable();
+        out
+    };
+    [extra(&ga, &gb), extra(&gb, &ga)]
+}
+
 impl ViewState {
     /// Shows the run's overview (`true`) or the focused rank's timeline.
     pub fn show_overview(&mut self, on: bool) {

@@ -121,3 +121,31 @@ fn without_iterations_each_trace_spans_the_axis() {
     }
     assert_ne!(fa.plot.layout.steps, fb.plot.layout.steps);
 }
+
+/// Fixed against buggy at iteration 5's peak: the marked allocations are live then, and since a
+/// counterpart has the same size, what is marked in B minus what is marked in A is exactly the
+/// difference of their live bytes there (26,499,328 bytes, each iteration's peak difference).
+#[test]
+fn where_the_runs_part_is_marked_on_both_timelines() {
+    let s = two_files();
+    let (fa, fb) = (&s.files[0], &s.files[1]);
+    let c = compare(&fa.snap, 0, &fb.snap, 0, CompareOptions::default());
+    let (ra, rb, label) = parting_moment(&c).expect("moment");
+    assert_eq!(label, "iteration 5 peak");
+    let [ma, mb] = parting_elements(&c, (&fa.snap, &fa.plot.layout), (&fb.snap, &fb.plot.layout));
+    let live = |l: &Layout, r: Option<u32>, e: memviz_core::timeline::ElementIndex| {
+        let el = l.element(e).expect("element");
+        let r = r.expect("row");
+        el.alloc_row.is_none_or(|x| x <= r) && el.free_row.is_none_or(|f| f > r)
+    };
+    assert!(ma.iter().all(|&e| live(&fa.plot.layout, ra, e)));
+    assert!(mb.iter().all(|&e| live(&fb.plot.layout, rb, e)));
+    let bytes = |l: &Layout, m: &[memviz_core::timeline::ElementIndex]| -> u64 {
+        m.iter().filter_map(|&e| l.element(e)).map(|e| e.size_bytes).sum()
+    };
+    let (marked_a, marked_b) = (bytes(&fa.plot.layout, &ma), bytes(&fb.plot.layout, &mb));
+    let p = c.points.iter().find(|p| p.label == label).expect("point");
+    assert_eq!(i128::from(marked_b) - i128::from(marked_a), i128::from(p.b_bytes) - i128::from(p.a_bytes));
+    assert_eq!(marked_b - marked_a, 26_499_328);
+    assert!(!mb.is_empty() && mb.len() < 300, "{} marked in B", mb.len());
+}

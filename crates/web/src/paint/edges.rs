@@ -94,10 +94,13 @@ pub(crate) struct PlotDev<'a> {
 
 impl<'a> PlotDev<'a> {
     pub(crate) fn new(f: &'a OpenFile, rect: PlotRect, dpr: f64) -> Self {
-        let v = &f.viewport;
-        let xm = f.xmap();
+        PlotDev::of(&f.plot.layout, f.xmap(), &f.viewport, rect, dpr)
+    }
+
+    /// Over any layout, on any x axis and window (the Compare view's timelines).
+    pub(crate) fn of(layout: &'a Layout, xm: XMap<'a>, v: &'a Viewport, rect: PlotRect, dpr: f64) -> Self {
         PlotDev {
-            layout: &f.plot.layout,
+            layout,
             rect,
             dpr,
             s_left: xm.step(v.x0),

@@ -1,6 +1,7 @@
 //! The Compare view's charts (`#cmp-plot-a`, `#cmp-diff`, `#cmp-plot-b`,
 //! [`crate::compare_view`]): each file's Active Memory Timeline drawn on the aligned axis
-//! ([`memviz_view::state::compare_view::aligned_map`]) with one height for both, the two totals
+//! ([`memviz_view::state::compare_view::aligned_map`]) with one height for both and where the two
+//! part marked ([`memviz_view::state::compare_view::parting_elements`]), the two totals
 //! per pixel column with their difference shaded and each iteration's peak difference, the cursor
 //! in all three (on a canvas over each chart: a move of the cursor redraws no chart), and the
 //! readout under them. Reads the state and the comparison only.
@@ -116,6 +117,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         return true;
     }
     memo.drawn = Some(key);
+    let parting = fr.derived.view_parting_of(fr.state);
     let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
     for (k, canvas) in canvases.iter().enumerate() {
         let Some(canvas) = canvas else { continue };
@@ -132,7 +134,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
             1 => draw_difference(&ctx, c, &sides, (x0, x1), rect, dpr, pal),
             _ => {
                 let side = &sides[k / 2];
-                draw_timeline(&ctx, side, (x0, x1, domain.1), top, rect, dpr, pal);
+                let marks = parting.as_ref().map_or(&[][..], |m| m[k / 2].as_slice());
+                draw_timeline(&ctx, side, marks, (x0, x1, domain.1), top, rect, dpr, pal);
                 let name = format!("{} {}", if k == 0 { "A" } else { "B" }, side.file.name);
                 label(&ctx, dpr, &name, LEFT_PX, TOP_PX - 5.0, if k == 0 { A_COLOUR } else { B_COLOUR });
             }
@@ -141,6 +144,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let _ = doc.get_element_by_id("compare").map(|s| {
         let _ = s.set_attribute("data-window", &format!("{x0:.6},{x1:.6}"));
         let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
+        let counts = parting.as_ref().map_or((0, 0), |m| (m[0].len(), m[1].len()));
+        let _ = s.set_attribute("data-parting", &format!("{},{}", counts.0, counts.1));
     });
     true
 }
@@ -212,9 +217,11 @@ fn write_readout(fr: &Frame<'_>, sides: &[Side<'_>; 2], cursor: Option<f64>, ite
 }
 
 /// One file's timeline on the aligned axis, with its byte axis; `top` the shared height.
+#[allow(clippy::too_many_arguments)] // one chart's inputs: its side, window, height, marks and page
 fn draw_timeline(
     ctx: &CanvasRenderingContext2d,
     side: &Side<'_>,
+    marks: &[memviz_core::timeline::ElementIndex],
     (x0, x1, end): (f64, f64, f64),
     top: u64,
     rect: PlotRect,
@@ -225,9 +232,24 @@ fn draw_timeline(
     v.x0 = x0;
     v.x1 = x1;
     v.y_max_bytes = fit_y(top as f64);
-    let pixels = compute_plot_of(&side.file.plot.layout, XMap::time(&side.map), &v, pal, rect, dpr);
+    let layout = &side.file.plot.layout;
+    let pixels = compute_plot_of(layout, XMap::time(&side.map), &v, pal, rect, dpr);
     let mut info = FrameInfo::default();
     put_plot(&mut info, ctx, rect, dpr, &pixels);
+    // Where the two part: the marked allocations in the highlight's colour.
+    let bands: Vec<u32> = marks.iter().filter_map(|&e| layout.element(e).and_then(|el| el.band)).collect();
+    if !bands.is_empty() {
+        let plot = crate::paint::edges::PlotDev::of(layout, XMap::time(&side.map), &v, rect, dpr).reusing(&info);
+        plot.clip(ctx);
+        ctx.set_fill_style_str(pal.highlight_fill);
+        ctx.set_stroke_style_str(pal.highlight_stroke);
+        ctx.set_line_width(0.5 * dpr);
+        plot.trace_bands(ctx, &bands, |_| {
+            ctx.fill();
+            ctx.stroke();
+        });
+        ctx.restore();
+    }
     byte_axis(ctx, rect, v.y_max_bytes, dpr, pal);
 }
 
