@@ -7,11 +7,15 @@
 //! [`TraceRecord`]. Values may be memo GETs, small ints, strings written inline (a fresh
 //! `compile_context` string, say) and frame lists written inline as memo GETs of frame dicts;
 //! the memo writes of inline values are made, in file order, once the whole entry has matched.
+//! An inline frame list whose bytes equal those of one read before is found by those bytes
+//! ([`TemplateLists`]) without looking up its items again: real `stacks="all"` captures copy
+//! the same ~50 GETs of frame dicts into hundreds of thousands of entries.
 //! Anything unexpected (another key, a value of another type or encoding, input that ends early)
 //! leaves the entry to the general path with nothing changed but the string table (interning a
 //! string twice gives the same id). A memo slot written twice retires the template, since a key
 //! GET may then mean another string.
 
+use super::raw_lists::{KnownList, RawLists};
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
 use crate::pickle::records::{Field, TraceRecord};
@@ -46,14 +50,74 @@ impl InlineMemo {
     }
 }
 
+/// Bytes of frame lists [`TemplateLists`] may hold (it is cleared when full).
+const LIST_BYTES_MAX: usize = 16 << 20;
+
+/// Frame lists the template read inline, by their bytes from `EMPTY_LIST` to their end, with
+/// the span of `Document::list_items` that holds their items. Equal bytes are equal GETs of
+/// slots below the entry's own, so while no memo slot was written over (`Parser::memo_rebinds`)
+/// they are the same items.
+#[derive(Debug, Default)]
+pub(super) struct TemplateLists {
+    raw: RawLists,
+    /// Bytes held (lists and index nodes).
+    bytes: usize,
+    /// `Parser::memo_rebinds` the lists held were read under.
+    rebinds: u64,
+}
+
+impl TemplateLists {
+    /// Clears the lists read under other memo bindings than `rebinds`.
+    fn check(&mut self, rebinds: u64) {
+        if self.rebinds != rebinds {
+            self.raw.clear();
+            self.bytes = 0;
+            self.rebinds = rebinds;
+        }
+    }
+
+    /// The span and length in bytes of the known list at the start of `rest`.
+    #[inline]
+    fn find(&mut self, rest: &[u8], rebinds: u64) -> Option<((u32, u32), usize)> {
+        self.check(rebinds);
+        self.raw.find(rest).map(|(k, n)| (k.span, n))
+    }
+
+    /// Enters a list just read: its bytes and the span of its items.
+    fn insert(&mut self, bytes: &[u8], span: (u32, u32), rebinds: u64) {
+        self.check(rebinds);
+        if self.bytes + bytes.len() > LIST_BYTES_MAX {
+            self.raw.clear();
+            self.bytes = 0;
+        }
+        let known = KnownList { span, slots: (0, 0), last_shape: 0 };
+        let nodes = self.raw.insert(bytes, known);
+        self.bytes += bytes.len() + nodes * super::raw_lists::NODE_BYTES;
+    }
+}
+
+/// How an entry's frame list was written.
+#[derive(Clone, Copy, Debug)]
+enum ListRead {
+    /// As a GET (or not at all).
+    NotInline,
+    /// Inline, its items read to the end of `list_items`; where its bytes are in the entry and
+    /// how many.
+    Items { at: usize, len: usize },
+    /// Inline, with the bytes of a list read before: that list's span.
+    Known((u32, u32)),
+}
+
 /// What matching one entry has read so far.
 struct EntryRead {
     /// The memo slot of the entry dict itself; value GETs must name earlier slots.
     own_slot: u64,
     rec: TraceRecord,
     memo: InlineMemo,
-    /// Whether the frame list was written inline (its items are at the end of `list_items`).
-    inline_list: bool,
+    /// How the frame list was written.
+    list: ListRead,
+    /// Where in the entry the value being read starts.
+    at: usize,
 }
 
 /// A key written as a memo GET of slot `idx` (`BINGET` or `LONG_BINGET`).
@@ -166,7 +230,8 @@ impl Parser {
             own_slot: self.memo_len(),
             rec: TraceRecord::default(),
             memo: InlineMemo::new(),
-            inline_list: false,
+            list: ListRead::NotInline,
+            at: 0,
         };
         let row = self
             .match_entry(t, rest, &mut e)
@@ -175,8 +240,17 @@ impl Parser {
             self.doc.list_items.truncate(list_items_before);
             return None;
         };
-        if e.inline_list {
-            self.doc.push_shared_list(list_items_before);
+        match e.list {
+            ListRead::NotInline => {}
+            ListRead::Known((start, len)) => {
+                self.doc.push_span(start, len);
+            }
+            ListRead::Items { at, len } => {
+                let list = self.doc.push_shared_list(list_items_before);
+                if let (Some(span), Some(bytes)) = (self.doc.shared_span(list), rest.get(at..at + len)) {
+                    self.template_lists.insert(bytes, span, self.memo_rebinds);
+                }
+            }
         }
         let d = Value::Dict(RECORD_BIT | row);
         self.fresh = None;
@@ -227,6 +301,7 @@ impl Parser {
         let mut p = 3;
         for &(key, field) in &t.keys {
             p += key.matches(rest.get(p..)?)?;
+            e.at = p;
             p += self.template_value(rest.get(p..)?, field, e)?;
         }
         (rest.get(p) == Some(&b'u')).then_some(p + 1)
@@ -333,7 +408,10 @@ impl Parser {
         }
         let id = u32::try_from(self.doc.lists.len()).ok()?;
         e.memo.push(Value::List(id))?;
-        e.inline_list = true;
+        if let Some((span, len)) = self.template_lists.find(rest, self.memo_rebinds) {
+            e.list = ListRead::Known(span);
+            return Some((id, len));
+        }
         let mut p = 2;
         loop {
             match rest.get(p) {
@@ -354,6 +432,7 @@ impl Parser {
                 _ => break,
             }
         }
+        e.list = ListRead::Items { at: e.at, len: p };
         Some((id, p))
     }
 
@@ -571,6 +650,60 @@ mod tests {
         assert_eq!(d.shared_list_key(frames(2)), None, "a list appended to later has items of its own");
         for chunk in [1, 2, 3, 5, 7, 11, 13] {
             assert_eq!(inline_summary(&chunked(&bytes, chunk)), s, "chunks of {chunk}");
+        }
+    }
+
+    /// Frame lists of the same bytes: read once, then found by their bytes; after the frame's memo
+    /// slot is written over, the same bytes mean other items.
+    fn copied_lists_around_a_rebound_frame() -> Vec<u8> {
+        let mut b = vec![0x80, 4, b']', 0x94, b'('];
+        // Slots 1..=9 as in `entries_with_inline_values`; slot 10 makes the template.
+        b.extend_from_slice(b"}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x10\x8c\x06frames\x94");
+        b.extend_from_slice(b"]\x94(}\x94(\x8c\x04name\x94\x8c\x01f\x94uh\x07eu");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x20h\x05h\x06u");
+        // Two entries with the same inline list of the frame twice: the second is found by its bytes.
+        for addr in [0x30u8, 0x40] {
+            b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K");
+            b.push(addr);
+            b.extend_from_slice(b"h\x05]\x94(h\x07h\x07eu");
+        }
+        // Slot 7 (the frame) now holds an empty dict; the next entry, all GETs, makes the
+        // template again.
+        b.extend_from_slice(b"}q\x070");
+        b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x50h\x05h\x06u");
+        for addr in [0x60u8, 0x70] {
+            b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K");
+            b.push(addr);
+            b.extend_from_slice(b"h\x05]\x94(h\x07h\x07eu");
+        }
+        b.extend_from_slice(b"e.");
+        b
+    }
+
+    #[test]
+    fn lists_found_by_their_bytes_follow_a_rebound_memo_slot() {
+        let bytes = copied_lists_around_a_rebound_frame();
+        let names = |d: &Document| -> Vec<Vec<String>> {
+            d.items(d.root())
+                .iter()
+                .map(|e| {
+                    let frames = d.get(e, "frames").unwrap_or(Value::None);
+                    d.items(frames)
+                        .iter()
+                        .map(|f| d.get(f, "name").and_then(|n| d.as_str(n)).unwrap_or("-").to_owned())
+                        .collect()
+                })
+                .collect()
+        };
+        let f = |n: &str| vec![n.to_owned(), n.to_owned()];
+        let want = vec![f("f"), f("f"), f("f"), f("f"), f("f"), f("-"), f("-")];
+        let mut p = Parser::new();
+        p.feed(&bytes).expect("feeds");
+        assert!(p.template_lists.bytes > 0, "the list was entered");
+        let d = p.finish().expect("finishes");
+        assert_eq!(names(&d), want);
+        for chunk in [1, 3, 7, 16] {
+            assert_eq!(names(&chunked(&bytes, chunk)), want, "chunks of {chunk}");
         }
     }
 

@@ -18,7 +18,7 @@ mod memo_runs;
 mod opcodes;
 mod raw_lists;
 
-use entry_template::EntryTemplate;
+use entry_template::{EntryTemplate, TemplateLists};
 use inline_frames::LeafCache;
 use memo_runs::{MemoAt, MemoRuns};
 
@@ -111,6 +111,8 @@ pub struct Parser {
     dict_moves: u64,
     /// Leaf dicts by the bytes of their body, for frame lists of inline dicts.
     leaf_cache: LeafCache,
+    /// Frame lists the entry template read inline, by their bytes.
+    template_lists: TemplateLists,
     /// Reused buffer of the memo slots of a frame list read inline.
     inline_slots: Vec<u32>,
     /// Reused buffers of a frame list's cache key.
@@ -155,6 +157,7 @@ impl Parser {
             memo_overwrites: 0,
             dict_moves: 0,
             leaf_cache: LeafCache::default(),
+            template_lists: TemplateLists::default(),
             inline_slots: Vec::new(),
             list_key_buf: Vec::new(),
             list_gets: Vec::new(),
