@@ -57,41 +57,83 @@ const LIST_BYTES_MAX: usize = 16 << 20;
 /// the span of `Document::list_items` that holds their items. Equal bytes are equal GETs of
 /// slots below the entry's own, so while no memo slot was written over (`Parser::memo_rebinds`)
 /// they are the same items.
-#[derive(Debug, Default)]
+///
+/// A training loop writes the same lists in the same order every step, so the list that followed
+/// the one just read last time is tried first, by its bytes alone ([`RawLists::is_at`]), before
+/// the index is searched.
+#[derive(Debug)]
 pub(super) struct TemplateLists {
     raw: RawLists,
+    /// Per list: the list read after it last time ([`NO_LIST`]: none yet).
+    next: Vec<u32>,
+    /// The list read last ([`NO_LIST`]: none).
+    last: u32,
     /// Bytes held (lists and index nodes).
     bytes: usize,
     /// `Parser::memo_rebinds` the lists held were read under.
     rebinds: u64,
 }
 
+/// No list.
+const NO_LIST: u32 = u32::MAX;
+
+impl Default for TemplateLists {
+    fn default() -> Self {
+        TemplateLists { raw: RawLists::default(), next: Vec::new(), last: NO_LIST, bytes: 0, rebinds: 0 }
+    }
+}
+
 impl TemplateLists {
     /// Clears the lists read under other memo bindings than `rebinds`.
     fn check(&mut self, rebinds: u64) {
         if self.rebinds != rebinds {
-            self.raw.clear();
-            self.bytes = 0;
+            self.clear();
             self.rebinds = rebinds;
         }
+    }
+
+    fn clear(&mut self) {
+        self.raw.clear();
+        self.next.clear();
+        self.last = NO_LIST;
+        self.bytes = 0;
+    }
+
+    /// Notes that list `id` was read after the last one.
+    fn follow(&mut self, id: u32) {
+        if let Some(n) = self.next.get_mut(self.last as usize) {
+            *n = id;
+        }
+        self.last = id;
     }
 
     /// The span and length in bytes of the known list at the start of `rest`.
     #[inline]
     fn find(&mut self, rest: &[u8], rebinds: u64) -> Option<((u32, u32), usize)> {
         self.check(rebinds);
-        self.raw.find(rest).map(|(k, n)| (k.span, n))
+        let guess = self.next.get(self.last as usize).copied().unwrap_or(NO_LIST);
+        if let Some((k, n)) = self.raw.is_at(guess, rest) {
+            self.last = guess;
+            return Some((k.span, n));
+        }
+        let (id, k, n) = self.raw.find_with_id(rest)?;
+        self.follow(id);
+        Some((k.span, n))
     }
 
     /// Enters a list just read: its bytes and the span of its items.
     fn insert(&mut self, bytes: &[u8], span: (u32, u32), rebinds: u64) {
         self.check(rebinds);
         if self.bytes + bytes.len() > LIST_BYTES_MAX {
-            self.raw.clear();
-            self.bytes = 0;
+            self.clear();
         }
         let known = KnownList { span, slots: (0, 0), last_shape: 0 };
+        let id = self.raw.len();
         let nodes = self.raw.insert(bytes, known);
+        if self.raw.len() == id + 1 {
+            self.next.push(NO_LIST);
+            self.follow(id as u32);
+        }
         self.bytes += bytes.len() + nodes * super::raw_lists::NODE_BYTES;
     }
 }
@@ -705,6 +747,40 @@ mod tests {
         for chunk in [1, 3, 7, 16] {
             assert_eq!(names(&chunked(&bytes, chunk)), want, "chunks of {chunk}");
         }
+    }
+
+    #[test]
+    fn the_list_read_next_last_time_is_tried_first_and_only_its_own_bytes_match() {
+        use super::TemplateLists;
+        let list = |salt: u8| -> Vec<u8> {
+            let mut b = vec![b']', 0x94, b'('];
+            for i in 0..60u8 {
+                b.extend_from_slice(&[b'h', i.wrapping_add(salt)]);
+            }
+            b.extend_from_slice(b"eu");
+            b
+        };
+        let (x, y) = (list(0), list(1));
+        let mut t = TemplateLists::default();
+        t.insert(&x[..x.len() - 1], (10, 60), 0);
+        t.insert(&y[..y.len() - 1], (70, 60), 0);
+        // X, then Y as guessed, then X again, as a training loop repeats them.
+        for _ in 0..3 {
+            assert_eq!(t.find(&x, 0), Some(((10, 60), x.len() - 1)));
+            assert_eq!(t.find(&y, 0), Some(((70, 60), y.len() - 1)));
+        }
+        // After X, Y is guessed: a list one byte off Y is neither.
+        assert!(t.find(&x, 0).is_some());
+        let mut z = y.clone();
+        z[40] ^= 1;
+        assert_eq!(t.find(&z, 0), None);
+        // Y followed by another item is not Y.
+        let mut longer = y[..y.len() - 1].to_vec();
+        longer.extend_from_slice(b"h\x05au");
+        assert!(t.find(&x, 0).is_some());
+        assert_eq!(t.find(&longer, 0), None);
+        // Other memo bindings: nothing is known.
+        assert_eq!(t.find(&x, 1), None);
     }
 
     #[test]

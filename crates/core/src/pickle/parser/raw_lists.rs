@@ -179,6 +179,26 @@ impl RawLists {
     /// bytes it takes.
     #[inline]
     pub(super) fn find(&self, rest: &[u8]) -> Option<(KnownList, usize)> {
+        self.find_with_id(rest).map(|(_, k, n)| (k, n))
+    }
+
+    /// Lists entered so far (the next one's id).
+    pub(super) fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// List `id` if `rest` starts with it (its bytes, then its end): what [`RawLists::find`]
+    /// gives when it finds that list, without hashing.
+    #[inline]
+    pub(super) fn is_at(&self, id: u32, rest: &[u8]) -> Option<(KnownList, usize)> {
+        let list = self.lists.get(id as usize)?;
+        let n = list.bytes.len();
+        (rest.get(..n).is_some_and(|r| same_bytes(r, &list.bytes)) && ends_here(rest, n)).then_some((list.known, n))
+    }
+
+    /// [`RawLists::find`], with the list's id.
+    #[inline]
+    pub(super) fn find_with_id(&self, rest: &[u8]) -> Option<(u32, KnownList, usize)> {
         if self.lists.is_empty() {
             return None;
         }
@@ -195,7 +215,7 @@ impl RawLists {
                 };
                 // The block not hashed first: it tells most lists apart.
                 if same(at, n) && same(0, at) && ends_here(rest, n) {
-                    return Some((list.known, n));
+                    return Some((i, list.known, n));
                 }
                 i = list.next;
             }
