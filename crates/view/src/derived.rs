@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use crate::history::{HistoryData, MapLayout};
+use crate::state::compare_view::{Picked, PickedRow};
 use crate::state::panels::{Action, GroupRef, Highlight, Tab};
 use crate::state::ViewState;
 use crate::view::View;
@@ -136,6 +137,9 @@ pub struct Derived {
     /// Where the pair parts on each timeline
     /// ([`crate::state::compare_view::parting_elements`]), for the layouts' options.
     view_parting: Option<(PairKey, [Options; 2], Parting)>,
+    /// The Compare tab's picked row's allocations on both timelines
+    /// ([`crate::state::compare_view::picked_elements`]).
+    view_picked: Option<(PairKey, PickedRow, [Options; 2], Rc<Picked>)>,
     /// Categories of a (file, device): the profiler timeline's where it was opened beside the
     /// snapshot and overlaps it (with the profile's sequence number), else inferred.
     pub categories: Option<(CategoriesKey, SnapshotCategories)>,
@@ -184,6 +188,7 @@ impl Derived {
         if s.compare_shown() {
             self.ensure_view_comparison(s);
             self.ensure_view_parting(s);
+            self.ensure_view_picked(s);
         }
         let joined = s.analysis.categories.profile.as_ref().is_some_and(|p| p.is_profilers()) && s.file().is_some();
         if (panel_open && s.analysis.tab == Tab::Categories)
@@ -399,6 +404,30 @@ impl Derived {
         let marks =
             crate::state::compare_view::parting_elements(c, (&fa.snap, &fa.plot.layout), (&fb.snap, &fb.plot.layout));
         self.view_parting = Some((key, options, Rc::new(marks)));
+    }
+
+    fn ensure_view_picked(&mut self, s: &ViewState) {
+        let (Some(key), Some(row)) = (pair_key(s), s.compare_picked()) else { return };
+        let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
+        let strip = |o: Options| Options { max_entries: 0, focus_rows: None, ..o };
+        let options = [strip(fa.plot.layout.options), strip(fb.plot.layout.options)];
+        if self.view_picked.as_ref().is_some_and(|(k, r, o, _)| *k == key && *r == row && *o == options) {
+            return;
+        }
+        let Some(c) = self.view_comparison_of(s) else { return };
+        let picked = crate::state::compare_view::picked_elements(
+            c,
+            row,
+            (&fa.snap, &fa.plot.layout),
+            (&fb.snap, &fb.plot.layout),
+        );
+        self.view_picked = picked.map(|p| (key, row, options, Rc::new(p)));
+    }
+
+    /// The allocations of the Compare tab's picked row on both timelines, when of the pair shown.
+    pub fn view_picked_of(&self, s: &ViewState) -> Option<Rc<Picked>> {
+        let (key, row) = (pair_key(s)?, s.compare_picked()?);
+        self.view_picked.as_ref().filter(|(k, r, _, _)| *k == key && *r == row).map(|(_, _, _, p)| Rc::clone(p))
     }
 
     /// Where the Compare view's pair parts, A's elements then B's, when of the pair shown.

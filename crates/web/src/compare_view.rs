@@ -9,7 +9,7 @@
 
 use memviz_core::analysis::compare::Comparison;
 use memviz_view::names::menu_names;
-use memviz_view::state::compare_view::CompareInput;
+use memviz_view::state::compare_view::{CompareInput, OnTimeline};
 use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement, HtmlSelectElement, PointerEvent, WheelEvent};
@@ -21,11 +21,17 @@ use crate::paint::Frame;
 pub const LEFT_PX: f64 = 78.0;
 /// The right margin.
 pub const RIGHT_PX: f64 = 14.0;
+/// The charts' top margin (CSS px): room for a name or the iterations' labels.
+pub const TOP_PX: f64 = 18.0;
+/// The timelines' bottom margin.
+pub const BOTTOM_PX: f64 = 6.0;
 
 /// What the page around the charts was written from last.
 #[derive(Default)]
 pub struct Memo {
     options: Option<String>,
+    /// The table of differences: (pair, point, row picked).
+    table: Option<String>,
 }
 
 fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
@@ -37,6 +43,14 @@ fn share_at(e: &web_sys::MouseEvent) -> f64 {
     let width =
         e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()).map_or(1.0, |el| f64::from(el.client_width()));
     ((f64::from(e.offset_x()) - LEFT_PX) / (width - LEFT_PX - RIGHT_PX).max(1.0)).clamp(0.0, 1.0)
+}
+
+/// The pointer's height over a timeline's plot area, as a share of it (0 bottom, 1 top).
+fn share_up(e: &web_sys::MouseEvent) -> f64 {
+    let height =
+        e.target().and_then(|t| t.dyn_into::<HtmlElement>().ok()).map_or(1.0, |el| f64::from(el.client_height()));
+    let plot = (height - TOP_PX - BOTTOM_PX).max(1.0);
+    ((height - BOTTOM_PX - f64::from(e.offset_y())) / plot).clamp(0.0, 1.0)
 }
 
 fn compare(c: CompareInput) -> Option<Input> {
@@ -70,8 +84,19 @@ pub fn bindings(doc: &web_sys::Document) -> Vec<Binding> {
             }
         }));
     }
+    if let Some(t) = element::<HtmlElement>(doc, "cmp-table") {
+        // A row of the table: its allocations marked in both timelines.
+        l.push(bind(t.as_ref(), "click", |e: &web_sys::MouseEvent| {
+            crate::panels::action_of(e).map(|a| Input::Page(PageInput::Analysis(a)))
+        }));
+    }
     for id in ["cmp-plot-a", "cmp-diff", "cmp-plot-b"] {
         let Some(c) = element::<HtmlCanvasElement>(doc, id) else { continue };
+        let timeline = match id {
+            "cmp-plot-a" => Some(false),
+            "cmp-plot-b" => Some(true),
+            _ => None,
+        };
         let t: &web_sys::EventTarget = c.as_ref();
         l.push(bind(t, "wheel", |e: &WheelEvent| {
             e.prevent_default();
@@ -87,7 +112,10 @@ pub fn bindings(doc: &web_sys::Document) -> Vec<Binding> {
             }
             compare(CompareInput::Down { at: share_at(e) })
         }));
-        l.push(bind(t, "pointermove", |e: &PointerEvent| compare(CompareInput::Move { at: share_at(e) })));
+        l.push(bind(t, "pointermove", move |e: &PointerEvent| {
+            let on = timeline.map(|b| OnTimeline { b, up: share_up(e) });
+            compare(CompareInput::Move { at: share_at(e), on })
+        }));
         l.push(bind(t, "pointerup", |_: &PointerEvent| compare(CompareInput::Up)));
         l.push(bind(t, "pointerleave", |_: &PointerEvent| compare(CompareInput::Leave)));
         l.push(bind(t, "dblclick", |_: &web_sys::MouseEvent| compare(CompareInput::Reset)));
@@ -152,10 +180,83 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
             p.set_text_content(Some(&text));
         }
     }
+    sync_table(fr, c, memo);
+    sync_picked(fr);
     if let Some(p) = element::<HtmlElement>(doc, "cmp-aligned") {
         let text = c.map(|c| format!("Aligned {}", c.alignment_text())).unwrap_or_default();
         if p.text_content().as_deref() != Some(text.as_str()) {
             p.set_text_content(Some(&text));
+        }
+    }
+}
+
+/// The table of differences at the moment the verdict rests on, under the charts; a click on a
+/// row marks its allocations in both timelines.
+fn sync_table(fr: &Frame<'_>, c: Option<&Comparison>, memo: &mut Memo) {
+    use memviz_view::state::compare_view::parting_point;
+    let Some(t) = element::<HtmlElement>(&fr.ui.document, "cmp-table") else { return };
+    let point = c.and_then(parting_point);
+    let picked = fr.state.compare_picked();
+    let key = format!("{:?}/{point:?}/{picked:?}/{}", fr.state.compare_pair(), c.is_some());
+    if memo.table.as_deref() == Some(key.as_str()) {
+        return;
+    }
+    memo.table = Some(key);
+    let (Some(c), Some(k)) = (c, point) else {
+        t.set_inner_html("");
+        return;
+    };
+    let Some(p) = c.points.get(k) else { return };
+    let mut s = format!(
+        "<p class=\"cmp-table-title\">What differs at the {} (click a row to mark its allocations on both timelines)</p><div class=\"cmp-tables\">",
+        crate::panels::esc(&p.label)
+    );
+    for (name, class, diffs, more_in_b) in
+        [("More in B", "cmp-more-b", &p.more_in_b, true), ("More in A", "cmp-more-a", &p.more_in_a, false)]
+    {
+        s.push_str("<div>");
+        let rows = crate::panels::compare::Rows {
+            point: k,
+            more_in_b,
+            grouped: None,
+            picked: picked.filter(|r| r.point == k && r.more_in_b == more_in_b).map(|r| r.i),
+        };
+        crate::panels::compare::diff_rows(name, class, diffs, &rows, &mut s);
+        s.push_str("</div>");
+    }
+    s.push_str("</div>");
+    t.set_inner_html(&s);
+}
+
+/// What a picked row marks: its source line, the moment, each file's allocations and bytes.
+fn sync_picked(fr: &Frame<'_>) {
+    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-picked") else { return };
+    let picked = fr.derived.view_picked_of(fr.state);
+    let text = picked.as_ref().map_or(String::new(), |m| {
+        format!(
+            "Marked on both timelines: {} live at the {}: A {} allocations, {}; B {} allocations, {}.",
+            m.site,
+            m.moment,
+            m.elements[0].len(),
+            memviz_core::analysis::size_text(m.bytes[0]),
+            m.elements[1].len(),
+            memviz_core::analysis::size_text(m.bytes[1])
+        )
+    });
+    if p.text_content().as_deref() != Some(text.as_str()) {
+        p.set_text_content(Some(&text));
+    }
+    let attrs = picked.map(|m| {
+        (format!("{},{}", m.elements[0].len(), m.elements[1].len()), format!("{},{}", m.bytes[0], m.bytes[1]))
+    });
+    match attrs {
+        Some((counts, bytes)) => {
+            let _ = p.set_attribute("data-counts", &counts);
+            let _ = p.set_attribute("data-bytes", &bytes);
+        }
+        None => {
+            let _ = p.remove_attribute("data-counts");
+            let _ = p.remove_attribute("data-bytes");
         }
     }
 }

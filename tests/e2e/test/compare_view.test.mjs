@@ -122,3 +122,85 @@ test('one file has nothing to compare: no button', async () => {
   assert.equal(await page.isVisible('#compare-toggle'), false);
   await page.close();
 });
+
+test('a row of the table marks its allocations in both timelines; hovering one shows its stack and what the other file holds', async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  await page.click('#compare-toggle');
+  await page.waitForSelector('#cmp-table tr[data-act="cmp-row"]');
+  assert.match(await page.textContent('#cmp-table .cmp-table-title'), /^What differs at the iteration 5 peak/);
+  // Every row: its marks in A and B are exactly the allocations and bytes the row counts.
+  const rows = await page.$$eval('#cmp-table tr[data-act="cmp-row"]', (t) => t.map((r) => ({
+    side: r.dataset.side, i: r.dataset.i, a: Number(r.dataset.aBytes), b: Number(r.dataset.bBytes),
+    counts: [...r.querySelectorAll('td.num')].slice(1).map((td) => Number(td.title.match(/, (\d+) allocations/)[1])),
+    site: r.querySelector('td.site').textContent,
+  })));
+  assert.ok(rows.length >= 2, `${rows.length} rows`);
+  for (const r of rows.slice(0, 6)) {
+    const sel = `#cmp-table tr[data-act="cmp-row"][data-side="${r.side}"][data-i="${r.i}"]`;
+    await page.click(sel);
+    await page.waitForFunction((s) => document.querySelector(s)?.dataset.picked === '1', sel);
+    await page.waitForFunction((want) => document.getElementById('cmp-picked').dataset.bytes === want, `${r.a},${r.b}`);
+    const counts = (await page.getAttribute('#cmp-picked', 'data-counts')).split(',').map(Number);
+    assert.deepEqual(counts, r.counts, `allocations of ${r.site}`);
+    assert.ok((await page.textContent('#cmp-picked')).includes(r.site));
+  }
+  // The same row again: unmarked.
+  const last = rows[Math.min(rows.length, 6) - 1];
+  await page.click(`#cmp-table tr[data-act="cmp-row"][data-side="${last.side}"][data-i="${last.i}"]`);
+  await page.waitForFunction(() => !document.getElementById('cmp-picked').dataset.bytes);
+  assert.equal(await page.$$eval('#cmp-table tr[data-picked]', (t) => t.length), 0);
+
+  // Hover: low over B's timeline at iteration 5's peak is an allocation; the box names it and what A
+  // holds from its line at that moment, and the other file's bytes are those live there.
+  const box = await page.locator('#cmp-plot-b').boundingBox();
+  let hovered = null;
+  for (const at of [0.95, 0.9, 0.85, 0.8, 0.7, 0.6]) {
+    await page.mouse.move(box.x + 78 + (box.width - 92) * at, box.y + box.height - 12);
+    try {
+      await page.waitForFunction(() => document.getElementById('cmp-hover').dataset.side === 'b', null, { timeout: 1000 });
+      hovered = await page.evaluate(() => ({ ...document.getElementById('cmp-hover').dataset, text: document.getElementById('cmp-hover').textContent }));
+      break;
+    } catch { /* empty space or the summarized band: try further left */ }
+  }
+  assert.ok(hovered, 'an allocation under the pointer in B');
+  assert.match(hovered.text, /^B: b\S+ [\d.]+ \w*B \(\d+ bytes\) allocation\nA at the same moment \(step \d+\): (nothing live from .+|[\d.]+ \w*B from .+ in \d+ allocations?)\n/);
+  assert.ok(hovered.text.includes(hovered.site), 'the line it is matched by');
+  assert.ok(Number(hovered.bytes) > 0);
+  assert.equal(Number(hovered.otherCount) === 0, Number(hovered.otherBytes) === 0);
+  await shot(page, 'compare-view-hover');
+  // Off the charts: the box goes back to its hint.
+  await page.mouse.move(5, 5);
+  await page.waitForFunction(() => !document.getElementById('cmp-hover').dataset.side);
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('Detail follows the one window in both timelines, with the Detail of A', async () => {
+  const page = await env.newPage();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  // A draws its 50 largest allocations; B was opened with the default Detail.
+  await page.$eval('#detail', (el) => {
+    el.value = '50';
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  await page.waitForFunction(() => document.getElementById('detail-label').dataset.drawn === '50');
+  await page.click('#compare-toggle');
+  const focus = () => page.getAttribute('#compare', 'data-focus');
+  await page.waitForFunction(() => document.getElementById('compare').dataset.focus === '50:-,50:-');
+  // Zoomed into one iteration: once the wheel rests, each draws its 50 largest live there.
+  await pointAt(page, 'cmp-plot-a', 0.7);
+  for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -400);
+  await page.waitForFunction(() => /^50:\d+-\d+,50:\d+-\d+$/.test(document.getElementById('compare').dataset.focus));
+  const [fa, fb] = (await focus()).split(',').map((f) => f.split(':')[1].split('-').map(Number));
+  assert.ok(fa[1] > fa[0] && fb[1] > fb[0], `${fa} / ${fb}`);
+  await shot(page, 'compare-view-detail');
+  // The whole view again: the whole trace's largest in both.
+  await page.dblclick('#cmp-plot-a');
+  await page.waitForFunction(() => document.getElementById('compare').dataset.focus === '50:-,50:-');
+  assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});

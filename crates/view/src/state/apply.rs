@@ -82,6 +82,9 @@ pub enum PanelInput {
 impl ViewState {
     /// An action of the analysis panel, on the file shown.
     pub(crate) fn apply_analysis(&mut self, a: super::panels::Action) -> Vec<Effect> {
+        if let super::panels::Action::CompareRow { point, more_in_b, i } = a {
+            return self.pick_compare_row(super::compare_view::PickedRow { point, more_in_b, i });
+        }
         let rect = self.plot_rect();
         let file = self.current.and_then(|i| self.files.get_mut(i));
         self.analysis.apply(a, file, &rect)

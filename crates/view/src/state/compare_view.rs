@@ -40,6 +40,8 @@ pub enum CompareInput {
     Move {
         /// Where.
         at: f64,
+        /// Over which timeline and how high, when over one of the two (not the totals).
+        on: Option<OnTimeline>,
     },
     /// The button went up.
     Up,
@@ -49,8 +51,29 @@ pub enum CompareInput {
     Reset,
 }
 
+/// The pointer over one of the two timelines.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OnTimeline {
+    /// Over B's (else A's).
+    pub b: bool,
+    /// Its height as a share of the plot area's (0 bottom, 1 top).
+    pub up: f64,
+}
+
+/// A row of the Compare tab's tables (by source line), picked: its allocations are marked in
+/// both timelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PickedRow {
+    /// The matched point (index into the comparison's points).
+    pub point: usize,
+    /// The "More in B" table (else "More in A").
+    pub more_in_b: bool,
+    /// The row of that table.
+    pub i: usize,
+}
+
 /// The Compare view's own state: shown or not, the window and the cursor as shares of the
-/// aligned domain, and a drag in progress.
+/// aligned domain, a drag in progress, the timeline under the pointer and a picked row.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompareView {
     /// The pair a link names (A, B), until both files are open ([`ViewState::restore_compare`]).
@@ -59,6 +82,9 @@ pub struct CompareView {
     window: Option<(f64, f64)>,
     cursor: Option<f64>,
     drag: Option<(f64, (f64, f64))>,
+    on: Option<OnTimeline>,
+    /// The row picked, with the pair (A, B) its indices are of.
+    picked: Option<((usize, usize), PickedRow)>,
 }
 
 impl CompareView {
@@ -70,6 +96,11 @@ impl CompareView {
     /// The cursor, as a share of the aligned domain.
     pub fn cursor(&self) -> Option<f64> {
         self.cursor
+    }
+
+    /// The timeline under the pointer and how high (none while dragging).
+    pub fn on(&self) -> Option<OnTimeline> {
+        self.on.filter(|_| self.drag.is_none())
     }
 
     fn set_window(&mut self, a: f64, b: f64) {
@@ -136,12 +167,34 @@ pub fn aligned_map(c: &Comparison, its: &Iterations, layout: &Layout) -> TimeMap
     TimeMap::from_knots(steps, xs, 0)
 }
 
+/// The trace rows each file of the pair shows in the Compare view's window (A's, B's; `None`:
+/// the whole trace, for the whole view), for Detail to follow ([`ViewState::refocus_compare`]).
+pub fn compare_focus_rows(c: &Comparison, s: &ViewState) -> Option<[Option<(u32, u32)>; 2]> {
+    let (a, b) = s.compare_pair()?;
+    let share = s.compare_view().window();
+    if share == (0.0, 1.0) {
+        return Some([None, None]);
+    }
+    let (x0, x1) = window_in(share, aligned_domain(c));
+    let rows = |f: &super::OpenFile, its: &Iterations| {
+        let m = aligned_map(c, its, &f.plot.layout);
+        let xm = crate::xmap::XMap::time(&m);
+        f.plot.layout.focus_rows_between(xm.step(x0), xm.step(x1))
+    };
+    Some([rows(s.files.get(a)?, &c.a_iterations), rows(s.files.get(b)?, &c.b_iterations)])
+}
+
 /// The matched moment the verdict rests on, as (A's row, B's row, its name): the peak of the last
 /// iteration both files have, else each file's peak.
 pub fn parting_moment(c: &Comparison) -> Option<(Option<u32>, Option<u32>, String)> {
-    let label = c.basis.carried_into.map_or_else(|| "peak".to_string(), |k| format!("iteration {k} peak"));
-    let p = c.points.iter().find(|p| p.label == label).or_else(|| c.points.first())?;
+    let p = c.points.get(parting_point(c)?)?;
     Some((p.a_row, p.b_row, p.label.clone()))
+}
+
+/// The index of [`parting_moment`]'s point in the comparison's points.
+pub fn parting_point(c: &Comparison) -> Option<usize> {
+    let label = c.basis.carried_into.map_or_else(|| "peak".to_string(), |k| format!("iteration {k} peak"));
+    c.points.iter().position(|p| p.label == label).or_else(|| (!c.points.is_empty()).then_some(0))
 }
 
 /// Where the two files part, on their timelines: at [`parting_moment`], the allocations live in
@@ -192,6 +245,89 @@ pub fn parting_elements(
     [extra(&ga, &gb), extra(&gb, &ga)]
 }
 
+/// A picked row's allocations on both timelines ([`picked_elements`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Picked {
+    /// The row's source line.
+    pub site: String,
+    /// The matched moment's name.
+    pub moment: String,
+    /// A's elements, then B's.
+    pub elements: [Vec<memviz_core::timeline::ElementIndex>; 2],
+    /// Their bytes in A, in B.
+    pub bytes: [u64; 2],
+}
+
+/// The allocations of a row of the Compare tab (by source line) in both files: those live just
+/// after the row's matched moment whose source line is the row's, as the comparison counts them
+/// (so their bytes are the row's A and B). `None` when the comparison has no such row.
+pub fn picked_elements(
+    c: &Comparison,
+    row: PickedRow,
+    a: (&memviz_core::snapshot::Snapshot, &Layout),
+    b: (&memviz_core::snapshot::Snapshot, &Layout),
+) -> Option<Picked> {
+    let p = c.points.get(row.point)?;
+    let d = if row.more_in_b { p.more_in_b.get(row.i) } else { p.more_in_a.get(row.i) }?;
+    let side = |(snap, l), at| elements_of_site(snap, l, at, &d.key, c.python_frames_only);
+    let (ea, ba) = side(a, p.a_row);
+    let (eb, bb) = side(b, p.b_row);
+    Some(Picked { site: d.site.clone(), moment: p.label.clone(), elements: [ea, eb], bytes: [ba, bb] })
+}
+
+/// The source line an element is counted under by a comparison (its [`site_key`], or
+/// [`memviz_core::analysis::BEFORE_TRACE_LABEL`] for one allocated before the trace).
+///
+/// [`site_key`]: memviz_core::analysis::compare::site_key
+pub fn element_site(
+    c: &Comparison,
+    snap: &memviz_core::snapshot::Snapshot,
+    e: &memviz_core::timeline::Element,
+) -> String {
+    if e.alloc_row.is_none() && e.stack == 0 {
+        memviz_core::analysis::BEFORE_TRACE_LABEL.to_string()
+    } else {
+        memviz_core::analysis::compare::site_key(snap, e.stack, c.python_frames_only)
+    }
+}
+
+/// A file's elements live just after trace row `at` (`None`: before the first entry) that a
+/// comparison counts under source line `site`, and their bytes.
+pub fn elements_of_site(
+    snap: &memviz_core::snapshot::Snapshot,
+    l: &Layout,
+    at: Option<u32>,
+    site: &str,
+    python_only: bool,
+) -> (Vec<memviz_core::timeline::ElementIndex>, u64) {
+    let mut of_stack: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
+    let (mut out, mut bytes) = (Vec::new(), 0u64);
+    for (i, e) in l.elements.iter().enumerate() {
+        // `Life::live_after`: allocated at or before the moment, not freed by it.
+        let allocated = match (e.alloc_row, at) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(r), Some(m)) => r <= m,
+        };
+        let freed = matches!((e.free_row, at), (Some(f), Some(m)) if f <= m);
+        if !allocated || freed {
+            continue;
+        }
+        let hit = if e.alloc_row.is_none() && e.stack == 0 {
+            site == memviz_core::analysis::BEFORE_TRACE_LABEL
+        } else {
+            *of_stack
+                .entry(e.stack)
+                .or_insert_with(|| memviz_core::analysis::compare::site_key(snap, e.stack, python_only) == site)
+        };
+        if hit {
+            out.push(memviz_core::timeline::ElementIndex::new(i as u32));
+            bytes = bytes.saturating_add(e.size_bytes);
+        }
+    }
+    (out, bytes)
+}
+
 impl ViewState {
     /// Shows the run's overview (`true`) or the focused rank's timeline.
     pub fn show_overview(&mut self, on: bool) {
@@ -221,6 +357,25 @@ impl ViewState {
     /// The Compare view's window and cursor.
     pub fn compare_view(&self) -> &CompareView {
         &self.compare_view
+    }
+
+    /// The Compare tab's row picked for the pair shown.
+    pub fn compare_picked(&self) -> Option<PickedRow> {
+        let (pair, row) = self.compare_view.picked?;
+        (Some(pair) == self.compare_pair()).then_some(row)
+    }
+
+    /// Picks a row of the Compare tab's tables (again: none) and shows the Compare view, where
+    /// its allocations are marked in both timelines.
+    pub(crate) fn pick_compare_row(&mut self, row: PickedRow) -> Vec<Effect> {
+        let Some(pair) = self.compare_pair() else { return Vec::new() };
+        if self.compare_picked() == Some(row) {
+            self.compare_view.picked = None;
+        } else {
+            self.compare_view.picked = Some((pair, row));
+            self.show_compare();
+        }
+        vec![Effect::LayoutChanged]
     }
 
     /// Shows files `a` and `b` (by name) in the Compare view once both are open (a page written
@@ -288,17 +443,19 @@ impl ViewState {
                 v.cursor = Some(v.at(at));
             }
             CompareInput::Down { at } => v.drag = Some((at, v.window())),
-            CompareInput::Move { at } => {
+            CompareInput::Move { at, on } => {
                 if let Some((down, (a, b))) = v.drag {
                     let shift = -(at - down) * (b - a);
                     v.set_window(a + shift, b + shift);
                 }
                 v.cursor = Some(v.at(at));
+                v.on = on;
             }
             CompareInput::Up => v.drag = None,
             CompareInput::Leave => {
                 v.cursor = None;
                 v.drag = None;
+                v.on = None;
             }
             CompareInput::Reset => v.window = None,
         }

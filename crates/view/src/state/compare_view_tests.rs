@@ -52,7 +52,7 @@ fn one_window_and_one_cursor_for_both() {
     assert_eq!(s.compare_view().cursor(), Some(0.25));
     // A drag pans by what the pointer moved.
     s.apply(PageInput::Compare(CompareInput::Down { at: 0.5 }), 0.0);
-    s.apply(PageInput::Compare(CompareInput::Move { at: 0.25 }), 0.0);
+    s.apply(PageInput::Compare(CompareInput::Move { at: 0.25, on: None }), 0.0);
     s.apply(PageInput::Compare(CompareInput::Up), 0.0);
     let (c, d) = s.compare_view().window();
     assert!(((c - a) - 0.25 * (b - a)).abs() < 1e-9 && ((d - c) - (b - a)).abs() < 1e-9);
@@ -148,4 +148,108 @@ fn where_the_runs_part_is_marked_on_both_timelines() {
     assert_eq!(i128::from(marked_b) - i128::from(marked_a), i128::from(p.b_bytes) - i128::from(p.a_bytes));
     assert_eq!(marked_b - marked_a, 26_499_328);
     assert!(!mb.is_empty() && mb.len() < 300, "{} marked in B", mb.len());
+}
+
+#[test]
+fn a_picked_row_marks_exactly_the_allocations_the_table_counts_in_both_files() {
+    let s = two_files();
+    let (fa, fb) = (&s.files[0], &s.files[1]);
+    let options = CompareOptions { key: memviz_core::analysis::compare::KeyMode::Line, ..CompareOptions::default() };
+    let c = compare(&fa.snap, 0, &fb.snap, 0, options);
+    let k = parting_point(&c).expect("point");
+    let mut rows = 0;
+    for (more_in_b, diffs) in [(true, &c.points[k].more_in_b), (false, &c.points[k].more_in_a)] {
+        for (i, d) in diffs.iter().enumerate() {
+            let row = PickedRow { point: k, more_in_b, i };
+            let p = picked_elements(&c, row, (&fa.snap, &fa.plot.layout), (&fb.snap, &fb.plot.layout)).expect("row");
+            assert_eq!(p.site, d.site);
+            assert_eq!((p.elements[0].len(), p.bytes[0]), (d.a_count, d.a_bytes), "A of {}", d.site);
+            assert_eq!((p.elements[1].len(), p.bytes[1]), (d.b_count, d.b_bytes), "B of {}", d.site);
+            // The bytes are the elements' own.
+            let sum = |l: &Layout, m: &[memviz_core::timeline::ElementIndex]| -> u64 {
+                m.iter().filter_map(|&e| l.element(e)).map(|e| e.size_bytes).sum()
+            };
+            assert_eq!(sum(&fa.plot.layout, &p.elements[0]), p.bytes[0]);
+            assert_eq!(sum(&fb.plot.layout, &p.elements[1]), p.bytes[1]);
+            rows += 1;
+        }
+    }
+    assert!(rows >= 2, "{rows} rows");
+    let none = PickedRow { point: k, more_in_b: true, i: 10_000 };
+    assert_eq!(picked_elements(&c, none, (&fa.snap, &fa.plot.layout), (&fb.snap, &fb.plot.layout)), None);
+}
+
+#[test]
+fn picking_a_row_shows_the_compare_view_and_holds_for_its_pair_only() {
+    use crate::state::panels::Action;
+    let mut s = two_files();
+    s.files.push(open_file(FIXED, "resnet50_fixed_again.pickle", 15_000));
+    let row = Action::CompareRow { point: 1, more_in_b: true, i: 0 };
+    assert_eq!(s.apply(PageInput::Analysis(row), 0.0), vec![Effect::LayoutChanged]);
+    assert!(s.compare_shown(), "the row is marked where both timelines are");
+    assert_eq!(s.compare_picked(), Some(PickedRow { point: 1, more_in_b: true, i: 0 }));
+    // The pointer over B's timeline, then off the charts.
+    let on = Some(OnTimeline { b: true, up: 0.5 });
+    s.apply(PageInput::Compare(CompareInput::Move { at: 0.3, on }), 0.0);
+    assert_eq!(s.compare_view().on(), on);
+    s.apply(PageInput::Compare(CompareInput::Down { at: 0.3 }), 0.0);
+    assert_eq!(s.compare_view().on(), None, "no hover while dragging");
+    s.apply(PageInput::Compare(CompareInput::Up), 0.0);
+    s.apply(PageInput::Compare(CompareInput::Leave), 0.0);
+    assert_eq!(s.compare_view().on(), None);
+    // The same row again: unmarked, the view stays.
+    s.apply(PageInput::Analysis(row), 0.0);
+    assert_eq!(s.compare_picked(), None);
+    assert!(s.compare_shown());
+    // Another pair: the row's indices are of the first pair's comparison.
+    s.apply(PageInput::Analysis(row), 0.0);
+    s.apply(PageInput::Compare(CompareInput::SelectB(2)), 0.0);
+    assert_eq!(s.compare_picked(), None);
+    s.apply(PageInput::Compare(CompareInput::SelectB(1)), 0.0);
+    assert_eq!(s.compare_picked(), Some(PickedRow { point: 1, more_in_b: true, i: 0 }));
+    s.apply(PageInput::Compare(CompareInput::Swap), 0.0);
+    assert_eq!(s.compare_picked(), None, "A and B changed places");
+}
+
+#[test]
+fn detail_follows_the_one_window_in_both_timelines_with_a_detail() {
+    let mut s = two_files();
+    s.apply(PageInput::ToggleCompare, 0.0);
+    let (fa, fb) = (&s.files[0], &s.files[1]);
+    let c = compare(&fa.snap, 0, &fb.snap, 0, CompareOptions::default());
+    assert_eq!(compare_focus_rows(&c, &s), Some([None, None]), "the whole view");
+    // A's Detail 50, B's 15,000: the Compare view draws both with A's.
+    let o = memviz_core::timeline::Options { max_entries: 50, ..s.files[0].plot.layout.options };
+    s.files[0].plot.layout = Layout::build(&s.files[0].snap, 0, o);
+    assert!(s.refocus_compare([None, None]));
+    assert_eq!(s.files[1].plot.layout.options.max_entries, 50);
+    assert!(!s.refocus_compare([None, None]), "nothing more to do");
+    // Zoomed into iteration 4: each file's rows of that iteration.
+    for _ in 0..6 {
+        s.apply(PageInput::Compare(CompareInput::Wheel { at: 0.7, delta_y_px: -300.0 }), 0.0);
+    }
+    let rows = compare_focus_rows(&c, &s).expect("rows");
+    for (k, (r, its)) in rows.iter().zip([&c.a_iterations, &c.b_iterations]).enumerate() {
+        let (r0, r1) = r.expect("a window");
+        let it = &its.list[3];
+        assert!(
+            r0 >= it.start_row && r1 <= it.end_row + 1,
+            "file {k}: rows {r0}..{r1} of iteration 4 {}..{}",
+            it.start_row,
+            it.end_row
+        );
+        assert!(!s.files[k].plot.layout.draws_all_live_in((r0, r1)), "50 of the whole trace miss some there");
+    }
+    let generation = s.generation();
+    assert!(s.refocus_compare(rows));
+    assert!(s.generation() > generation);
+    // Each layout now draws the largest 50 live in its part of the window.
+    for (k, r) in rows.iter().enumerate() {
+        let l = &s.files[k].plot.layout;
+        assert_eq!(l.options.focus_rows, *r, "file {k}");
+    }
+    // Back to the whole view: both unfocused.
+    s.apply(PageInput::Compare(CompareInput::Reset), 0.0);
+    s.refocus_compare(compare_focus_rows(&c, &s).expect("rows"));
+    assert!(s.files.iter().all(|f| f.plot.layout.options.focus_rows.is_none()));
 }

@@ -4,7 +4,8 @@
 //! part's allocations one by one and the summarized band holds only the rest. The whole view
 //! keeps the unfocused layout. Only the drawn set changes: the x axis, the totals, the y axis and
 //! the minimap stay; the pin and the keyboard's selection follow their keys
-//! ([`ViewState::set_layout`]).
+//! ([`ViewState::set_layout`]). In the Compare view both files follow its one window, with A's
+//! Detail ([`ViewState::refocus_compare`]).
 
 use memviz_core::timeline::Layout;
 
@@ -60,6 +61,39 @@ impl ViewState {
         self.forget_targets(true);
         self.show_selection();
         true
+    }
+}
+
+impl ViewState {
+    /// Detail in the Compare view: lays each file of the pair (A, B) out again, where needed, with
+    /// A's Detail and its allocations chosen among those live in `rows` (A's, B's: the trace rows
+    /// each shows in the view's window, [`super::compare_view::compare_focus_rows`]; `None`: the
+    /// whole trace); whether either changed. The drawn sets change, not the elements: marks and
+    /// picked rows stay.
+    pub fn refocus_compare(&mut self, rows: [Option<(u32, u32)>; 2]) -> bool {
+        let Some((a, b)) = self.compare_pair() else { return false };
+        let Some(detail) = self.files.get(a).map(|f| f.plot.layout.options.max_entries) else { return false };
+        let mut changed = false;
+        for (i, want) in [(a, rows[0]), (b, rows[1])] {
+            let Some(f) = self.files.get(i) else { continue };
+            let l = &f.plot.layout;
+            let needed = l.options.max_entries != detail
+                || (l.options.focus_rows != want && want.is_none_or(|r| !l.draws_all_live_in(r)));
+            if !needed {
+                continue;
+            }
+            let options = memviz_core::timeline::Options { focus_rows: want, max_entries: detail, ..l.options };
+            let layout = Layout::build(&f.snap, f.plot.device_pos, options);
+            if i == a {
+                self.set_layout(layout);
+            } else if let Some(f) = self.files.get_mut(i) {
+                f.plot.layout = layout;
+                f.forget_focus();
+                self.generation += 1;
+            }
+            changed = true;
+        }
+        changed
     }
 }
 

@@ -113,6 +113,16 @@ pub enum Action {
         /// The row of that table.
         i: usize,
     },
+    /// Mark a row's allocations (of the table by source line) in both timelines of the Compare
+    /// view, or stop.
+    CompareRow {
+        /// The matched point (index into the comparison's points).
+        point: usize,
+        /// The "More in B" table (else "More in A").
+        more_in_b: bool,
+        /// The row of that table.
+        i: usize,
+    },
     /// Colour the timeline by inferred category, or stop.
     CategoryColour,
     /// Close the profiler memory timeline.
@@ -352,6 +362,8 @@ impl AnalysisState {
                 }
                 self.compare_by_group = !self.compare_by_group;
             }
+            // The state marks the row in the Compare view (`ViewState::pick_compare_row`).
+            Action::CompareRow { .. } => {}
             Action::CategoryColour => {
                 self.categories.colour_inferred = !self.categories.colour_inferred;
                 self.colour_by_group &= !self.categories.colour_inferred;

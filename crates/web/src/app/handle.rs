@@ -224,11 +224,45 @@ impl App {
     /// A window Detail was not chosen for waits for the input to rest
     /// ([`super::tasks::refocus_when_rested`]), once per window.
     fn await_rest_for_detail(&mut self) {
+        if self.state.compare_shown() {
+            // Both timelines of the Compare view follow its window ([`App::refocus_compare`]).
+            let window = self.state.compare_view().window();
+            let seen = self.state.compare_pair().map(|p| (p, window));
+            if self.compare_refocus_seen != seen {
+                self.compare_refocus_seen = seen;
+                super::tasks::refocus_compare_when_rested(window);
+            }
+            return;
+        }
+        // Shown again later, the Compare view chooses Detail again (the timeline may have).
+        self.compare_refocus_seen = None;
         let window = self.state.file().map(|f| (f.viewport.x0, f.viewport.x1));
         if window.is_some() && window != self.refocus_pending && self.state.wants_refocus() {
             self.refocus_pending = window;
             super::tasks::refocus_when_rested(window);
         }
+    }
+
+    /// The Compare view is gone: when it is shown again, Detail is checked again.
+    pub(crate) fn compare_refocus_forget(&mut self) {
+        self.compare_refocus_seen = None;
+    }
+
+    /// Chooses Detail for the Compare view's window now, in both files
+    /// ([`memviz_view::state::ViewState::refocus_compare`]); whether a layout changed.
+    pub(crate) fn refocus_compare(&mut self) -> bool {
+        let rows = self
+            .derived
+            .view_comparison_of(&self.state)
+            .and_then(|c| memviz_view::state::compare_view::compare_focus_rows(c, &self.state));
+        let Some(rows) = rows else { return false };
+        self.ui.mark_latest("memviz:refocus-start");
+        if !self.state.refocus_compare(rows) {
+            return false;
+        }
+        self.ui.mark_latest("memviz:refocus-end");
+        self.ui.measure_latest("memviz:refocus", "memviz:refocus-start", "memviz:refocus-end");
+        true
     }
 
     /// Chooses Detail for the shown window now where it is wanted

@@ -110,6 +110,8 @@ pub struct App {
     pending_compare: Option<(usize, usize)>,
     /// The window (x0, x1) a rest to choose Detail for is awaited for ([`tasks::refocus_when_rested`]).
     refocus_pending: Option<(f64, f64)>,
+    /// The Compare view's pair and window (shares) Detail was last chosen for, or is awaited for.
+    compare_refocus_seen: Option<((usize, usize), (f64, f64))>,
     self_ref: Weak<RefCell<App>>,
     raf: Option<Closure<dyn FnMut(f64)>>,
     listeners: Vec<EventListener>,
@@ -139,6 +141,7 @@ impl App {
             runs_opened: 0,
             pending_compare: None,
             refocus_pending: None,
+            compare_refocus_seen: None,
             self_ref: Weak::new(),
             raf: None,
             listeners: Vec::new(),

@@ -70,6 +70,34 @@ pub(crate) fn refocus_when_rested(window: Option<(f64, f64)>) {
     });
 }
 
+/// Chooses Detail for the Compare view's window `window` (shares of its aligned domain) once it
+/// has rested ([`REST_MS`] without another), in both timelines.
+pub(crate) fn refocus_compare_when_rested(window: (f64, f64)) {
+    wasm_bindgen_futures::spawn_local(async move {
+        loop {
+            sleep_ms(REST_MS).await;
+            let again = APP.with(|a| {
+                let rc = a.borrow().as_ref().map(Rc::clone)?;
+                let Ok(mut app) = rc.try_borrow_mut() else { return Some(true) };
+                if !app.state.compare_shown() {
+                    app.compare_refocus_forget();
+                    return Some(false);
+                }
+                if app.state.compare_view().window() != window {
+                    return Some(false);
+                }
+                if app.refocus_compare() {
+                    app.settle();
+                }
+                Some(false)
+            });
+            if again != Some(true) {
+                return;
+            }
+        }
+    });
+}
+
 /// Borrows the state for a moment; `None` when it is gone or busy.
 pub(crate) fn with_app<R>(weak: &Weak<RefCell<App>>, f: impl FnOnce(&mut App) -> R) -> Option<R> {
     let rc = weak.upgrade()?;

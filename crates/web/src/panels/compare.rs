@@ -17,15 +17,23 @@ use crate::paint::Frame;
 /// Chart size when the canvas is not laid out, CSS px.
 const CHART_CSS_PX: (f64, f64) = (390.0, 130.0);
 
-/// Which table of which point a grouped comparison's rows are in (their clicks highlight A's
-/// allocations of the row's group).
-struct GroupRows {
-    point: usize,
-    more_in_b: bool,
+/// Which table of which point rows are in: a row by source line marks its allocations in both
+/// timelines of the Compare view; a row of a grouped comparison highlights A's allocations of
+/// its group.
+pub struct Rows<'a> {
+    /// The matched point (index into the comparison's points).
+    pub point: usize,
+    /// The "More in B" table (else "More in A").
+    pub more_in_b: bool,
+    /// The grouping's title, when grouped.
+    pub grouped: Option<&'a str>,
+    /// The row picked for the Compare view, if of this table.
+    pub picked: Option<usize>,
 }
 
-fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], grouped: Option<(&str, GroupRows)>, s: &mut String) {
-    let column = grouped.as_ref().map_or("site", |g| g.0);
+/// One table of differences.
+pub fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], rows: &Rows<'_>, s: &mut String) {
+    let column = rows.grouped.unwrap_or("site");
     let _ = write!(
         s,
         "<h4>{title}</h4><table class=\"an-table an-nums {class}\"><thead><tr><th class=\"num\">B − A</th><th class=\"num\">A</th><th class=\"num\">B</th><th class=\"site\">{}</th></tr></thead><tbody>",
@@ -34,21 +42,23 @@ fn diff_rows(title: &str, class: &str, diffs: &[StackDiff], grouped: Option<(&st
     if diffs.is_empty() {
         s.push_str("<tr><td colspan=\"4\">none</td></tr>");
     }
+    let (point, side) = (rows.point, if rows.more_in_b { 'b' } else { 'a' });
     for (i, d) in diffs.iter().enumerate() {
-        let handle = match &grouped {
-            Some((_, g)) => {
-                let side = if g.more_in_b { 'b' } else { 'a' };
-                format!(
-                    " data-act=\"cmp-group\" data-point=\"{}\" data-side=\"{side}\" data-i=\"{i}\" data-key=\"cmp:{}:{side}:{i}\" title=\"Click to highlight A's allocations of this group\"",
-                    g.point, g.point
-                )
-            }
-            None => String::new(),
+        let handle = match rows.grouped {
+            Some(_) => format!(
+                " data-act=\"cmp-group\" data-point=\"{point}\" data-side=\"{side}\" data-i=\"{i}\" data-key=\"cmp:{point}:{side}:{i}\" title=\"Click to highlight A's allocations of this group\""
+            ),
+            None => format!(
+                " data-act=\"cmp-row\" data-point=\"{point}\" data-side=\"{side}\" data-i=\"{i}\"{} title=\"Click to mark these allocations on both timelines of the Compare view (again: unmark)\"",
+                if rows.picked == Some(i) { " data-picked=\"1\"" } else { "" }
+            ),
         };
         let _ = write!(
             s,
-            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\"{handle}><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"site\" title=\"{}\">{}</td></tr>",
+            "<tr class=\"cmp-diff\" data-delta-bytes=\"{}\" data-a-bytes=\"{}\" data-b-bytes=\"{}\"{handle}><td class=\"num\" title=\"{} bytes\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"num\" title=\"{} bytes, {} allocations\">{}</td><td class=\"site\" title=\"{}\">{}</td></tr>",
             d.delta(),
+            d.a_bytes,
+            d.b_bytes,
             d.delta(),
             signed_size_text(d.delta()),
             d.a_bytes,
@@ -148,9 +158,18 @@ pub fn html(fr: &Frame<'_>, s: &mut String) {
             signed_size_text(delta)
         );
         let title = by.title();
-        let grouped = |more_in_b| on.then_some((title.as_str(), GroupRows { point: k, more_in_b }));
-        diff_rows("More in B", "cmp-more-b", &p.more_in_b, grouped(true), s);
-        diff_rows("More in A", "cmp-more-a", &p.more_in_a, grouped(false), s);
+        let picked = fr.state.compare_picked().filter(|r| r.point == k && !on);
+        for (name, class, diffs, more_in_b) in
+            [("More in B", "cmp-more-b", &p.more_in_b, true), ("More in A", "cmp-more-a", &p.more_in_a, false)]
+        {
+            let rows = Rows {
+                point: k,
+                more_in_b,
+                grouped: on.then_some(title.as_str()),
+                picked: picked.filter(|r| r.more_in_b == more_in_b).map(|r| r.i),
+            };
+            diff_rows(name, class, diffs, &rows, s);
+        }
         s.push_str("</details>");
     }
 }

@@ -53,6 +53,8 @@ struct WrittenKey {
     colour_by_group: bool,
     compare_by_group: bool,
     library: Vec<String>,
+    /// The Compare tab's row picked for the Compare view.
+    picked: Option<memviz_view::state::compare_view::PickedRow>,
 }
 
 pub use memviz_view::markup::{entry_link, esc, linked};
@@ -104,6 +106,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         colour_by_group: p.colour_by_group,
         compare_by_group: p.compare_by_group,
         library: p.library().to_vec(),
+        picked: fr.state.compare_picked(),
     };
     if memo.written.as_ref() != Some(&key) {
         panel.set_hidden(!open);
@@ -173,8 +176,8 @@ fn body_html(fr: &Frame<'_>) -> String {
     s
 }
 
-/// Reads a click inside the panel.
-fn action_of(e: &MouseEvent) -> Option<Action> {
+/// Reads a click inside the panel (or another list of its rows, such as the Compare view's).
+pub fn action_of(e: &MouseEvent) -> Option<Action> {
     let el: Element = e.target()?.dyn_into().ok()?;
     let el = el.closest("[data-act]").ok()??;
     let act = el.get_attribute("data-act")?;
@@ -188,6 +191,11 @@ fn action_of(e: &MouseEvent) -> Option<Action> {
         "compare-with" => Action::CompareWith(i()?),
         "cmp-by-group" => Action::CompareByGroup,
         "cmp-group" => Action::CompareGroup {
+            point: el.get_attribute("data-point")?.parse().ok()?,
+            more_in_b: el.get_attribute("data-side").as_deref() == Some("b"),
+            i: i()?,
+        },
+        "cmp-row" => Action::CompareRow {
             point: el.get_attribute("data-point")?.parse().ok()?,
             more_in_b: el.get_attribute("data-side").as_deref() == Some("b"),
             i: i()?,

@@ -10,7 +10,7 @@ use memviz_core::analysis::compare::Comparison;
 use memviz_core::analysis::{signed_size_text, size_text};
 use memviz_core::plot::TimeMap;
 use memviz_view::axis;
-use memviz_view::state::compare_view::{aligned_domain, aligned_map, window_in};
+use memviz_view::state::compare_view::{aligned_domain, aligned_map, window_in, OnTimeline};
 use memviz_view::state::OpenFile;
 use memviz_view::viewport::{fit_y, PlotRect, Viewport};
 use memviz_view::xmap::XMap;
@@ -20,11 +20,9 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 use super::base::{compute_plot_of, put_plot};
 use super::FrameInfo;
 use crate::canvas::fit_canvas;
-use crate::compare_view::{LEFT_PX, RIGHT_PX};
+use crate::compare_view::{BOTTOM_PX, LEFT_PX, RIGHT_PX, TOP_PX};
 use crate::paint::Frame;
 
-const TOP_PX: f64 = 18.0;
-const BOTTOM_PX: f64 = 6.0;
 /// The difference chart's room below for the x axis's labels.
 const AXIS_PX: f64 = 20.0;
 /// Colours of A and B (their curves, the names above their timelines).
@@ -36,8 +34,8 @@ const B_COLOUR: &str = "#f28e2b";
 #[derive(Default)]
 pub struct Memo {
     drawn: Option<String>,
-    /// The cursor drawn over them.
-    cursor: Option<f64>,
+    /// The cursor drawn over them, and the timeline under the pointer.
+    cursor: Option<(f64, Option<OnTimeline>)>,
 }
 
 fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
@@ -85,11 +83,14 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         .iter()
         .map(|c| c.as_ref().map_or((0.0, 0.0), |c| (f64::from(c.client_width()), f64::from(c.client_height()))))
         .collect();
+    let picked = fr.derived.view_picked_of(fr.state);
     let key = format!(
-        "{ia}/{ib}/{}/{x0}/{x1}/{sizes:?}/{}/{:?}",
+        "{ia}/{ib}/{}/{x0}/{x1}/{sizes:?}/{}/{:?}/{:?}/{}",
         fr.state.generation(),
         fr.state.dpr(),
-        fr.state.theme().theme()
+        fr.state.theme().theme(),
+        fr.state.compare_picked(),
+        picked.is_some()
     );
     let sides = [
         Side { file: fa, map: aligned_map(c, &c.a_iterations, &fa.plot.layout) },
@@ -101,9 +102,11 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let overlays: Vec<Option<HtmlCanvasElement>> =
         ["cmp-plot-a-cursor", "cmp-diff-cursor", "cmp-plot-b-cursor"].iter().map(|id| element(doc, id)).collect();
     let same_charts = memo.drawn.as_deref() == Some(key.as_str());
-    if !same_charts || memo.cursor != cursor {
+    let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
+    let pointer = cursor.map(|x| (x, cv.on()));
+    if !same_charts || memo.cursor != pointer {
         // The cursor alone, on the canvases over the charts.
-        memo.cursor = cursor;
+        memo.cursor = pointer;
         for (k, overlay) in overlays.iter().enumerate() {
             let Some(overlay) = overlay else { continue };
             fit_canvas(overlay, sizes[k].0, sizes[k].1, dpr);
@@ -112,13 +115,13 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
             draw_cursor(&ctx, cursor, (x0, x1), chart_rect(k, sizes[k]), dpr, pal);
         }
         write_readout(fr, &sides, cursor, iterations);
+        write_hover(fr, c, &sides, pointer, fit_y(top as f64));
     }
     if same_charts {
         return true;
     }
     memo.drawn = Some(key);
     let parting = fr.derived.view_parting_of(fr.state);
-    let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
     for (k, canvas) in canvases.iter().enumerate() {
         let Some(canvas) = canvas else { continue };
         let (w, h) = sizes[k];
@@ -135,7 +138,8 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
             _ => {
                 let side = &sides[k / 2];
                 let marks = parting.as_ref().map_or(&[][..], |m| m[k / 2].as_slice());
-                draw_timeline(&ctx, side, marks, (x0, x1, domain.1), top, rect, dpr, pal);
+                let picks = picked.as_ref().map_or(&[][..], |m| m.elements[k / 2].as_slice());
+                draw_timeline(&ctx, side, [marks, picks], (x0, x1, domain.1), top, rect, dpr, pal);
                 let name = format!("{} {}", if k == 0 { "A" } else { "B" }, side.file.name);
                 label(&ctx, dpr, &name, LEFT_PX, TOP_PX - 5.0, if k == 0 { A_COLOUR } else { B_COLOUR });
             }
@@ -146,6 +150,13 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
         let counts = parting.as_ref().map_or((0, 0), |m| (m[0].len(), m[1].len()));
         let _ = s.set_attribute("data-parting", &format!("{},{}", counts.0, counts.1));
+        // What each timeline's Detail follows: its rows of the window, or `-` for the whole trace.
+        let focus = |f: &OpenFile| {
+            let o = &f.plot.layout.options;
+            let rows = o.focus_rows.map_or_else(|| "-".to_string(), |(a, b)| format!("{a}-{b}"));
+            format!("{}:{rows}", o.max_entries)
+        };
+        let _ = s.set_attribute("data-focus", &format!("{},{}", focus(fa), focus(fb)));
     });
     true
 }
@@ -216,12 +227,77 @@ fn write_readout(fr: &Frame<'_>, sides: &[Side<'_>; 2], cursor: Option<f64>, ite
     let _ = p.set_attribute("data-steps", &format!("{:.3},{:.3}", steps[0], steps[1]));
 }
 
-/// One file's timeline on the aligned axis, with its byte axis; `top` the shared height.
+/// What is under the pointer over a timeline (`#cmp-hover`): an allocation's stack and what the
+/// other file holds from its source line at the same aligned moment; with its numbers in data
+/// attributes. `y_max` is the timelines' shared height in bytes.
+fn write_hover(
+    fr: &Frame<'_>,
+    c: &Comparison,
+    sides: &[Side<'_>; 2],
+    pointer: Option<(f64, Option<OnTimeline>)>,
+    y_max: f64,
+) {
+    use memviz_core::timeline::Hit;
+    use memviz_view::state::compare_view::{element_site, elements_of_site};
+    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-hover") else { return };
+    for a in ["data-side", "data-bytes", "data-other-count", "data-other-bytes", "data-site"] {
+        let _ = p.remove_attribute(a);
+    }
+    let hint = "Point at an allocation in either timeline: its stack, and what the other file holds from its source line at the same moment.";
+    let Some((x, Some(on))) = pointer else {
+        p.set_text_content(Some(hint));
+        return;
+    };
+    let (me, other) = if on.b { (&sides[1], &sides[0]) } else { (&sides[0], &sides[1]) };
+    let (names, l) = (if on.b { ("B", "A") } else { ("A", "B") }, &me.file.plot.layout);
+    let step = XMap::time(&me.map).step(x);
+    let text = match l.hit_test(step, on.up * y_max) {
+        Some(Hit::Element(e)) => {
+            let Some(el) = l.element(e) else { return };
+            let site = element_site(c, &me.file.snap, el);
+            let other_step = XMap::time(&other.map).step(x);
+            let other_layout = &other.file.plot.layout;
+            let row = other_layout.row_at(other_step);
+            let (found, bytes) = elements_of_site(&other.file.snap, other_layout, row, &site, c.python_frames_only);
+            let _ = p.set_attribute("data-side", &names.0.to_lowercase());
+            let _ = p.set_attribute("data-bytes", &el.size_bytes.to_string());
+            let _ = p.set_attribute("data-other-count", &found.len().to_string());
+            let _ = p.set_attribute("data-other-bytes", &bytes.to_string());
+            let _ = p.set_attribute("data-site", &site);
+            let counterpart = if found.is_empty() {
+                format!("{} at the same moment (step {other_step:.0}): nothing live from {site}", names.1)
+            } else {
+                format!(
+                    "{} at the same moment (step {other_step:.0}): {} from {site} in {} allocation{}",
+                    names.1,
+                    size_text(bytes),
+                    found.len(),
+                    if found.len() == 1 { "" } else { "s" }
+                )
+            };
+            let described = memviz_core::describe::element_text(&me.file.snap, me.file.plot.device_pos, l, e);
+            // The allocation's first line, what the other file holds, then the rest (its stack).
+            let (head, rest) = described.split_once('\n').unwrap_or((described.as_str(), ""));
+            format!("{}: {head}\n{counterpart}\n{rest}", names.0)
+        }
+        Some(Hit::Summarized) => format!(
+            "{}: small allocations, summarized at this zoom (raise Detail in the timeline to draw them one by one)",
+            names.0
+        ),
+        None => hint.to_string(),
+    };
+    if p.text_content().as_deref() != Some(text.as_str()) {
+        p.set_text_content(Some(&text));
+    }
+}
+
+/// One file's timeline on the aligned axis, with its byte axis; `top` the shared height; `marks`
+/// where the files part and a picked row's allocations.
 #[allow(clippy::too_many_arguments)] // one chart's inputs: its side, window, height, marks and page
 fn draw_timeline(
     ctx: &CanvasRenderingContext2d,
     side: &Side<'_>,
-    marks: &[memviz_core::timeline::ElementIndex],
+    marks: [&[memviz_core::timeline::ElementIndex]; 2],
     (x0, x1, end): (f64, f64, f64),
     top: u64,
     rect: PlotRect,
@@ -236,14 +312,18 @@ fn draw_timeline(
     let pixels = compute_plot_of(layout, XMap::time(&side.map), &v, pal, rect, dpr);
     let mut info = FrameInfo::default();
     put_plot(&mut info, ctx, rect, dpr, &pixels);
-    // Where the two part: the marked allocations in the highlight's colour.
-    let bands: Vec<u32> = marks.iter().filter_map(|&e| layout.element(e).and_then(|el| el.band)).collect();
-    if !bands.is_empty() {
+    // Where the two part in the highlight's colour, a picked row's allocations in the matches'.
+    let colours = [(pal.highlight_fill, pal.highlight_stroke), (pal.match_fill, pal.match_stroke)];
+    for (marks, (fill, stroke)) in marks.iter().zip(colours) {
+        let bands: Vec<u32> = marks.iter().filter_map(|&e| layout.element(e).and_then(|el| el.band)).collect();
+        if bands.is_empty() {
+            continue;
+        }
         let plot = crate::paint::edges::PlotDev::of(layout, XMap::time(&side.map), &v, rect, dpr).reusing(&info);
         plot.clip(ctx);
-        ctx.set_fill_style_str(pal.highlight_fill);
-        ctx.set_stroke_style_str(pal.highlight_stroke);
-        ctx.set_line_width(0.5 * dpr);
+        ctx.set_fill_style_str(fill);
+        ctx.set_stroke_style_str(stroke);
+        ctx.set_line_width(if stroke == pal.match_stroke { 1.5 * dpr } else { 0.5 * dpr });
         plot.trace_bands(ctx, &bands, |_| {
             ctx.fill();
             ctx.stroke();
@@ -351,13 +431,18 @@ fn draw_difference(
     }
     // The x axis: iterations (1-based names) or the share of the trace.
     let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
-    let (_, ticks) = axis::linear_ticks(x0, x1, (rect.width_px / 90.0).max(2.0) as usize);
+    let (tick_step, ticks) = axis::linear_ticks(x0, x1, (rect.width_px / 90.0).max(2.0) as usize);
+    // As many decimals as the ticks' step has (4.36, not 4.359999999999999).
+    let decimals = (-tick_step.log10().floor()).clamp(0.0, 9.0) as usize;
     ctx.set_fill_style_str(pal.muted);
     ctx.set_text_align("center");
     let name_px = 80.0;
     for t in ticks.into_iter().filter(|&t| x_px(t) < rect.right_px() - name_px) {
-        let text =
-            if iterations { format!("{}", (t * 100.0).round() / 100.0 + 1.0) } else { format!("{:.0}%", t * 100.0) };
+        let text = if iterations {
+            format!("{:.*}", decimals, t + 1.0)
+        } else {
+            format!("{:.*}%", decimals.saturating_sub(2), t * 100.0)
+        };
         let _ = ctx.fill_text(&text, x_px(t) * dpr, (rect.bottom_px() + 14.0) * dpr);
     }
     ctx.set_text_align("right");
