@@ -368,6 +368,13 @@ impl Derived {
         if self.comparison.as_ref().is_some_and(|(k, b, _)| *k == key && *b == by) {
             return;
         }
+        // By stack, the Compare view's comparison is the same one: not computed twice.
+        if let (None, Some((k, c))) = (&by, &self.view_comparison) {
+            if *k == key {
+                self.comparison = Some((key, None, c.clone()));
+                return;
+            }
+        }
         let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
         let options =
             CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
@@ -384,6 +391,12 @@ impl Derived {
         let Some(key) = pair_key(s) else { return };
         if self.view_comparison.as_ref().is_some_and(|(k, _)| *k == key) {
             return;
+        }
+        if let Some((k, None, c)) = &self.comparison {
+            if *k == key {
+                self.view_comparison = Some((key, c.clone()));
+                return;
+            }
         }
         let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
         let options =
