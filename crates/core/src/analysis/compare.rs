@@ -23,8 +23,8 @@ use serde_json::{json, Value};
 use super::grouping::{GroupBy, Grouping, LibraryRule};
 use super::growth::{find_iterations, Iterations};
 use super::{
-    frame_label, is_source_frame, is_unrecorded, site_label, visible_frames, Replay, BEFORE_TRACE_LABEL,
-    NO_FRAMES_LABEL,
+    frame_label, is_source_frame, is_unrecorded, site_label, site_label_cached, visible_frames, FrameClasses, Replay,
+    BEFORE_TRACE_LABEL, NO_FRAMES_LABEL,
 };
 use crate::coverage::coverage;
 use crate::info::recording;
@@ -271,6 +271,15 @@ pub fn site_key(snap: &Snapshot, stack: u32, python_only: bool) -> String {
     }
 }
 
+/// [`site_key`], frames' classes read from `classes`.
+pub fn site_key_cached(snap: &Snapshot, stack: u32, python_only: bool, classes: &mut FrameClasses) -> String {
+    if python_only && !has_python_frame(snap, stack) {
+        NO_PYTHON_FRAMES_LABEL.to_string()
+    } else {
+        site_label_cached(snap, stack, classes)
+    }
+}
+
 /// [`stack_key`], on Python frames only when `python_only`.
 pub fn stack_key_with(snap: &Snapshot, stack: u32, mode: KeyMode, python_only: bool) -> String {
     if mode == KeyMode::Line || python_only && !has_python_frame(snap, stack) {
@@ -295,32 +304,48 @@ fn by_key(
     row: Option<u32>,
     mode: KeyMode,
     python_only: bool,
-    cache: &mut HashMap<u32, (String, String)>,
+    cache: &mut SiteCache,
 ) -> HashMap<String, (String, u64, usize)> {
-    let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
+    // Bytes and allocations per stack first: a stack's key is then looked up once, not per life.
+    let mut per_stack: HashMap<u32, (u64, usize)> = HashMap::new();
+    let mut unrecorded = (0u64, 0usize);
     for l in replay.lives.iter().filter(|l| l.live_after(row)) {
-        let (k, s) = if is_unrecorded(l) {
-            (BEFORE_TRACE_LABEL.to_string(), BEFORE_TRACE_LABEL.to_string())
-        } else {
-            cache
-                .entry(l.stack)
-                .or_insert_with(|| {
-                    (stack_key_with(snap, l.stack, mode, python_only), site_key(snap, l.stack, python_only))
-                })
-                .clone()
-        };
-        let e = out.entry(k).or_insert((s, 0, 0));
-        e.1 = e.1.saturating_add(l.size_bytes);
-        e.2 += 1;
+        let e = if is_unrecorded(l) { &mut unrecorded } else { per_stack.entry(l.stack).or_insert((0, 0)) };
+        e.0 = e.0.saturating_add(l.size_bytes);
+        e.1 += 1;
+    }
+    let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
+    let mut add = |k: &str, s: &str, (bytes, count): (u64, usize)| {
+        let e = out.entry(k.to_string()).or_insert_with(|| (s.to_string(), 0, 0));
+        e.1 = e.1.saturating_add(bytes);
+        e.2 += count;
+    };
+    if unrecorded.1 > 0 {
+        add(BEFORE_TRACE_LABEL, BEFORE_TRACE_LABEL, unrecorded);
+    }
+    for (stack, totals) in per_stack {
+        let (k, s) = cache.by_stack.entry(stack).or_insert_with(|| {
+            let site = site_key_cached(snap, stack, python_only, &mut cache.classes);
+            let key = if mode == KeyMode::Line { site.clone() } else { stack_key_with(snap, stack, mode, python_only) };
+            (key, site)
+        });
+        add(k, s, totals);
     }
     out
+}
+
+/// Each stack's (key, site) as compared, and the frames' classes they were found with.
+#[derive(Default)]
+struct SiteCache {
+    by_stack: HashMap<u32, (String, String)>,
+    classes: FrameClasses,
 }
 
 struct Side<'a> {
     snap: &'a Snapshot,
     replay: Replay,
     its: Iterations,
-    cache: HashMap<u32, (String, String)>,
+    cache: SiteCache,
     /// With a grouping ([`compare_grouped`]): every lifetime's group, whose text is the key.
     grouping: Option<Grouping>,
 }
@@ -385,7 +410,7 @@ fn compare_with(
         let replay = Replay::build(snap, pos);
         let its = find_iterations(snap, &replay);
         let grouping = group.map(|(by, rule)| Grouping::build(snap, &replay, by, rule));
-        Side { snap, replay, its, cache: HashMap::new(), grouping }
+        Side { snap, replay, its, cache: SiteCache::default(), grouping }
     };
     let mut sa = mk(a, a_pos);
     let mut sb = mk(b, b_pos);

@@ -370,31 +370,94 @@ fn is_allocator_internal(name: &str) -> bool {
 /// innermost autograd node (`...Backward0::apply`), else the innermost visible C++ frame outside
 /// the allocator. `None` for stacks without frames.
 pub fn site_frame(snap: &Snapshot, stack: u32) -> Option<u32> {
-    let ids = snap.stacks.get(stack);
-    let visible = |&&id: &&u32| -> bool {
-        snap.frames
-            .get(id as usize)
-            .is_some_and(|f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
-    };
-    let frame = |id: u32| snap.frames.get(id as usize);
-    if let Some(&id) = ids.iter().filter(visible).find(|&&id| frame(id).is_some_and(is_source_frame)) {
-        return Some(id);
+    site_frame_by(snap, stack, &mut |id| frame_class(snap, id))
+}
+
+/// [`site_frame`], each frame's class read from `classes` (filled as frames are met).
+pub fn site_frame_cached(snap: &Snapshot, stack: u32, classes: &mut FrameClasses) -> Option<u32> {
+    site_frame_by(snap, stack, &mut |id| classes.of(snap, id))
+}
+
+/// A frame seen by [`site_frame`] ([`frame_class`]).
+const CLASS_KNOWN: u8 = 1;
+/// Not left out of stacks as PyTorch's viewer leaves it ([`frame_visible`]).
+const CLASS_VISIBLE: u8 = 2;
+/// A source line ([`is_source_frame`]).
+const CLASS_SOURCE: u8 = 4;
+/// An autograd node (`autograd::generated::`).
+const CLASS_AUTOGRAD: u8 = 8;
+/// The allocator's or tensor creation's ([`is_allocator_internal`]).
+const CLASS_INTERNAL: u8 = 16;
+
+/// What [`site_frame`] asks of frame `id`: `CLASS_*` bits (0 for no such frame).
+fn frame_class(snap: &Snapshot, id: u32) -> u8 {
+    let Some(f) = snap.frames.get(id as usize) else { return 0 };
+    let name = snap.strings.get(f.name);
+    let mut c = CLASS_KNOWN;
+    if frame_visible(name, snap.strings.get(f.filename)) {
+        c |= CLASS_VISIBLE;
     }
-    if let Some(&id) = ids
-        .iter()
-        .filter(visible)
-        .find(|&&id| frame(id).is_some_and(|f| snap.strings.get(f.name).contains("autograd::generated::")))
-    {
-        return Some(id);
+    if is_source_frame(f) {
+        c |= CLASS_SOURCE;
     }
-    if let Some(&id) = ids
-        .iter()
-        .filter(visible)
-        .find(|&&id| frame(id).is_some_and(|f| !is_allocator_internal(snap.strings.get(f.name))))
-    {
-        return Some(id);
+    if name.contains("autograd::generated::") {
+        c |= CLASS_AUTOGRAD;
     }
-    ids.iter().filter(visible).copied().next()
+    if is_allocator_internal(name) {
+        c |= CLASS_INTERNAL;
+    }
+    c
+}
+
+/// Frames' classes for [`site_frame_cached`], computed once per frame: stacks share most of
+/// their frames, and a class takes a score of substring searches.
+#[derive(Clone, Debug, Default)]
+pub struct FrameClasses {
+    classes: Vec<u8>,
+}
+
+impl FrameClasses {
+    fn of(&mut self, snap: &Snapshot, id: u32) -> u8 {
+        let i = id as usize;
+        if i >= snap.frames.len() {
+            return 0;
+        }
+        if self.classes.len() < snap.frames.len() {
+            self.classes.resize(snap.frames.len(), 0);
+        }
+        match self.classes.get(i) {
+            Some(&c) if c != 0 => c,
+            _ => {
+                let c = frame_class(snap, id);
+                if let Some(slot) = self.classes.get_mut(i) {
+                    *slot = c;
+                }
+                c
+            }
+        }
+    }
+}
+
+/// [`site_frame`] in one pass over the stack, with frames' classes from `class`.
+fn site_frame_by(snap: &Snapshot, stack: u32, class: &mut impl FnMut(u32) -> u8) -> Option<u32> {
+    let (mut autograd, mut outside, mut any) = (None, None, None);
+    for &id in snap.stacks.get(stack) {
+        let c = class(id);
+        if c & CLASS_VISIBLE == 0 {
+            continue;
+        }
+        if c & CLASS_SOURCE != 0 {
+            return Some(id);
+        }
+        if autograd.is_none() && c & CLASS_AUTOGRAD != 0 {
+            autograd = Some(id);
+        }
+        if outside.is_none() && c & CLASS_INTERNAL == 0 {
+            outside = Some(id);
+        }
+        any.get_or_insert(id);
+    }
+    autograd.or(outside).or(any)
 }
 
 /// A path shortened for display: from `site-packages/` or `dist-packages/` on when present.
@@ -442,7 +505,16 @@ pub fn frame_label(snap: &Snapshot, f: &Frame) -> String {
 
 /// Label of a stack's site ([`site_frame`]), or `<no frames>`.
 pub fn site_label(snap: &Snapshot, stack: u32) -> String {
-    match site_frame(snap, stack).and_then(|id| snap.frames.get(id as usize)) {
+    frame_or_none_label(snap, site_frame(snap, stack))
+}
+
+/// [`site_label`], frames' classes read from `classes` ([`site_frame_cached`]).
+pub fn site_label_cached(snap: &Snapshot, stack: u32, classes: &mut FrameClasses) -> String {
+    frame_or_none_label(snap, site_frame_cached(snap, stack, classes))
+}
+
+fn frame_or_none_label(snap: &Snapshot, frame: Option<u32>) -> String {
+    match frame.and_then(|id| snap.frames.get(id as usize)) {
         Some(f) => frame_label(snap, f),
         None => NO_FRAMES_LABEL.to_string(),
     }
@@ -555,6 +627,52 @@ mod tests {
                 assert_eq!(r.peak_row.map(|x| x as usize), info.devices[pos].peak_allocated_row, "{name}");
             }
         }
+    }
+
+    /// [`site_frame`]'s rule as it reads, in four passes: the innermost visible source frame,
+    /// else autograd node, else frame outside the allocator, else visible frame.
+    fn site_frame_by_passes(snap: &Snapshot, stack: u32) -> Option<u32> {
+        let frame = |id: &&u32| snap.frames.get(**id as usize);
+        let visible: Vec<u32> = snap
+            .stacks
+            .get(stack)
+            .iter()
+            .filter(|id| {
+                frame(id).is_some_and(|f| frame_visible(snap.strings.get(f.name), snap.strings.get(f.filename)))
+            })
+            .copied()
+            .collect();
+        let name = |id: &&u32| frame(id).map_or("", |f| snap.strings.get(f.name));
+        visible
+            .iter()
+            .find(|id| frame(id).is_some_and(is_source_frame))
+            .or_else(|| visible.iter().find(|id| name(id).contains("autograd::generated::")))
+            .or_else(|| visible.iter().find(|id| !is_allocator_internal(name(id))))
+            .or_else(|| visible.first())
+            .copied()
+    }
+
+    /// The site frame found in one pass, with frames' classes kept across stacks or not, is the
+    /// one the rule's four passes find, for every stack of files with Python frames, C++ frames
+    /// only (backward) and hostile ones.
+    #[test]
+    fn site_frames_read_with_kept_classes_are_the_same() {
+        let mut stacks = 0;
+        for dir in ["real", "hostile", "synth"] {
+            for p in crate::test_fixtures::fixture_files_with(&[dir], &["pickle"]) {
+                let Ok(bytes) = std::fs::read(&p) else { continue };
+                let Ok(snap) = crate::load(&bytes) else { continue };
+                let mut classes = FrameClasses::default();
+                for stack in 0..snap.stacks.len() as u32 {
+                    let want = site_frame_by_passes(&snap, stack);
+                    assert_eq!(site_frame(&snap, stack), want, "{} stack {stack}", p.display());
+                    assert_eq!(site_frame_cached(&snap, stack, &mut classes), want, "{} stack {stack}", p.display());
+                    assert_eq!(site_label_cached(&snap, stack, &mut classes), site_label(&snap, stack));
+                    stacks += 1;
+                }
+            }
+        }
+        assert!(stacks > 500, "{stacks} stacks");
     }
 
     /// Every analysis on every small test file (format variants, inconsistent traces, hostile
