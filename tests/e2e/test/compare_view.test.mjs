@@ -50,10 +50,20 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   assert.ok(parting[keeper === 'A' ? 0 : 1] > 0, `${keeper} keeps the gradients; marked: ${parting}`);
   assert.equal(await page.textContent('#cmp-parting'), `Marked on both timelines: at the iteration 5 peak, the allocations with no counterpart in the other file (none of the same source line and size live then; A: ${parting[0]}, B: ${parting[1]}).`);
 
-  // The wheel over A's timeline narrows the one window: both timelines and the totals show it.
+  // The wheel over A's timeline narrows the one window: both timelines and the totals show it,
+  // stretched from the last exact charts while it turns, drawn exactly once it rests.
   await pointAt(page, 'cmp-plot-a', 0.5);
+  await page.evaluate(() => {
+    window.cmpDrawn = [];
+    new MutationObserver(() => window.cmpDrawn.push(document.getElementById('compare').dataset.drawn))
+      .observe(document.getElementById('compare'), { attributes: true, attributeFilter: ['data-drawn', 'data-window'] });
+  });
   for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -400);
   await page.waitForFunction(() => document.getElementById('compare').dataset.window !== '0.000000,5.000000');
+  await page.waitForFunction(() => document.getElementById('compare').dataset.drawn === 'exact');
+  const drawn = await page.evaluate(() => window.cmpDrawn);
+  assert.ok(drawn.includes('stretched'), `a notch's frame stretches the last exact charts: ${drawn}`);
+  assert.equal(drawn.at(-1), 'exact');
   const [x0, x1] = await windowOf(page);
   assert.ok(x1 - x0 < 2.5 && x0 < 2.5 && x1 > 2.5, `the window ${x0}..${x1} keeps 2.5 under the pointer`);
   await shot(page, 'compare-view-zoomed');

@@ -134,7 +134,7 @@ impl ViewState {
                 vec![Effect::LayoutChanged]
             }
             PageInput::ToggleCompare => self.toggle_compare(),
-            PageInput::Compare(c) => self.apply_compare(c),
+            PageInput::Compare(c) => self.apply_compare(c, now_ms),
             PageInput::SelectDevice(d) => {
                 let other = self.file().is_some_and(|f| f.plot.device_pos != d && d < f.snap.devices.len());
                 if other {

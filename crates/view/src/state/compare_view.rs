@@ -85,6 +85,8 @@ pub struct CompareView {
     on: Option<OnTimeline>,
     /// The row picked, with the pair (A, B) its indices are of.
     picked: Option<((usize, usize), PickedRow)>,
+    /// Until when (the page's clock, ms) a wheel's frames stretch the last exact charts.
+    preview_until_ms: f64,
 }
 
 impl CompareView {
@@ -96,6 +98,12 @@ impl CompareView {
     /// The cursor, as a share of the aligned domain.
     pub fn cursor(&self) -> Option<f64> {
         self.cursor
+    }
+
+    /// Whether frames at `now_ms` stretch the last exact charts (the wheel turns: each notch
+    /// holds them [`crate::state::PREVIEW_HOLD_MS`], then the charts are drawn exactly).
+    pub fn previewing(&self, now_ms: f64) -> bool {
+        now_ms < self.preview_until_ms
     }
 
     /// The timeline under the pointer and how high (none while dragging).
@@ -418,8 +426,8 @@ impl ViewState {
         vec![Effect::LayoutChanged]
     }
 
-    /// An input of the Compare view.
-    pub(crate) fn apply_compare(&mut self, input: CompareInput) -> Vec<Effect> {
+    /// An input of the Compare view, at `now_ms`.
+    pub(crate) fn apply_compare(&mut self, input: CompareInput, now_ms: f64) -> Vec<Effect> {
         let v = &mut self.compare_view;
         match input {
             CompareInput::SelectB(i) => {
@@ -441,6 +449,8 @@ impl ViewState {
                 let (a, b) = v.window();
                 v.set_window(p - (p - a) * factor, p + (b - p) * factor);
                 v.cursor = Some(v.at(at));
+                v.preview_until_ms = now_ms + crate::state::PREVIEW_HOLD_MS;
+                return vec![Effect::HoldPreview { until_ms: v.preview_until_ms }];
             }
             CompareInput::Down { at } => v.drag = Some((at, v.window())),
             CompareInput::Move { at, on } => {

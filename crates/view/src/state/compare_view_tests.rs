@@ -45,7 +45,11 @@ fn one_window_and_one_cursor_for_both() {
     assert_eq!(s.compare_pair(), Some((0, 1)));
     assert_eq!(s.compare_view().window(), (0.0, 1.0));
     // The wheel zooms at the pointer: the share under it stays under it.
-    s.apply(PageInput::Compare(CompareInput::Wheel { at: 0.25, delta_y_px: -600.0 }), 0.0);
+    let held = s.apply(PageInput::Compare(CompareInput::Wheel { at: 0.25, delta_y_px: -600.0 }), 1000.0);
+    // The wheel's frames stretch the last exact charts until it rests.
+    assert_eq!(held, vec![Effect::HoldPreview { until_ms: 1000.0 + crate::state::PREVIEW_HOLD_MS }]);
+    assert!(s.compare_view().previewing(1000.0 + crate::state::PREVIEW_HOLD_MS - 1.0));
+    assert!(!s.compare_view().previewing(1000.0 + crate::state::PREVIEW_HOLD_MS));
     let (a, b) = s.compare_view().window();
     assert!(b - a < 0.5, "{a}..{b}");
     assert!((a + 0.25 * (b - a) - 0.25).abs() < 1e-9);

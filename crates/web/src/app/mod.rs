@@ -181,9 +181,11 @@ impl App {
         }
     }
 
-    /// Whether the base of the timeline is shown from the held copies now.
+    /// Whether the base of the timeline (or the Compare view's charts) is shown from the held
+    /// copies now.
     pub fn previewing(&self) -> bool {
-        self.state.previewing(self.ui.now_ms())
+        let now = self.ui.now_ms();
+        self.state.previewing(now) || (self.state.compare_shown() && self.state.compare_view().previewing(now))
     }
 
     fn on_resize(&mut self) {

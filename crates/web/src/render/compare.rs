@@ -36,6 +36,10 @@ pub struct Memo {
     drawn: Option<String>,
     /// The cursor drawn over them, and the timeline under the pointer.
     cursor: Option<(f64, Option<OnTimeline>)>,
+    /// Copies of the charts of the last exact frame, what they were drawn from but the window,
+    /// and the window they show: while the wheel turns, frames stretch them.
+    held: Vec<HtmlCanvasElement>,
+    held_of: Option<(String, (f64, f64))>,
 }
 
 fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
@@ -84,14 +88,16 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
         .map(|c| c.as_ref().map_or((0.0, 0.0), |c| (f64::from(c.client_width()), f64::from(c.client_height()))))
         .collect();
     let picked = fr.derived.view_picked_of(fr.state);
-    let key = format!(
-        "{ia}/{ib}/{}/{x0}/{x1}/{sizes:?}/{}/{:?}/{:?}/{}",
+    // What the charts are drawn from but the window.
+    let base = format!(
+        "{ia}/{ib}/{}/{sizes:?}/{}/{:?}/{:?}/{}",
         fr.state.generation(),
         fr.state.dpr(),
         fr.state.theme().theme(),
         fr.state.compare_picked(),
         picked.is_some()
     );
+    let key = format!("{base}/{x0}/{x1}");
     let sides = [
         Side { file: fa, map: aligned_map(c, &c.a_iterations, &fa.plot.layout) },
         Side { file: fb, map: aligned_map(c, &c.b_iterations, &fb.plot.layout) },
@@ -120,8 +126,20 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     if same_charts {
         return true;
     }
-    memo.drawn = Some(key);
     let parting = fr.derived.view_parting_of(fr.state);
+    // While the wheel turns, the last exact charts stretched to the window; exact once it rests.
+    let held_window = memo.held_of.as_ref().filter(|(b, _)| *b == base).map(|h| h.1);
+    if let Some(from) = held_window.filter(|_| cv.previewing(fr.ui.now_ms())) {
+        for (k, canvas) in canvases.iter().enumerate() {
+            let (Some(canvas), Some(held)) = (canvas, memo.held.get(k)) else { continue };
+            let Some(ctx) = context(canvas) else { continue };
+            stretch(&ctx, held, chart_rect(k, sizes[k]), from, (x0, x1), dpr);
+        }
+        memo.drawn = Some(format!("preview/{key}"));
+        write_attributes(doc, (x0, x1), domain, parting.as_deref(), [fa, fb], false);
+        return true;
+    }
+    memo.drawn = Some(key);
     for (k, canvas) in canvases.iter().enumerate() {
         let Some(canvas) = canvas else { continue };
         let (w, h) = sizes[k];
@@ -145,20 +163,88 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
             }
         }
     }
-    let _ = doc.get_element_by_id("compare").map(|s| {
-        let _ = s.set_attribute("data-window", &format!("{x0:.6},{x1:.6}"));
-        let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
-        let counts = parting.as_ref().map_or((0, 0), |m| (m[0].len(), m[1].len()));
-        let _ = s.set_attribute("data-parting", &format!("{},{}", counts.0, counts.1));
-        // What each timeline's Detail follows: its rows of the window, or `-` for the whole trace.
-        let focus = |f: &OpenFile| {
-            let o = &f.plot.layout.options;
-            let rows = o.focus_rows.map_or_else(|| "-".to_string(), |(a, b)| format!("{a}-{b}"));
-            format!("{}:{rows}", o.max_entries)
-        };
-        let _ = s.set_attribute("data-focus", &format!("{},{}", focus(fa), focus(fb)));
-    });
+    write_attributes(doc, (x0, x1), domain, parting.as_deref(), [fa, fb], true);
+    hold(doc, &canvases, memo);
+    memo.held_of = Some((base, (x0, x1)));
     true
+}
+
+/// Copies the charts just drawn exactly, for the frames of a wheel to stretch.
+fn hold(doc: &web_sys::Document, canvases: &[Option<HtmlCanvasElement>], memo: &mut Memo) {
+    while memo.held.len() < canvases.len() {
+        let Some(c) = doc.create_element("canvas").ok().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok()) else {
+            return;
+        };
+        memo.held.push(c);
+    }
+    for (canvas, held) in canvases.iter().zip(&memo.held) {
+        let Some(canvas) = canvas else { continue };
+        if held.width() != canvas.width() || held.height() != canvas.height() {
+            held.set_width(canvas.width());
+            held.set_height(canvas.height());
+        }
+        if let Some(ctx) = context(held) {
+            ctx.clear_rect(0.0, 0.0, f64::from(held.width()), f64::from(held.height()));
+            let _ = ctx.draw_image_with_html_canvas_element(canvas, 0.0, 0.0);
+        }
+    }
+}
+
+/// Draws a held chart that showed window `from` as if it showed `to`: the left margin (the byte
+/// axis) as it was, the rest stretched along x (nearest pixel: it shows for a few frames).
+fn stretch(
+    ctx: &CanvasRenderingContext2d,
+    held: &HtmlCanvasElement,
+    rect: PlotRect,
+    from: (f64, f64),
+    to: (f64, f64),
+    dpr: f64,
+) {
+    let (w, h) = (f64::from(held.width()), f64::from(held.height()));
+    let (left, width) = (rect.left_px * dpr, rect.width_px * dpr);
+    let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, w, h);
+    ctx.set_image_smoothing_enabled(false);
+    let _ = ctx.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+        held, 0.0, 0.0, left, h, 0.0, 0.0, left, h,
+    );
+    let span = (to.1 - to.0).max(f64::MIN_POSITIVE);
+    let dx = left + (from.0 - to.0) / span * width;
+    let dw = (from.1 - from.0) / span * width;
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(left, 0.0, width, h);
+    ctx.clip();
+    let _ = ctx.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+        held, left, 0.0, width, h, dx, 0.0, dw, h,
+    );
+    ctx.restore();
+    ctx.set_image_smoothing_enabled(true);
+}
+
+/// The view's numbers for tests and tools: the window, the domain, the marks, what Detail
+/// follows, and whether the charts were drawn exactly (else stretched from the last exact ones).
+fn write_attributes(
+    doc: &web_sys::Document,
+    (x0, x1): (f64, f64),
+    domain: (f64, f64),
+    parting: Option<&[Vec<memviz_core::timeline::ElementIndex>; 2]>,
+    [fa, fb]: [&OpenFile; 2],
+    exact: bool,
+) {
+    let Some(s) = doc.get_element_by_id("compare") else { return };
+    let _ = s.set_attribute("data-drawn", if exact { "exact" } else { "stretched" });
+    let _ = s.set_attribute("data-window", &format!("{x0:.6},{x1:.6}"));
+    let _ = s.set_attribute("data-domain", &format!("{},{}", domain.0, domain.1));
+    let counts = parting.map_or((0, 0), |m| (m[0].len(), m[1].len()));
+    let _ = s.set_attribute("data-parting", &format!("{},{}", counts.0, counts.1));
+    // What each timeline's Detail follows: its rows of the window, or `-` for the whole trace.
+    let focus = |f: &OpenFile| {
+        let o = &f.plot.layout.options;
+        let rows = o.focus_rows.map_or_else(|| "-".to_string(), |(a, b)| format!("{a}-{b}"));
+        format!("{}:{rows}", o.max_entries)
+    };
+    let _ = s.set_attribute("data-focus", &format!("{},{}", focus(fa), focus(fb)));
 }
 
 fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
