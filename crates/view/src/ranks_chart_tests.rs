@@ -4,20 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::ranks::tests::run_of_8;
+use crate::ranks::tests::{attrs, run_of_8};
 
 const MIB: u64 = 1 << 20;
-
-/// The value of `attr` on each element of `html` that has it, in order.
-fn attrs<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
-    let key = format!("{attr}=\"");
-    html.match_indices(&key)
-        .filter_map(|(i, _)| {
-            let rest = &html[i + key.len()..];
-            rest.find('"').map(|j| &rest[..j])
-        })
-        .collect()
-}
 
 #[test]
 fn equal_curves_are_named_and_drawn_apart() {

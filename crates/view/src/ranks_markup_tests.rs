@@ -2,18 +2,7 @@
 //! growing, rank 6 with an out-of-memory event).
 
 use super::*;
-use crate::ranks::tests::run_of_8;
-
-/// The value of `attr` on each element of `html` that has it, in order.
-fn attrs<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
-    let key = format!("{attr}=\"");
-    html.match_indices(&key)
-        .filter_map(|(i, _)| {
-            let rest = &html[i + key.len()..];
-            rest.find('"').map(|j| &rest[..j])
-        })
-        .collect()
-}
+use crate::ranks::tests::{attrs, run_of_8};
 
 #[test]
 fn a_bar_per_rank_with_its_peaks_and_the_outliers_marked() {

@@ -26,6 +26,17 @@ fn digest(peak: u64, reserved: u64) -> RankDigest {
     }
 }
 
+/// Every value of attribute `attr` in `html`, in order.
+pub(crate) fn attrs<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
+    let key = format!("{attr}=\"");
+    html.match_indices(&key)
+        .filter_map(|(i, _)| {
+            let rest = &html[i + key.len()..];
+            rest.find('"').map(|j| &rest[..j])
+        })
+        .collect()
+}
+
 /// Eight ranks read: rank 3 at 2.44x the median's peak, rank 5 growing, rank 6 with an OOM.
 pub(crate) fn run_of_8() -> Run {
     let paths: Vec<String> = (0..8).rev().map(|r| format!("run/rank{r}_memory_snapshot.pickle")).collect();

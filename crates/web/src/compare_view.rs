@@ -14,6 +14,7 @@ use memviz_view::state::PageInput;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement, HtmlSelectElement, PointerEvent, WheelEvent};
 
+use crate::dom::find;
 use crate::input::{bind, Binding, Input};
 use crate::paint::Frame;
 
@@ -32,10 +33,6 @@ pub struct Memo {
     options: Option<String>,
     /// The table of differences: (pair, point, row picked).
     table: Option<String>,
-}
-
-fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
-    doc.get_element_by_id(id)?.dyn_into().ok()
 }
 
 /// The pointer's place over a chart, as a share of its plot area's width.
@@ -60,20 +57,20 @@ fn compare(c: CompareInput) -> Option<Input> {
 /// The toolbar's button, the menus, the swap button, and the pointer over the three charts.
 pub fn bindings(doc: &web_sys::Document) -> Vec<Binding> {
     let mut l = Vec::new();
-    if let Some(b) = element::<HtmlElement>(doc, "compare-toggle") {
+    if let Some(b) = find::<HtmlElement>(doc, "compare-toggle") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| Some(Input::Page(PageInput::ToggleCompare))));
     }
-    if let Some(b) = element::<HtmlElement>(doc, "cmp-png") {
+    if let Some(b) = find::<HtmlElement>(doc, "cmp-png") {
         let export = PageInput::Analysis(memviz_view::state::panels::Action::Export(
             memviz_view::state::panels::ExportKind::Png,
         ));
         l.push(bind(b.as_ref(), "click", move |_: &web_sys::Event| Some(Input::Page(export.clone()))));
     }
-    if let Some(b) = element::<HtmlElement>(doc, "cmp-swap") {
+    if let Some(b) = find::<HtmlElement>(doc, "cmp-swap") {
         l.push(bind(b.as_ref(), "click", |_: &web_sys::Event| compare(CompareInput::Swap)));
     }
     for (id, is_a) in [("cmp-a", true), ("cmp-b", false)] {
-        let Some(sel) = element::<HtmlSelectElement>(doc, id) else { continue };
+        let Some(sel) = find::<HtmlSelectElement>(doc, id) else { continue };
         let s = sel.clone();
         l.push(bind(sel.as_ref(), "change", move |_: &web_sys::Event| {
             let i: usize = s.value().parse().ok()?;
@@ -84,14 +81,14 @@ pub fn bindings(doc: &web_sys::Document) -> Vec<Binding> {
             }
         }));
     }
-    if let Some(t) = element::<HtmlElement>(doc, "cmp-table") {
+    if let Some(t) = find::<HtmlElement>(doc, "cmp-table") {
         // A row of the table: its allocations marked in both timelines.
         l.push(bind(t.as_ref(), "click", |e: &web_sys::MouseEvent| {
             crate::panels::action_of(e).map(|a| Input::Page(PageInput::Analysis(a)))
         }));
     }
     for id in ["cmp-plot-a", "cmp-diff", "cmp-plot-b"] {
-        let Some(c) = element::<HtmlCanvasElement>(doc, id) else { continue };
+        let Some(c) = find::<HtmlCanvasElement>(doc, id) else { continue };
         let timeline = match id {
             "cmp-plot-a" => Some(false),
             "cmp-plot-b" => Some(true),
@@ -130,7 +127,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     for classes in [Some(fr.ui.main.class_list()), doc.body().map(|b| b.class_list())].into_iter().flatten() {
         let _ = if shown { classes.add_1("compare-shown") } else { classes.remove_1("compare-shown") };
     }
-    if let Some(b) = element::<HtmlElement>(doc, "compare-toggle") {
+    if let Some(b) = find::<HtmlElement>(doc, "compare-toggle") {
         // Within a run, the overview's own buttons compare (the header keeps one row).
         b.set_hidden(!shown && (fr.state.files().len() < 2 || fr.state.run().is_some()));
         b.set_text_content(Some(if shown { "Timeline" } else { "Compare" }));
@@ -143,7 +140,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     let key = format!("{a}/{b}/{}", names.join("\u{1}"));
     if memo.options.as_deref() != Some(key.as_str()) {
         for (id, chosen) in [("cmp-a", a), ("cmp-b", b)] {
-            let Some(sel) = element::<HtmlSelectElement>(doc, id) else { continue };
+            let Some(sel) = find::<HtmlSelectElement>(doc, id) else { continue };
             let mut html = String::new();
             for (i, n) in names.iter().enumerate() {
                 let full = fr.state.files().get(i).map_or("", |f| f.name.as_str());
@@ -159,13 +156,13 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
         memo.options = Some(key);
     }
     let c = fr.derived.view_comparison_of(fr.state);
-    if let Some(p) = element::<HtmlElement>(doc, "cmp-verdict") {
+    if let Some(p) = find::<HtmlElement>(doc, "cmp-verdict") {
         let text = c.map_or_else(|| "Comparing…".to_string(), Comparison::verdict);
         if p.text_content().as_deref() != Some(text.as_str()) {
             p.set_text_content(Some(&text));
         }
     }
-    if let Some(p) = element::<HtmlElement>(doc, "cmp-parting") {
+    if let Some(p) = find::<HtmlElement>(doc, "cmp-parting") {
         let marks = fr.derived.view_parting_of(fr.state);
         let moment = c.and_then(memviz_view::state::compare_view::parting_moment).map(|m| m.2);
         let text = match (marks, moment) {
@@ -182,7 +179,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
     }
     sync_table(fr, c, memo);
     sync_picked(fr);
-    if let Some(p) = element::<HtmlElement>(doc, "cmp-aligned") {
+    if let Some(p) = find::<HtmlElement>(doc, "cmp-aligned") {
         let text = c.map(|c| format!("Aligned {}", c.alignment_text())).unwrap_or_default();
         if p.text_content().as_deref() != Some(text.as_str()) {
             p.set_text_content(Some(&text));
@@ -194,7 +191,7 @@ pub fn sync(fr: &Frame<'_>, memo: &mut Memo) {
 /// row marks its allocations in both timelines.
 fn sync_table(fr: &Frame<'_>, c: Option<&Comparison>, memo: &mut Memo) {
     use memviz_view::state::compare_view::parting_point;
-    let Some(t) = element::<HtmlElement>(&fr.ui.document, "cmp-table") else { return };
+    let Some(t) = find::<HtmlElement>(&fr.ui.document, "cmp-table") else { return };
     let point = c.and_then(parting_point);
     let picked = fr.state.compare_picked();
     let key = format!("{:?}/{point:?}/{picked:?}/{}", fr.state.compare_pair(), c.is_some());
@@ -230,7 +227,7 @@ fn sync_table(fr: &Frame<'_>, c: Option<&Comparison>, memo: &mut Memo) {
 
 /// What a picked row marks: its source line, the moment, each file's allocations and bytes.
 fn sync_picked(fr: &Frame<'_>) {
-    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-picked") else { return };
+    let Some(p) = find::<HtmlElement>(&fr.ui.document, "cmp-picked") else { return };
     let picked = fr.derived.view_picked_of(fr.state);
     let text = picked.as_ref().map_or(String::new(), |m| {
         format!(

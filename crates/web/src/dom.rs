@@ -85,6 +85,11 @@ pub fn by_id<T: JsCast>(document: &Document, id: &str) -> Result<T, JsValue> {
         .map_err(|_| JsValue::from_str(&format!("#{id} is not the element expected")))
 }
 
+/// The element with this id, as a `T`, where the page has one (parts that may be absent).
+pub fn find<T: JsCast>(document: &Document, id: &str) -> Option<T> {
+    document.get_element_by_id(id)?.dyn_into::<T>().ok()
+}
+
 /// The 2D context of a canvas.
 pub fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
     canvas

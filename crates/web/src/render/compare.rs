@@ -21,6 +21,7 @@ use super::base::{compute_plot_of, put_plot};
 use super::FrameInfo;
 use crate::canvas::fit_canvas;
 use crate::compare_view::{BOTTOM_PX, LEFT_PX, RIGHT_PX, TOP_PX};
+use crate::dom::find;
 use crate::paint::Frame;
 
 /// The difference chart's room below for the x axis's labels.
@@ -40,10 +41,6 @@ pub struct Memo {
     /// and the window they show: while the wheel turns, frames stretch them.
     held: Vec<HtmlCanvasElement>,
     held_of: Option<(String, (f64, f64))>,
-}
-
-fn element<T: JsCast>(doc: &web_sys::Document, id: &str) -> Option<T> {
-    doc.get_element_by_id(id)?.dyn_into().ok()
 }
 
 /// One side: its file, and how its steps map to the aligned axis.
@@ -82,7 +79,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let (x0, x1) = window_in(cv.window(), domain);
     let cursor = cv.cursor().map(|s| domain.0 + s * (domain.1 - domain.0));
     let canvases: Vec<Option<HtmlCanvasElement>> =
-        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().map(|id| element(doc, id)).collect();
+        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().map(|id| find(doc, id)).collect();
     let sizes: Vec<(f64, f64)> = canvases
         .iter()
         .map(|c| c.as_ref().map_or((0.0, 0.0), |c| (f64::from(c.client_width()), f64::from(c.client_height()))))
@@ -106,7 +103,7 @@ pub fn draw(fr: &Frame<'_>, memo: &mut Memo) -> bool {
     let pal = fr.palette();
     let iterations = matches!(c.alignment, memviz_core::analysis::compare::Alignment::Iterations { .. });
     let overlays: Vec<Option<HtmlCanvasElement>> =
-        ["cmp-plot-a-cursor", "cmp-diff-cursor", "cmp-plot-b-cursor"].iter().map(|id| element(doc, id)).collect();
+        ["cmp-plot-a-cursor", "cmp-diff-cursor", "cmp-plot-b-cursor"].iter().map(|id| find(doc, id)).collect();
     let same_charts = memo.drawn.as_deref() == Some(key.as_str());
     let top = sides.iter().map(|s| s.max_between(x0, x1)).max().unwrap_or(0);
     let pointer = cursor.map(|x| (x, cv.on()));
@@ -290,7 +287,7 @@ fn label(ctx: &CanvasRenderingContext2d, dpr: f64, text: &str, x: f64, y: f64, c
 /// The readout under the charts: the cursor's place, both files' live bytes there, B − A; in
 /// `#cmp-readout` with its numbers in data attributes.
 fn write_readout(fr: &Frame<'_>, sides: &[Side<'_>; 2], cursor: Option<f64>, iterations: bool) {
-    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-readout") else { return };
+    let Some(p) = find::<HtmlElement>(&fr.ui.document, "cmp-readout") else { return };
     let Some(x) = cursor else {
         p.set_text_content(Some("Point at a chart to read both files at the same aligned moment."));
         let _ = p.remove_attribute("data-x");
@@ -325,7 +322,7 @@ fn write_hover(
 ) {
     use memviz_core::timeline::Hit;
     use memviz_view::state::compare_view::{element_site, elements_of_site};
-    let Some(p) = element::<HtmlElement>(&fr.ui.document, "cmp-hover") else { return };
+    let Some(p) = find::<HtmlElement>(&fr.ui.document, "cmp-hover") else { return };
     for a in ["data-side", "data-bytes", "data-other-count", "data-other-bytes", "data-site"] {
         let _ = p.remove_attribute(a);
     }
@@ -552,7 +549,7 @@ pub fn export_compare_png(fr: &Frame<'_>) -> Result<HtmlCanvasElement, wasm_bind
         return Err(no("a file of the pair is closed"));
     };
     let charts: Vec<HtmlCanvasElement> =
-        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().filter_map(|id| element(doc, id)).collect();
+        ["cmp-plot-a", "cmp-diff", "cmp-plot-b"].iter().filter_map(|id| find(doc, id)).collect();
     let w = charts.iter().map(|c| f64::from(c.client_width())).fold(0.0, f64::max);
     let heights: Vec<f64> = charts.iter().map(|c| f64::from(c.client_height())).collect();
     if w < 1.0 || heights.iter().any(|&h| h < 1.0) {
