@@ -137,7 +137,18 @@ test('a row of the table marks its allocations in both timelines; hovering one s
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
-  await page.click('#compare-toggle');
+  // A row of the Compare tab (by source line) opens the view with its allocations marked.
+  await page.click('#analysis-toggle');
+  await page.click('#analysis [data-act="tab-compare"]');
+  const tabRow = '#analysis details[open] tr[data-act="cmp-row"]';
+  await page.waitForSelector(tabRow);
+  const want = await page.$eval(tabRow, (r) => `${r.dataset.aBytes},${r.dataset.bBytes}`);
+  await page.click(tabRow);
+  await page.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'));
+  await page.waitForFunction((w) => document.getElementById('cmp-picked').dataset.bytes === w, want);
+  assert.equal(await page.$eval(tabRow, (r) => r.dataset.picked), '1', 'the tab marks its row too');
+  await page.click(tabRow);
+  await page.waitForFunction(() => !document.getElementById('cmp-picked').dataset.bytes);
   await page.waitForSelector('#cmp-table tr[data-act="cmp-row"]');
   assert.match(await page.textContent('#cmp-table .cmp-table-title'), /^What differs at the iteration 5 peak/);
   // Every row: its marks in A and B are exactly the allocations and bytes the row counts.
