@@ -395,8 +395,8 @@ fn draw_timeline(
     let pixels = compute_plot_of(layout, XMap::time(&side.map), &v, pal, rect, dpr);
     let mut info = FrameInfo::default();
     put_plot(&mut info, ctx, rect, dpr, &pixels);
-    // Where the two part in the highlight's colour, a picked row's allocations in the matches'.
-    let colours = [(pal.highlight_fill, pal.highlight_stroke), (pal.match_fill, pal.match_stroke)];
+    // Where the two part in the highlight's colour, a picked row's allocations in the pin's.
+    let colours = [(pal.highlight_fill, pal.highlight_stroke), (pal.pinned_fill, pal.pinned_stroke)];
     for (marks, (fill, stroke)) in marks.iter().zip(colours) {
         let bands: Vec<u32> = marks.iter().filter_map(|&e| layout.element(e).and_then(|el| el.band)).collect();
         if bands.is_empty() {
@@ -406,7 +406,7 @@ fn draw_timeline(
         plot.clip(ctx);
         ctx.set_fill_style_str(fill);
         ctx.set_stroke_style_str(stroke);
-        ctx.set_line_width(if stroke == pal.match_stroke { 1.5 * dpr } else { 0.5 * dpr });
+        ctx.set_line_width(if stroke == pal.pinned_stroke { dpr } else { 0.5 * dpr });
         plot.trace_bands(ctx, &bands, |_| {
             ctx.fill();
             ctx.stroke();
