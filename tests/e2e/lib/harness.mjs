@@ -84,6 +84,14 @@ export async function waitReady(page, before, timeout = 60000, count = 1) {
   await page.evaluate(() => new Promise((r) => setTimeout(r, 0)));
 }
 
+/** Two snapshots opened together are shown side by side (the Compare view): waits for it, then
+ * goes back to the timeline with the toolbar's button. */
+export async function backToTimeline(page) {
+  await page.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'));
+  await page.click('#compare-toggle');
+  await page.waitForFunction(() => !document.getElementById('main').classList.contains('compare-shown'));
+}
+
 /** Opens files through the first file input and waits for the timeline and, for several, until
  * each has opened (the first is shown while the others still load behind it). */
 export async function openFiles(page, files) {

@@ -3,7 +3,7 @@
 // The figures are those of the tests in crates/core/src/analysis/{compare,categories}.rs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokenCells, findPoint, fixture, frames, openFiles, plotData, shot, start } from '../lib/harness.mjs';
+import { brokenCells, findPoint, fixture, frames, openFiles, plotData, shot, start, backToTimeline } from '../lib/harness.mjs';
 
 const BUGGY = fixture('resnet50_buggy.pickle');
 const FIXED = fixture('resnet50_fixed.pickle');
@@ -26,6 +26,7 @@ async function openPanel(page) {
 test('compare: the buggy ResNet against the fixed one', async () => {
   const page = await env.newPage();
   await openFiles(page, [FIXED, BUGGY]);
+  await backToTimeline(page);
   // Show the fixed file (A); the buggy one is B.
   const names = await page.$$eval('#file-select option', (o) => o.map((x) => x.title));
   const fixedIndex = names.findIndex((n) => n.includes('resnet50_fixed'));
@@ -100,6 +101,7 @@ test('compare at 900x700: no number or name is split over lines', async () => {
   const page = await env.newPage();
   await page.setViewportSize({ width: 900, height: 700 });
   await openFiles(page, [FIXED, BUGGY]);
+  await backToTimeline(page);
   await openPanel(page);
   await page.click('#analysis [data-act="tab-compare"]');
   await page.waitForSelector('#analysis .cmp-point');

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { fixture, openFiles, shot, start } from '../lib/harness.mjs';
+import { fixture, openFiles, shot, start, backToTimeline } from '../lib/harness.mjs';
 
 let env;
 before(async () => {
@@ -29,9 +29,15 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
-  assert.equal(await page.isVisible('#compare-toggle'), true, 'two files: the toolbar offers Compare');
-  await page.click('#compare-toggle');
+  // Two snapshots dropped together are shown side by side, the first by name as A.
   await page.waitForFunction(() => document.getElementById('compare').dataset.window);
+  assert.match(await page.$eval('#cmp-a option[selected]', (o) => o.title), /resnet50_buggy/);
+  // The toolbar's button goes back to the timeline and comes again to the comparison.
+  await page.click('#compare-toggle');
+  await page.waitForFunction(() => !document.getElementById('main').classList.contains('compare-shown'));
+  assert.equal(await page.textContent('#compare-toggle'), 'Compare');
+  await page.click('#compare-toggle');
+  await page.waitForFunction(() => document.getElementById('main').classList.contains('compare-shown'));
   assert.equal(await page.isVisible('#plot'), false, 'the view takes the timeline\'s place');
   assert.equal(await page.isVisible('#detail'), false, 'the timeline\'s controls act on nothing here');
   assert.equal(await page.textContent('#compare-toggle'), 'Timeline');
@@ -137,6 +143,7 @@ test('a row of the table marks its allocations in both timelines; hovering one s
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  await backToTimeline(page);
   // A row of the Compare tab (by source line) opens the view with its allocations marked.
   await page.click('#analysis-toggle');
   await page.click('#analysis [data-act="tab-compare"]');
@@ -202,6 +209,7 @@ test('Detail follows the one window in both timelines, with the Detail of A', as
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  await backToTimeline(page);
   // A draws its 50 largest allocations; B was opened with the default Detail.
   await page.$eval('#detail', (el) => {
     el.value = '50';

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { ROOT, openFiles, plotArea, plotData, shot, start } from '../lib/harness.mjs';
+import { ROOT, openFiles, plotArea, plotData, shot, start, backToTimeline } from '../lib/harness.mjs';
 
 const META = join(ROOT, 'tests/data/real/metadata_layers.pickle');
 
@@ -147,6 +147,7 @@ test('runs of entries that share a metadata value are a band above the timeline'
 test('compare by the Live set grouping: each row highlights the allocations of its group in A', async () => {
   const page = await env.newPage();
   await openFiles(page, [META, join(ROOT, 'tests/data/real/growth_leak.pickle')]);
+  await backToTimeline(page);
   await page.click('#analysis-toggle');
   await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
   await page.click('#analysis [data-act="tab-compare"]');
@@ -218,6 +219,7 @@ test('the flame graph with the Live set grouping as its first level', async () =
 test("a group's highlight follows its group into the other file shown", async () => {
   const page = await env.newPage();
   await openFiles(page, [META, join(ROOT, 'tests/data/real/growth_leak.pickle')]);
+  await backToTimeline(page);
   await page.click('#analysis-toggle');
   await page.waitForSelector('#analysis:not([hidden]) .an-verdict');
   await page.click('#analysis [data-act=tab-live]');

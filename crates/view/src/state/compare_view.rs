@@ -392,6 +392,16 @@ impl ViewState {
         self.compare_view.restore = Some((a, b));
     }
 
+    /// Whether a pair waits to be compared once open (a link's, or two files dropped together).
+    pub fn compare_waiting(&self) -> bool {
+        self.compare_view.restore.is_some()
+    }
+
+    /// Forgets a pair waiting to be compared once open ([`ViewState::compare_when_open`]).
+    pub fn forget_compare_when_open(&mut self) {
+        self.compare_view.restore = None;
+    }
+
     /// Once both files a link's `compare=A,B` names are open: A shown, compared with B, in the
     /// Compare view; whether it did (nothing until then, and nothing after).
     pub fn restore_compare(&mut self) -> bool {
@@ -406,6 +416,12 @@ impl ViewState {
         self.analysis.compare_with = Some(ib);
         self.show_compare();
         true
+    }
+
+    /// Goes back to the timeline from the Compare view (a file opened is shown as its timeline).
+    pub(crate) fn leave_compare(&mut self) {
+        self.compare_view.shown = false;
+        self.compare_view.drag = None;
     }
 
     /// Shows the Compare view (of the pair [`ViewState::compare_pair`] gives).

@@ -257,3 +257,25 @@ fn detail_follows_the_one_window_in_both_timelines_with_a_detail() {
     s.refocus_compare(compare_focus_rows(&c, &s).expect("rows"));
     assert!(s.files.iter().all(|f| f.plot.layout.options.focus_rows.is_none()));
 }
+
+#[test]
+fn a_file_opened_while_two_are_compared_is_shown_as_its_timeline() {
+    let mut s = two_files();
+    s.apply(PageInput::ToggleCompare, 0.0);
+    assert!(s.compare_shown());
+    let f = open_file(FIXED, "another.pickle", 15_000);
+    let (snap, plot) = (f.snap, f.plot);
+    s.add_loaded("another.pickle".into(), snap, plot, None, None);
+    assert_eq!(s.current, Some(2));
+    assert!(!s.compare_shown(), "the file opened is shown");
+    // A pair waiting for its files (a link's, two dropped together) is shown once both are in.
+    s.compare_when_open("resnet50_fixed.pickle".into(), "another.pickle".into());
+    assert!(s.compare_waiting());
+    assert!(s.restore_compare());
+    assert!(s.compare_shown());
+    assert_eq!(s.compare_pair(), Some((0, 2)));
+    assert!(!s.compare_waiting());
+    s.compare_when_open("resnet50_fixed.pickle".into(), "not open.pickle".into());
+    s.forget_compare_when_open();
+    assert!(!s.compare_waiting());
+}

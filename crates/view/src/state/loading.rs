@@ -71,6 +71,8 @@ impl ViewState {
         let mut f = OpenFile::new(name, snap, plot);
         if let Some(i) = source.as_deref().and_then(|k| self.file_from(k)) {
             if self.replace_file(i, f, source) {
+                // A file shown is its timeline, also where two were compared.
+                self.leave_compare();
                 return Added::ReadAgain(i);
             }
             return Added::Behind;
@@ -79,6 +81,7 @@ impl ViewState {
         f.name = crate::names::name_beside(self.files.iter().map(|g| g.name.as_str()), &f.name);
         self.push_file(f, source, show);
         if show {
+            self.leave_compare();
             Added::Shown
         } else {
             Added::Behind

@@ -33,6 +33,10 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
         load_one(&weak, source).await;
     }
     with_app(&weak, |app| {
+        if std::mem::take(&mut app.pair_dropped) {
+            // One of the two did not open as a snapshot: no comparison waits for it.
+            app.state.forget_compare_when_open();
+        }
         app.loader_running = false;
         app.batch_first = None;
         app.state.load_ended();

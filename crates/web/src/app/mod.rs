@@ -92,6 +92,9 @@ pub struct App {
     batch_first: Option<usize>,
     /// What the file being loaded was opened from ([`input::source_key`]).
     loading_source: Option<String>,
+    /// Whether the loads under way are two files dropped together, to be compared once both
+    /// are open ([`App::open_picked`]); what is left of that wish goes when they are done.
+    pair_dropped: bool,
     /// Loads started so far: which one a timer started for is still running.
     loads_started: u64,
     /// The user asked to stop loading.
@@ -133,6 +136,7 @@ impl App {
             loader_running: false,
             batch_first: None,
             loading_source: None,
+            pair_dropped: false,
             loads_started: 0,
             cancel_requested: false,
             cancel_load: None,

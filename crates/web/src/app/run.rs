@@ -39,9 +39,25 @@ impl App {
         let names: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
         if files.len() == sources.len() && memviz_view::ranks::names_give_ranks(&names) {
             self.open_run(files);
-        } else {
-            self.open(sources);
+            return;
         }
+        // Two snapshots dropped together, with nothing else loading and no link's pair waiting:
+        // side by side once both are open, the first by name (shown first) as A.
+        let pair = names.len() == 2
+            && files.len() == sources.len()
+            && !self.loader_running
+            && !self.state.compare_waiting()
+            && names.iter().all(|n| memviz_core::ranks::is_snapshot_name(n));
+        if pair {
+            let mut names = names;
+            names.sort_by_cached_key(|n| memviz_view::names::natural_key(n));
+            if names[0] != names[1] {
+                let [a, b] = [&names[0], &names[1]].map(|n| memviz_view::fragment::base_name(n).to_string());
+                self.state.compare_when_open(a, b);
+                self.pair_dropped = true;
+            }
+        }
+        self.open(sources);
     }
 
     /// Opens a run: the snapshot files among `files` (path, file), ranks and iterations from
