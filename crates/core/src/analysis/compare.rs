@@ -298,40 +298,72 @@ pub fn stack_key_with(snap: &Snapshot, stack: u32, mode: KeyMode, python_only: b
     }
 }
 
-fn by_key(
+/// Live bytes and allocations per key (and site) just after each of `rows` (`None`: before the
+/// first entry), as [`Life::live_after`] says, one map per row: one pass over the lives, each
+/// added to the rows it is live at (found by two binary searches among the sorted rows), then
+/// each stack's key looked up once.
+///
+/// [`Life::live_after`]: super::Life::live_after
+fn by_key_at(
     snap: &Snapshot,
     replay: &Replay,
-    row: Option<u32>,
+    rows: &[Option<u32>],
     mode: KeyMode,
     python_only: bool,
     cache: &mut SiteCache,
-) -> HashMap<String, (String, u64, usize)> {
-    // Bytes and allocations per stack first: a stack's key is then looked up once, not per life.
-    let mut per_stack: HashMap<u32, (u64, usize)> = HashMap::new();
-    let mut unrecorded = (0u64, 0usize);
-    for l in replay.lives.iter().filter(|l| l.live_after(row)) {
-        let e = if is_unrecorded(l) { &mut unrecorded } else { per_stack.entry(l.stack).or_insert((0, 0)) };
-        e.0 = e.0.saturating_add(l.size_bytes);
-        e.1 += 1;
+) -> Vec<HashMap<String, (String, u64, usize)>> {
+    // A row as a number: before the first entry is -1, below every row.
+    let at = |r: Option<u32>| r.map_or(-1, i64::from);
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| rows.get(i).map_or(-1, |&r| at(r)));
+    let sorted: Vec<i64> = order.iter().map(|&i| rows.get(i).map_or(-1, |&r| at(r))).collect();
+    let mut per_stack: Vec<HashMap<u32, (u64, usize)>> = vec![HashMap::new(); rows.len()];
+    let mut unrecorded = vec![(0u64, 0usize); rows.len()];
+    for l in &replay.lives {
+        // Live at the rows in [allocated, freed): allocated before the trace is live from -1 on.
+        let from = l.alloc_row.map_or(i64::MIN, i64::from);
+        let to = l.free_row.map_or(i64::MAX, i64::from);
+        let (j0, j1) = (sorted.partition_point(|&k| k < from), sorted.partition_point(|&k| k < to));
+        for &i in order.get(j0..j1).unwrap_or(&[]) {
+            let e = if is_unrecorded(l) {
+                unrecorded.get_mut(i)
+            } else {
+                per_stack.get_mut(i).map(|m| m.entry(l.stack).or_insert((0, 0)))
+            };
+            if let Some(e) = e {
+                e.0 = e.0.saturating_add(l.size_bytes);
+                e.1 += 1;
+            }
+        }
     }
-    let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
-    let mut add = |k: &str, s: &str, (bytes, count): (u64, usize)| {
-        let e = out.entry(k.to_string()).or_insert_with(|| (s.to_string(), 0, 0));
-        e.1 = e.1.saturating_add(bytes);
-        e.2 += count;
-    };
-    if unrecorded.1 > 0 {
-        add(BEFORE_TRACE_LABEL, BEFORE_TRACE_LABEL, unrecorded);
-    }
-    for (stack, totals) in per_stack {
-        let (k, s) = cache.by_stack.entry(stack).or_insert_with(|| {
-            let site = site_key_cached(snap, stack, python_only, &mut cache.classes);
-            let key = if mode == KeyMode::Line { site.clone() } else { stack_key_with(snap, stack, mode, python_only) };
-            (key, site)
-        });
-        add(k, s, totals);
-    }
-    out
+    per_stack
+        .into_iter()
+        .zip(unrecorded)
+        .map(|(stacks, before)| {
+            let mut out: HashMap<String, (String, u64, usize)> = HashMap::new();
+            let mut add = |k: &str, s: &str, (bytes, count): (u64, usize)| {
+                let e = out.entry(k.to_string()).or_insert_with(|| (s.to_string(), 0, 0));
+                e.1 = e.1.saturating_add(bytes);
+                e.2 += count;
+            };
+            if before.1 > 0 {
+                add(BEFORE_TRACE_LABEL, BEFORE_TRACE_LABEL, before);
+            }
+            for (stack, totals) in stacks {
+                let (k, s) = cache.by_stack.entry(stack).or_insert_with(|| {
+                    let site = site_key_cached(snap, stack, python_only, &mut cache.classes);
+                    let key = if mode == KeyMode::Line {
+                        site.clone()
+                    } else {
+                        stack_key_with(snap, stack, mode, python_only)
+                    };
+                    (key, site)
+                });
+                add(k, s, totals);
+            }
+            out
+        })
+        .collect()
 }
 
 /// Each stack's (key, site) as compared, and the frames' classes they were found with.
@@ -465,15 +497,13 @@ fn compare_with(
         sb.replay.rows.checked_sub(1).map(|r| r as u32),
     ));
     let mut points = Vec::new();
-    for (label, ra, rb) in pairs {
-        let ka = match &sa.grouping {
-            Some(g) => by_group(&sa.replay, g, ra),
-            None => by_key(sa.snap, &sa.replay, ra, opts.key, python_frames_only, &mut sa.cache),
-        };
-        let kb = match &sb.grouping {
-            Some(g) => by_group(&sb.replay, g, rb),
-            None => by_key(sb.snap, &sb.replay, rb, opts.key, python_frames_only, &mut sb.cache),
-        };
+    let side_keys = |s: &mut Side, rows: Vec<Option<u32>>| match &s.grouping {
+        Some(g) => rows.iter().map(|&r| by_group(&s.replay, g, r)).collect::<Vec<_>>(),
+        None => by_key_at(s.snap, &s.replay, &rows, opts.key, python_frames_only, &mut s.cache),
+    };
+    let keys_a = side_keys(&mut sa, pairs.iter().map(|p| p.1).collect());
+    let keys_b = side_keys(&mut sb, pairs.iter().map(|p| p.2).collect());
+    for (((label, ra, rb), ka), kb) in pairs.into_iter().zip(keys_a).zip(keys_b) {
         let mut diffs: Vec<StackDiff> = Vec::new();
         for (k, (site, bytes, count)) in &ka {
             let (bb, bc) = kb.get(k).map_or((0, 0), |x| (x.1, x.2));
@@ -594,6 +624,41 @@ impl Comparison {
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
+
+    /// The live bytes per key at many rows in one pass are each row's own, summed life by life
+    /// with `Life::live_after`: before the first entry, the first and last rows, rows out of
+    /// order and repeated.
+    #[test]
+    fn keys_at_many_rows_are_each_rows_own() {
+        for name in ["resnet50_buggy.pickle", "oom.pickle", "growth_leak.pickle", "expandable_segments.pickle"] {
+            let snap = fixture(name);
+            let replay = Replay::build(&snap, 0);
+            let n = replay.rows as u32;
+            let rows: Vec<Option<u32>> = vec![
+                None,
+                Some(0),
+                Some(n.saturating_sub(1)),
+                Some(n / 2),
+                Some(n / 3),
+                Some(n / 2),
+                None,
+                Some(n / 7),
+            ];
+            let mut cache = SiteCache::default();
+            let got = by_key_at(&snap, &replay, &rows, KeyMode::Line, false, &mut cache);
+            for (r, got) in rows.iter().zip(&got) {
+                let mut want: HashMap<String, (String, u64, usize)> = HashMap::new();
+                for l in replay.lives.iter().filter(|l| l.live_after(*r)) {
+                    let k =
+                        if is_unrecorded(l) { BEFORE_TRACE_LABEL.to_string() } else { site_key(&snap, l.stack, false) };
+                    let e = want.entry(k.clone()).or_insert((k, 0, 0));
+                    e.1 += l.size_bytes;
+                    e.2 += 1;
+                }
+                assert_eq!(got, &want, "{name} at {r:?}");
+            }
+        }
+    }
 
     // Figures from: python3 tests/gen/verify_compare.py tests/data/real/resnet50_fixed.pickle tests/data/real/resnet50_buggy.pickle
     #[test]
