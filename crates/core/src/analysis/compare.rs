@@ -215,6 +215,7 @@ fn site_bytes(
     python_only: bool,
 ) -> HashMap<String, (u64, usize)> {
     let mut labels: HashMap<u32, String> = HashMap::new();
+    let mut classes = FrameClasses::default();
     let mut out: HashMap<String, (u64, usize)> = HashMap::new();
     for l in replay.lives.iter().filter(|l| l.live_after(row)) {
         if let (Some(b), Some(a)) = (before, l.alloc_row) {
@@ -225,7 +226,7 @@ fn site_bytes(
         let site = if is_unrecorded(l) {
             BEFORE_TRACE_LABEL.to_string()
         } else {
-            labels.entry(l.stack).or_insert_with(|| site_key(snap, l.stack, python_only)).clone()
+            labels.entry(l.stack).or_insert_with(|| site_key_cached(snap, l.stack, python_only, &mut classes)).clone()
         };
         let e = out.entry(site).or_insert((0, 0));
         e.0 = e.0.saturating_add(l.size_bytes);

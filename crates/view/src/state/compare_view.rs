@@ -224,13 +224,16 @@ pub fn parting_elements(
         let mut groups: Groups = HashMap::new();
         let Some(r) = row else { return groups };
         let mut sites: HashMap<u32, String> = HashMap::new();
+        let mut classes = memviz_core::analysis::FrameClasses::default();
         for (i, e) in l.elements.iter().enumerate() {
             if l.is_hidden(e) || e.alloc_row.is_some_and(|x| x > r) || e.free_row.is_some_and(|f| f <= r) {
                 continue;
             }
             let site = sites
                 .entry(e.stack)
-                .or_insert_with(|| memviz_core::analysis::compare::site_key(snap, e.stack, c.python_frames_only))
+                .or_insert_with(|| {
+                    memviz_core::analysis::compare::site_key_cached(snap, e.stack, c.python_frames_only, &mut classes)
+                })
                 .clone();
             groups.entry((site, e.size_bytes)).or_default().push((e.alloc_row, i));
         }
@@ -309,6 +312,7 @@ pub fn elements_of_site(
     python_only: bool,
 ) -> (Vec<memviz_core::timeline::ElementIndex>, u64) {
     let mut of_stack: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
+    let mut classes = memviz_core::analysis::FrameClasses::default();
     let (mut out, mut bytes) = (Vec::new(), 0u64);
     for (i, e) in l.elements.iter().enumerate() {
         // `Life::live_after`: allocated at or before the moment, not freed by it.
@@ -324,9 +328,9 @@ pub fn elements_of_site(
         let hit = if e.alloc_row.is_none() && e.stack == 0 {
             site == memviz_core::analysis::BEFORE_TRACE_LABEL
         } else {
-            *of_stack
-                .entry(e.stack)
-                .or_insert_with(|| memviz_core::analysis::compare::site_key(snap, e.stack, python_only) == site)
+            *of_stack.entry(e.stack).or_insert_with(|| {
+                memviz_core::analysis::compare::site_key_cached(snap, e.stack, python_only, &mut classes) == site
+            })
         };
         if hit {
             out.push(memviz_core::timeline::ElementIndex::new(i as u32));
