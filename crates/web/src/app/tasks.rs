@@ -50,50 +50,45 @@ const REST_MS: i32 = 160;
 /// Chooses Detail for `window` (x0, x1) once the input has rested on it: after [`REST_MS`]
 /// without another window or a preview held; a later window waits for its own rest.
 pub(crate) fn refocus_when_rested(window: Option<(f64, f64)>) {
-    wasm_bindgen_futures::spawn_local(async move {
-        loop {
-            sleep_ms(REST_MS).await;
-            let again = APP.with(|a| {
-                let rc = a.borrow().as_ref().map(Rc::clone)?;
-                let Ok(mut app) = rc.try_borrow_mut() else { return Some(true) };
-                if app.state.file().map(|f| (f.viewport.x0, f.viewport.x1)) != window {
-                    return Some(false);
-                }
-                if app.previewing() {
-                    return Some(true);
-                }
-                if app.refocus_detail() {
-                    app.settle();
-                }
-                Some(false)
-            });
-            if again != Some(true) {
-                return;
-            }
+    each_rest(move |app| {
+        if app.state.file().map(|f| (f.viewport.x0, f.viewport.x1)) != window {
+            return false;
         }
+        if app.previewing() {
+            return true;
+        }
+        if app.refocus_detail() {
+            app.settle();
+        }
+        false
     });
 }
 
 /// Chooses Detail for the Compare view's window `window` (shares of its aligned domain) once it
 /// has rested ([`REST_MS`] without another), in both timelines.
 pub(crate) fn refocus_compare_when_rested(window: (f64, f64)) {
+    each_rest(move |app| {
+        if !app.state.compare_shown() {
+            app.compare_refocus_forget();
+            return false;
+        }
+        if app.state.compare_view().window() == window && app.refocus_compare() {
+            app.settle();
+        }
+        false
+    });
+}
+
+/// Calls `act` on the state after each [`REST_MS`] for as long as it answers `true` (wait
+/// another rest); a state busy at that moment is tried again after the next rest.
+fn each_rest(mut act: impl FnMut(&mut App) -> bool + 'static) {
     wasm_bindgen_futures::spawn_local(async move {
         loop {
             sleep_ms(REST_MS).await;
             let again = APP.with(|a| {
                 let rc = a.borrow().as_ref().map(Rc::clone)?;
                 let Ok(mut app) = rc.try_borrow_mut() else { return Some(true) };
-                if !app.state.compare_shown() {
-                    app.compare_refocus_forget();
-                    return Some(false);
-                }
-                if app.state.compare_view().window() != window {
-                    return Some(false);
-                }
-                if app.refocus_compare() {
-                    app.settle();
-                }
-                Some(false)
+                Some(act(&mut app))
             });
             if again != Some(true) {
                 return;
