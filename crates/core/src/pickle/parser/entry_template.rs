@@ -15,7 +15,7 @@
 //! string twice gives the same id). A memo slot written twice retires the template, since a key
 //! GET may then mean another string.
 
-use super::raw_lists::{KnownList, RawLists};
+use super::raw_lists::{Epoch, KnownList, RawLists};
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
 use crate::pickle::records::{Field, TraceRecord};
@@ -71,7 +71,7 @@ pub(super) struct TemplateLists {
     /// Bytes held (lists and index nodes).
     bytes: usize,
     /// `Parser::memo_rebinds` the lists held were read under.
-    rebinds: u64,
+    rebinds: Epoch<u64>,
 }
 
 /// No list.
@@ -79,16 +79,15 @@ const NO_LIST: u32 = u32::MAX;
 
 impl Default for TemplateLists {
     fn default() -> Self {
-        TemplateLists { raw: RawLists::default(), next: Vec::new(), last: NO_LIST, bytes: 0, rebinds: 0 }
+        TemplateLists { raw: RawLists::default(), next: Vec::new(), last: NO_LIST, bytes: 0, rebinds: Epoch::default() }
     }
 }
 
 impl TemplateLists {
     /// Clears the lists read under other memo bindings than `rebinds`.
     fn check(&mut self, rebinds: u64) {
-        if self.rebinds != rebinds {
+        if self.rebinds.moved_to(rebinds) {
             self.clear();
-            self.rebinds = rebinds;
         }
     }
 
@@ -703,21 +702,21 @@ mod tests {
         b.extend_from_slice(b"}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x10\x8c\x06frames\x94");
         b.extend_from_slice(b"]\x94(}\x94(\x8c\x04name\x94\x8c\x01f\x94uh\x07eu");
         b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x20h\x05h\x06u");
-        // Two entries with the same inline list of the frame twice: the second is found by its bytes.
-        for addr in [0x30u8, 0x40] {
-            b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K");
-            b.push(addr);
-            b.extend_from_slice(b"h\x05]\x94(h\x07h\x07eu");
-        }
+        // Entries at `addrs` with the same inline list of the frame (slot 7) twice.
+        let copies = |b: &mut Vec<u8>, addrs: [u8; 2]| {
+            for addr in addrs {
+                b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K");
+                b.push(addr);
+                b.extend_from_slice(b"h\x05]\x94(h\x07h\x07eu");
+            }
+        };
+        // The second is found by its bytes.
+        copies(&mut b, [0x30, 0x40]);
         // Slot 7 (the frame) now holds an empty dict; the next entry, all GETs, makes the
         // template again.
         b.extend_from_slice(b"}q\x070");
         b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K\x50h\x05h\x06u");
-        for addr in [0x60u8, 0x70] {
-            b.extend_from_slice(b"}\x94(h\x02h\x03h\x04K");
-            b.push(addr);
-            b.extend_from_slice(b"h\x05]\x94(h\x07h\x07eu");
-        }
+        copies(&mut b, [0x60, 0x70]);
         b.extend_from_slice(b"e.");
         b
     }

@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::raw_lists::{get_at, KnownList, ListsByKey, RawLists, BLOCK, NODE_BYTES};
+use super::raw_lists::{get_at, Epoch, KnownList, ListsByKey, RawLists, BLOCK, NODE_BYTES};
 use super::Parser;
 use crate::pickle::document::{DictRec, RECORD_BIT};
 use crate::pickle::text::small_long;
@@ -49,16 +49,15 @@ pub(super) struct LeafCache {
     /// Bytes held by all of the above (they are cleared when it reaches [`CACHE_BYTES_MAX`]).
     bytes: usize,
     /// `Parser::memo_overwrites` and `Parser::dict_moves` when it was last valid.
-    epoch: (u64, u64),
+    epoch: Epoch<(u64, u64)>,
     /// How many times it was cleared (what `list_slots` offsets mean changes each time).
     pub(super) generation: u64,
 }
 
 impl LeafCache {
     fn check_epoch(&mut self, epoch: (u64, u64)) {
-        if self.epoch != epoch {
+        if self.epoch.moved_to(epoch) {
             self.clear();
-            self.epoch = epoch;
         }
     }
 

@@ -47,6 +47,21 @@ const NONE: u32 = u32::MAX;
 /// Bytes a node takes in the index (for the cache's size limit).
 pub(super) const NODE_BYTES: usize = 32;
 
+/// The memo bindings a cache of lists was filled under (counts of memo slots written over, say):
+/// once they change, a GET the cache holds may name another value, so the cache is emptied.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Epoch<K>(K);
+
+impl<K: PartialEq> Epoch<K> {
+    /// Whether the bindings are no longer `now` (they are from here on).
+    #[inline]
+    pub(super) fn moved_to(&mut self, now: K) -> bool {
+        let moved = self.0 != now;
+        self.0 = now;
+        moved
+    }
+}
+
 /// Lists by their cache key, compared word by word ([`same_bytes`]) where a map of byte keys
 /// would compare them a byte at a time in WebAssembly.
 #[derive(Debug, Default)]
