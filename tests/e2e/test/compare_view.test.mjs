@@ -25,10 +25,16 @@ async function pointAt(page, id, at, y = 0.5) {
   await page.mouse.move(box.x + 78 + (box.width - 92) * at, box.y + box.height * y);
 }
 
-test('fixed and buggy side by side: the verdict, one zoom and one cursor for both', async () => {
+/** A page of 1280 x 900 with ResNet-50 fixed and buggy dropped together (the Compare view opens). */
+async function openPair() {
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  return page;
+}
+
+test('fixed and buggy side by side: the verdict, one zoom and one cursor for both', async () => {
+  const page = await openPair();
   // Two snapshots dropped together are shown side by side, the first by name as A.
   await page.waitForFunction(() => document.getElementById('compare').dataset.window);
   assert.match(await page.$eval('#cmp-a option[selected]', (o) => o.title), /resnet50_buggy/);
@@ -140,9 +146,7 @@ test('one file has nothing to compare: no button', async () => {
 });
 
 test('a row of the table marks its allocations in both timelines; hovering one shows its stack and what the other file holds', async () => {
-  const page = await env.newPage();
-  await page.setViewportSize({ width: 1280, height: 900 });
-  await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  const page = await openPair();
   await backToTimeline(page);
   // A row of the Compare tab (by source line) opens the view with its allocations marked.
   await page.click('#analysis-toggle');
@@ -206,9 +210,7 @@ test('a row of the table marks its allocations in both timelines; hovering one s
 });
 
 test('Detail follows the one window in both timelines, with the Detail of A', async () => {
-  const page = await env.newPage();
-  await page.setViewportSize({ width: 1280, height: 900 });
-  await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
+  const page = await openPair();
   await backToTimeline(page);
   // A draws its 50 largest allocations; B was opened with the default Detail.
   await page.$eval('#detail', (el) => {
