@@ -202,6 +202,71 @@ pub struct Replay {
     pub peak_row: Option<u32>,
 }
 
+/// Live requested bytes before the first of `rows` entries and just after each, from the
+/// lifetimes: a difference array, summed in place.
+///
+/// Each lifetime is freed (if at all) after it is allocated, as [`Replay::build`] pairs them, so
+/// where all their bytes together fit in 64 bits (every real snapshot) every sum along the way
+/// lies between 0 and that total, and 64-bit arithmetic that wraps is exact: one array of 8
+/// bytes a row is made. Otherwise the sums are 128-bit, clamped to 0..=`u64::MAX`.
+fn live_after_rows(lives: &[Life], rows: usize) -> (u64, Vec<u64>) {
+    let total = lives.iter().try_fold(0u64, |t, l| t.checked_add(l.size_bytes));
+    if total.is_none() {
+        return live_after_rows_wide(lives, rows);
+    }
+    let mut after = vec![0u64; rows];
+    let mut initial = 0u64;
+    for l in lives {
+        let s = l.size_bytes;
+        match l.alloc_row.and_then(|a| after.get_mut(a as usize)) {
+            Some(d) => *d = d.wrapping_add(s),
+            None if l.alloc_row.is_none() => initial = initial.wrapping_add(s),
+            None => {}
+        }
+        if let Some(d) = l.free_row.and_then(|f| after.get_mut(f as usize)) {
+            *d = d.wrapping_sub(s);
+        }
+    }
+    let mut cur = initial;
+    for d in &mut after {
+        cur = cur.wrapping_add(*d);
+        *d = cur;
+    }
+    (initial, after)
+}
+
+/// [`live_after_rows`] in 128-bit sums, for bytes beyond 64 bits together (hostile sizes).
+fn live_after_rows_wide(lives: &[Life], rows: usize) -> (u64, Vec<u64>) {
+    let mut delta = vec![0i128; rows];
+    let mut initial: i128 = 0;
+    for l in lives {
+        let s = i128::from(l.size_bytes);
+        match l.alloc_row {
+            Some(a) => {
+                if let Some(d) = delta.get_mut(a as usize) {
+                    *d += s;
+                }
+            }
+            None => initial += s,
+        }
+        if let Some(f) = l.free_row {
+            if let Some(d) = delta.get_mut(f as usize) {
+                *d -= s;
+            }
+        }
+    }
+    let clamp = |x: i128| -> u64 { x.clamp(0, i128::from(u64::MAX)) as u64 };
+    let mut cur = initial;
+    let after = delta
+        .iter()
+        .map(|d| {
+            cur += d;
+            clamp(cur)
+        })
+        .collect();
+    (clamp(initial), after)
+}
+
 impl Replay {
     /// Pairs allocs and frees of device `device_pos` into lifetimes, adds the allocations of the
     /// final state that the trace never saw, and sums live bytes after every entry. O(n).
@@ -213,6 +278,9 @@ impl Replay {
         let n = t.len();
         r.rows = n;
         let mut open: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+        // A lifetime per alloc made in one step: grown by doubling, a 1M-entry trace's lives
+        // (tens of MB) were copied on the way and left their old buffers behind.
+        r.lives.reserve(t.action.iter().filter(|&&a| a == Action::Alloc).count());
         for row in 0..n {
             let Some(&a) = t.action.get(row) else { continue };
             if !matches!(a, Action::Alloc | Action::FreeCompleted | Action::Free) {
@@ -268,40 +336,53 @@ impl Replay {
                 }
             }
         }
-        // Live bytes: a difference array over rows.
-        let mut delta = vec![0i128; n];
-        let mut initial: i128 = 0;
-        for l in &r.lives {
-            let s = i128::from(l.size_bytes);
-            match l.alloc_row {
-                Some(a) => {
-                    if let Some(d) = delta.get_mut(a as usize) {
-                        *d += s;
-                    }
-                }
-                None => initial += s,
-            }
-            if let Some(f) = l.free_row {
-                if let Some(d) = delta.get_mut(f as usize) {
-                    *d -= s;
-                }
-            }
-        }
-        let clamp = |x: i128| -> u64 { x.clamp(0, i128::from(u64::MAX)) as u64 };
-        r.initial_bytes = clamp(initial);
-        r.peak_bytes = r.initial_bytes;
-        let mut cur = initial;
-        r.live_after_bytes.reserve(n);
-        for (row, d) in delta.iter().enumerate() {
-            cur += d;
-            let v = clamp(cur);
-            if v > r.peak_bytes {
-                r.peak_bytes = v;
-                r.peak_row = Some(row as u32);
-            }
-            r.live_after_bytes.push(v);
-        }
+        r.sum_lives();
         r
+    }
+
+    /// [`Replay::build`] read off a layout of the same device in [`Mode::Allocations`], whose
+    /// elements are the same lifetimes in the same order (it pairs the trace the same way): no
+    /// map of open addresses. `None` for layouts of other modes.
+    ///
+    /// [`Mode::Allocations`]: crate::timeline::Mode::Allocations
+    pub fn from_layout(snap: &Snapshot, device_pos: usize, layout: &crate::timeline::Layout) -> Option<Replay> {
+        if layout.options.mode != crate::timeline::Mode::Allocations {
+            return None;
+        }
+        let mut r = Replay { device_pos, ..Replay::default() };
+        let Some(dev) = snap.devices.get(device_pos) else { return Some(r) };
+        r.device = dev.index;
+        r.rows = dev.trace.len();
+        r.lives = layout
+            .elements
+            .iter()
+            .map(|e| Life {
+                addr: e.addr,
+                size_bytes: e.size_bytes,
+                stack: e.stack,
+                stream: e.stream,
+                alloc_row: e.alloc_row,
+                free_row: e.free_row,
+                origin: e.origin,
+            })
+            .collect();
+        r.sum_lives();
+        Some(r)
+    }
+
+    /// The live bytes after every row and the peak, from the lifetimes.
+    fn sum_lives(&mut self) {
+        let (initial, after) = live_after_rows(&self.lives, self.rows);
+        self.initial_bytes = initial;
+        self.peak_bytes = initial;
+        self.peak_row = None;
+        for (row, &v) in after.iter().enumerate() {
+            if v > self.peak_bytes {
+                self.peak_bytes = v;
+                self.peak_row = Some(row as u32);
+            }
+        }
+        self.live_after_bytes = after;
     }
 
     /// Live requested bytes just after `row` (`None`: before the first entry).
@@ -615,6 +696,21 @@ mod tests {
                     Options { max_entries: 0, mode: Mode::Allocations, hide_freed: false, focus_rows: None },
                 );
                 assert_eq!(r.lives.len(), l.elements.len(), "{name}");
+                // Read off the layout (freed allocations hidden or not, Detail on a window or not),
+                // it is the same replay.
+                let window = Some((r.rows as u32 / 3, r.rows as u32 / 2));
+                for (hide_freed, focus_rows) in [(false, None), (true, None), (false, window)] {
+                    let o = Options { max_entries: 100, mode: Mode::Allocations, hide_freed, focus_rows };
+                    let from = Replay::from_layout(&snap, pos, &Layout::build(&snap, pos, o)).expect("allocations");
+                    assert_eq!(
+                        (&from.lives, &from.live_after_bytes, from.initial_bytes, from.peak_bytes, from.peak_row),
+                        (&r.lives, &r.live_after_bytes, r.initial_bytes, r.peak_bytes, r.peak_row),
+                        "{name}"
+                    );
+                    assert_eq!((from.device, from.rows, from.device_pos), (r.device, r.rows, r.device_pos));
+                }
+                let segments = Layout::build(&snap, pos, Options { mode: Mode::Segments, ..Options::default() });
+                assert!(Replay::from_layout(&snap, pos, &segments).is_none());
                 for (a, b) in r.lives.iter().zip(&l.elements) {
                     assert_eq!(
                         (a.addr, a.size_bytes, a.stack, a.alloc_row, a.free_row, a.origin),
@@ -627,6 +723,40 @@ mod tests {
                 assert_eq!(r.peak_row.map(|x| x as usize), info.devices[pos].peak_allocated_row, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn live_bytes_in_64_bits_equal_the_wide_sums_and_wide_sums_clamp() {
+        let life = |size_bytes: u64, alloc_row: Option<u32>, free_row: Option<u32>| Life {
+            addr: 0,
+            size_bytes,
+            stack: 0,
+            stream: 0,
+            alloc_row,
+            free_row,
+            origin: Origin::Traced,
+        };
+        // The lives of every fixture's devices, and a few made up: live before the trace and freed
+        // in it, never freed, freed at its last row.
+        let mut cases: Vec<(Vec<Life>, usize)> = Vec::new();
+        for name in ["resnet50_fixed.pickle", "oom.pickle", "growth_leak.pickle", "multistream.pickle"] {
+            let snap = test_util::fixture(name);
+            for pos in 0..snap.devices.len() {
+                let r = Replay::build(&snap, pos);
+                cases.push((r.lives, r.rows));
+            }
+        }
+        cases.push((vec![life(7, None, Some(2)), life(5, Some(0), None), life(3, Some(1), Some(3))], 4));
+        for (lives, rows) in &cases {
+            let fast = live_after_rows(lives, *rows);
+            assert_eq!(fast, live_after_rows_wide(lives, *rows));
+            assert_eq!(fast.1.len(), *rows);
+        }
+        assert_eq!(live_after_rows(&cases[cases.len() - 1].0, 4), (7, vec![12, 15, 8, 5]));
+        // Beyond 64 bits together: the sums clamp at u64::MAX, and fall back as they are freed.
+        let big = u64::MAX / 2 + 1;
+        let lives = [life(big, Some(0), Some(2)), life(big, Some(1), None), life(1, None, None)];
+        assert_eq!(live_after_rows(&lives, 3), (1, vec![big + 1, u64::MAX, big + 1]));
     }
 
     /// [`site_frame`]'s rule as it reads, in four passes: the innermost visible source frame,
