@@ -204,20 +204,31 @@ pub fn coverage_from_layout(snap: &Snapshot, device_pos: usize, layout: &Layout)
     if layout.options.mode != Mode::Allocations {
         return None;
     }
+    Some(coverage_from_lives(snap, device_pos, layout.elements.iter().map(|e| (e.origin, e.size_bytes, e.stack))))
+}
+
+/// [`coverage`] read off the lifetimes of device `device_pos` as the trace pairs them (a
+/// layout's elements in [`Mode::Allocations`], or `analysis::Replay::lives`): each one's origin,
+/// requested bytes and stack. O(lifetimes).
+pub fn coverage_from_lives(
+    snap: &Snapshot,
+    device_pos: usize,
+    lives: impl Iterator<Item = (Origin, u64, u32)>,
+) -> Coverage {
     let Some(dev) = snap.devices.get(device_pos) else {
-        return Some(nothing_recorded());
+        return nothing_recorded();
     };
     let mut unseen_frees = 0;
     let mut ghosts = Ghosts::default();
-    for e in &layout.elements {
-        match e.origin {
+    for (origin, size_bytes, stack) in lives {
+        match origin {
             Origin::FreedWithoutAlloc => unseen_frees += 1,
-            Origin::Ghost => ghosts.add(e.size_bytes, e.stack),
+            Origin::Ghost => ghosts.add(size_bytes, stack),
             Origin::Traced => {}
         }
     }
     ghosts.segments = snap.segments.iter().filter(|s| s.device == dev.index).count();
-    Some(finish(snap, dev.trace.len(), unseen_frees, &ghosts, host_only(snap, device_pos)))
+    finish(snap, dev.trace.len(), unseen_frees, &ghosts, host_only(snap, device_pos))
 }
 
 /// The coverage of a device that does not exist.

@@ -9,12 +9,12 @@
 //! frames, or by source line only ([`KeyMode::Line`]); or, with [`compare_grouped`], by group
 //! (the user's line, the operator, a metadata key, ...), groups matched by their text.
 //!
-//! Files recorded with different settings ([`recording_differences`]: `stacks`, `context`,
-//! `enabled`, `time_us`, a trace that starts mid-run) are said to differ in
-//! [`Comparison::recording_differences`]. When one has C++ frames and the other none
-//! (`stacks="all"` against `"python"`), stacks are matched on their Python frames only
-//! ([`Frames::Auto`]): an allocation made in backward has C++ frames only under `"all"` and none
-//! under `"python"`, so both sides list it as [`NO_PYTHON_FRAMES_LABEL`] instead of under two names.
+//! Files recorded with different settings (`stacks`, `context`, `enabled`, `time_us`, a trace
+//! that starts mid-run) are said to differ in [`Comparison::recording_differences`]. When one has
+//! C++ frames and the other none (`stacks="all"` against `"python"`), stacks are matched on their
+//! Python frames only ([`Frames::Auto`]): an allocation made in backward has C++ frames only under
+//! `"all"` and none under `"python"`, so both sides list it as [`NO_PYTHON_FRAMES_LABEL`] instead
+//! of under two names.
 
 use std::collections::HashMap;
 
@@ -26,7 +26,7 @@ use super::{
     frame_label, is_source_frame, is_unrecorded, site_label, site_label_cached, visible_frames, FrameClasses, Replay,
     BEFORE_TRACE_LABEL, NO_FRAMES_LABEL,
 };
-use crate::coverage::coverage;
+use crate::coverage::coverage_from_lives;
 use crate::info::recording;
 use crate::snapshot::Snapshot;
 
@@ -169,10 +169,10 @@ pub struct Comparison {
     pub basis: VerdictBasis,
 }
 
-/// How the recording settings of device `a_pos` of `a` and `b_pos` of `b` differ, as inferred
-/// from the data ([`crate::info::Recording`], [`crate::coverage`]), one line each.
-pub fn recording_differences(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize) -> Vec<String> {
-    let (ra, rb) = (recording(a), recording(b));
+/// How the recording settings of the two sides' devices differ, as inferred from the data
+/// ([`crate::info::Recording`], [`crate::coverage`]), one line each.
+fn recording_differences(a: &Side<'_>, b: &Side<'_>) -> Vec<String> {
+    let (ra, rb) = (&a.recording, &b.recording);
     let mut out = Vec::new();
     let mut differ = |what: &str, x: &str, y: &str| {
         if x != y {
@@ -183,8 +183,13 @@ pub fn recording_differences(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: us
     differ("context", ra.context, rb.context);
     differ("enabled", ra.enabled, rb.enabled);
     let time = |r: &crate::info::Recording| if r.has_time { "with time_us" } else { "without time_us" };
-    differ("times", time(&ra), time(&rb));
-    let (ca, cb) = (coverage(a, a_pos), coverage(b, b_pos));
+    differ("times", time(ra), time(rb));
+    // The replays paired the traces as `coverage` does: read off their lives, not a set of addresses.
+    let of = |s: &Side<'_>| {
+        let lives = s.replay.lives.iter().map(|l| (l.origin, l.size_bytes, l.stack));
+        coverage_from_lives(s.snap, s.replay.device_pos, lives)
+    };
+    let (ca, cb) = (of(a), of(b));
     let start = |c: &crate::coverage::Coverage| if c.starts_mid_run() { "starts mid-run" } else { "from the start" };
     differ("trace (max_entries)", start(&ca), start(&cb));
     out
@@ -381,6 +386,8 @@ struct Side<'a> {
     cache: SiteCache,
     /// With a grouping ([`compare_grouped`]): every lifetime's group, whose text is the key.
     grouping: Option<Grouping>,
+    /// How the file was recorded, inferred once (a pass over its trace and frames).
+    recording: crate::info::Recording,
 }
 
 /// Live bytes and allocations per group's text (as key and site) after `row`.
@@ -412,7 +419,13 @@ fn max_in(replay: &Replay, a: u32, b: u32) -> u64 {
 
 /// Compares device `a_pos` of `a` with device `b_pos` of `b`.
 pub fn compare(a: &Snapshot, a_pos: usize, b: &Snapshot, b_pos: usize, opts: CompareOptions) -> Comparison {
-    compare_with(a, a_pos, b, b_pos, opts, None)
+    compare_with((a, Replay::build(a, a_pos)), (b, Replay::build(b, b_pos)), opts, None)
+}
+
+/// [`compare`] of the devices two replays were made of, with those replays (the page reads them
+/// off the files' layouts: [`Replay::from_layout`]).
+pub fn compare_replayed(a: (&Snapshot, Replay), b: (&Snapshot, Replay), opts: CompareOptions) -> Comparison {
+    compare_with(a, b, opts, None)
 }
 
 /// [`compare`] with the live bytes at the matched points per group of `by` (the user's line, the
@@ -427,32 +440,29 @@ pub fn compare_grouped(
     by: &GroupBy,
     rule: &LibraryRule,
 ) -> Comparison {
-    compare_with(a, a_pos, b, b_pos, opts, Some((by, rule)))
+    compare_with((a, Replay::build(a, a_pos)), (b, Replay::build(b, b_pos)), opts, Some((by, rule)))
 }
 
 #[allow(clippy::too_many_lines)] // fills every part of the Comparison in one pass; not split yet
 fn compare_with(
-    a: &Snapshot,
-    a_pos: usize,
-    b: &Snapshot,
-    b_pos: usize,
+    (a, replay_a): (&Snapshot, Replay),
+    (b, replay_b): (&Snapshot, Replay),
     opts: CompareOptions,
     group: Option<(&GroupBy, &LibraryRule)>,
 ) -> Comparison {
-    let mk = |snap, pos| {
-        let replay = Replay::build(snap, pos);
+    let mk = |snap, replay: Replay| {
         let its = find_iterations(snap, &replay);
         let grouping = group.map(|(by, rule)| Grouping::build(snap, &replay, by, rule));
-        Side { snap, replay, its, cache: SiteCache::default(), grouping }
+        Side { snap, replay, its, cache: SiteCache::default(), grouping, recording: recording(snap) }
     };
-    let mut sa = mk(a, a_pos);
-    let mut sb = mk(b, b_pos);
-    let recording_differences = recording_differences(a, a_pos, b, b_pos);
+    let mut sa = mk(a, replay_a);
+    let mut sb = mk(b, replay_b);
+    let recording_differences = recording_differences(&sa, &sb);
     let python_frames_only = match opts.frames {
         Frames::All => false,
         Frames::Python => true,
         Frames::Auto => {
-            let stacks = [recording(a).stacks, recording(b).stacks];
+            let stacks = [sa.recording.stacks, sb.recording.stacks];
             stacks.contains(&"all") && stacks.contains(&"python")
         }
     };
@@ -625,6 +635,25 @@ impl Comparison {
 mod tests {
     use super::*;
     use crate::analysis::test_util::fixture;
+
+    /// Read off a replay's lives, the coverage is the one counted from the trace, on every device
+    /// of every real and synthetic snapshot (so the recording differences are those of before).
+    #[test]
+    fn coverage_from_a_replay_is_the_one_counted() {
+        let files = crate::test_fixtures::fixture_files_with(&["real", "synth"], &["pickle"]);
+        let mut late = 0;
+        for path in &files {
+            let Ok(snap) = crate::load(&std::fs::read(path).expect("reads")) else { continue };
+            for pos in 0..snap.devices.len() {
+                let r = Replay::build(&snap, pos);
+                let counted = crate::coverage::coverage(&snap, pos);
+                late += usize::from(counted.unseen_frees > 0 || counted.ghost_allocations > 0);
+                let lives = r.lives.iter().map(|l| (l.origin, l.size_bytes, l.stack));
+                assert_eq!(coverage_from_lives(&snap, pos, lives), counted, "{} device {pos}", path.display());
+            }
+        }
+        assert!(files.len() >= 10 && late >= 5, "{} files, {late} devices with unseen frees or ghosts", files.len());
+    }
 
     /// The live bytes per key at many rows in one pass are each row's own, summed life by life
     /// with `Life::live_after`: before the first entry, the first and last rows, rows out of
