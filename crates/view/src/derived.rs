@@ -167,6 +167,13 @@ pub fn current_key(s: &ViewState) -> Option<(usize, usize)> {
     Some((i, s.files.get(i)?.plot.device_pos))
 }
 
+/// The replay of device `pos` of `snap`, whose layout is `layout` (`PlotData::device_pos` is
+/// `pos`): read off the layout where it pairs the trace alike (no map of open addresses), else
+/// made from the trace.
+fn replay_of(snap: &Snapshot, pos: usize, layout: &memviz_core::timeline::Layout) -> Replay {
+    Replay::from_layout(snap, pos, layout).unwrap_or_else(|| Replay::build(snap, pos))
+}
+
 /// The pair the Compare tab shows.
 pub fn pair_key(s: &ViewState) -> Option<PairKey> {
     let a = s.current?;
@@ -241,7 +248,7 @@ impl Derived {
         let f = s.file()?;
         let moment = s.analysis.moment.unwrap_or(Moment::Peak);
         if self.analysis.as_ref().is_none_or(|a| a.key != key) {
-            let replay = Replay::build(&f.snap, key.1);
+            let replay = replay_of(&f.snap, key.1, &f.plot.layout);
             let insights = growth::insights_with(&f.snap, &replay);
             let (fragmentation, frag_track) = fragmentation_with_track(&f.snap, key.1, FRAG_POINTS);
             self.analysis = Some(Analysis {
@@ -382,7 +389,11 @@ impl Derived {
             Some((g, _)) => {
                 compare::compare_grouped(&fa.snap, key.1, &fb.snap, key.3, options, g, &s.analysis.library_rule())
             }
-            None => compare::compare(&fa.snap, key.1, &fb.snap, key.3, options),
+            None => compare::compare_replayed(
+                (&fa.snap, replay_of(&fa.snap, key.1, &fa.plot.layout)),
+                (&fb.snap, replay_of(&fb.snap, key.3, &fb.plot.layout)),
+                options,
+            ),
         };
         self.comparison = Some((key, by, c));
     }
@@ -401,7 +412,12 @@ impl Derived {
         let (Some(fa), Some(fb)) = (s.files.get(key.0), s.files.get(key.2)) else { return };
         let options =
             CompareOptions { points: COMPARE_POINTS, key: KeyMode::Line, top: COMPARE_TOP_DIFFS, ..Default::default() };
-        self.view_comparison = Some((key, compare::compare(&fa.snap, key.1, &fb.snap, key.3, options)));
+        let c = compare::compare_replayed(
+            (&fa.snap, replay_of(&fa.snap, key.1, &fa.plot.layout)),
+            (&fb.snap, replay_of(&fb.snap, key.3, &fb.plot.layout)),
+            options,
+        );
+        self.view_comparison = Some((key, c));
     }
 
     fn ensure_view_parting(&mut self, s: &ViewState) {
