@@ -323,6 +323,59 @@ mod tests {
         assert!(cleared.find(&short).is_none());
     }
 
+    /// Many lists sharing starts of every length (as stacks share their innermost frames), each
+    /// found; every list's bytes cut, changed anywhere or followed by another batch are found
+    /// exactly when a list entered is the input's own: what a scan of all of them finds.
+    #[test]
+    fn lookups_find_what_a_scan_of_all_lists_finds() {
+        let mut seed = 0x9e37_79b9_u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        // Lists of 5-byte GETs: a shared stem of 0-300 items, then 1-40 items of their own.
+        let mut lists: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..300 {
+            let mut b = vec![b']', 0x94, b'('];
+            let (stem, own) = (next(300), 1 + next(40));
+            for i in 0..stem + own {
+                let slot = if i < stem { i as u32 + 1000 } else { next(5000) as u32 + 2000 };
+                b.push(b'j');
+                b.extend_from_slice(&slot.to_le_bytes());
+            }
+            b.push(b'e');
+            lists.push(b);
+        }
+        lists.sort();
+        lists.dedup();
+        let mut raw = RawLists::default();
+        for (i, l) in lists.iter().enumerate() {
+            raw.insert(l, known(i as u32));
+        }
+        let scan =
+            |input: &[u8]| lists.iter().position(|l| input.get(..l.len()) == Some(&l[..]) && ends_here(input, l.len()));
+        let mut found = 0;
+        for (i, l) in lists.iter().enumerate() {
+            let mut input = l.clone();
+            input.extend_from_slice(b"u.");
+            assert_eq!(raw.find(&input).map(|(k, n)| (k.span.0 as usize, n)), Some((i, l.len())));
+            // Cut, or one byte changed: whatever a scan of every list finds.
+            let cut = next(input.len() as u64) as usize;
+            let mut changed = input.clone();
+            let at = next(changed.len() as u64) as usize;
+            changed[at] ^= 1 << next(8);
+            // Followed by another batch of items: the list goes on, so it is none of them.
+            let mut longer = l.clone();
+            longer.extend_from_slice(b"(j\x01\x00\x00\x00e");
+            for probe in [&input[..cut], &changed[..], &longer[..]] {
+                let want = scan(probe);
+                found += usize::from(want.is_some());
+                assert_eq!(raw.find(probe).map(|(k, _)| k.span.0 as usize), want);
+            }
+        }
+        assert!(lists.len() > 250 && found > 0, "{} lists, {found} found after a change", lists.len());
+    }
+
     #[test]
     fn lists_by_key_are_found_by_their_whole_key() {
         let mut by_key = ListsByKey::default();
