@@ -25,18 +25,32 @@ async function pointAt(page, id, at, y = 0.5) {
   await page.mouse.move(box.x + 78 + (box.width - 92) * at, box.y + box.height * y);
 }
 
-/** A page of 1280 x 900 with ResNet-50 fixed and buggy dropped together (the Compare view opens). */
+/**
+ * A page of 1280 x 900 with ResNet-50 fixed and buggy dropped together (the Compare view opens);
+ * `globalThis.__mainClasses` lists, for each change of `#main`'s classes, whether it then had a
+ * file shown and the Compare view.
+ */
 async function openPair() {
   const page = await env.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
+  await page.evaluate(() => {
+    const main = document.getElementById('main');
+    globalThis.__mainClasses = [];
+    new MutationObserver(() => {
+      globalThis.__mainClasses.push([main.classList.contains('has-file'), main.classList.contains('compare-shown')]);
+    }).observe(main, { attributes: true, attributeFilter: ['class'] });
+  });
   await openFiles(page, [fixture('resnet50_fixed.pickle'), fixture('resnet50_buggy.pickle')]);
   return page;
 }
 
 test('fixed and buggy side by side: the verdict, one zoom and one cursor for both', async () => {
   const page = await openPair();
-  // Two snapshots dropped together are shown side by side, the first by name as A.
+  // Two snapshots dropped together are shown side by side, the first by name as A; the first
+  // open is not shown alone meanwhile: the page shows a file first with the Compare view.
   await page.waitForFunction(() => document.getElementById('compare').dataset.window);
+  const firstShown = await page.evaluate(() => globalThis.__mainClasses.find(([file]) => file));
+  assert.deepEqual(firstShown, [true, true]);
   assert.match(await page.$eval('#cmp-a option[selected]', (o) => o.title), /resnet50_buggy/);
   // The toolbar's button goes back to the timeline and comes again to the comparison.
   await page.click('#compare-toggle');
@@ -135,6 +149,19 @@ test('fixed and buggy side by side: the verdict, one zoom and one cursor for bot
   assert.equal(await page.isVisible('#plot'), true);
   assert.equal(await page.isVisible('#detail'), true);
   assert.deepEqual(page.memviz.errors, []);
+  await page.close();
+});
+
+test('two dropped together where the second does not open: the first alone, and why', async () => {
+  const page = await env.newPage();
+  // `resnet50_fixed` first by name, then a file that is no snapshot.
+  const bad = { name: 'zz_not_a_snapshot.pickle', mimeType: 'application/octet-stream', buffer: Buffer.from('not a pickle') };
+  const fixed = { name: 'resnet50_fixed.pickle', mimeType: 'application/octet-stream', buffer: readFileSync(fixture('resnet50_fixed.pickle')) };
+  await page.setInputFiles('#file-input', [fixed, bad]);
+  await page.waitForFunction(() => !document.getElementById('error').hidden && document.getElementById('main').classList.contains('has-file'));
+  assert.match(await page.textContent('#error'), /zz_not_a_snapshot\.pickle/);
+  assert.equal(await page.$eval('#main', (m) => m.classList.contains('compare-shown')), false);
+  await page.waitForFunction(() => Number(document.getElementById('plot').dataset.bands) > 0);
   await page.close();
 });
 

@@ -37,6 +37,10 @@ pub(crate) async fn run_queue(weak: Weak<RefCell<App>>) {
             // One of the two did not open as a snapshot: no comparison waits for it.
             app.state.forget_compare_when_open();
         }
+        if let Some(timings) = app.held_for_pair.take() {
+            // The second was not opened (not a snapshot, or stopped): the first alone.
+            app.show_loaded(timings, None);
+        }
         app.loader_running = false;
         app.batch_first = None;
         app.state.load_ended();
