@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod bisect;
 pub mod chrome_trace;
 pub mod coverage;
 pub mod describe;

@@ -6,6 +6,7 @@
 //! window. The pointer reads the point in force at its time (the chart is a staircase).
 
 use memviz_core::analysis::categories::CategoryTimeline;
+use memviz_core::bisect::count_while;
 use memviz_core::plot::AnnotationSpan;
 
 use super::panels::{CategoriesState, Profile, PROFILE_POINTS};
@@ -167,21 +168,6 @@ impl CategoriesState {
     fn changed(&mut self) {
         self.window_seq += 1;
     }
-}
-
-/// How many of the first `n` indices hold `pred` (true up to some index, false after: x grows
-/// with the index).
-fn count_while(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// A region of a file of the same run (`ProfilerStep#N`, a `record_function`) over the

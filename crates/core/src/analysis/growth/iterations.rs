@@ -146,18 +146,7 @@ impl<'a> TimeIndex<'a> {
         let before = |row: u32| trace.time_us_at(row as usize).is_some_and(|x| if after { x <= t } else { x < t });
         match &self.timed_rows {
             Some(rows) => rows.get(rows.partition_point(|&r| before(r))).copied().unwrap_or(self.rows),
-            None => {
-                let (mut lo, mut hi) = (0, self.rows);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if before(mid) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                lo
-            }
+            None => crate::bisect::count_while(self.rows as usize, |row| before(row as u32)) as u32,
         }
     }
 }
