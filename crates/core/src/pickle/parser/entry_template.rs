@@ -58,14 +58,14 @@ const LIST_BYTES_MAX: usize = 16 << 20;
 /// slots below the entry's own, so while no memo slot was written over (`Parser::memo_rebinds`)
 /// they are the same items.
 ///
-/// A training loop writes the same lists in the same order every step, so the list that followed
-/// the one just read last time is tried first, by its bytes alone ([`RawLists::is_at`]), before
-/// the index is searched.
+/// A training loop writes the same lists in the same order every step, so the lists that followed
+/// the one just read before (the last [`FOLLOWERS`], the latest first) are tried first, by their
+/// bytes alone ([`RawLists::is_at`]), before the index is searched.
 #[derive(Debug)]
 pub(super) struct TemplateLists {
     raw: RawLists,
-    /// Per list: the list read after it last time ([`NO_LIST`]: none yet).
-    next: Vec<u32>,
+    /// Per list: the lists read after it, the latest first ([`NO_LIST`]: none yet).
+    next: Vec<[u32; FOLLOWERS]>,
     /// The list read last ([`NO_LIST`]: none).
     last: u32,
     /// Bytes held (lists and index nodes).
@@ -76,6 +76,9 @@ pub(super) struct TemplateLists {
 
 /// No list.
 const NO_LIST: u32 = u32::MAX;
+/// Lists kept per list as those that followed it: a step that takes other branches (a copied
+/// list in one step, a shared one in the next) still finds its next list among them.
+const FOLLOWERS: usize = 4;
 
 impl Default for TemplateLists {
     fn default() -> Self {
@@ -101,7 +104,10 @@ impl TemplateLists {
     /// Notes that list `id` was read after the last one.
     fn follow(&mut self, id: u32) {
         if let Some(n) = self.next.get_mut(self.last as usize) {
-            *n = id;
+            // Moved (or put) to the front, the others kept in order.
+            let at = n.iter().position(|&f| f == id).unwrap_or(FOLLOWERS - 1);
+            n.copy_within(..at, 1);
+            n[0] = id;
         }
         self.last = id;
     }
@@ -110,10 +116,12 @@ impl TemplateLists {
     #[inline]
     fn find(&mut self, rest: &[u8], rebinds: u64) -> Option<((u32, u32), usize)> {
         self.check(rebinds);
-        let guess = self.next.get(self.last as usize).copied().unwrap_or(NO_LIST);
-        if let Some((k, n)) = self.raw.is_at(guess, rest) {
-            self.last = guess;
-            return Some((k.span, n));
+        let guesses = self.next.get(self.last as usize).copied().unwrap_or([NO_LIST; FOLLOWERS]);
+        for guess in guesses.into_iter().take_while(|&g| g != NO_LIST) {
+            if let Some((k, n)) = self.raw.is_at(guess, rest) {
+                self.follow(guess);
+                return Some((k.span, n));
+            }
         }
         let (id, k, n) = self.raw.find_with_id(rest)?;
         self.follow(id);
@@ -130,7 +138,7 @@ impl TemplateLists {
         let id = self.raw.len();
         let nodes = self.raw.insert(bytes, known);
         if self.raw.len() == id + 1 {
-            self.next.push(NO_LIST);
+            self.next.push([NO_LIST; FOLLOWERS]);
             self.follow(id as u32);
         }
         self.bytes += bytes.len() + nodes * super::raw_lists::NODE_BYTES;
@@ -780,6 +788,44 @@ mod tests {
         assert_eq!(t.find(&longer, 0), None);
         // Other memo bindings: nothing is known.
         assert_eq!(t.find(&x, 1), None);
+    }
+
+    #[test]
+    fn the_lists_that_followed_a_list_are_kept_the_latest_first() {
+        use super::{TemplateLists, FOLLOWERS, NO_LIST};
+        let list = |salt: u8| -> Vec<u8> {
+            let mut b = vec![b']', 0x94, b'('];
+            for i in 0..50u8 {
+                b.extend_from_slice(&[b'h', i.wrapping_mul(3).wrapping_add(salt)]);
+            }
+            b.extend_from_slice(b"eu");
+            b
+        };
+        let lists: Vec<Vec<u8>> = (0..6).map(list).collect();
+        let mut t = TemplateLists::default();
+        for (i, l) in lists.iter().enumerate() {
+            t.insert(&l[..l.len() - 1], (100 * i as u32, 50), 0);
+        }
+        let find = |t: &mut TemplateLists, i: usize| {
+            let l = &lists[i];
+            assert_eq!(t.find(l, 0), Some(((100 * i as u32, 50), l.len() - 1)), "list {i}");
+        };
+        // A step reads list 0, then one of several (a branch taken, a list copied or shared).
+        for i in [0, 2, 0, 3, 0, 4, 0, 2, 0, 5] {
+            find(&mut t, i);
+        }
+        assert_eq!(FOLLOWERS, 4);
+        // 1 (read after 0 when they were entered) is the oldest and went; 2 moved to the front.
+        assert_eq!(t.next[0], [5, 2, 4, 3]);
+        // Every follower is still found by its own bytes only.
+        for i in [0, 3, 0, 4, 0, 1] {
+            find(&mut t, i);
+        }
+        let mut off = lists[3].clone();
+        off[20] ^= 1;
+        assert_eq!(t.find(&lists[0], 0).map(|(s, _)| s), Some((0, 50)));
+        assert_eq!(t.find(&off, 0), None);
+        assert!(t.next.iter().all(|n| n.iter().skip_while(|&&f| f != NO_LIST).all(|&f| f == NO_LIST)));
     }
 
     #[test]
