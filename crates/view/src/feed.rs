@@ -115,12 +115,20 @@ pub fn profile_error(
 /// in the same time (docs/performance.md), so traces keep a lower limit than pickles.
 pub const JSON_ON_PAGE_MAX_BYTES: u64 = 128 << 20;
 
+/// Largest compressed snapshot (`.gz`, `.xz`, `.zst`) loaded on the page: its size says little of what
+/// it holds once inflated, and a model too large for a tab should end a worker, not the page;
+/// so it keeps the limit plain pickles had before they went to 1 GiB.
+pub const COMPRESSED_ON_PAGE_MAX_BYTES: u64 = 512 << 20;
+
 /// Largest size of a file named `name` that loads on the page, given the page's limit for
-/// snapshots: JSON files (`.json`, `.json.gz`, any case) at most [`JSON_ON_PAGE_MAX_BYTES`].
+/// snapshots: JSON files (`.json`, `.json.gz`, any case) at most [`JSON_ON_PAGE_MAX_BYTES`],
+/// other compressed files at most [`COMPRESSED_ON_PAGE_MAX_BYTES`].
 pub fn on_page_max_bytes_for(name: &str, limit: u64) -> u64 {
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".json") || lower.ends_with(".json.gz") {
         limit.min(JSON_ON_PAGE_MAX_BYTES)
+    } else if [".gz", ".xz", ".zst"].iter().any(|ext| lower.ends_with(ext)) {
+        limit.min(COMPRESSED_ON_PAGE_MAX_BYTES)
     } else {
         limit
     }

@@ -194,13 +194,18 @@ fn a_timeline_of_the_wrong_shape_says_why() {
     }
 }
 
-/// Pickles up to the page's limit load on the page; JSON files (profiler traces) up to 128 MiB.
+/// Pickles up to the page's limit load on the page; compressed ones up to 512 MiB, JSON files
+/// (profiler traces) up to 128 MiB.
 #[test]
 fn json_files_take_the_worker_sooner_than_pickles() {
-    use super::{on_page_max_bytes_for, JSON_ON_PAGE_MAX_BYTES};
-    let limit = 512 << 20;
+    use super::{on_page_max_bytes_for, COMPRESSED_ON_PAGE_MAX_BYTES, JSON_ON_PAGE_MAX_BYTES};
+    let limit = 1 << 30;
     assert_eq!(on_page_max_bytes_for("rank0.pickle", limit), limit);
-    assert_eq!(on_page_max_bytes_for("x.pickle.gz", limit), limit);
+    assert_eq!(on_page_max_bytes_for("snapshot", limit), limit);
+    for name in ["x.pickle.gz", "X.PICKLE.ZST", "run.xz"] {
+        assert_eq!(on_page_max_bytes_for(name, limit), COMPRESSED_ON_PAGE_MAX_BYTES, "{name}");
+        assert_eq!(on_page_max_bytes_for(name, 4 << 20), 4 << 20, "{name}");
+    }
     for name in ["w.pt.trace.json", "trace.JSON.GZ", "snapshot.json"] {
         assert_eq!(on_page_max_bytes_for(name, limit), JSON_ON_PAGE_MAX_BYTES, "{name}");
     }

@@ -41,12 +41,13 @@ const YIELD_EVERY_MS: f64 = 12.0;
 /// Files up to this size (bytes) load on the page itself, in slices of at most YIELD_EVERY_MS:
 /// one WebAssembly heap holds the parse and the model (a loading worker's heap would hold the
 /// parse's peak beside the page's copy of the model), and nothing is handed over. Measured on
-/// `stacks="all"`-shaped files (docs/performance.md): 174 MB opened in 545 ms with a 297 MB
-/// renderer on the page against 797-847 ms and 471 MB through a worker; 345 MB in 956-1,008 ms
-/// and 395 MB against 1,212-1,319 ms and 654-695 MB. Larger files load in a worker: a model too
-/// large for a tab ends the worker, not the page. Pages may set `globalThis.memvizOnPageMaxBytes`
+/// `stacks="all"` captures (docs/performance.md): 174 MB opened in 545 ms with a 297 MB renderer
+/// on the page against 797-847 ms and 471 MB through a worker; 688 MB (4M entries) in 1.4-1.6 s
+/// and 740 MB against 2.1-2.8 s and 1,195 MB. Larger files load in a worker: a model too large
+/// for a tab ends the worker, not the page (compressed files and JSON take it sooner:
+/// `memviz_view::feed::on_page_max_bytes_for`). Pages may set `globalThis.memvizOnPageMaxBytes`
 /// to another limit (tests of the worker's path do).
-const ON_PAGE_MAX_BYTES: u64 = 512 << 20;
+const ON_PAGE_MAX_BYTES: u64 = 1 << 30;
 /// The room made at start-up is for a file of at most this size (most files are far smaller,
 /// and a larger one makes its own room as it is chosen: `load::reserve_memory`).
 const START_ROOM_FOR_BYTES: u64 = 128 << 20;
