@@ -115,9 +115,9 @@ pub fn profile_error(
 /// in the same time (docs/performance.md), so traces keep a lower limit than pickles.
 pub const JSON_ON_PAGE_MAX_BYTES: u64 = 128 << 20;
 
-/// Largest compressed snapshot (`.gz`, `.xz`, `.zst`) loaded on the page: its size says little of what
-/// it holds once inflated, and a model too large for a tab should end a worker, not the page;
-/// so it keeps the limit plain pickles had before they went to 1 GiB.
+/// Largest compressed snapshot (`.gz`, `.xz`, `.zst`) loaded on the page: its size says little
+/// of what it holds once inflated, and a model too large for a tab should end a worker, not the
+/// page; so it keeps the limit plain pickles had before they went to 1 GiB.
 pub const COMPRESSED_ON_PAGE_MAX_BYTES: u64 = 512 << 20;
 
 /// Largest size of a file named `name` that loads on the page, given the page's limit for
