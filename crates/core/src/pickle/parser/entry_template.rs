@@ -8,14 +8,14 @@
 //! `compile_context` string, say) and frame lists written inline as memo GETs of frame dicts;
 //! the memo writes of inline values are made, in file order, once the whole entry has matched.
 //! An inline frame list whose bytes equal those of one read before is found by those bytes
-//! ([`TemplateLists`]) without looking up its items again: real `stacks="all"` captures copy
-//! the same ~50 GETs of frame dicts into hundreds of thousands of entries.
+//! ([`TemplateLists`](super::template_lists::TemplateLists), which guesses it from the list of the entry before) without looking up
+//! its items again: real `stacks="all"` captures copy the same ~50 GETs of frame dicts into
+//! hundreds of thousands of entries.
 //! Anything unexpected (another key, a value of another type or encoding, input that ends early)
 //! leaves the entry to the general path with nothing changed but the string table (interning a
 //! string twice gives the same id). A memo slot written twice retires the template, since a key
 //! GET may then mean another string.
 
-use super::raw_lists::{Epoch, KnownList, RawLists};
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
 use crate::pickle::records::{Field, TraceRecord};
@@ -50,101 +50,6 @@ impl InlineMemo {
     }
 }
 
-/// Bytes of frame lists [`TemplateLists`] may hold (it is cleared when full).
-const LIST_BYTES_MAX: usize = 16 << 20;
-
-/// Frame lists the template read inline, by their bytes from `EMPTY_LIST` to their end, with
-/// the span of `Document::list_items` that holds their items. Equal bytes are equal GETs of
-/// slots below the entry's own, so while no memo slot was written over (`Parser::memo_rebinds`)
-/// they are the same items.
-///
-/// A training loop writes the same lists in the same order every step, so the lists that followed
-/// the one just read before (the last [`FOLLOWERS`], the latest first) are tried first, by their
-/// bytes alone ([`RawLists::is_at`]), before the index is searched.
-#[derive(Debug)]
-pub(super) struct TemplateLists {
-    raw: RawLists,
-    /// Per list: the lists read after it, the latest first ([`NO_LIST`]: none yet).
-    next: Vec<[u32; FOLLOWERS]>,
-    /// The list read last ([`NO_LIST`]: none).
-    last: u32,
-    /// Bytes held (lists and index nodes).
-    bytes: usize,
-    /// `Parser::memo_rebinds` the lists held were read under.
-    rebinds: Epoch<u64>,
-}
-
-/// No list.
-const NO_LIST: u32 = u32::MAX;
-/// Lists kept per list as those that followed it: a step that takes other branches (a copied
-/// list in one step, a shared one in the next) still finds its next list among them.
-const FOLLOWERS: usize = 4;
-
-impl Default for TemplateLists {
-    fn default() -> Self {
-        TemplateLists { raw: RawLists::default(), next: Vec::new(), last: NO_LIST, bytes: 0, rebinds: Epoch::default() }
-    }
-}
-
-impl TemplateLists {
-    /// Clears the lists read under other memo bindings than `rebinds`.
-    fn check(&mut self, rebinds: u64) {
-        if self.rebinds.moved_to(rebinds) {
-            self.clear();
-        }
-    }
-
-    fn clear(&mut self) {
-        self.raw.clear();
-        self.next.clear();
-        self.last = NO_LIST;
-        self.bytes = 0;
-    }
-
-    /// Notes that list `id` was read after the last one.
-    fn follow(&mut self, id: u32) {
-        if let Some(n) = self.next.get_mut(self.last as usize) {
-            // Moved (or put) to the front, the others kept in order.
-            let at = n.iter().position(|&f| f == id).unwrap_or(FOLLOWERS - 1);
-            n.copy_within(..at, 1);
-            n[0] = id;
-        }
-        self.last = id;
-    }
-
-    /// The span and length in bytes of the known list at the start of `rest`.
-    #[inline]
-    fn find(&mut self, rest: &[u8], rebinds: u64) -> Option<((u32, u32), usize)> {
-        self.check(rebinds);
-        let guesses = self.next.get(self.last as usize).copied().unwrap_or([NO_LIST; FOLLOWERS]);
-        for guess in guesses.into_iter().take_while(|&g| g != NO_LIST) {
-            if let Some((k, n)) = self.raw.is_at(guess, rest) {
-                self.follow(guess);
-                return Some((k.span, n));
-            }
-        }
-        let (id, k, n) = self.raw.find_with_id(rest)?;
-        self.follow(id);
-        Some((k.span, n))
-    }
-
-    /// Enters a list just read: its bytes and the span of its items.
-    fn insert(&mut self, bytes: &[u8], span: (u32, u32), rebinds: u64) {
-        self.check(rebinds);
-        if self.bytes + bytes.len() > LIST_BYTES_MAX {
-            self.clear();
-        }
-        let known = KnownList { span, slots: (0, 0), last_shape: 0 };
-        let id = self.raw.len();
-        let nodes = self.raw.insert(bytes, known);
-        if self.raw.len() == id + 1 {
-            self.next.push([NO_LIST; FOLLOWERS]);
-            self.follow(id as u32);
-        }
-        self.bytes += bytes.len() + nodes * super::raw_lists::NODE_BYTES;
-    }
-}
-
 /// How an entry's frame list was written.
 #[derive(Clone, Copy, Debug)]
 enum ListRead {
@@ -153,8 +58,9 @@ enum ListRead {
     /// Inline, its items read to the end of `list_items`; where its bytes are in the entry and
     /// how many.
     Items { at: usize, len: usize },
-    /// Inline, with the bytes of a list read before: that list's span.
-    Known((u32, u32)),
+    /// Inline, with the bytes of a list read before: that list's span and id in
+    /// [`TemplateLists`](super::template_lists::TemplateLists).
+    Known { span: (u32, u32), id: u32 },
 }
 
 /// What matching one entry has read so far.
@@ -291,13 +197,16 @@ impl Parser {
         };
         match e.list {
             ListRead::NotInline => {}
-            ListRead::Known((start, len)) => {
-                self.doc.push_span(start, len);
+            ListRead::Known { span: (start, len), id } => {
+                let list = self.doc.push_span(start, len);
+                self.template_lists.link(list, id);
             }
             ListRead::Items { at, len } => {
                 let list = self.doc.push_shared_list(list_items_before);
                 if let (Some(span), Some(bytes)) = (self.doc.shared_span(list), rest.get(at..at + len)) {
-                    self.template_lists.insert(bytes, span, self.memo_rebinds);
+                    if let Some(id) = self.template_lists.insert(bytes, span, self.memo_rebinds) {
+                        self.template_lists.link(list, id);
+                    }
                 }
             }
         }
@@ -385,7 +294,11 @@ impl Parser {
                 } else {
                     let (idx, used) = get_index(rest)?;
                     match self.memo_before(idx, e.own_slot)? {
-                        Value::List(l) => (l, used),
+                        Value::List(l) => {
+                            // The next list copied inline is guessed from this one.
+                            self.template_lists.fetched(l);
+                            (l, used)
+                        }
                         _ => return None,
                     }
                 };
@@ -457,8 +370,8 @@ impl Parser {
         }
         let id = u32::try_from(self.doc.lists.len()).ok()?;
         e.memo.push(Value::List(id))?;
-        if let Some((span, len)) = self.template_lists.find(rest, self.memo_rebinds) {
-            e.list = ListRead::Known(span);
+        if let Some((span, len, known)) = self.template_lists.find(rest, self.memo_rebinds) {
+            e.list = ListRead::Known { span, id: known };
             return Some((id, len));
         }
         let mut p = 2;
@@ -754,78 +667,6 @@ mod tests {
         for chunk in [1, 3, 7, 16] {
             assert_eq!(names(&chunked(&bytes, chunk)), want, "chunks of {chunk}");
         }
-    }
-
-    #[test]
-    fn the_list_read_next_last_time_is_tried_first_and_only_its_own_bytes_match() {
-        use super::TemplateLists;
-        let list = |salt: u8| -> Vec<u8> {
-            let mut b = vec![b']', 0x94, b'('];
-            for i in 0..60u8 {
-                b.extend_from_slice(&[b'h', i.wrapping_add(salt)]);
-            }
-            b.extend_from_slice(b"eu");
-            b
-        };
-        let (x, y) = (list(0), list(1));
-        let mut t = TemplateLists::default();
-        t.insert(&x[..x.len() - 1], (10, 60), 0);
-        t.insert(&y[..y.len() - 1], (70, 60), 0);
-        // X, then Y as guessed, then X again, as a training loop repeats them.
-        for _ in 0..3 {
-            assert_eq!(t.find(&x, 0), Some(((10, 60), x.len() - 1)));
-            assert_eq!(t.find(&y, 0), Some(((70, 60), y.len() - 1)));
-        }
-        // After X, Y is guessed: a list one byte off Y is neither.
-        assert!(t.find(&x, 0).is_some());
-        let mut z = y.clone();
-        z[40] ^= 1;
-        assert_eq!(t.find(&z, 0), None);
-        // Y followed by another item is not Y.
-        let mut longer = y[..y.len() - 1].to_vec();
-        longer.extend_from_slice(b"h\x05au");
-        assert!(t.find(&x, 0).is_some());
-        assert_eq!(t.find(&longer, 0), None);
-        // Other memo bindings: nothing is known.
-        assert_eq!(t.find(&x, 1), None);
-    }
-
-    #[test]
-    fn the_lists_that_followed_a_list_are_kept_the_latest_first() {
-        use super::{TemplateLists, FOLLOWERS, NO_LIST};
-        let list = |salt: u8| -> Vec<u8> {
-            let mut b = vec![b']', 0x94, b'('];
-            for i in 0..50u8 {
-                b.extend_from_slice(&[b'h', i.wrapping_mul(3).wrapping_add(salt)]);
-            }
-            b.extend_from_slice(b"eu");
-            b
-        };
-        let lists: Vec<Vec<u8>> = (0..6).map(list).collect();
-        let mut t = TemplateLists::default();
-        for (i, l) in lists.iter().enumerate() {
-            t.insert(&l[..l.len() - 1], (100 * i as u32, 50), 0);
-        }
-        let find = |t: &mut TemplateLists, i: usize| {
-            let l = &lists[i];
-            assert_eq!(t.find(l, 0), Some(((100 * i as u32, 50), l.len() - 1)), "list {i}");
-        };
-        // A step reads list 0, then one of several (a branch taken, a list copied or shared).
-        for i in [0, 2, 0, 3, 0, 4, 0, 2, 0, 5] {
-            find(&mut t, i);
-        }
-        assert_eq!(FOLLOWERS, 4);
-        // 1 (read after 0 when they were entered) is the oldest and went; 2 moved to the front.
-        assert_eq!(t.next[0], [5, 2, 4, 3]);
-        // Every follower is still found by its own bytes only.
-        for i in [0, 3, 0, 4, 0, 1] {
-            find(&mut t, i);
-        }
-        let mut off = lists[3].clone();
-        off[20] ^= 1;
-        assert_eq!(t.find(&lists[0], 0).map(|(s, _)| s), Some((0, 50)));
-        assert_eq!(t.find(&off, 0), None);
-        assert!(t.next.iter().all(|n| n.iter().skip_while(|&&f| f != NO_LIST).all(|&f| f == NO_LIST)));
     }
 
     #[test]

@@ -17,10 +17,12 @@ mod inline_frames;
 mod memo_runs;
 mod opcodes;
 mod raw_lists;
+mod template_lists;
 
-use entry_template::{EntryTemplate, TemplateLists};
+use entry_template::EntryTemplate;
 use inline_frames::LeafCache;
 use memo_runs::{MemoAt, MemoRuns};
+use template_lists::TemplateLists;
 
 /// Opcodes that would import or call code, or that need objects this reader never builds.
 fn forbidden_name(op: u8) -> Option<&'static str> {
