@@ -266,7 +266,7 @@ impl RawLists {
 
 #[cfg(test)]
 mod tests {
-    use super::{ends_here, KnownList, ListsByKey, RawLists, BLOCK};
+    use super::{ends_here, same_bytes, KnownList, ListsByKey, RawLists, BLOCK};
 
     fn known(tag: u32) -> KnownList {
         KnownList { span: (tag, 1), slots: (0, 0), last_shape: 0 }
@@ -280,6 +280,24 @@ mod tests {
         }
         b.push(b'e');
         b
+    }
+
+    #[test]
+    fn bytes_are_the_same_only_when_every_byte_and_the_length_are() {
+        let a: Vec<u8> = (1..=20).collect();
+        for n in 0..=a.len() {
+            let x = &a[..n];
+            assert!(same_bytes(x, x), "{n} bytes");
+            for i in 0..n {
+                let mut y = x.to_vec();
+                y[i] ^= 0x80;
+                assert!(!same_bytes(x, &y), "{n} bytes, byte {i} changed");
+            }
+            // A zero more is another length.
+            let mut z = x.to_vec();
+            z.push(0);
+            assert!(!same_bytes(x, &z) && !same_bytes(&z, x), "{n} bytes and a zero");
+        }
     }
 
     #[test]
