@@ -19,7 +19,7 @@
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
 use crate::pickle::records::{Field, TraceRecord};
-use crate::pickle::text::small_long;
+use crate::pickle::text::small_long_at;
 use crate::pickle::value::{Value, MEMO_DICT};
 
 /// Most memo writes the inline values of one entry make (one per field).
@@ -146,7 +146,7 @@ fn small_int(rest: &[u8]) -> Option<(i64, usize)> {
             if len == 0 || len > 8 {
                 return None;
             }
-            Some((small_long(rest.get(2..2 + len)?), 2 + len))
+            Some((small_long_at(rest.get(2..)?, len)?, 2 + len))
         }
         _ => None,
     }

@@ -5,7 +5,7 @@ use crate::error::Error;
 
 use super::entry_template::{InlineMemo, KeyCode};
 use super::{Parser, FLAT_DICT_MAX_PAIRS};
-use crate::pickle::text::small_long;
+use crate::pickle::text::small_long_at;
 use crate::pickle::value::Value;
 
 impl Parser {
@@ -106,10 +106,10 @@ impl Parser {
                     if len == 0 || len > 8 {
                         return Ok(None);
                     }
-                    let Some(b) = rest.get(p + 2..p + 2 + len as usize) else {
+                    let Some(v) = rest.get(p + 2..).and_then(|b| small_long_at(b, len as usize)) else {
                         return Ok(None);
                     };
-                    (Value::Int(small_long(b)), 2 + len as usize)
+                    (Value::Int(v), 2 + len as usize)
                 }
                 b'G' => {
                     let Some(b) = rest.get(p + 1..p + 9) else {
@@ -217,10 +217,10 @@ impl Parser {
                 if len == 0 || len > 8 {
                     return Ok(None);
                 }
-                let Some(b) = rest.get(2..2 + len as usize) else {
+                let Some(v) = rest.get(2..).and_then(|b| small_long_at(b, len as usize)) else {
                     return Ok(None);
                 };
-                self.stack.push(Value::Int(small_long(b)));
+                self.stack.push(Value::Int(v));
                 2 + len as usize
             }
             b'(' => {
