@@ -160,6 +160,15 @@ impl RecordColumns<'_> {
         self.shape.get(k).and_then(|s| self.shape_masks.get(s as usize)).copied().unwrap_or(0)
     }
 
+    /// Whether every row of the run has one shape (so one presence mask), one `user_metadata`
+    /// and one `compile_context`.
+    pub fn one_shape_and_strings(&self) -> bool {
+        matches!(
+            (&self.shape, &self.user_metadata, &self.compile_context),
+            (Col::Same(..), Col::Same(..), Col::Same(..))
+        )
+    }
+
     /// Whether a presence mask has `field`.
     #[inline]
     pub fn has(mask: u8, field: RecordField) -> bool {

@@ -656,3 +656,43 @@ fn inline_frame_dicts_give_the_model_of_shared_ones() {
         }
     }
 }
+
+/// Entries of one shape: with one `user_metadata` and `compile_context` in every row (as real
+/// captures write them) every row reads them; with one row's `user_metadata` another, that row
+/// reads its own.
+#[test]
+fn every_row_reads_its_user_metadata_and_compile_context() {
+    let rows = |odd_row: Option<usize>| -> Vec<Py> {
+        (0..8)
+            .map(|r| {
+                let meta = if Some(r) == odd_row { "layer 2" } else { "layer 1" };
+                dict(vec![
+                    ("action", s(if r % 2 == 0 { "alloc" } else { "free_completed" })),
+                    ("addr", i(4096 * (r as i128 / 2 + 1))),
+                    ("size", i(512)),
+                    ("stream", i(0)),
+                    ("time_us", i(10 + r as i128)),
+                    ("compile_context", s("N/A")),
+                    ("user_metadata", s(meta)),
+                ])
+            })
+            .collect()
+    };
+    for odd_row in [None, Some(3)] {
+        for protocol in [2, 4] {
+            let snap = load_ok(&one_trace(rows(odd_row)), protocol);
+            let t = &snap.devices[0].trace;
+            assert_eq!(t.len(), 8);
+            let text = |id: Option<u32>| id.map(|id| snap.strings.get(id).to_owned());
+            for r in 0..8 {
+                let want = if Some(r) == odd_row { "layer 2" } else { "layer 1" };
+                assert_eq!(
+                    text(t.user_metadata.get(r)).as_deref(),
+                    Some(want),
+                    "row {r}, {odd_row:?}, protocol {protocol}"
+                );
+                assert_eq!(text(t.compile_context.get(r)).as_deref(), Some("N/A"), "row {r}");
+            }
+        }
+    }
+}

@@ -105,6 +105,9 @@ impl<'d> Builder<'d> {
         t.stack.reserve_exact(n);
         let mut time = TimeColumn::default();
         let at = |col: &[u32], k: usize| col.get(k).copied().unwrap_or(0);
+        // Rows of one shape and one `user_metadata` and `compile_context` (every real capture):
+        // the rows after the first add nothing to those columns, so they are not looked at.
+        let same_strings = cols.one_shape_and_strings();
         for k in 0..n {
             let mask = cols.mask(k);
             let has = |f: RecordField| RecordColumns::has(mask, f);
@@ -130,10 +133,14 @@ impl<'d> Builder<'d> {
                 0
             };
             time.note_row(k, has(RecordField::TIME_US));
+            let strings = if k == 0 || !same_strings { 2 } else { 0 };
             for (field, col, column) in [
                 (RecordField::USER_METADATA, cols.user_metadata, &mut t.user_metadata),
                 (RecordField::COMPILE_CONTEXT, cols.compile_context, &mut t.compile_context),
-            ] {
+            ]
+            .into_iter()
+            .take(strings)
+            {
                 let id = if has(field) { self.string(Value::Str(col.get(k).unwrap_or(0))) } else { None };
                 if id.is_some() || column.is_present() {
                     column.push(k, id.unwrap_or(0), 0);
