@@ -82,9 +82,8 @@ impl TemplateLists {
         }
     }
 
-    /// Notes that list `id` was read inline after the previous one.
-    fn follow(&mut self, id: u32) {
-        let previous = self.previous();
+    /// Notes that list `id` was read inline after list `previous` ([`TemplateLists::previous`]).
+    fn follow(&mut self, previous: u32, id: u32) {
         if let Some(n) = self.next.get_mut(previous as usize) {
             // Moved (or put) to the front, the others kept in order.
             let at = n.iter().position(|&f| f == id).unwrap_or(FOLLOWERS - 1);
@@ -121,15 +120,16 @@ impl TemplateLists {
     #[inline]
     pub(super) fn find(&mut self, rest: &[u8], rebinds: u64) -> Option<((u32, u32), usize, u32)> {
         self.check(rebinds);
-        let guesses = self.next.get(self.previous() as usize).copied().unwrap_or([NO_LIST; FOLLOWERS]);
+        let previous = self.previous();
+        let guesses = self.next.get(previous as usize).copied().unwrap_or([NO_LIST; FOLLOWERS]);
         for guess in guesses.into_iter().take_while(|&g| g != NO_LIST) {
             if let Some((k, n)) = self.raw.is_at(guess, rest) {
-                self.follow(guess);
+                self.follow(previous, guess);
                 return Some((k.span, n, guess));
             }
         }
         let (id, k, n) = self.raw.find_with_id(rest)?;
-        self.follow(id);
+        self.follow(previous, id);
         Some((k.span, n, id))
     }
 
@@ -148,7 +148,7 @@ impl TemplateLists {
         }
         self.next.push([NO_LIST; FOLLOWERS]);
         let id = id as u32;
-        self.follow(id);
+        self.follow(self.previous(), id);
         Some(id)
     }
 }
