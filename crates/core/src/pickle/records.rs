@@ -102,6 +102,28 @@ pub struct TraceRecord {
     pub frames: Option<u32>,
 }
 
+/// One record's values as the columns keep them: 0 where the dict lacks the key (its shape
+/// says which keys it has), so nothing marks presence per value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RowValues {
+    /// `action`: string id.
+    pub(crate) action: u32,
+    /// `addr`.
+    pub(crate) addr: u64,
+    /// `size`.
+    pub(crate) size_bytes: u64,
+    /// `stream`.
+    pub(crate) stream: i64,
+    /// `time_us`.
+    pub(crate) time_us: i64,
+    /// `compile_context`: string id.
+    pub(crate) compile_context: u32,
+    /// `user_metadata`: string id.
+    pub(crate) user_metadata: u32,
+    /// `frames`: list id.
+    pub(crate) frames: u32,
+}
+
 /// Consecutive rows of records: a trace as the reader stores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordRun {
@@ -241,41 +263,41 @@ impl RecordTable {
     /// Appends the values of a dict laid out as `fields` (values at the odd positions of `pairs`);
     /// returns the row, or `None` (and appends nothing) when a value has another type.
     pub(crate) fn push(&mut self, shape: u32, fields: &[Field], pairs: &[Value]) -> Option<u32> {
-        let mut rec = TraceRecord::default();
+        let mut row = RowValues::default();
         for (&f, kv) in fields.iter().zip(pairs.chunks_exact(2)) {
             let v = kv[1];
             match (f, v) {
-                (Field::Action, Value::Str(s)) => rec.action = Some(s),
-                (Field::CompileContext, Value::Str(s)) => rec.compile_context = Some(s),
-                (Field::UserMetadata, Value::Str(s)) => rec.user_metadata = Some(s),
-                (Field::Frames, Value::List(l)) => rec.frames = Some(l),
-                (Field::Stream, Value::Int(i)) => rec.stream = Some(i),
-                (Field::TimeUs, Value::Int(i)) => rec.time_us = Some(i),
-                (Field::Addr, _) => rec.addr = Some(unsigned_of(v)?),
-                (Field::Size, _) => rec.size_bytes = Some(unsigned_of(v)?),
+                (Field::Action, Value::Str(s)) => row.action = s,
+                (Field::CompileContext, Value::Str(s)) => row.compile_context = s,
+                (Field::UserMetadata, Value::Str(s)) => row.user_metadata = s,
+                (Field::Frames, Value::List(l)) => row.frames = l,
+                (Field::Stream, Value::Int(i)) => row.stream = i,
+                (Field::TimeUs, Value::Int(i)) => row.time_us = i,
+                (Field::Addr, _) => row.addr = unsigned_of(v)?,
+                (Field::Size, _) => row.size_bytes = unsigned_of(v)?,
                 _ => return None,
             }
         }
-        self.push_record(shape, &rec)
+        self.push_record(shape, &row)
     }
 
     /// Appends a record of shape `shape`; its row.
     #[inline(always)]
-    pub(crate) fn push_record(&mut self, shape: u32, rec: &TraceRecord) -> Option<u32> {
-        let row = u32::try_from(self.shape.len()).ok()?;
+    pub(crate) fn push_record(&mut self, shape: u32, row: &RowValues) -> Option<u32> {
+        let r = u32::try_from(self.shape.len()).ok()?;
         if shape & MOVED_BIT != 0 {
             return None;
         }
         self.shape.push(shape);
-        self.action.push(rec.action.unwrap_or(0));
-        self.addr.push(rec.addr.unwrap_or(0));
-        self.size_bytes.push(rec.size_bytes.unwrap_or(0));
-        self.stream.push(rec.stream.unwrap_or(0));
-        self.time_us.push(rec.time_us.unwrap_or(0));
-        self.compile_context.push(rec.compile_context.unwrap_or(0));
-        self.user_metadata.push(rec.user_metadata.unwrap_or(0));
-        self.frames.push(rec.frames.unwrap_or(0));
-        Some(row)
+        self.action.push(row.action);
+        self.addr.push(row.addr);
+        self.size_bytes.push(row.size_bytes);
+        self.stream.push(row.stream);
+        self.time_us.push(row.time_us);
+        self.compile_context.push(row.compile_context);
+        self.user_metadata.push(row.user_metadata);
+        self.frames.push(row.frames);
+        Some(r)
     }
 
     /// The shape of a row (`None` once the row became a generic dict).

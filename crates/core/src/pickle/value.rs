@@ -34,6 +34,8 @@ pub enum Value {
 }
 
 pub(super) const MEMO_OTHER: u8 = 255;
+/// The memo tag of a string.
+pub(super) const MEMO_STR: u8 = 1;
 /// The memo tag of a list.
 pub(super) const MEMO_LIST: u8 = 2;
 /// The memo tag of a dict.

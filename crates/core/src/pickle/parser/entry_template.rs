@@ -3,8 +3,9 @@
 //! CPython writes every trace entry the same way: `EMPTY_DICT MEMOIZE MARK`, then for each key a
 //! memo GET of the key string (the keys were memoized by the first entry) and the value, then
 //! `SETITEMS`. Once one entry has been read as a record, its key GETs are kept; the next entries
-//! are matched against them byte for byte and only their values are decoded, straight into a
-//! [`TraceRecord`]. Values may be memo GETs, small ints, strings written inline (a fresh
+//! are matched against them and only their values are decoded, straight into a row of the record
+//! columns, each key and value read from one 8-byte word (an entry within 8 bytes of the end of
+//! the input at hand is left to the general path). Values may be memo GETs, small ints, strings written inline (a fresh
 //! `compile_context` string, say) and frame lists written inline as memo GETs of frame dicts;
 //! the memo writes of inline values are made, in file order, once the whole entry has matched.
 //! An inline frame list whose bytes equal those of one read before is found by those bytes
@@ -18,35 +19,43 @@
 
 use super::Parser;
 use crate::pickle::document::RECORD_BIT;
-use crate::pickle::records::{Field, TraceRecord};
+use crate::pickle::records::{Field, RowValues};
 use crate::pickle::text::small_long_at;
-use crate::pickle::value::{Value, MEMO_DICT};
+use crate::pickle::value::{Value, MEMO_DICT, MEMO_LIST, MEMO_STR};
 
 /// Most memo writes the inline values of one entry make (one per field).
 const MAX_INLINE_MEMO: usize = 8;
 
-/// Memo writes of values read inline, in file order, not made yet.
+/// Memo writes of values read inline (strings and lists), in file order, not made yet: each
+/// as its memo tag and id, so an entry starts with 40 bytes to clear, not 8 values'.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct InlineMemo {
-    values: [Value; MAX_INLINE_MEMO],
+    ids: [u32; MAX_INLINE_MEMO],
+    tags: [u8; MAX_INLINE_MEMO],
     len: usize,
 }
 
 impl InlineMemo {
     pub(super) fn new() -> Self {
-        InlineMemo { values: [Value::None; MAX_INLINE_MEMO], len: 0 }
+        InlineMemo { ids: [0; MAX_INLINE_MEMO], tags: [0; MAX_INLINE_MEMO], len: 0 }
     }
 
-    /// Adds a write; `None` when there are too many.
+    /// Adds the write of a string or list; `None` for other values or when there are too many.
     fn push(&mut self, v: Value) -> Option<()> {
-        *self.values.get_mut(self.len)? = v;
+        let (tag, id) = match v {
+            Value::Str(i) => (MEMO_STR, i),
+            Value::List(i) => (MEMO_LIST, i),
+            _ => return None,
+        };
+        *self.ids.get_mut(self.len)? = id;
+        *self.tags.get_mut(self.len)? = tag;
         self.len += 1;
         Some(())
     }
 
-    /// The writes in order.
-    pub(super) fn values(&self) -> &[Value] {
-        self.values.get(..self.len).unwrap_or(&[])
+    /// The writes in order: (memo tag, id).
+    fn writes(&self) -> impl Iterator<Item = (u8, u32)> + '_ {
+        self.tags.iter().copied().zip(self.ids.iter().copied()).take(self.len)
     }
 }
 
@@ -67,12 +76,10 @@ enum ListRead {
 struct EntryRead {
     /// The memo slot of the entry dict itself; value GETs must name earlier slots.
     own_slot: u64,
-    rec: TraceRecord,
+    rec: RowValues,
     memo: InlineMemo,
     /// How the frame list was written.
     list: ListRead,
-    /// Where in the entry the value being read starts.
-    at: usize,
 }
 
 /// A key written as a memo GET of slot `idx` (`BINGET` or `LONG_BINGET`).
@@ -93,16 +100,64 @@ impl KeyCode {
         }
     }
 
-    /// The bytes this GET takes when `rest` starts with it.
-    #[inline(always)]
-    fn matches(self, rest: &[u8]) -> Option<usize> {
+    /// The GET as the low bytes of a little-endian word: (those bytes, the mask that keeps
+    /// them, how many).
+    fn word(self) -> Option<KeyWord> {
         if self.long {
-            let b = rest.get(..5)?;
-            (b[0] == b'j' && u32::from_le_bytes([b[1], b[2], b[3], b[4]]) == self.idx).then_some(5)
+            Some(KeyWord { bytes: u64::from(b'j') | u64::from(self.idx) << 8, mask: (1 << 40) - 1, len: 5 })
         } else {
-            let b = rest.get(..2)?;
-            (b[0] == b'h' && u32::from(b[1]) == self.idx).then_some(2)
+            let idx = u8::try_from(self.idx).ok()?;
+            Some(KeyWord { bytes: u64::from(b'h') | u64::from(idx) << 8, mask: 0xffff, len: 2 })
         }
+    }
+}
+
+/// A key's GET as the low bytes of the word read where it should be.
+#[derive(Clone, Copy, Debug)]
+struct KeyWord {
+    bytes: u64,
+    mask: u64,
+    len: usize,
+}
+
+/// The 8 bytes from `p` as a little-endian word; `None` when fewer follow (an entry within 8
+/// bytes of the end of the input at hand is left to the general path).
+#[inline(always)]
+fn word_at(rest: &[u8], p: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(*rest.get(p..)?.first_chunk::<8>()?))
+}
+
+/// A memo GET that starts word `w`: (slot, bytes taken).
+#[inline(always)]
+fn get_of_word(w: u64) -> Option<(u64, usize)> {
+    match w as u8 {
+        b'h' => Some(((w >> 8) & 0xff, 2)),
+        b'j' => Some(((w >> 8) & 0xffff_ffff, 5)),
+        _ => None,
+    }
+}
+
+/// A `BININT1`, `BININT2`, `BININT` or short `LONG1` that starts word `w`, read at `p` of
+/// `rest`: (value, bytes taken).
+#[inline(always)]
+fn int_of_word(w: u64, rest: &[u8], p: usize) -> Option<(i64, usize)> {
+    match w as u8 {
+        b'K' => Some((((w >> 8) & 0xff) as i64, 2)),
+        b'M' => Some((((w >> 8) & 0xffff) as i64, 3)),
+        b'J' => Some((i64::from((w >> 8) as u32 as i32), 5)),
+        0x8a => {
+            let n = ((w >> 8) & 0xff) as usize;
+            match n {
+                // Its bytes are in the word: shifted to the top, then back with the sign.
+                1..=6 => {
+                    let unused = 64 - 8 * n as u32;
+                    Some(((((w >> 16) << unused) as i64) >> unused, 2 + n))
+                }
+                7 | 8 => Some((small_long_at(rest.get(p + 2..)?, n)?, 2 + n)),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 
@@ -110,9 +165,29 @@ impl KeyCode {
 #[derive(Debug)]
 pub(super) struct EntryTemplate {
     shape: u32,
-    keys: Vec<(KeyCode, Field)>,
+    keys: Vec<(KeyWord, Field)>,
+    /// The keys' GETs when the fields are in [`TORCH_ORDER`].
+    torch_keys: Option<[KeyWord; 8]>,
     /// `Parser::memo_rebinds` when it was made.
     rebinds: u64,
+}
+
+/// The order in which PyTorch writes a trace entry's keys (every capture of the last releases).
+const TORCH_ORDER: [Field; 8] = [
+    Field::Action,
+    Field::Addr,
+    Field::Size,
+    Field::Stream,
+    Field::TimeUs,
+    Field::CompileContext,
+    Field::UserMetadata,
+    Field::Frames,
+];
+
+/// Where the value after `key` starts, when `key`'s GET is at `p` of `rest`.
+#[inline(always)]
+fn after_key(rest: &[u8], p: usize, key: KeyWord) -> Option<usize> {
+    (word_at(rest, p)? & key.mask == key.bytes).then_some(p + key.len)
 }
 
 /// A memo GET at the start of `rest`: (slot, bytes taken).
@@ -123,30 +198,6 @@ fn get_index(rest: &[u8]) -> Option<(u64, usize)> {
         b'j' => {
             let b = rest.get(1..5)?;
             Some((u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5))
-        }
-        _ => None,
-    }
-}
-
-/// A `BININT1`, `BININT2`, `BININT` or short `LONG1` at the start of `rest`: (value, bytes taken).
-#[inline(always)]
-fn small_int(rest: &[u8]) -> Option<(i64, usize)> {
-    match *rest.first()? {
-        b'K' => Some((i64::from(*rest.get(1)?), 2)),
-        b'M' => {
-            let b = rest.get(1..3)?;
-            Some((i64::from(u16::from_le_bytes([b[0], b[1]])), 3))
-        }
-        b'J' => {
-            let b = rest.get(1..5)?;
-            Some((i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])), 5))
-        }
-        0x8a => {
-            let len = usize::from(*rest.get(1)?);
-            if len == 0 || len > 8 {
-                return None;
-            }
-            Some((small_long_at(rest.get(2..)?, len)?, 2 + len))
         }
         _ => None,
     }
@@ -183,10 +234,9 @@ impl Parser {
         let list_items_before = self.doc.list_items.len();
         let mut e = EntryRead {
             own_slot: self.memo_len(),
-            rec: TraceRecord::default(),
+            rec: RowValues::default(),
             memo: InlineMemo::new(),
             list: ListRead::NotInline,
-            at: 0,
         };
         let row = self
             .match_entry(t, rest, &mut e)
@@ -234,18 +284,14 @@ impl Parser {
     /// Makes the memo writes of inline values, in order, after the enclosing value's own.
     #[inline]
     pub(super) fn put_inline_memo(&mut self, memo: &InlineMemo) {
-        for &v in memo.values() {
-            let (tag, id) = match v {
-                Value::Str(i) => (1, i),
-                Value::List(i) => (2, i),
-                _ => (0, 0),
-            };
+        for (tag, id) in memo.writes() {
             // A string or list goes to the next dense slot as `memo_put` would put it.
-            if tag != 0 && self.memo_sparse.is_empty() {
+            if self.memo_sparse.is_empty() {
                 self.memo_writes += 1;
                 self.memo_tags.push(tag);
                 self.memo_ids.push(id);
             } else {
+                let v = if tag == MEMO_STR { Value::Str(id) } else { Value::List(id) };
                 let idx = self.memo_len();
                 self.memo_put(idx, v);
             }
@@ -256,13 +302,43 @@ impl Parser {
     /// including its `SETITEMS`.
     #[inline(always)]
     fn match_entry(&mut self, t: &EntryTemplate, rest: &[u8], e: &mut EntryRead) -> Option<usize> {
-        let mut p = 3;
-        for &(key, field) in &t.keys {
-            p += key.matches(rest.get(p..)?)?;
-            e.at = p;
-            p += self.template_value(rest.get(p..)?, field, e)?;
-        }
+        let p = match &t.torch_keys {
+            Some(keys) => self.torch_entry(keys, rest, e)?,
+            None => {
+                let mut p = 3;
+                for &(key, field) in &t.keys {
+                    p = after_key(rest, p, key)?;
+                    p += self.template_value(rest, p, field, e)?;
+                }
+                p
+            }
+        };
         (rest.get(p) == Some(&b'u')).then_some(p + 1)
+    }
+
+    /// The keys and values of an entry whose keys are in [`TORCH_ORDER`], one after the other:
+    /// no loop over the template's keys and no choice by field per value (that loop and choice
+    /// were a tenth of the template's instructions); where the `SETITEMS` should be.
+    #[inline(always)]
+    fn torch_entry(&mut self, keys: &[KeyWord; 8], rest: &[u8], e: &mut EntryRead) -> Option<usize> {
+        let [action, addr, size, stream, time_us, compile_context, user_metadata, frames] = *keys;
+        let mut p = after_key(rest, 3, action)?;
+        p += self.template_value(rest, p, Field::Action, e)?;
+        p = after_key(rest, p, addr)?;
+        p += self.template_value(rest, p, Field::Addr, e)?;
+        p = after_key(rest, p, size)?;
+        p += self.template_value(rest, p, Field::Size, e)?;
+        p = after_key(rest, p, stream)?;
+        p += self.template_value(rest, p, Field::Stream, e)?;
+        p = after_key(rest, p, time_us)?;
+        p += self.template_value(rest, p, Field::TimeUs, e)?;
+        p = after_key(rest, p, compile_context)?;
+        p += self.template_value(rest, p, Field::CompileContext, e)?;
+        p = after_key(rest, p, user_metadata)?;
+        p += self.template_value(rest, p, Field::UserMetadata, e)?;
+        p = after_key(rest, p, frames)?;
+        p += self.template_value(rest, p, Field::Frames, e)?;
+        Some(p)
     }
 
     /// The value of memo slot `idx` when it was written before the entry began.
@@ -274,25 +350,38 @@ impl Parser {
         self.memo_peek(idx)
     }
 
-    /// Decodes one value of `field` into `e.rec`; the bytes taken.
+    /// Decodes the value of `field` at `p` of `rest` into `e.rec`; the bytes taken. One arm per
+    /// field, each storing where it decodes: a second match on the field per value took a tenth
+    /// of the template's instructions.
     #[inline(always)]
-    fn template_value(&mut self, rest: &[u8], field: Field, e: &mut EntryRead) -> Option<usize> {
-        match field {
-            Field::Addr | Field::Size | Field::Stream | Field::TimeUs => {
-                let (x, used) = small_int(rest)?;
-                match field {
-                    Field::Addr => e.rec.addr = Some(u64::try_from(x).ok()?),
-                    Field::Size => e.rec.size_bytes = Some(u64::try_from(x).ok()?),
-                    Field::Stream => e.rec.stream = Some(x),
-                    _ => e.rec.time_us = Some(x),
-                }
-                Some(used)
+    fn template_value(&mut self, rest: &[u8], p: usize, field: Field, e: &mut EntryRead) -> Option<usize> {
+        let w = word_at(rest, p)?;
+        let used = match field {
+            Field::Addr => {
+                let (x, used) = int_of_word(w, rest, p)?;
+                e.rec.addr = u64::try_from(x).ok()?;
+                used
+            }
+            Field::Size => {
+                let (x, used) = int_of_word(w, rest, p)?;
+                e.rec.size_bytes = u64::try_from(x).ok()?;
+                used
+            }
+            Field::Stream => {
+                let (x, used) = int_of_word(w, rest, p)?;
+                e.rec.stream = x;
+                used
+            }
+            Field::TimeUs => {
+                let (x, used) = int_of_word(w, rest, p)?;
+                e.rec.time_us = x;
+                used
             }
             Field::Frames => {
-                let (list, used) = if rest.first() == Some(&b']') {
-                    self.inline_dict_list(rest, e)?
+                let (list, used) = if w as u8 == b']' {
+                    self.inline_dict_list(rest.get(p..)?, p, e)?
                 } else {
-                    let (idx, used) = get_index(rest)?;
+                    let (idx, used) = get_of_word(w)?;
                     match self.memo_before(idx, e.own_slot)? {
                         Value::List(l) => {
                             // The next list copied inline is guessed from this one.
@@ -302,26 +391,40 @@ impl Parser {
                         _ => return None,
                     }
                 };
-                e.rec.frames = Some(list);
-                Some(used)
+                e.rec.frames = list;
+                used
             }
-            Field::Action | Field::CompileContext | Field::UserMetadata => {
-                let (s, used) = match *rest.first()? {
-                    0x8c | b'X' => self.inline_str(rest, &mut e.memo)?,
-                    _ => {
-                        let (idx, used) = get_index(rest)?;
-                        match self.memo_before(idx, e.own_slot)? {
-                            Value::Str(s) => (s, used),
-                            _ => return None,
-                        }
-                    }
-                };
-                match field {
-                    Field::Action => e.rec.action = Some(s),
-                    Field::CompileContext => e.rec.compile_context = Some(s),
-                    _ => e.rec.user_metadata = Some(s),
+            Field::Action => {
+                let (s, used) = self.str_value(rest, p, w, e)?;
+                e.rec.action = s;
+                used
+            }
+            Field::CompileContext => {
+                let (s, used) = self.str_value(rest, p, w, e)?;
+                e.rec.compile_context = s;
+                used
+            }
+            Field::UserMetadata => {
+                let (s, used) = self.str_value(rest, p, w, e)?;
+                e.rec.user_metadata = s;
+                used
+            }
+        };
+        Some(used)
+    }
+
+    /// A string value at `p` of `rest` (word `w`): a memo GET of a string written before the
+    /// entry, or one written inline; (string id, bytes taken).
+    #[inline(always)]
+    fn str_value(&mut self, rest: &[u8], p: usize, w: u64, e: &mut EntryRead) -> Option<(u32, usize)> {
+        match w as u8 {
+            0x8c | b'X' => self.inline_str(rest.get(p..)?, &mut e.memo),
+            _ => {
+                let (idx, used) = get_of_word(w)?;
+                match self.memo_before(idx, e.own_slot)? {
+                    Value::Str(s) => Some((s, used)),
+                    _ => None,
                 }
-                Some(used)
             }
         }
     }
@@ -364,7 +467,8 @@ impl Parser {
     /// A list of memoized dicts written inline: `EMPTY_LIST MEMOIZE`, then batches of items,
     /// each `MARK GET... APPENDS` or `GET APPEND`, as CPython writes a frame list. Its items go
     /// to the end of `Document::list_items`; (the id the list will get, bytes taken).
-    fn inline_dict_list(&mut self, rest: &[u8], e: &mut EntryRead) -> Option<(u32, usize)> {
+    /// `at` is where the list starts in the entry.
+    fn inline_dict_list(&mut self, rest: &[u8], at: usize, e: &mut EntryRead) -> Option<(u32, usize)> {
         if rest.get(1) != Some(&0x94) {
             return None;
         }
@@ -394,7 +498,7 @@ impl Parser {
                 _ => break,
             }
         }
-        e.list = ListRead::Items { at: e.at, len: p };
+        e.list = ListRead::Items { at, len: p };
         Some((id, p))
     }
 
@@ -450,11 +554,13 @@ impl Parser {
         if codes.len() != fields.len() {
             return;
         }
-        let keys: Option<Vec<(KeyCode, Field)>> =
-            codes.iter().zip(fields.iter()).map(|(c, &f)| c.map(|c| (c, f))).collect();
+        let keys: Option<Vec<(KeyWord, Field)>> =
+            codes.iter().zip(fields.iter()).map(|(c, &f)| Some((c.and_then(KeyCode::word)?, f))).collect();
         if let Some(keys) = keys {
             self.reserve_for_entries(entry_len, rest_len);
-            self.entry_template = Some(EntryTemplate { shape, keys, rebinds: self.memo_rebinds });
+            let torch_keys = keys.iter().map(|k| k.1).eq(TORCH_ORDER).then(|| keys.iter().map(|k| k.0));
+            let torch_keys = torch_keys.and_then(|k| <[KeyWord; 8]>::try_from(k.collect::<Vec<_>>()).ok());
+            self.entry_template = Some(EntryTemplate { shape, keys, torch_keys, rebinds: self.memo_rebinds });
         }
     }
 }
@@ -666,6 +772,133 @@ mod tests {
         assert_eq!(names(&d), want);
         for chunk in [1, 3, 7, 16] {
             assert_eq!(names(&chunked(&bytes, chunk)), want, "chunks of {chunk}");
+        }
+    }
+
+    /// An int read from a word is the one the general path reads, for every encoding and width,
+    /// whatever bytes follow it; with fewer than 8 bytes there is no word to read.
+    #[test]
+    fn ints_read_from_a_word_are_those_the_general_path_reads() {
+        use super::{int_of_word, word_at};
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..500 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let x = seed.to_le_bytes();
+            let mut encodings = vec![vec![b'K', x[0]], vec![b'M', x[0], x[1]], vec![b'J', x[0], x[1], x[2], x[3]]];
+            for n in 1..=8u8 {
+                let mut b = vec![0x8a, n];
+                b.extend_from_slice(&x[..usize::from(n)]);
+                encodings.push(b);
+            }
+            for enc in encodings {
+                let mut whole = vec![0x80, 4];
+                whole.extend_from_slice(&enc);
+                whole.push(b'.');
+                let want = parse(&whole).expect("parses").root();
+                for extra in [0, 1, 5, 8, 12] {
+                    let mut b = enc.clone();
+                    b.extend(std::iter::repeat_n(0xa5, extra));
+                    let got = word_at(&b, 0).and_then(|w| int_of_word(w, &b, 0));
+                    if b.len() < 8 {
+                        assert_eq!(got, None, "{enc:?} and {extra} bytes");
+                    } else {
+                        assert_eq!(got.map(|(v, used)| (Value::Int(v), used)), Some((want, enc.len())), "{enc:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// An entry's action, addr, size, stream, time_us, compile_context, user_metadata and number
+    /// of frames.
+    type TorchEntry = (String, i64, i64, i64, i64, String, String, usize);
+
+    /// Trace entries with PyTorch's keys in PyTorch's order (the first writes them inline, the
+    /// others GET them), each int in another encoding, strings and frame lists by GET and
+    /// inline; and each entry's (action, addr, size, stream, time_us, compile_context,
+    /// user_metadata, number of frames) as written.
+    fn entries_in_torch_order() -> (Vec<u8>, Vec<TorchEntry>) {
+        let mut b = vec![0x80, 4, b']', 0x94, b'('];
+        // Slots 1..=13: the entry, then each key and value; slot 13 holds an empty frame list.
+        b.extend_from_slice(b"}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x10\x8c\x04size\x94K\x20");
+        b.extend_from_slice(
+            b"\x8c\x06stream\x94K\x00\x8c\x07time_us\x94K\x01\x8c\x0fcompile_context\x94\x8c\x03N/A\x94",
+        );
+        b.extend_from_slice(b"\x8c\x0duser_metadata\x94\x8c\x00\x94\x8c\x06frames\x94]\x94u");
+        let mut want = vec![("alloc".to_owned(), 16, 32, 0, 1, "N/A".to_owned(), String::new(), 0)];
+        let ints: [(&[u8], i64); 9] = [
+            (b"K\x07", 7),
+            (b"M\x34\x12", 0x1234),
+            (b"J\x78\x56\x34\x12", 0x1234_5678),
+            (b"J\xff\xff\xff\xff", -1),
+            (b"\x8a\x05\x00\x10\x32\x54\x76", 0x76_5432_1000),
+            (b"\x8a\x06\x00\x20\x42\x1d\x14\x7f", 0x7f14_1d42_2000),
+            (b"\x8a\x07\x40\x8e\x1b\x8d\x7c\x61\x06", 0x0006_617c_8d1b_8e40),
+            (b"\x8a\x08\x01\x00\x00\x00\x00\x00\x00\x40", 0x4000_0000_0000_0001),
+            (b"\x8a\x02\xff\xfe", -257),
+        ];
+        for (i, &(bytes, x)) in ints.iter().enumerate() {
+            let (n, m) = (ints[(i + 1) % ints.len()], ints[(i + 2) % ints.len()]);
+            b.extend_from_slice(b"}\x94(h\x02");
+            // The action inline every third entry, else a GET of `alloc`.
+            let action = if i % 3 == 1 {
+                b.extend_from_slice(b"\x8c\x0efree_requested\x94");
+                "free_requested"
+            } else {
+                b.extend_from_slice(b"h\x03");
+                "alloc"
+            };
+            // addr and size are unsigned: a negative one leaves its entry to the general path,
+            // which keeps it as a dict of its own.
+            b.extend_from_slice(b"h\x04");
+            b.extend_from_slice(bytes);
+            b.extend_from_slice(b"h\x05");
+            b.extend_from_slice(n.0);
+            b.extend_from_slice(b"h\x06K\x00h\x07");
+            b.extend_from_slice(m.0);
+            b.extend_from_slice(b"h\x08h\x09h\x0ah\x0bh\x0c");
+            // The frame list by GET, or a new empty one inline.
+            if i % 2 == 0 {
+                b.extend_from_slice(b"h\x0d");
+            } else {
+                b.extend_from_slice(b"]\x94");
+            }
+            b.push(b'u');
+            want.push((action.to_owned(), x, n.1, 0, m.1, "N/A".to_owned(), String::new(), 0));
+        }
+        b.extend_from_slice(b"e.");
+        (b, want)
+    }
+
+    #[test]
+    fn entries_in_torch_order_are_read_by_their_template_in_any_chunks() {
+        let (bytes, want) = entries_in_torch_order();
+        let int = |d: &Document, e: Value, k: &str| match d.get(e, k) {
+            Some(Value::Int(i)) => i,
+            other => panic!("{k}: {other:?}"),
+        };
+        let text = |d: &Document, e: Value, k: &str| d.get(e, k).and_then(|v| d.as_str(v)).unwrap_or("?").to_owned();
+        let read = |d: &Document| -> Vec<TorchEntry> {
+            d.items(d.root())
+                .iter()
+                .map(|e| {
+                    let frames = d.get(e, "frames").map_or(usize::MAX, |f| d.items(f).len());
+                    let row = (text(d, e, "action"), int(d, e, "addr"), int(d, e, "size"), int(d, e, "stream"));
+                    let more = (int(d, e, "time_us"), text(d, e, "compile_context"), text(d, e, "user_metadata"));
+                    (row.0, row.1, row.2, row.3, more.0, more.1, more.2, frames)
+                })
+                .collect()
+        };
+        let mut p = Parser::new();
+        p.feed(&bytes).expect("feeds");
+        assert!(p.entry_template.as_ref().is_some_and(|t| t.torch_keys.is_some()), "PyTorch's order is known");
+        let d = p.finish().expect("finishes");
+        assert_eq!(read(&d), want);
+        // Entries with an unsigned addr and size became record rows.
+        let records = d.items(d.root()).iter().filter(|&e| d.trace_record(e).is_some()).count();
+        assert!(records >= 6, "{records} records");
+        for chunk in [1, 2, 3, 5, 7, 8, 9, 13, 31] {
+            assert_eq!(read(&chunked(&bytes, chunk)), want, "chunks of {chunk}");
         }
     }
 
