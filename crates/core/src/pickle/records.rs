@@ -191,6 +191,14 @@ impl RecordColumns<'_> {
         )
     }
 
+    /// The `stream` of every row, when the column holds one value.
+    pub fn one_stream(&self) -> Option<i64> {
+        match self.stream {
+            Col::Same(raw, _) => Some(raw),
+            Col::Rows(_) => None,
+        }
+    }
+
     /// Whether a presence mask has `field`.
     #[inline]
     pub fn has(mask: u8, field: RecordField) -> bool {

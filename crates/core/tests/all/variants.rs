@@ -696,3 +696,47 @@ fn every_row_reads_its_user_metadata_and_compile_context() {
         }
     }
 }
+
+/// Rows of one shape whose stream is one value in every row take that stream's index, whatever
+/// index it was given before (a segment's stream 0 first); rows of several streams (a row of
+/// another, another device's) take their own.
+#[test]
+fn every_row_takes_its_own_stream() {
+    let rows = |streams: &[i128]| -> Vec<Py> {
+        streams
+            .iter()
+            .enumerate()
+            .map(|(r, &stream)| {
+                dict(vec![
+                    ("action", s(if r % 2 == 0 { "alloc" } else { "free_completed" })),
+                    ("addr", i(4096 * (r as i128 / 2 + 1))),
+                    ("size", i(512)),
+                    ("stream", i(stream)),
+                    ("time_us", i(10 + r as i128)),
+                    ("compile_context", s("N/A")),
+                    ("user_metadata", s("")),
+                ])
+            })
+            .collect()
+    };
+    let cases: [(bool, &[&[i128]]); 5] = [
+        (true, &[&[7; 6]]),
+        (false, &[&[7; 6]]),
+        (true, &[&[7, 7, 5, 7, 7, 7]]),
+        (false, &[&[7; 6], &[9; 6]]),
+        (true, &[&[0; 4], &[3; 4], &[0, 3, 0, 3]]),
+    ];
+    for (with_segment, traces) in cases {
+        let segments = if with_segment { vec![segment(0, 1 << 30, 2 << 20, vec![])] } else { vec![] };
+        for protocol in [2, 4] {
+            let v = snapshot(segments.clone(), traces.iter().map(|t| rows(t)).collect());
+            let snap = load_ok(&v, protocol);
+            assert_eq!(snap.devices.len(), traces.len());
+            for (d, want) in snap.devices.iter().zip(traces) {
+                let got: Vec<i128> =
+                    d.trace.stream.iter().map(|&k| snap.streams.get(k as usize).copied().unwrap_or(-1)).collect();
+                assert_eq!(&got, want, "device {}, protocol {protocol}, segment {with_segment}", d.index);
+            }
+        }
+    }
+}

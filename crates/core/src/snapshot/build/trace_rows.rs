@@ -108,8 +108,17 @@ impl<'d> Builder<'d> {
         // Rows of one shape and one `user_metadata` and `compile_context` (every real capture):
         // the rows after the first add nothing to those columns, so they are not looked at.
         let same_strings = cols.one_shape_and_strings();
+        // Rows of one shape have one presence mask, and a stream column of one value one stream
+        // index (interned at the first row, as that row would): neither is looked up per row.
+        let one_mask = (same_strings && n > 0).then(|| cols.mask(0));
+        let one_stream = match (one_mask, cols.one_stream()) {
+            (Some(m), Some(raw)) if RecordColumns::has(m, RecordField::STREAM) => {
+                Some(self.stream_index(i128::from(raw)))
+            }
+            _ => None,
+        };
         for k in 0..n {
-            let mask = cols.mask(k);
+            let mask = one_mask.unwrap_or_else(|| cols.mask(k));
             let has = |f: RecordField| RecordColumns::has(mask, f);
             let action_id = at(cols.action, k);
             let action = self.action_of(action_id);
@@ -119,8 +128,9 @@ impl<'d> Builder<'d> {
                     format!("device {device_index} entry {k}: unknown action {name}")
                 });
             }
-            let stream = match cols.stream.get(k) {
-                Some(raw) if has(RecordField::STREAM) => self.stream_index(i128::from(raw)),
+            let stream = match (one_stream, cols.stream.get(k)) {
+                (Some(s), _) => s,
+                (None, Some(raw)) if has(RecordField::STREAM) => self.stream_index(i128::from(raw)),
                 _ => 0,
             };
             let mut odd = false;
