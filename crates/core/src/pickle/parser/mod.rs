@@ -12,6 +12,7 @@ use super::value::{Value, MEMO_DICT, MEMO_OTHER};
 
 mod dicts;
 mod entry_template;
+mod entry_words;
 mod fast_paths;
 mod inline_frames;
 mod memo_runs;
