@@ -3,7 +3,7 @@
 // Content-Security-Policy can forbid inline scripts.
 import init, { start, open_run as openRun } from './memviz-web.js';
 import { KIND } from './protocol.js';
-import { readSlices, sliceQueue, PAGE_SLICE_BYTES } from './slices.js';
+import { readSlices, sliceQueue, PAGE_SLICE_BYTES, PAGE_SLICES_AHEAD } from './slices.js';
 
 // The theme before the WebAssembly starts (then crates/web/src/chrome.rs keeps it).
 try {
@@ -403,7 +403,7 @@ function readForPage(file) {
   }
   // Buffers of slices read on the page go back to the page's own reader.
   const back = { postMessage: (m) => reading?.giveBack(m.slice) };
-  const readHere = () => readSlices(file, (m) => queue.take(m, back), from, [], PAGE_SLICE_BYTES);
+  const readHere = () => readSlices(file, (m) => queue.take(m, back), from, [], PAGE_SLICE_BYTES, PAGE_SLICES_AHEAD);
   const reader = from >= file.size ? null : spareReader && !spareReader.broken ? spareReader : spawnReader();
   spareReader = null;
   if (reader) {
@@ -415,7 +415,7 @@ function readForPage(file) {
       queue.take(e.data, port);
     };
     const first = from === 0 ? READER_FIRST_BYTES : [];
-    reader.postMessage({ kind: KIND.READ, file, port: channel.port1, from, first, sliceBytes: PAGE_SLICE_BYTES }, [channel.port1]);
+    reader.postMessage({ kind: KIND.READ, file, port: channel.port1, from, first, sliceBytes: PAGE_SLICE_BYTES, ahead: PAGE_SLICES_AHEAD }, [channel.port1]);
     reading = { stop: () => { reader.terminate(); port.close(); }, giveBack() {} };
     // A reading worker that stopped before it sent anything: the page reads instead.
     reader.onerror = (e) => {

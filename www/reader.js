@@ -9,9 +9,9 @@ import { readSlices } from './slices.js';
 
 self.onmessage = (e) => {
   if (e.data.kind !== KIND.READ) return;
-  const { file, port, from, first, sliceBytes } = e.data;
+  const { file, port, from, first, sliceBytes, ahead } = e.data;
   const send = (m, transfer) => port.postMessage(m, transfer ?? []);
-  const reading = readSlices(file, send, from ?? 0, first ?? [], sliceBytes);
+  const reading = readSlices(file, send, from ?? 0, first ?? [], sliceBytes, ahead);
   port.onmessage = (m) => {
     if (m.data.kind === KIND.SLICE_BACK) reading.giveBack(m.data.slice);
   };

@@ -12,6 +12,12 @@ export const SLICE_BYTES = 8 << 20;
 export const PAGE_SLICE_BYTES = 4 << 20;
 /** Slices read ahead of what the loading worker has decoded. */
 export const SLICES_AHEAD = 3;
+/** Slices of PAGE_SLICE_BYTES read ahead of what the page has decoded: with three, the reading
+ * stopped while the page's thread wrote its first pages (about 60 ms at 1M entries), and a
+ * 174 MB file's load waited 74 ms for slices; with eight, 51 ms (medians of 30 loads each, in
+ * alternating order; the whole load 586 against 569 ms, within this machine's noise:
+ * docs/performance.md). */
+export const PAGE_SLICES_AHEAD = 8;
 
 /**
  * Reads `file` front to back into buffers the caller gives: `read(buf, offset)` fills all of
@@ -56,7 +62,8 @@ function sliceReader(file, from) {
 }
 
 /**
- * Reads `file` from byte `from` (0 unless given) into SLICES_AHEAD buffers and hands each over as
+ * Reads `file` from byte `from` (0 unless given) into `ahead` buffers (SLICES_AHEAD unless given)
+ * and hands each over as
  * it is filled (the first slices of the sizes in `first`, in buffers of their own, the rest of
  * `sliceBytes`, SLICE_BYTES unless given):
  * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
@@ -64,11 +71,11 @@ function sliceReader(file, from) {
  * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
  * `stop()` stops reading and lets the buffers go.
  */
-export function readSlices(file, send, from = 0, first = [], sliceBytes = SLICE_BYTES) {
+export function readSlices(file, send, from = 0, first = [], sliceBytes = SLICE_BYTES, ahead = SLICES_AHEAD) {
   const slices = sliceReader(file, from);
   const firstBytes = [...first];
   const free = [];
-  for (let i = 0; i < Math.min(SLICES_AHEAD, Math.ceil((file.size - from) / sliceBytes)); i++) {
+  for (let i = 0; i < Math.min(ahead, Math.ceil((file.size - from) / sliceBytes)); i++) {
     free.push(new ArrayBuffer(Math.min(sliceBytes, file.size - from)));
   }
   let readTo = from;
