@@ -63,9 +63,8 @@ function sliceReader(file, from) {
 
 /**
  * Reads `file` from byte `from` (0 unless given) into `ahead` buffers (SLICES_AHEAD unless given)
- * and hands each over as
- * it is filled (the first slices of the sizes in `first`, in buffers of their own, the rest of
- * `sliceBytes`, SLICE_BYTES unless given):
+ * and hands each over as it is filled (the first slices of the sizes in `first`, in buffers of
+ * their own, the rest of `sliceBytes`, SLICE_BYTES unless given):
  * `send({ kind: KIND.SLICE, slice, offset }, [slice])`, or `send({ kind: KIND.SLICE_ERROR,
  * message })` if reading fails. The loading worker gives each buffer back once it has copied it
  * (`giveBack(buffer)`), to be read into again, so reading a gigabyte allocates no fresh buffers.
