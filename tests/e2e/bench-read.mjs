@@ -15,10 +15,11 @@
 // slice, ms after the file was chosen) and of (c); then (c) minus (b): the load's time after
 // its reading.
 import { existsSync } from 'node:fs';
-import { basename, join, resolve, dirname } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from './lib/server.mjs';
 import { launch } from './lib/browser.mjs';
+import { waitReady } from './lib/harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -39,9 +40,11 @@ if (!files.length || !existsSync(join(dist, 'index.html'))) {
   process.exit(2);
 }
 
-const sorted = (xs) => [...xs].sort((a, b) => a - b);
-const median = (xs) => sorted(xs)[Math.floor((xs.length - 1) / 2)];
-const range = (xs) => `${Math.round(median(xs))} (${Math.round(sorted(xs)[0])}-${Math.round(sorted(xs).at(-1))})`;
+/** "median (lowest-highest)", rounded. */
+const range = (xs) => {
+  const s = xs.map(Math.round).sort((a, b) => a - b);
+  return `${s[Math.floor((s.length - 1) / 2)]} (${s[0]}-${s.at(-1)})`;
+};
 
 /** Reads the file chosen in a file input of its own through a reading worker; ms of the first and last slice. */
 async function readAlone(page, file, busy) {
@@ -88,16 +91,10 @@ async function readAlone(page, file, busy) {
 /** The page's load of the file: ms from its choice to the ready mark. */
 async function load(page, file) {
   await page.setInputFiles('#file-input', file);
-  await page.waitForFunction(
-    () => performance.getEntriesByName('memviz:ready').length > 0 || !document.getElementById('error').hidden,
-    null,
-    { timeout: 300000, polling: 20 },
+  await waitReady(page, 0, 300000);
+  return page.evaluate(
+    () => performance.getEntriesByName('memviz:ready')[0].startTime - performance.getEntriesByName('memviz:open')[0].startTime,
   );
-  return page.evaluate(() => {
-    const ready = performance.getEntriesByName('memviz:ready')[0];
-    if (!ready) throw new Error(document.getElementById('error').textContent);
-    return ready.startTime - performance.getEntriesByName('memviz:open')[0].startTime;
-  });
 }
 
 const server = await serve(dist);
